@@ -1,0 +1,50 @@
+# Meridian build and test entry points. `make test` is what CI runs (.ci/run), on a fresh
+# Debian machine: it installs what is missing, then runs every check and test.
+
+GO           ?= go
+STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BIN          := bin/meridian
+VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS      := -X main.Version=$(VERSION)
+# Tests that need the built binary find it here; it is built once per run.
+export MERIDIAN_BIN := $(CURDIR)/$(BIN)
+
+.PHONY: build run test deps lint unit fuzz bench clean
+
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/meridian
+
+# Serve the quick start on 127.0.0.1:1053.
+run: build
+	$(BIN) -conf examples/quickstart/Corefile
+
+# Debian packages the tests and benchmarks use; installed only when missing.
+deps:
+	@missing=""; \
+	command -v dig >/dev/null || missing="$$missing dnsutils"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+unit:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+test: deps build lint unit
+
+# Short fuzzing runs of every fuzz target (longer runs: make fuzz FUZZTIME=10m).
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseZone -fuzztime $(FUZZTIME) ./internal/config/
+	$(GO) test -run '^$$' -fuzz FuzzRespond -fuzztime $(FUZZTIME) ./internal/answer/
+
+bench: build
+	bench/run.sh
+
+clean:
+	rm -rf bin

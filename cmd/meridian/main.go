@@ -1,0 +1,71 @@
+// Command meridian is Meridian's DNS server: CoreDNS with a chosen set of its own plugins and the
+// gslb plugin, placed before cache so that GSLB answers are never cached by name alone.
+//
+//	meridian -conf Corefile        serve
+//	meridian -version              print Meridian's and CoreDNS's versions
+//	meridian check -conf Corefile  validate a Corefile and the YAML files it names, then exit
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+
+	_ "github.com/coredns/coredns/plugin/acl"
+	_ "github.com/coredns/coredns/plugin/any"
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/debug"
+	_ "github.com/coredns/coredns/plugin/dnssec"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/file"
+	_ "github.com/coredns/coredns/plugin/forward"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/loadbalance"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/metrics"
+	_ "github.com/coredns/coredns/plugin/multisocket"
+	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/reload"
+	_ "github.com/coredns/coredns/plugin/rewrite"
+	_ "github.com/coredns/coredns/plugin/root"
+	_ "github.com/coredns/coredns/plugin/template"
+	_ "github.com/coredns/coredns/plugin/whoami"
+
+	_ "github.com/meridian-gslb/meridian/plugin/gslb"
+)
+
+// Version is Meridian's version, set at build time with -ldflags "-X main.Version=...".
+var Version = "dev"
+
+// directives is the plugin chain order: CoreDNS's own order for the plugins compiled in, with
+// gslb inserted right before cache.
+var directives = []string{
+	"root", "multisocket", "reload", "bind", "debug", "ready", "health", "prometheus",
+	"errors", "log", "any", "loadbalance", "rewrite", "acl", "gslb", "cache", "dnssec",
+	"template", "file", "forward", "whoami",
+}
+
+func init() {
+	dnsserver.Directives = directives
+}
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "check":
+			os.Exit(runCheck(os.Args[2:], os.Stdout, os.Stderr))
+		case "version", "-version", "--version":
+			printVersion()
+			return
+		}
+	}
+	coremain.Run()
+}
+
+func printVersion() {
+	fmt.Printf("meridian %s\ncoredns %s\n%s %s/%s\n", Version, coremain.CoreVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}

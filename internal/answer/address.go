@@ -1,0 +1,113 @@
+package answer
+
+import (
+	"net/netip"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/policy"
+)
+
+// maxInlinePicks is how many picks fit the stack buffer of a selection; more spill to the heap.
+const maxInlinePicks = 16
+
+// selection is what one address family of a record answers with.
+type selection struct {
+	// backends are the chosen backends: the mode's picks, or every enabled one under fail-open.
+	backends []*catalog.Backend
+	// fixed are the fail-specific records (fallback IPs or CNAME); copied before use.
+	fixed []dns.RR
+	// rcode is set (non-zero) when fail-closed answers with an error code.
+	rcode int
+	// closed is set when fail-closed applies, whatever its rcode.
+	closed bool
+	// clientDependent is set when the choice depends on the client address.
+	clientDependent bool
+}
+
+// selectFamily runs rec's mode for family f and client, or its fallback policy when no backend
+// of the family is healthy. It is a function of its arguments only, so that nothing of the
+// response under construction escapes through it.
+func selectFamily(rec *catalog.Record, client netip.Addr, f catalog.Family, dst []*catalog.Backend) selection {
+	v := rec.View()
+	if !v.Configured[f] {
+		return selection{}
+	}
+	set := v.Sets[f]
+	if set.Len() > 0 {
+		var buf [maxInlinePicks]int
+		for _, i := range set.Pick(client, buf[:0]) {
+			dst = append(dst, v.Healthy[f][i])
+		}
+		return selection{backends: dst, clientDependent: policy.DependsOnClient(rec.Config.Mode)}
+	}
+	fb := &rec.Config.Fallback
+	switch fb.Mode {
+	case config.FallbackFailClosed:
+		return selection{rcode: fb.Rcode, closed: true}
+	case config.FallbackFailSpecific:
+		if rec.FallbackCNAME != nil {
+			return selection{fixed: []dns.RR{rec.FallbackCNAME}}
+		}
+		return selection{fixed: rec.FallbackIPs[f]}
+	default:
+		return selection{backends: append(dst, v.Enabled[f]...)}
+	}
+}
+
+// rrs returns the answer records of a selection. A host-name backend chosen first answers alone,
+// as a CNAME; otherwise host-name backends are left out of an address answer.
+func (r *builder) rrs(sel selection, dst []dns.RR) []dns.RR {
+	for _, rr := range sel.fixed {
+		dst = append(dst, copyRR(rr, r.owner))
+	}
+	for i, be := range sel.backends {
+		if be.Config.IsHost() {
+			if i == 0 {
+				return append(dst, copyRR(be.RR, r.owner))
+			}
+			continue
+		}
+		dst = append(dst, copyRR(be.RR, r.owner))
+	}
+	return dst
+}
+
+// address answers A, AAAA and CNAME queries.
+func (r *builder) address(qtype uint16) {
+	f, isAddress := catalog.FamilyOf(qtype)
+	if !isAddress {
+		f = catalog.IPv4 // CNAME: a host-name backend or a fallback CNAME answers it
+	}
+	var buf [maxInlinePicks]*catalog.Backend
+	sel := selectFamily(r.rec, r.client, f, buf[:0])
+	r.clientDependent = r.clientDependent || sel.clientDependent
+	if sel.closed {
+		r.failClosed(sel.rcode)
+		return
+	}
+	answer := r.rrs(sel, make([]dns.RR, 0, len(sel.backends)+len(sel.fixed)))
+	if !isAddress && (len(answer) == 0 || answer[0].Header().Rrtype != dns.TypeCNAME) {
+		return // NODATA: the name has no CNAME now
+	}
+	r.msg.Answer = answer
+}
+
+// failClosed answers with the fail-closed rcode and the SOA in authority.
+func (r *builder) failClosed(rcode int) {
+	r.msg.Rcode = rcode
+	r.msg.Answer = nil
+	r.msg.Ns = []dns.RR{copyRR(r.zone.NegativeSOA, "")}
+}
+
+// any answers ANY with one RRset (RFC 8482): the IPv4 answer, else the IPv6 answer.
+func (r *builder) any() {
+	for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA} {
+		r.address(qtype)
+		if len(r.msg.Answer) > 0 || r.msg.Rcode != dns.RcodeSuccess {
+			return
+		}
+	}
+}

@@ -1,0 +1,182 @@
+// Package answer builds the authoritative DNS response for a query against a catalog snapshot:
+// A/AAAA from the record's selection mode or fallback policy, CNAME for host-name backends,
+// SRV, HTTPS/SVCB and TXT, NODATA and NXDOMAIN with the zone's SOA, a minimal ANY answer
+// (RFC 8482), EDNS Client Subnet (RFC 7871) and truncation of UDP answers that do not fit.
+package answer
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/catalog"
+)
+
+// Options are the per-block switches that change answers.
+type Options struct {
+	// UseECS makes the EDNS Client Subnet address the client of the query and echoes the option.
+	UseECS bool
+	// EnableTXT answers TXT queries of record names with one line per backend.
+	EnableTXT bool
+}
+
+// Result tells the caller what to do with the response.
+type Result int
+
+// The results of Respond.
+const (
+	// Answered: write the response.
+	Answered Result = iota
+	// NotOurs: the name is in no served zone (or the query is not one we answer); pass it on.
+	NotOurs
+	// NameError: the response is NXDOMAIN; the caller may pass the query on instead (fallthrough).
+	NameError
+)
+
+// Query is one question to answer.
+type Query struct {
+	Msg *dns.Msg
+	// Source is the transport address of the client.
+	Source netip.Addr
+	// TCP is set for queries over a stream transport; their answers are never truncated.
+	TCP bool
+}
+
+// Respond answers q from snap.
+func Respond(snap *catalog.Snapshot, opts Options, q Query) (*dns.Msg, Result) {
+	req := q.Msg
+	if req.Response || req.Opcode != dns.OpcodeQuery || len(req.Question) != 1 {
+		return nil, NotOurs
+	}
+	question := req.Question[0]
+	if question.Qclass != dns.ClassINET && question.Qclass != dns.ClassANY {
+		return nil, NotOurs
+	}
+	qname := strings.ToLower(question.Name)
+	zone := snap.Zone(qname)
+	if zone == nil {
+		return nil, NotOurs
+	}
+
+	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source}
+	if rcode := b.readEDNS(opts.UseECS); rcode != dns.RcodeSuccess {
+		return b.finishError(rcode), Answered
+	}
+	result := b.answer(opts)
+	return b.finish(q.TCP), result
+}
+
+// builder carries one response under construction.
+type builder struct {
+	req    *dns.Msg
+	zone   *catalog.Zone
+	qname  string
+	qtype  uint16
+	client netip.Addr
+
+	rec   *catalog.Record // the record asked for, once found
+	owner string          // the name answers carry: the record's, or the query's for a wildcard
+
+	opt *dns.OPT // the request's OPT record, or nil
+	ecs *dns.EDNS0_SUBNET
+	// clientDependent is set when the answer varies with the client address (ECS scope).
+	clientDependent bool
+
+	msg *dns.Msg
+}
+
+func (b *builder) reply(rcode int) {
+	m := new(dns.Msg)
+	m.SetRcode(b.req, rcode)
+	m.Authoritative = true
+	m.RecursionAvailable = false
+	b.msg = m
+}
+
+// answer fills in b.msg for the query.
+func (b *builder) answer(opts Options) Result {
+	rec, exists, wildcard := b.zone.Lookup(b.qname)
+	if !exists {
+		b.reply(dns.RcodeNameError)
+		b.msg.Ns = []dns.RR{copyRR(b.zone.NegativeSOA, "")}
+		return NameError
+	}
+	b.reply(dns.RcodeSuccess)
+	apex := b.qname == b.zone.Origin
+	switch {
+	case apex && b.qtype == dns.TypeSOA:
+		b.msg.Answer = []dns.RR{copyRR(b.zone.SOA, "")}
+		return Answered
+	case apex && b.qtype == dns.TypeNS:
+		b.msg.Answer = make([]dns.RR, len(b.zone.NS))
+		for i, ns := range b.zone.NS {
+			b.msg.Answer[i] = copyRR(ns, "")
+		}
+		return Answered
+	case rec == nil && apex && b.qtype == dns.TypeANY:
+		b.msg.Answer = []dns.RR{copyRR(b.zone.SOA, "")}
+		return Answered
+	case rec == nil:
+		b.nodata()
+		return Answered
+	}
+	b.rec, b.owner = rec, rec.Name
+	if wildcard {
+		b.owner = b.qname
+	}
+	switch b.qtype {
+	case dns.TypeA, dns.TypeAAAA, dns.TypeCNAME:
+		b.address(b.qtype)
+	case dns.TypeANY:
+		b.any()
+	case dns.TypeSRV:
+		b.srv()
+	case dns.TypeHTTPS, dns.TypeSVCB:
+		b.svcb()
+	case dns.TypeTXT:
+		if opts.EnableTXT {
+			b.txt()
+		}
+	}
+	if len(b.msg.Answer) == 0 && b.msg.Rcode == dns.RcodeSuccess {
+		b.nodata()
+	}
+	return Answered
+}
+
+// nodata turns the response into NODATA: NOERROR, no answer, the SOA in authority.
+func (b *builder) nodata() {
+	b.msg.Answer = nil
+	b.msg.Extra = nil
+	b.msg.Ns = []dns.RR{copyRR(b.zone.NegativeSOA, "")}
+}
+
+// copyRR returns a shallow copy of a prebuilt record, renamed to owner when owner is not empty.
+// Responses never share records with the catalog, so plugins after gslb may change them.
+func copyRR(rr dns.RR, owner string) dns.RR {
+	var c dns.RR
+	switch x := rr.(type) {
+	case *dns.A:
+		y := *x
+		c = &y
+	case *dns.AAAA:
+		y := *x
+		c = &y
+	case *dns.CNAME:
+		y := *x
+		c = &y
+	case *dns.SOA:
+		y := *x
+		c = &y
+	case *dns.NS:
+		y := *x
+		c = &y
+	default:
+		c = dns.Copy(rr)
+	}
+	if owner != "" {
+		c.Header().Name = owner
+	}
+	return c
+}

@@ -1,0 +1,179 @@
+package answer
+
+import (
+	"net"
+	"net/netip"
+
+	"github.com/miekg/dns"
+)
+
+// Sizes of responses.
+const (
+	// advertisedUDPSize is the EDNS buffer size Meridian announces (the DNS flag day 2020 value).
+	advertisedUDPSize = 1232
+	maxTCPSize        = dns.MaxMsgSize
+)
+
+// readEDNS reads the request's OPT record and, with useECS, its Client Subnet option, which
+// then replaces the client address. It returns the rcode of a request that must be refused:
+// BADVERS for an unknown EDNS version, FORMERR for a malformed Client Subnet option.
+func (b *builder) readEDNS(useECS bool) int {
+	b.opt = b.req.IsEdns0()
+	if b.opt == nil {
+		return dns.RcodeSuccess
+	}
+	if b.opt.Version() != 0 {
+		return dns.RcodeBadVers
+	}
+	if !useECS {
+		return dns.RcodeSuccess
+	}
+	for _, o := range b.opt.Option {
+		ecs, ok := o.(*dns.EDNS0_SUBNET)
+		if !ok {
+			continue
+		}
+		if b.ecs != nil {
+			return dns.RcodeFormatError // RFC 7871 7.1: at most one ECS option
+		}
+		client, ok := ecsClient(ecs)
+		if !ok {
+			return dns.RcodeFormatError
+		}
+		b.ecs = ecs
+		if client.IsValid() {
+			b.client = client
+		}
+	}
+	return dns.RcodeSuccess
+}
+
+// ecsClient validates an ECS option of a query (RFC 7871 6, 7.1) and returns the client
+// address it carries, or an invalid address when the option asks not to use one (prefix 0).
+func ecsClient(ecs *dns.EDNS0_SUBNET) (netip.Addr, bool) {
+	if ecs.SourceScope != 0 {
+		return netip.Addr{}, false
+	}
+	var addr netip.Addr
+	switch ecs.Family {
+	case 0:
+		return netip.Addr{}, ecs.SourceNetmask == 0
+	case 1:
+		ip4 := ecs.Address.To4()
+		if ip4 == nil || ecs.SourceNetmask > 32 {
+			return netip.Addr{}, false
+		}
+		addr = netip.AddrFrom4([4]byte(ip4))
+	case 2:
+		if len(ecs.Address) != net.IPv6len || ecs.SourceNetmask > 128 {
+			return netip.Addr{}, false
+		}
+		addr = netip.AddrFrom16([16]byte(ecs.Address))
+	default:
+		return netip.Addr{}, false
+	}
+	prefix, err := addr.Prefix(int(ecs.SourceNetmask))
+	if err != nil || prefix.Addr() != addr {
+		return netip.Addr{}, false // bits set beyond the source prefix
+	}
+	if ecs.SourceNetmask == 0 {
+		return netip.Addr{}, true
+	}
+	return addr, true
+}
+
+// finish adds the OPT record (with the ECS echo and its scope) and truncates a UDP answer that
+// does not fit the client's buffer.
+func (b *builder) finish(tcp bool) *dns.Msg {
+	m := b.msg
+	if b.opt != nil {
+		m.Extra = append(m.Extra, b.replyOPT())
+	}
+	size := maxTCPSize
+	if !tcp {
+		size = dns.MinMsgSize
+		if b.opt != nil {
+			size = max(int(b.opt.UDPSize()), dns.MinMsgSize)
+		}
+	}
+	if bound, ok := sizeBound(m); ok && bound <= size {
+		return m
+	}
+	if m.Len() > size {
+		m.Compress = true
+		if m.Len() > size {
+			m.Truncate(size)
+		}
+	}
+	return m
+}
+
+// finishError returns a response that carries only rcode (and the OPT record for EDNS requests).
+func (b *builder) finishError(rcode int) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetRcode(b.req, rcode)
+	b.msg = m
+	b.ecs = nil
+	if b.opt != nil {
+		m.Extra = append(m.Extra, b.replyOPT())
+	}
+	return m
+}
+
+func (b *builder) replyOPT() *dns.OPT {
+	o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+	o.SetUDPSize(advertisedUDPSize)
+	o.SetDo(b.opt.Do())
+	if b.ecs != nil {
+		var scope uint8
+		if b.clientDependent {
+			scope = b.ecs.SourceNetmask
+		}
+		o.Option = []dns.EDNS0{&dns.EDNS0_SUBNET{
+			Code:          dns.EDNS0SUBNET,
+			Family:        b.ecs.Family,
+			SourceNetmask: b.ecs.SourceNetmask,
+			SourceScope:   scope,
+			Address:       b.ecs.Address,
+		}}
+	}
+	return o
+}
+
+// sizeBound returns an upper bound of m's packed size without packing it, for the record types
+// of common answers; ok is false when m holds another type. It saves the query path the
+// allocations of dns.Msg.Len.
+func sizeBound(m *dns.Msg) (n int, ok bool) {
+	const header, rrFixed = 12, 10 // message header; type, class, TTL and rdlength of a record
+	n = header
+	for _, q := range m.Question {
+		n += len(q.Name) + 1 + 4
+	}
+	for _, section := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
+		for _, rr := range section {
+			n += len(rr.Header().Name) + 1 + rrFixed
+			switch x := rr.(type) {
+			case *dns.A:
+				n += net.IPv4len
+			case *dns.AAAA:
+				n += net.IPv6len
+			case *dns.CNAME:
+				n += len(x.Target) + 1
+			case *dns.NS:
+				n += len(x.Ns) + 1
+			case *dns.SOA:
+				n += len(x.Ns) + 1 + len(x.Mbox) + 1 + 20
+			case *dns.OPT:
+				for _, o := range x.Option {
+					if _, isECS := o.(*dns.EDNS0_SUBNET); !isECS {
+						return 0, false
+					}
+					n += 4 + 4 + net.IPv6len
+				}
+			default:
+				return 0, false
+			}
+		}
+	}
+	return n, true
+}

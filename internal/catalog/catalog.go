@@ -1,0 +1,147 @@
+// Package catalog compiles validated zone configurations into the immutable view the query path
+// reads: zones matched on label boundaries, records found by exact name or wildcard, prebuilt
+// resource records, and per-record candidate sets that are rebuilt when health changes.
+package catalog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/health"
+)
+
+// HealthSource hands out the shared health word of a backend. It returns the same word for the
+// same key across snapshots, so that a reload keeps the state of unchanged backends.
+type HealthSource interface {
+	State(key string) *health.State
+}
+
+// Snapshot is one immutable compilation of every zone of a gslb block.
+type Snapshot struct {
+	zones   map[string]*Zone
+	records []*Record
+}
+
+// Zone is one served zone.
+type Zone struct {
+	Origin string
+	SOA    *dns.SOA
+	// NegativeSOA is the SOA of NXDOMAIN and NODATA answers: its TTL is the smaller of the SOA's
+	// TTL and minimum, the negative caching time of RFC 2308.
+	NegativeSOA *dns.SOA
+	NS          []*dns.NS
+	nodes       map[string]*node
+}
+
+// node is a name that exists in a zone: a record's name, or an empty non-terminal above one.
+type node struct {
+	record   *Record // nil for empty non-terminals and a record-less apex
+	wildcard *Record // the record named "*." + this name, if any
+}
+
+// Build compiles zones into a snapshot. Health words come from hs.
+func Build(zones []*config.Zone, hs HealthSource) (*Snapshot, error) {
+	s := &Snapshot{zones: make(map[string]*Zone, len(zones))}
+	for _, zc := range zones {
+		if _, dup := s.zones[zc.Origin]; dup {
+			return nil, fmt.Errorf("zone %s is configured twice (second in %s)", zc.Origin, zc.File)
+		}
+		z := newZone(zc)
+		s.zones[zc.Origin] = z
+		for i := range zc.Records {
+			r := newRecord(z, &zc.Records[i], hs)
+			z.add(r)
+			s.records = append(s.records, r)
+		}
+	}
+	return s, nil
+}
+
+func newZone(zc *config.Zone) *Zone {
+	z := &Zone{
+		Origin: zc.Origin,
+		SOA: &dns.SOA{
+			Hdr:     dns.RR_Header{Name: zc.Origin, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: zc.SOA.TTL},
+			Ns:      zc.SOA.MName,
+			Mbox:    zc.SOA.RName,
+			Serial:  zc.SOA.Serial,
+			Refresh: zc.SOA.Refresh,
+			Retry:   zc.SOA.Retry,
+			Expire:  zc.SOA.Expire,
+			Minttl:  zc.SOA.Minimum,
+		},
+		nodes: map[string]*node{zc.Origin: {}},
+	}
+	neg := *z.SOA
+	neg.Hdr.Ttl = min(zc.SOA.TTL, zc.SOA.Minimum)
+	z.NegativeSOA = &neg
+	for _, ns := range zc.NS {
+		z.NS = append(z.NS, &dns.NS{
+			Hdr: dns.RR_Header{Name: zc.Origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: zc.SOA.TTL},
+			Ns:  ns,
+		})
+	}
+	return z
+}
+
+// add links r into the zone's name tree, creating empty non-terminals up to the apex.
+func (z *Zone) add(r *Record) {
+	z.nodeFor(r.Name).record = r
+	if parent, ok := strings.CutPrefix(r.Name, "*."); ok {
+		z.nodeFor(parent).wildcard = r
+	}
+	for off, end := dns.NextLabel(r.Name, 0); !end && len(r.Name)-off > len(z.Origin); off, end = dns.NextLabel(r.Name, off) {
+		z.nodeFor(r.Name[off:])
+	}
+}
+
+func (z *Zone) nodeFor(name string) *node {
+	n, ok := z.nodes[name]
+	if !ok {
+		n = &node{}
+		z.nodes[name] = n
+	}
+	return n
+}
+
+// Zone returns the zone that qname belongs to (the longest origin that is a label-boundary
+// suffix of qname), or nil. qname must be lower case and fully qualified.
+func (s *Snapshot) Zone(qname string) *Zone {
+	for off, end := 0, false; !end; off, end = dns.NextLabel(qname, off) {
+		if z, ok := s.zones[qname[off:]]; ok {
+			return z
+		}
+	}
+	if z, ok := s.zones["."]; ok {
+		return z
+	}
+	return nil
+}
+
+// Records returns every record of the snapshot.
+func (s *Snapshot) Records() []*Record { return s.records }
+
+// Zones returns the number of zones in the snapshot.
+func (s *Snapshot) Zones() int { return len(s.zones) }
+
+// Lookup finds qname, a lower-case name inside the zone. exists is false when the name does not
+// exist (NXDOMAIN). rec is nil for names that exist without a record (the apex, empty
+// non-terminals); wildcard is true when rec was found through a wildcard (RFC 4592).
+func (z *Zone) Lookup(qname string) (rec *Record, exists, wildcard bool) {
+	if n, ok := z.nodes[qname]; ok {
+		return n.record, true, false
+	}
+	// Find the closest encloser; only its wildcard child applies.
+	for off, end := dns.NextLabel(qname, 0); !end; off, end = dns.NextLabel(qname, off) {
+		if n, ok := z.nodes[qname[off:]]; ok {
+			if n.wildcard != nil {
+				return n.wildcard, true, true
+			}
+			return nil, false, false
+		}
+	}
+	return nil, false, false
+}

@@ -1,0 +1,179 @@
+package catalog
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/policy"
+)
+
+// Family is an address family of answers: IPv4 (A) or IPv6 (AAAA).
+type Family int
+
+// The address families, usable as array indexes.
+const (
+	IPv4 Family = iota
+	IPv6
+)
+
+// FamilyOf returns the family asked for by a query type, and false for other types.
+func FamilyOf(qtype uint16) (Family, bool) {
+	switch qtype {
+	case dns.TypeA:
+		return IPv4, true
+	case dns.TypeAAAA:
+		return IPv6, true
+	}
+	return 0, false
+}
+
+// Record is one compiled GSLB record.
+type Record struct {
+	Name     string
+	Config   *config.Record
+	Zone     *Zone
+	Backends []*Backend
+	// FallbackIPs are the fail-specific addresses, prebuilt as A and AAAA records by family.
+	FallbackIPs [2][]dns.RR
+	// FallbackCNAME is the fail-specific CNAME, or nil.
+	FallbackCNAME *dns.CNAME
+
+	counter   atomic.Uint64 // roundrobin rotation, kept across health changes
+	view      atomic.Pointer[View]
+	refreshMu sync.Mutex // serialises writers of view; never taken by queries
+}
+
+// Backend is one compiled backend of a record.
+type Backend struct {
+	Config *config.Backend
+	// Key identifies the backend across reloads: record name, address and port.
+	Key   string
+	State *health.State
+	// RR is the prebuilt answer for the record's name: *dns.A, *dns.AAAA or *dns.CNAME.
+	RR dns.RR
+	// alwaysUp is set for backends that are never probed and count as up.
+	alwaysUp bool
+}
+
+// Healthy reports whether the backend is enabled and up.
+func (b *Backend) Healthy() bool {
+	return b.Config.Enable && (b.alwaysUp || b.State.Status() == health.Up)
+}
+
+// Status returns the backend's health status, Up for backends that are never probed.
+func (b *Backend) Status() health.Status {
+	if b.alwaysUp {
+		return health.Up
+	}
+	return b.State.Status()
+}
+
+// inFamily reports whether the backend can answer a query of family f. Host-name backends
+// (answered as CNAME) serve both families.
+func (b *Backend) inFamily(f Family) bool {
+	ip := b.Config.IP
+	return !ip.IsValid() || (f == IPv4) == ip.Is4()
+}
+
+// View is a record's candidate sets at one moment of health: what the query path selects from.
+type View struct {
+	// Healthy holds, per family, the healthy and enabled backends in the order of Sets.
+	Healthy [2][]*Backend
+	// Sets are the mode's prepared selections over Healthy.
+	Sets [2]*policy.Set
+	// Enabled holds, per family, every enabled backend (the fail-open answer).
+	Enabled [2][]*Backend
+	// Configured tells, per family, whether the record has any backend of it at all; a family
+	// with none answers NODATA rather than applying the fallback policy.
+	Configured [2]bool
+}
+
+func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
+	r := &Record{Name: rc.Name, Config: rc, Zone: z}
+	for i := range rc.Backends {
+		bc := &rc.Backends[i]
+		key := rc.Name + "|" + bc.Address + "|" + strconv.Itoa(int(bc.Port))
+		r.Backends = append(r.Backends, &Backend{
+			Config:   bc,
+			Key:      key,
+			State:    hs.State(key),
+			RR:       addressRR(rc.Name, rc.TTL, bc),
+			alwaysUp: bc.AssumeHealthy || (len(bc.HealthChecks) == 0 && !bc.Passive),
+		})
+	}
+	for _, ip := range rc.Fallback.IPs {
+		f := IPv6
+		if ip.Is4() {
+			f = IPv4
+		}
+		r.FallbackIPs[f] = append(r.FallbackIPs[f], addressRR(rc.Name, rc.TTL, &config.Backend{IP: ip}))
+	}
+	if rc.Fallback.CNAME != "" {
+		r.FallbackCNAME = &dns.CNAME{Hdr: header(rc.Name, dns.TypeCNAME, rc.TTL), Target: rc.Fallback.CNAME}
+	}
+	r.Refresh()
+	return r
+}
+
+func header(name string, rrtype uint16, ttl uint32) dns.RR_Header {
+	return dns.RR_Header{Name: name, Rrtype: rrtype, Class: dns.ClassINET, Ttl: ttl}
+}
+
+func addressRR(name string, ttl uint32, b *config.Backend) dns.RR {
+	switch {
+	case !b.IP.IsValid():
+		return &dns.CNAME{Hdr: header(name, dns.TypeCNAME, ttl), Target: b.Address}
+	case b.IP.Is4():
+		ip := b.IP.As4()
+		return &dns.A{Hdr: header(name, dns.TypeA, ttl), A: ip[:]}
+	default:
+		ip := b.IP.As16()
+		return &dns.AAAA{Hdr: header(name, dns.TypeAAAA, ttl), AAAA: ip[:]}
+	}
+}
+
+// View returns the record's current candidate sets. It never blocks.
+func (r *Record) View() *View { return r.view.Load() }
+
+// Refresh rebuilds the record's candidate sets from the current health words and publishes
+// them. Call it after any of the record's backends changed state.
+func (r *Record) Refresh() {
+	r.refreshMu.Lock()
+	defer r.refreshMu.Unlock()
+	v := &View{}
+	for f := IPv4; f <= IPv6; f++ {
+		var healthy []*Backend
+		var cands []policy.Candidate
+		for _, b := range r.Backends {
+			if !b.inFamily(f) {
+				continue
+			}
+			v.Configured[f] = true
+			if !b.Config.Enable {
+				continue
+			}
+			v.Enabled[f] = append(v.Enabled[f], b)
+			if b.Healthy() {
+				healthy = append(healthy, b)
+				cands = append(cands, policy.Candidate{
+					Priority: b.Config.Priority,
+					Weight:   b.Config.Weight,
+					Addr:     b.Config.IP,
+					Host:     b.Config.Address,
+				})
+			}
+		}
+		set := policy.Prepare(r.Config.Mode, cands, &r.counter)
+		v.Sets[f] = set
+		v.Healthy[f] = make([]*Backend, len(healthy))
+		for i, idx := range set.Order {
+			v.Healthy[f][i] = healthy[idx]
+		}
+	}
+	r.view.Store(v)
+}

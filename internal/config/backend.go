@@ -1,0 +1,213 @@
+package config
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+var backendKeys = []string{"address", "port", "priority", "weight", "enable", "tags", "description",
+	"country", "subdivision", "city", "continent", "asn", "location", "latitude", "longitude",
+	"healthchecks", "rise", "fall", "assume_healthy", "passive"}
+
+var continents = []string{"AF", "AN", "AS", "EU", "NA", "OC", "SA"}
+
+// backend parses one backend of a record. It reports false when the backend has errors.
+func (p *parser) backend(n *yaml.Node, path string, profiles profileSet) (Backend, bool) {
+	n = resolve(n)
+	b := Backend{Pos: p.pos(n), Priority: DefaultPriority, Weight: DefaultWeight, Enable: true}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, path, "a backend must be a mapping with an address, not %s", kindName(n))
+		return b, false
+	}
+	before := len(p.errs)
+	var address, lat, lon *yaml.Node
+	riseSet, fallSet := false, false
+	for _, e := range p.entries(n, path) {
+		if isNull(e.v) {
+			continue
+		}
+		kpath := child(path, e.key)
+		switch e.key {
+		case "address":
+			address = resolve(e.v)
+			p.address(&b, e.v, kpath)
+		case "port":
+			if v, ok := p.integer(e.v, kpath, 1, math.MaxUint16); ok {
+				b.Port = uint16(v)
+			}
+		case "priority":
+			b.Priority = p.intField(e.v, kpath, 0, math.MaxInt32, b.Priority)
+		case "weight":
+			b.Weight = p.intField(e.v, kpath, math.MinInt32, math.MaxInt32, b.Weight)
+		case "enable":
+			b.Enable = p.boolField(e.v, kpath, b.Enable)
+		case "assume_healthy":
+			b.AssumeHealthy = p.boolField(e.v, kpath, b.AssumeHealthy)
+		case "passive":
+			b.Passive = p.boolField(e.v, kpath, b.Passive)
+		case "tags":
+			b.Tags, _ = p.strList(e.v, kpath)
+		case "description":
+			b.Description, _ = p.str(e.v, kpath)
+		case "city":
+			b.City, _ = p.str(e.v, kpath)
+		case "location":
+			b.Location, _ = p.str(e.v, kpath)
+		case "subdivision":
+			s, _ := p.str(e.v, kpath)
+			b.Subdivision = strings.ToUpper(s)
+		case "country":
+			b.Country = p.country(e.v, kpath)
+		case "continent":
+			b.Continent = p.continent(e.v, kpath)
+		case "asn":
+			b.ASN = p.asn(e.v, kpath)
+		case "latitude":
+			lat = resolve(e.v)
+			b.Latitude, _ = p.number(e.v, kpath, -90, 90)
+		case "longitude":
+			lon = resolve(e.v)
+			b.Longitude, _ = p.number(e.v, kpath, -180, 180)
+		case "healthchecks":
+			b.HealthChecks = p.healthChecks(e.v, kpath, profiles)
+		case "rise":
+			b.Rise, riseSet = p.count(e.v, kpath)
+		case "fall":
+			b.Fall, fallSet = p.count(e.v, kpath)
+		default:
+			p.unknownKey(e, path, backendKeys)
+		}
+	}
+	if address == nil {
+		p.errorf(n, child(path, "address"), "a backend needs an address")
+	}
+	switch {
+	case lat != nil && lon == nil:
+		p.errorf(lat, child(path, "latitude"), "latitude is set without longitude")
+	case lon != nil && lat == nil:
+		p.errorf(lon, child(path, "longitude"), "longitude is set without latitude")
+	default:
+		b.HasCoords = lat != nil
+	}
+	if !riseSet {
+		b.Rise = maxThreshold(b.HealthChecks, func(hc HealthCheck) int { return hc.Rise }, DefaultRise)
+	}
+	if !fallSet {
+		b.Fall = maxThreshold(b.HealthChecks, func(hc HealthCheck) int { return hc.Fall }, DefaultFall)
+	}
+	return b, len(p.errs) == before
+}
+
+// maxThreshold is the highest rise or fall set by any of the checks, else def.
+func maxThreshold(checks []HealthCheck, get func(HealthCheck) int, def int) int {
+	best := 0
+	for _, hc := range checks {
+		best = max(best, get(hc))
+	}
+	if best == 0 {
+		return def
+	}
+	return best
+}
+
+func (p *parser) address(b *Backend, n *yaml.Node, path string) {
+	s, ok := p.str(n, path)
+	if !ok {
+		return
+	}
+	ip, addr, err := parseAddress(s)
+	if err != nil {
+		p.errorf(n, path, "%v", err)
+		return
+	}
+	b.IP, b.Address = ip, addr
+}
+
+// intField parses an integer in lo..hi, keeping def when it is invalid.
+func (p *parser) intField(n *yaml.Node, path string, lo, hi int64, def int) int {
+	if v, ok := p.integer(n, path, lo, hi); ok {
+		return int(v)
+	}
+	return def
+}
+
+// boolField parses a boolean, keeping def when it is invalid.
+func (p *parser) boolField(n *yaml.Node, path string, def bool) bool {
+	if v, ok := p.boolean(n, path); ok {
+		return v
+	}
+	return def
+}
+
+func (p *parser) country(n *yaml.Node, path string) string {
+	s, ok := p.str(n, path)
+	if !ok {
+		return ""
+	}
+	if len(s) != 2 || !isLetter(s[0]) || !isLetter(s[1]) {
+		p.errorf(n, path, "must be a 2-letter ISO 3166 country code, not %q", s)
+		return ""
+	}
+	return strings.ToUpper(s)
+}
+
+func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+
+func (p *parser) continent(n *yaml.Node, path string) string {
+	s, ok := p.str(n, path)
+	if !ok {
+		return ""
+	}
+	c := strings.ToUpper(s)
+	if !slices.Contains(continents, c) {
+		p.errorf(n, path, "%v", unknownChoice("continent code", s, continents))
+		return ""
+	}
+	return c
+}
+
+// asn parses an AS number written as 12345, "12345" or "AS12345".
+func (p *parser) asn(n *yaml.Node, path string) uint32 {
+	s, ok := p.str(n, path)
+	if !ok {
+		return 0
+	}
+	digits := s
+	if len(s) > 2 && strings.EqualFold(s[:2], "AS") {
+		digits = s[2:]
+	}
+	v, err := strconv.ParseUint(digits, 10, 32)
+	if err != nil || v == 0 {
+		p.errorf(n, path, `must be an AS number from 1 to 4294967295 (12345 or "AS12345"), not %q`, s)
+		return 0
+	}
+	return uint32(v)
+}
+
+// healthChecks parses a backend's checks: profile names or inline checks.
+func (p *parser) healthChecks(n *yaml.Node, path string, profiles profileSet) []HealthCheck {
+	var out []HealthCheck
+	for i, item := range p.items(n, path) {
+		ipath := index(path, i)
+		switch r := resolve(item); {
+		case r.Kind == yaml.MappingNode:
+			if hc, ok := p.check(item, ipath); ok {
+				out = append(out, hc)
+			}
+		case r.Kind == yaml.ScalarNode && r.ShortTag() != "!!null":
+			name := strings.TrimSpace(r.Value)
+			if hc, ok := profiles.lookup(name); ok {
+				out = append(out, hc)
+			} else {
+				p.errorf(item, ipath, "%v", unknownChoice("health-check profile", name, profiles.names()))
+			}
+		default:
+			p.errorf(item, ipath, "must be a profile name or a check mapping, not %s", kindName(r))
+		}
+	}
+	return out
+}

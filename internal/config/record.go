@@ -1,0 +1,361 @@
+package config
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// recordKeys are the keys of a record; all but backends may also be set under defaults.
+var recordKeys = []string{"mode", "record_ttl", "owner", "description", "scrape_interval", "scrape_timeout",
+	"scrape_retries", "fallback_policy", "alpn", "backends"}
+
+// opt is a record setting that the record or the defaults may set.
+type opt[T any] struct {
+	v         T
+	set       bool
+	inherited bool // taken from defaults
+	pos       Position
+	path      string
+}
+
+func (o *opt[T]) put(v T, pos Position, path string) {
+	*o = opt[T]{v: v, set: true, pos: pos, path: path}
+}
+
+func (o *opt[T]) inherit(d opt[T]) {
+	if !o.set && d.set {
+		*o = d
+		o.inherited = true
+	}
+}
+
+func (o opt[T]) or(def T) T {
+	if o.set {
+		return o.v
+	}
+	return def
+}
+
+// recordOpts are the settings of a record other than its backends.
+type recordOpts struct {
+	mode               opt[Mode]
+	ttl                opt[uint32]
+	owner, description opt[string]
+	interval, timeout  opt[time.Duration]
+	retries            opt[int]
+	fallback           opt[Fallback]
+	alpn               opt[[]string]
+}
+
+// inherit fills the settings the record leaves unset from the defaults (a shallow merge).
+func (o *recordOpts) inherit(d recordOpts) {
+	o.mode.inherit(d.mode)
+	o.ttl.inherit(d.ttl)
+	o.owner.inherit(d.owner)
+	o.description.inherit(d.description)
+	o.interval.inherit(d.interval)
+	o.timeout.inherit(d.timeout)
+	o.retries.inherit(d.retries)
+	o.fallback.inherit(d.fallback)
+	o.alpn.inherit(d.alpn)
+}
+
+// opt parses one record setting into o; it reports false for a key that is not a setting.
+func (p *parser) opt(o *recordOpts, e entry, path string) bool {
+	kpath := child(path, e.key)
+	pos := p.pos(resolve(e.v))
+	switch e.key {
+	case "mode":
+		if s, ok := p.str(e.v, kpath); ok {
+			if m, err := ParseMode(s); err != nil {
+				p.errorf(resolve(e.v), kpath, "%v", err)
+			} else {
+				o.mode.put(m, pos, kpath)
+			}
+		}
+	case "record_ttl":
+		if v, ok := p.integer(e.v, kpath, 0, math.MaxInt32); ok {
+			o.ttl.put(uint32(v), pos, kpath)
+		}
+	case "owner":
+		if s, ok := p.str(e.v, kpath); ok {
+			o.owner.put(s, pos, kpath)
+		}
+	case "description":
+		if s, ok := p.str(e.v, kpath); ok {
+			o.description.put(s, pos, kpath)
+		}
+	case "scrape_interval":
+		if d, ok := p.duration(e.v, kpath); ok {
+			o.interval.put(d, pos, kpath)
+		}
+	case "scrape_timeout":
+		if d, ok := p.duration(e.v, kpath); ok {
+			o.timeout.put(d, pos, kpath)
+		}
+	case "scrape_retries":
+		if v, ok := p.integer(e.v, kpath, 0, math.MaxInt32); ok {
+			o.retries.put(int(v), pos, kpath)
+		}
+	case "fallback_policy":
+		if f, ok := p.fallback(e.v, kpath); ok {
+			o.fallback.put(f, pos, kpath)
+		}
+	case "alpn":
+		if l, ok := p.alpn(e.v, kpath); ok {
+			o.alpn.put(l, pos, kpath)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+func (p *parser) alpn(n *yaml.Node, path string) ([]string, bool) {
+	l, ok := p.strList(n, path)
+	for i, s := range l {
+		if len(s) > 255 {
+			p.errorf(resolve(n).Content[i], index(path, i), "an ALPN protocol id is at most 255 bytes long")
+			ok = false
+		}
+	}
+	return l, ok
+}
+
+// scrapeTimes returns the effective scrape interval and timeout. A timeout longer than the
+// interval is reported once, where it is written: under the record, or under defaults.
+func (p *parser) scrapeTimes(o *recordOpts) (time.Duration, time.Duration) {
+	interval := o.interval.or(DefaultScrapeInterval)
+	if !o.timeout.set {
+		return interval, min(DefaultScrapeTimeout, interval)
+	}
+	timeout := o.timeout.v
+	if timeout > interval {
+		switch {
+		case !o.timeout.inherited:
+			p.errorAt(o.timeout.pos, o.timeout.path, "scrape_timeout %v is longer than scrape_interval %v", timeout, interval)
+		case o.interval.set && !o.interval.inherited:
+			p.errorAt(o.interval.pos, o.interval.path, "scrape_interval %v is shorter than scrape_timeout %v set in defaults", interval, timeout)
+		}
+	}
+	return interval, timeout
+}
+
+// defaults parses the defaults mapping: record settings merged under every record.
+func (p *parser) defaults(n *yaml.Node) recordOpts {
+	const path = "defaults"
+	var o recordOpts
+	for _, e := range p.entries(n, path) {
+		switch {
+		case isNull(e.v):
+		case e.key == "backends":
+			p.errorf(e.k, child(path, e.key), "backends have no defaults; list them under each record")
+		case !p.opt(&o, e, path):
+			p.unknownKey(e, path, recordKeys[:len(recordKeys)-1])
+		}
+	}
+	p.scrapeTimes(&o)
+	return o
+}
+
+// records parses the records mapping into z.Records, sorted by name.
+func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profileSet) {
+	first := map[string]*yaml.Node{}
+	for _, e := range p.entries(n, "records") {
+		path := "records[" + strconv.Quote(e.key) + "]"
+		name := CanonicalName(e.key)
+		valid := true
+		if err := checkName(name, true); err != nil {
+			p.errorf(e.k, path, "invalid record name %q: %v", e.key, err)
+			valid = false
+		} else if !inZone(name, z.Origin) {
+			p.errorf(e.k, path, "%s is outside zone %s", name, z.Origin)
+			valid = false
+		} else if f := first[name]; f != nil {
+			p.errorf(e.k, path, "duplicate record %s (first at line %d)", name, f.Line)
+			valid = false
+		}
+		rec := p.record(name, e, path, defs, profiles)
+		if valid {
+			first[name] = e.k
+			z.Records = append(z.Records, rec)
+		}
+	}
+	slices.SortFunc(z.Records, func(a, b Record) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// record parses one record; its problems are recorded, and its name was checked by the caller.
+func (p *parser) record(name string, e entry, path string, defs recordOpts, profiles profileSet) Record {
+	var o recordOpts
+	var backends *yaml.Node
+	for _, f := range p.entries(e.v, path) {
+		switch {
+		case isNull(f.v):
+		case f.key == "backends":
+			backends = f.v
+		case !p.opt(&o, f, path):
+			p.unknownKey(f, path, recordKeys)
+		}
+	}
+	o.inherit(defs)
+	rec := Record{
+		Name:          name,
+		Pos:           p.pos(e.k),
+		Mode:          o.mode.or(ModeFailover),
+		TTL:           o.ttl.or(DefaultRecordTTL),
+		Owner:         o.owner.or(""),
+		Description:   o.description.or(""),
+		ScrapeRetries: o.retries.or(DefaultScrapeRetries),
+		Fallback:      o.fallback.or(Fallback{Mode: FallbackFailOpen}),
+		ALPN:          o.alpn.or(nil),
+	}
+	rec.ScrapeInterval, rec.ScrapeTimeout = p.scrapeTimes(&o)
+	if rec.Fallback.CNAME == name {
+		p.errorf(e.k, child(path, "fallback_policy.fallback_cname"), "the fallback CNAME %s is the record itself", name)
+	}
+	bpath := child(path, "backends")
+	items := p.items(backends, bpath)
+	if len(items) == 0 {
+		at := e.k
+		if backends != nil {
+			at = resolve(backends)
+		}
+		p.errorf(at, bpath, "a record needs at least one backend")
+	}
+	first := map[string]*yaml.Node{}
+	for i, item := range items {
+		b, ok := p.backend(item, index(bpath, i), profiles)
+		if b.Address == "" {
+			continue
+		}
+		key := b.Address
+		if b.IP.IsValid() {
+			key = b.IP.String()
+		}
+		if b.Port != 0 {
+			key += " port " + strconv.Itoa(int(b.Port))
+		}
+		if f := first[key]; f != nil {
+			p.errorf(resolve(item), index(bpath, i), "duplicate backend %s (first at line %d)", key, f.Line)
+			continue
+		}
+		first[key] = resolve(item)
+		if ok {
+			rec.Backends = append(rec.Backends, b)
+		}
+	}
+	return rec
+}
+
+// rcodes are the DNS response codes a fail-closed policy may answer with (values as in miekg/dns).
+var rcodes = map[string]int{"NOERROR": 0, "SERVFAIL": 2, "NXDOMAIN": 3, "REFUSED": 5}
+
+const rcodeServFail = 2
+
+// fallback parses a fallback_policy block.
+func (p *parser) fallback(n *yaml.Node, path string) (Fallback, bool) {
+	var f Fallback
+	ok := true
+	var modeNode, rcodeNode, ipsNode, cnameNode *yaml.Node
+	for _, e := range p.entries(n, path) {
+		if isNull(e.v) {
+			continue
+		}
+		kpath := child(path, e.key)
+		switch e.key {
+		case "mode":
+			modeNode = resolve(e.v)
+			f.Mode = p.fallbackMode(e.v, kpath)
+		case "rcode":
+			rcodeNode = resolve(e.v)
+			s, good := p.str(e.v, kpath)
+			if code, known := rcodes[strings.ToUpper(s)]; good && known {
+				f.Rcode = code
+			} else if good {
+				p.errorf(e.v, kpath, "%v", unknownChoice("rcode", s, []string{"NXDOMAIN", "SERVFAIL", "REFUSED", "NOERROR"}))
+				ok = false
+			}
+		case "fallback_ips":
+			for i, item := range p.items(e.v, kpath) {
+				s, good := p.str(item, index(kpath, i))
+				if !good {
+					ok = false
+					continue
+				}
+				ip, err := parseIP(s)
+				if err != nil {
+					p.errorf(item, index(kpath, i), "%v", err)
+					ok = false
+				}
+				f.IPs = append(f.IPs, ip)
+			}
+			if len(f.IPs) > 0 {
+				ipsNode = resolve(e.v)
+			}
+		case "fallback_cname":
+			cnameNode = resolve(e.v)
+			name, good := p.hostName(e.v, kpath)
+			f.CNAME, ok = name, ok && good
+		default:
+			p.unknownKey(e, path, []string{"mode", "rcode", "fallback_ips", "fallback_cname"})
+		}
+	}
+	if modeNode == nil {
+		if resolve(n).Kind == yaml.MappingNode {
+			p.errorf(resolve(n), child(path, "mode"), "mode is required (fail-open, fail-closed or fail-specific)")
+		}
+		return f, false
+	}
+	if f.Mode == "" {
+		return f, false
+	}
+	return f, p.fallbackRules(&f, path, modeNode, rcodeNode, ipsNode, cnameNode) && ok
+}
+
+// fallbackRules checks which fields go with which fallback mode.
+func (p *parser) fallbackRules(f *Fallback, path string, modeNode, rcodeNode, ipsNode, cnameNode *yaml.Node) bool {
+	ok := true
+	only := func(n *yaml.Node, key string, mode FallbackMode) {
+		if n != nil && f.Mode != mode {
+			p.errorf(n, child(path, key), "%s is only allowed with mode %s, not %s", key, mode, f.Mode)
+			ok = false
+		}
+	}
+	only(rcodeNode, "rcode", FallbackFailClosed)
+	only(ipsNode, "fallback_ips", FallbackFailSpecific)
+	only(cnameNode, "fallback_cname", FallbackFailSpecific)
+	if f.Mode == FallbackFailClosed && rcodeNode == nil {
+		f.Rcode = rcodeServFail
+	}
+	if f.Mode == FallbackFailSpecific {
+		switch {
+		case ipsNode != nil && cnameNode != nil:
+			p.errorf(cnameNode, child(path, "fallback_cname"), "set either fallback_ips or fallback_cname, not both")
+			ok = false
+		case ipsNode == nil && cnameNode == nil:
+			p.errorf(modeNode, child(path, "mode"), "mode fail-specific needs fallback_ips or fallback_cname")
+			ok = false
+		}
+	}
+	return ok
+}
+
+var fallbackModes = []string{string(FallbackFailOpen), string(FallbackFailClosed), string(FallbackFailSpecific)}
+
+// fallbackMode parses a fallback mode, ignoring case; it returns "" after reporting a bad one.
+func (p *parser) fallbackMode(n *yaml.Node, path string) FallbackMode {
+	s, ok := p.str(n, path)
+	if !ok {
+		return ""
+	}
+	if m := strings.ToLower(s); slices.Contains(fallbackModes, m) {
+		return FallbackMode(m)
+	}
+	p.errorf(n, path, "%v", unknownChoice("fallback mode", s, fallbackModes))
+	return ""
+}

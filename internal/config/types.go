@@ -1,0 +1,184 @@
+// Package config turns the Corefile options of a gslb block and its YAML zone files into one
+// validated, immutable description of what Meridian serves. Every error names the file, line,
+// column and field path it is about; nothing here knows about DNS serving or CoreDNS.
+package config
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Defaults applied when neither the YAML file nor the Corefile sets a value.
+const (
+	DefaultRecordTTL                 = 30
+	DefaultScrapeInterval            = 10 * time.Second
+	DefaultScrapeTimeout             = 5 * time.Second
+	DefaultScrapeRetries             = 1
+	DefaultRise                      = 2
+	DefaultFall                      = 3
+	DefaultPriority                  = 0
+	DefaultWeight                    = 1
+	DefaultMaxStaggerStart           = 120 * time.Second
+	DefaultBatchSizeStart            = 100
+	DefaultResolutionIdleTimeout     = 3600 * time.Second
+	DefaultHealthcheckIdleMultiplier = 10
+)
+
+// Mode is a record's backend selection mode.
+type Mode string
+
+// The selection modes a record may use.
+const (
+	ModeFailover      Mode = "failover"
+	ModeRoundRobin    Mode = "roundrobin"
+	ModeRandom        Mode = "random"
+	ModeWeighted      Mode = "weighted"
+	ModeIPHash        Mode = "ip-hash"
+	ModeGeoIP         Mode = "geoip"
+	ModeGeoIPAffinity Mode = "geoip_affinity"
+)
+
+// Modes lists every valid mode, in the order the documentation presents them.
+var Modes = []Mode{ModeFailover, ModeRoundRobin, ModeRandom, ModeWeighted, ModeIPHash, ModeGeoIP, ModeGeoIPAffinity}
+
+// FallbackMode is what a record answers while none of its backends is healthy.
+type FallbackMode string
+
+// The fallback policies.
+const (
+	FallbackFailOpen     FallbackMode = "fail-open"
+	FallbackFailClosed   FallbackMode = "fail-closed"
+	FallbackFailSpecific FallbackMode = "fail-specific"
+)
+
+// Position is a place in a configuration file.
+type Position struct {
+	File   string
+	Line   int
+	Column int
+}
+
+// Options are the settings of one Corefile gslb block.
+type Options struct {
+	// Zones lists the zone files, in Corefile order.
+	Zones []ZoneSource
+	// UseEDNSClientSubnet makes the EDNS Client Subnet address the client of a query.
+	UseEDNSClientSubnet bool
+	// EnableTXT turns on the per-backend TXT debug answer (off by default: it discloses inventory).
+	EnableTXT bool
+	// MaxStaggerStart spreads the first probes over this duration.
+	MaxStaggerStart time.Duration
+	// BatchSizeStart is how many backends start probing together during the stagger.
+	BatchSizeStart int
+	// ResolutionIdleTimeout is how long a record may go unqueried before it is probed less often.
+	ResolutionIdleTimeout time.Duration
+	// HealthcheckIdleMultiplier divides the probe rate of idle records.
+	HealthcheckIdleMultiplier int
+	// HealthcheckProfilesFile is an optional YAML file of profiles shared by every zone.
+	HealthcheckProfilesFile string
+}
+
+// DefaultOptions returns Options with every documented default set and no zones.
+func DefaultOptions() Options {
+	return Options{
+		MaxStaggerStart:           DefaultMaxStaggerStart,
+		BatchSizeStart:            DefaultBatchSizeStart,
+		ResolutionIdleTimeout:     DefaultResolutionIdleTimeout,
+		HealthcheckIdleMultiplier: DefaultHealthcheckIdleMultiplier,
+	}
+}
+
+// ZoneSource names the YAML file that holds a zone's records.
+type ZoneSource struct {
+	Origin string // canonical: lower case, fully qualified
+	File   string
+}
+
+// Zone is one loaded and validated zone file.
+type Zone struct {
+	Origin string // canonical: lower case, fully qualified
+	File   string
+	SOA    SOA
+	NS     []string // fully qualified name server names, lower case
+	// Records are sorted by name.
+	Records []Record
+}
+
+// SOA is the zone's start of authority. Fields absent from the file hold generated values.
+type SOA struct {
+	TTL     uint32
+	MName   string
+	RName   string
+	Serial  uint32
+	Refresh uint32
+	Retry   uint32
+	Expire  uint32
+	Minimum uint32
+}
+
+// Record is one GSLB name with its backends.
+type Record struct {
+	Name           string // canonical FQDN; may start with "*." for a wildcard
+	Pos            Position
+	Mode           Mode
+	TTL            uint32
+	Owner          string
+	Description    string
+	ScrapeInterval time.Duration
+	ScrapeTimeout  time.Duration
+	ScrapeRetries  int
+	Fallback       Fallback
+	// ALPN is the alpn value of HTTPS/SVCB answers; empty means none is sent.
+	ALPN     []string
+	Backends []Backend
+}
+
+// Fallback is a record's policy for when no backend is healthy.
+type Fallback struct {
+	Mode  FallbackMode
+	Rcode int // DNS rcode for fail-closed
+	IPs   []netip.Addr
+	CNAME string // canonical FQDN
+}
+
+// Backend is one site of a record.
+type Backend struct {
+	Pos         Position
+	Address     string     // as written, canonical for host names (lower case, fully qualified)
+	IP          netip.Addr // valid when Address is an IP address
+	Port        uint16     // 0 when not set
+	Priority    int
+	Weight      int
+	Enable      bool
+	Tags        []string
+	Description string
+
+	Country     string
+	Subdivision string
+	City        string
+	Continent   string
+	ASN         uint32
+	Location    string
+	Latitude    float64
+	Longitude   float64
+	HasCoords   bool
+
+	HealthChecks  []HealthCheck
+	Rise          int
+	Fall          int
+	AssumeHealthy bool
+	Passive       bool
+}
+
+// IsHost reports whether the backend is a host name (answered as CNAME) rather than an address.
+func (b *Backend) IsHost() bool { return !b.IP.IsValid() }
+
+// HealthCheck is one check of a backend, from a profile or written inline.
+type HealthCheck struct {
+	Pos     Position
+	Profile string // profile name, empty when inline
+	Type    string
+	Params  map[string]any
+	Rise    int // 0 when the check does not set it
+	Fall    int
+}

@@ -1,0 +1,40 @@
+// Package health holds what Meridian knows about the health of each backend: the state words
+// the query path reads, and (in later files) the probes and the rise/fall machine that write them.
+package health
+
+import "sync/atomic"
+
+// Status is a backend's health as the selection modes see it.
+type Status uint32
+
+// The health statuses. The zero value is Unknown: no result has arrived yet.
+const (
+	Unknown Status = iota
+	Up
+	Down
+)
+
+// String returns the lower-case name of the status.
+func (s Status) String() string {
+	switch s {
+	case Up:
+		return "up"
+	case Down:
+		return "down"
+	default:
+		return "unknown"
+	}
+}
+
+// State is the shared, lock-free health word of one backend. The query path only loads it.
+type State struct {
+	status atomic.Uint32
+}
+
+// Status returns the current status.
+func (s *State) Status() Status { return Status(s.status.Load()) }
+
+// Set stores a new status and reports whether it differs from the previous one.
+func (s *State) Set(st Status) (changed bool) {
+	return Status(s.status.Swap(uint32(st))) != st
+}

@@ -1,0 +1,156 @@
+// Package policy holds the selection modes as pure functions: given one record's healthy
+// candidates for one address family, prepared once when health or configuration changes, and the
+// client of a query, it picks the backends to answer with. Nothing here locks or allocates per
+// query beyond what the caller's destination slice needs.
+package policy
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+// Candidate describes one healthy, enabled backend as the modes see it.
+type Candidate struct {
+	Priority int
+	Weight   int
+	// Addr is the backend's address; invalid for host-name backends, which sort by Host.
+	Addr netip.Addr
+	Host string
+}
+
+// Set is one record's candidates for one address family, ordered for its mode. Build it with
+// Prepare; the candidate at index i of the set is the input candidate Order[i].
+type Set struct {
+	mode config.Mode
+	// Order maps a set index to the index of the candidate given to Prepare.
+	Order []int
+	// bestGroup is the number of leading candidates that share the best priority (failover).
+	bestGroup int
+	// cumWeights are the running sums of the candidates' weights (weighted).
+	cumWeights []uint64
+	// next is the rotation counter of roundrobin; shared by the sets of one record so that a
+	// health change does not restart the rotation.
+	next *atomic.Uint64
+}
+
+// Len returns the number of candidates in the set.
+func (s *Set) Len() int { return len(s.Order) }
+
+// Prepare orders candidates for mode and precomputes what Pick needs. counter is the record's
+// rotation counter (roundrobin); it may be nil for other modes.
+func Prepare(mode config.Mode, cands []Candidate, counter *atomic.Uint64) *Set {
+	s := &Set{mode: mode, Order: make([]int, len(cands)), next: counter}
+	for i := range s.Order {
+		s.Order[i] = i
+	}
+	switch mode {
+	case config.ModeIPHash:
+		// A deterministic order that does not depend on the configuration's order.
+		slices.SortStableFunc(s.Order, func(a, b int) int { return compareAddress(cands[a], cands[b]) })
+	case config.ModeRoundRobin, config.ModeRandom, config.ModeWeighted:
+		// Configuration order.
+	default:
+		// failover, and the geo modes' final fallback: best priority first, ties in config order.
+		slices.SortStableFunc(s.Order, func(a, b int) int { return cmp.Compare(cands[a].Priority, cands[b].Priority) })
+	}
+	if n := len(s.Order); n > 0 {
+		best := cands[s.Order[0]].Priority
+		for s.bestGroup < n && cands[s.Order[s.bestGroup]].Priority == best {
+			s.bestGroup++
+		}
+	}
+	if mode == config.ModeWeighted {
+		s.cumWeights = make([]uint64, len(s.Order))
+		var sum uint64
+		for i, idx := range s.Order {
+			w := cands[idx].Weight
+			if w <= 0 {
+				w = 1
+			}
+			sum += uint64(w)
+			s.cumWeights[i] = sum
+		}
+	}
+	return s
+}
+
+func compareAddress(a, b Candidate) int {
+	switch {
+	case a.Addr.IsValid() && b.Addr.IsValid():
+		return a.Addr.Compare(b.Addr)
+	case a.Addr.IsValid():
+		return -1
+	case b.Addr.IsValid():
+		return 1
+	default:
+		return cmp.Compare(a.Host, b.Host)
+	}
+}
+
+// DependsOnClient reports whether the mode's answer varies with the client address, which
+// decides the EDNS Client Subnet scope of the reply.
+func DependsOnClient(mode config.Mode) bool {
+	return mode == config.ModeIPHash
+}
+
+// Pick appends to dst the set indexes chosen for a query from client and returns dst.
+// It appends nothing when the set is empty.
+func (s *Set) Pick(client netip.Addr, dst []int) []int {
+	n := len(s.Order)
+	if n == 0 {
+		return dst
+	}
+	switch s.mode {
+	case config.ModeRoundRobin:
+		return append(dst, int(s.next.Add(1)-1)%n)
+	case config.ModeRandom:
+		start := len(dst)
+		for i := range n {
+			dst = append(dst, i)
+		}
+		shuffled := dst[start:]
+		for i := n - 1; i > 0; i-- {
+			j := rand.IntN(i + 1)
+			shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+		}
+		return dst
+	case config.ModeWeighted:
+		r := rand.Uint64N(s.cumWeights[n-1])
+		i, _ := slices.BinarySearchFunc(s.cumWeights, r, func(cum, r uint64) int {
+			if cum <= r {
+				return -1
+			}
+			return 1
+		})
+		return append(dst, i)
+	case config.ModeIPHash:
+		return append(dst, int(HashAddr(client)%uint32(n)))
+	default:
+		for i := range s.bestGroup {
+			dst = append(dst, i)
+		}
+		return dst
+	}
+}
+
+// HashAddr returns the 32-bit FNV-1a hash of the address in its canonical text form
+// ("192.0.2.1", "2001:db8::1"), the key CoreDNS-GSLB's ip-hash uses, so that clients keep
+// their backend when they move over. It is computed on a stack buffer and never allocates.
+func HashAddr(a netip.Addr) uint32 {
+	var buf [64]byte
+	const (
+		offset32 = 2166136261
+		prime32  = 16777619
+	)
+	h := uint32(offset32)
+	for _, c := range a.AppendTo(buf[:0]) {
+		h ^= uint32(c)
+		h *= prime32
+	}
+	return h
+}

@@ -1,0 +1,184 @@
+package policy
+
+import (
+	"hash/fnv"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+func addrs(ss ...string) []Candidate {
+	out := make([]Candidate, len(ss))
+	for i, s := range ss {
+		out[i] = Candidate{Addr: netip.MustParseAddr(s)}
+	}
+	return out
+}
+
+// picked maps the set indexes chosen by Pick back to the addresses given to Prepare.
+func picked(s *Set, cands []Candidate, client netip.Addr) []string {
+	var out []string
+	for _, i := range s.Pick(client, nil) {
+		c := cands[s.Order[i]]
+		if c.Addr.IsValid() {
+			out = append(out, c.Addr.String())
+		} else {
+			out = append(out, c.Host)
+		}
+	}
+	return out
+}
+
+func TestFailoverReturnsBestPriorityGroup(t *testing.T) {
+	tests := []struct {
+		name  string
+		cands []Candidate
+		want  []string
+	}{
+		{"empty", nil, nil},
+		{"lowest priority wins", []Candidate{
+			{Priority: 2, Addr: netip.MustParseAddr("10.0.0.2")},
+			{Priority: 1, Addr: netip.MustParseAddr("10.0.0.1")},
+		}, []string{"10.0.0.1"}},
+		{"ties all returned in config order", []Candidate{
+			{Priority: 1, Addr: netip.MustParseAddr("10.0.0.3")},
+			{Priority: 2, Addr: netip.MustParseAddr("10.0.0.9")},
+			{Priority: 1, Addr: netip.MustParseAddr("10.0.0.1")},
+		}, []string{"10.0.0.3", "10.0.0.1"}},
+		{"host names take part", []Candidate{
+			{Priority: 5, Addr: netip.MustParseAddr("10.0.0.3")},
+			{Priority: 0, Host: "backup.example.net."},
+		}, []string{"backup.example.net."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Prepare(config.ModeFailover, tt.cands, nil)
+			if got := picked(s, tt.cands, netip.Addr{}); !slices.Equal(got, tt.want) {
+				t.Fatalf("picked %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRoundRobinRotatesAndSurvivesHealthChanges(t *testing.T) {
+	var counter atomic.Uint64
+	three := addrs("10.0.0.1", "10.0.0.2", "10.0.0.3")
+	s := Prepare(config.ModeRoundRobin, three, &counter)
+	var got []string
+	for range 6 {
+		got = append(got, picked(s, three, netip.Addr{})...)
+	}
+	want := []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.1", "10.0.0.2", "10.0.0.3"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("rotation %v, want %v", got, want)
+	}
+	// A backend goes down: the shared counter keeps turning, every remaining backend is served.
+	two := addrs("10.0.0.1", "10.0.0.3")
+	s = Prepare(config.ModeRoundRobin, two, &counter)
+	seen := map[string]int{}
+	for range 10 {
+		seen[picked(s, two, netip.Addr{})[0]]++
+	}
+	if seen["10.0.0.1"] != 5 || seen["10.0.0.3"] != 5 {
+		t.Fatalf("after a health change the rotation is uneven: %v", seen)
+	}
+}
+
+func TestRandomReturnsEveryCandidateShuffled(t *testing.T) {
+	cands := addrs("10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4")
+	s := Prepare(config.ModeRandom, cands, nil)
+	firsts := map[string]bool{}
+	for range 200 {
+		got := picked(s, cands, netip.Addr{})
+		sorted := slices.Clone(got)
+		slices.Sort(sorted)
+		if !slices.Equal(sorted, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"}) {
+			t.Fatalf("random returned %v, want a permutation of all four", got)
+		}
+		firsts[got[0]] = true
+	}
+	if len(firsts) != 4 {
+		t.Fatalf("in 200 answers only %v came first; the order is not shuffled", firsts)
+	}
+}
+
+func TestWeightedFollowsWeights(t *testing.T) {
+	cands := []Candidate{
+		{Weight: 8, Addr: netip.MustParseAddr("10.0.0.1")},
+		{Weight: 2, Addr: netip.MustParseAddr("10.0.0.2")},
+		{Weight: 0, Addr: netip.MustParseAddr("10.0.0.3")},  // counts as 1
+		{Weight: -5, Addr: netip.MustParseAddr("10.0.0.4")}, // counts as 1
+	}
+	s := Prepare(config.ModeWeighted, cands, nil)
+	const n = 60000
+	counts := map[string]int{}
+	for range n {
+		got := picked(s, cands, netip.Addr{})
+		if len(got) != 1 {
+			t.Fatalf("weighted returned %d backends, want 1", len(got))
+		}
+		counts[got[0]]++
+	}
+	want := map[string]float64{"10.0.0.1": 8.0 / 12, "10.0.0.2": 2.0 / 12, "10.0.0.3": 1.0 / 12, "10.0.0.4": 1.0 / 12}
+	for a, share := range want {
+		got := float64(counts[a]) / n
+		if got < share-0.02 || got > share+0.02 {
+			t.Errorf("%s got %.3f of the answers, want %.3f ± 0.02", a, got, share)
+		}
+	}
+}
+
+func TestIPHashIsStableAndIndependentOfConfigOrder(t *testing.T) {
+	a := addrs("10.0.0.3", "10.0.0.1", "2001:db8::1", "10.0.0.2")
+	b := addrs("10.0.0.2", "2001:db8::1", "10.0.0.1", "10.0.0.3")
+	sa := Prepare(config.ModeIPHash, a, nil)
+	sb := Prepare(config.ModeIPHash, b, nil)
+	spread := map[string]bool{}
+	for i := range 64 {
+		client := netip.AddrFrom4([4]byte{192, 0, 2, byte(i)})
+		ga, gb := picked(sa, a, client), picked(sb, b, client)
+		if !slices.Equal(ga, gb) || len(ga) != 1 {
+			t.Fatalf("client %s: %v with one order, %v with another", client, ga, gb)
+		}
+		if again := picked(sa, a, client); !slices.Equal(again, ga) {
+			t.Fatalf("client %s moved from %v to %v", client, ga, again)
+		}
+		spread[ga[0]] = true
+	}
+	if len(spread) < 3 {
+		t.Fatalf("64 clients landed on only %v", spread)
+	}
+}
+
+func TestHashAddrIsFNV1aOfTheTextForm(t *testing.T) {
+	for _, a := range []string{"127.0.0.1", "2001:db8::1"} {
+		h := fnv.New32a()
+		h.Write([]byte(a))
+		if got, want := HashAddr(netip.MustParseAddr(a)), h.Sum32(); got != want {
+			t.Errorf("HashAddr(%s) = %#x, want %#x", a, got, want)
+		}
+	}
+}
+
+func BenchmarkPick(b *testing.B) {
+	cands := []Candidate{
+		{Priority: 1, Weight: 3, Addr: netip.MustParseAddr("10.0.0.1")},
+		{Priority: 1, Weight: 1, Addr: netip.MustParseAddr("10.0.0.2")},
+		{Priority: 2, Weight: 1, Addr: netip.MustParseAddr("10.0.0.3")},
+	}
+	client := netip.MustParseAddr("192.0.2.7")
+	for _, mode := range config.Modes {
+		var counter atomic.Uint64
+		s := Prepare(mode, cands, &counter)
+		b.Run(string(mode), func(b *testing.B) {
+			var buf [8]int
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = s.Pick(client, buf[:0])
+			}
+		})
+	}
+}

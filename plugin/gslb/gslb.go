@@ -1,0 +1,65 @@
+// Package gslb is the CoreDNS adapter of Meridian: it parses the gslb block of a Corefile,
+// runs an engine for it, and answers queries from the engine's current snapshot. Everything
+// else lives in Meridian's internal packages, which do not know about CoreDNS.
+package gslb
+
+import (
+	"context"
+	"net"
+	"net/netip"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/fall"
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/answer"
+	"github.com/meridian-gslb/meridian/internal/engine"
+)
+
+// pluginName is the directive and logger name of the plugin.
+const pluginName = "gslb"
+
+// GSLB is the gslb plugin handler.
+type GSLB struct {
+	Next   plugin.Handler
+	Engine *engine.Engine
+	Answer answer.Options
+	Fall   fall.F
+}
+
+// Name implements plugin.Handler.
+func (g *GSLB) Name() string { return pluginName }
+
+// ServeDNS implements plugin.Handler. It reads the engine's snapshot and nothing else: no lock,
+// no map write, no allocation beyond the response.
+func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	src, tcp := clientOf(w)
+	m, res := answer.Respond(g.Engine.Snapshot(), g.Answer, answer.Query{Msg: r, Source: src, TCP: tcp})
+	switch res {
+	case answer.NotOurs:
+		return plugin.NextOrFailure(pluginName, g.Next, ctx, w, r)
+	case answer.NameError:
+		if g.Fall.Through(r.Question[0].Name) {
+			return plugin.NextOrFailure(pluginName, g.Next, ctx, w, r)
+		}
+	}
+	if err := w.WriteMsg(m); err != nil {
+		return dns.RcodeServerFailure, plugin.Error(pluginName, err)
+	}
+	return dns.RcodeSuccess, nil
+}
+
+// Ready implements the ready plugin's Readiness: the plugin is ready once its zones are loaded.
+func (g *GSLB) Ready() bool { return g.Engine.Snapshot() != nil }
+
+// clientOf returns the transport address of the client and whether it came over a stream.
+func clientOf(w dns.ResponseWriter) (netip.Addr, bool) {
+	switch a := w.RemoteAddr().(type) {
+	case *net.UDPAddr:
+		return a.AddrPort().Addr().Unmap(), false
+	case *net.TCPAddr:
+		return a.AddrPort().Addr().Unmap(), true
+	default:
+		return netip.Addr{}, w.LocalAddr() != nil && w.LocalAddr().Network() != "udp"
+	}
+}

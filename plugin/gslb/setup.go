@@ -1,0 +1,215 @@
+package gslb
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/fall"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+
+	"github.com/meridian-gslb/meridian/internal/answer"
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/engine"
+)
+
+var log = clog.NewWithPlugin(pluginName)
+
+func init() { plugin.Register(pluginName, setup) }
+
+func setup(c *caddy.Controller) error {
+	block, err := ParseBlock(c, dnsserver.GetConfig(c).Root)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	eng, err := engine.New(block.Options, log)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	g := &GSLB{
+		Engine: eng,
+		Answer: answer.Options{UseECS: block.Options.UseEDNSClientSubnet, EnableTXT: block.Options.EnableTXT},
+		Fall:   block.Fall,
+	}
+	c.OnStartup(eng.Start)
+	c.OnShutdown(eng.Stop)
+	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
+		g.Next = next
+		return g
+	})
+	return nil
+}
+
+// Block is a parsed gslb directive.
+type Block struct {
+	Options config.Options
+	Fall    fall.F
+}
+
+// ParseBlock parses the gslb directive at c. Relative file names are resolved against root
+// (the root plugin's directory) when it is set. Errors name the Corefile line.
+func ParseBlock(c *caddy.Controller, root string) (Block, error) {
+	b := Block{Options: config.DefaultOptions()}
+	seen := false
+	for c.Next() {
+		if seen {
+			return b, plugin.ErrOnce
+		}
+		seen = true
+		if err := parseShortForm(c, root, &b); err != nil {
+			return b, err
+		}
+		for c.NextBlock() {
+			if err := parseOption(c, root, &b); err != nil {
+				return b, err
+			}
+		}
+	}
+	if len(b.Options.Zones) == 0 {
+		return b, c.Err("no zones: use 'gslb FILE [ZONE]' or a 'zone ORIGIN FILE' line")
+	}
+	origins := make(map[string]bool)
+	for _, z := range b.Options.Zones {
+		if origins[z.Origin] {
+			return b, fmt.Errorf("zone %s is listed twice", z.Origin)
+		}
+		origins[z.Origin] = true
+	}
+	return b, nil
+}
+
+// parseShortForm reads "gslb FILE [ZONES...]"; without ZONES the server block's zone is used.
+func parseShortForm(c *caddy.Controller, root string, b *Block) error {
+	args := c.RemainingArgs()
+	if len(args) == 0 {
+		return nil
+	}
+	file := resolve(root, args[0])
+	origins := plugin.OriginsFromArgsOrServerBlock(args[1:], c.ServerBlockKeys)
+	if len(origins) != 1 {
+		return c.Errf("'gslb %s' needs exactly one zone, got %d: name it, or use 'zone ORIGIN FILE' lines", args[0], len(origins))
+	}
+	b.Options.Zones = append(b.Options.Zones, config.ZoneSource{Origin: config.CanonicalName(origins[0]), File: file})
+	return nil
+}
+
+func resolve(root, file string) string {
+	if root == "" || filepath.IsAbs(file) {
+		return file
+	}
+	return filepath.Join(root, file)
+}
+
+func parseOption(c *caddy.Controller, root string, b *Block) error {
+	o := &b.Options
+	switch name := c.Val(); name {
+	case "zone":
+		args := c.RemainingArgs()
+		if len(args) != 2 {
+			return c.Errf("zone: want 'zone ORIGIN FILE', got %d arguments", len(args))
+		}
+		o.Zones = append(o.Zones, config.ZoneSource{Origin: config.CanonicalName(args[0]), File: resolve(root, args[1])})
+	case "zones":
+		// The block form of CoreDNS-GSLB: zones { ORIGIN FILE ... }
+		if len(c.RemainingArgs()) != 0 {
+			return c.Err("zones: takes a block of 'ORIGIN FILE' lines")
+		}
+		for c.NextBlock() {
+			origin := c.Val()
+			args := c.RemainingArgs()
+			if len(args) != 1 {
+				return c.Errf("zones: want 'ORIGIN FILE', got %d arguments after %s", len(args), origin)
+			}
+			o.Zones = append(o.Zones, config.ZoneSource{Origin: config.CanonicalName(origin), File: resolve(root, args[0])})
+		}
+	case "fallthrough":
+		b.Fall.SetZonesFromArgs(c.RemainingArgs())
+	case "use_edns_csubnet":
+		return flag(c, &o.UseEDNSClientSubnet, true)
+	case "enable_txt":
+		return flag(c, &o.EnableTXT, true)
+	case "disable_txt":
+		return flag(c, &o.EnableTXT, false)
+	case "max_stagger_start":
+		return duration(c, &o.MaxStaggerStart, 0)
+	case "resolution_idle_timeout":
+		return duration(c, &o.ResolutionIdleTimeout, time.Second)
+	case "batch_size_start":
+		return positive(c, &o.BatchSizeStart)
+	case "healthcheck_idle_multiplier":
+		return positive(c, &o.HealthcheckIdleMultiplier)
+	case "healthcheck_profiles":
+		v, err := single(c)
+		if err != nil {
+			return err
+		}
+		o.HealthcheckProfilesFile = resolve(root, v)
+	default:
+		return c.Errf("unknown option %q", name)
+	}
+	return nil
+}
+
+// single returns the one argument of the current option.
+func single(c *caddy.Controller) (string, error) {
+	name := c.Val()
+	args := c.RemainingArgs()
+	if len(args) != 1 {
+		return "", c.Errf("%s: want one argument, got %d", name, len(args))
+	}
+	return args[0], nil
+}
+
+// flag sets a switch option that takes no argument (or an explicit true/false).
+func flag(c *caddy.Controller, dst *bool, on bool) error {
+	name := c.Val()
+	switch args := c.RemainingArgs(); len(args) {
+	case 0:
+		*dst = on
+	case 1:
+		v, err := strconv.ParseBool(args[0])
+		if err != nil {
+			return c.Errf("%s: %q is not true or false", name, args[0])
+		}
+		*dst = v == on
+	default:
+		return c.Errf("%s: want at most one argument, got %d", name, len(args))
+	}
+	return nil
+}
+
+// duration parses a Go duration, or a bare number of seconds, of at least floor.
+func duration(c *caddy.Controller, dst *time.Duration, floor time.Duration) error {
+	name := c.Val()
+	v, err := single(c)
+	if err != nil {
+		return err
+	}
+	d, err := config.ParseDuration(v)
+	if err != nil {
+		return c.Errf("%s: %v", name, err)
+	}
+	if d < floor {
+		return c.Errf("%s: %s is shorter than %s", name, d, floor)
+	}
+	*dst = d
+	return nil
+}
+
+func positive(c *caddy.Controller, dst *int) error {
+	name := c.Val()
+	v, err := single(c)
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return c.Errf("%s: %q is not a positive integer", name, v)
+	}
+	*dst = n
+	return nil
+}
