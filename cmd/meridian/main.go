@@ -54,11 +54,11 @@ func init() {
 }
 
 func main() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "check":
-			os.Exit(runCheck(os.Args[2:], os.Stdout, os.Stderr))
-		case "version", "-version", "--version":
+	if len(os.Args) > 1 && os.Args[1] == "check" {
+		os.Exit(runCheck(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	for _, arg := range os.Args[1:] {
+		if arg == "version" || arg == "-version" || arg == "--version" {
 			printVersion()
 			return
 		}

@@ -32,16 +32,15 @@ type selection struct {
 // response under construction escapes through it.
 func selectFamily(rec *catalog.Record, client netip.Addr, f catalog.Family, dst []*catalog.Backend) selection {
 	v := rec.View()
-	if !v.Configured[f] {
-		return selection{}
-	}
-	set := v.Sets[f]
-	if set.Len() > 0 {
+	if set := v.Sets[f]; set.Len() > 0 {
 		var buf [maxInlinePicks]int
 		for _, i := range set.Pick(client, buf[:0]) {
 			dst = append(dst, v.Healthy[f][i])
 		}
 		return selection{backends: dst, clientDependent: policy.DependsOnClient(rec.Config.Mode)}
+	}
+	if !v.FallbackApplies(f) {
+		return selection{}
 	}
 	fb := &rec.Config.Fallback
 	switch fb.Mode {

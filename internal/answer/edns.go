@@ -91,9 +91,11 @@ func (b *builder) finish(tcp bool) *dns.Msg {
 	}
 	size := maxTCPSize
 	if !tcp {
+		// The client's buffer, but never more than Meridian advertises: larger UDP answers
+		// fragment, and fragments get lost or spoofed (DNS flag day 2020).
 		size = dns.MinMsgSize
 		if b.opt != nil {
-			size = max(int(b.opt.UDPSize()), dns.MinMsgSize)
+			size = min(max(int(b.opt.UDPSize()), dns.MinMsgSize), advertisedUDPSize)
 		}
 	}
 	if bound, ok := sizeBound(m); ok && bound <= size {

@@ -45,7 +45,7 @@ func (r *builder) srv() {
 		r.msg.Answer = append(r.msg.Answer, &dns.SRV{
 			Hdr:      dns.RR_Header{Name: r.owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: ttl},
 			Priority: uint16(min(max(c.Priority, 0), 65535)),
-			Weight:   uint16(min(max(c.Weight, 0), 65535)),
+			Weight:   uint16(min(max(c.Weight, 1), 65535)), // as in weighted mode, <= 0 counts as 1
 			Port:     c.Port,
 			Target:   target,
 		})

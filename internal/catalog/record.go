@@ -51,7 +51,7 @@ type Record struct {
 // Backend is one compiled backend of a record.
 type Backend struct {
 	Config *config.Backend
-	// Key identifies the backend across reloads: record name, address and port.
+	// Key identifies the backend across reloads: record name, canonical address and port.
 	Key   string
 	State *health.State
 	// RR is the prebuilt answer for the record's name: *dns.A, *dns.AAAA or *dns.CNAME.
@@ -88,16 +88,28 @@ type View struct {
 	Sets [2]*policy.Set
 	// Enabled holds, per family, every enabled backend (the fail-open answer).
 	Enabled [2][]*Backend
-	// Configured tells, per family, whether the record has any backend of it at all; a family
-	// with none answers NODATA rather than applying the fallback policy.
+	// Configured tells, per family, whether the record has any backend of it at all.
 	Configured [2]bool
+	// AnyHealthy is set when some backend of the record, of either family, is healthy.
+	AnyHealthy bool
+}
+
+// FallbackApplies reports whether family f must be answered by the fallback policy: no backend
+// of f is healthy, and either the record has backends of f or the whole record is down. A
+// family the record does not serve stays NODATA while the other family is healthy.
+func (v *View) FallbackApplies(f Family) bool {
+	return len(v.Healthy[f]) == 0 && (v.Configured[f] || !v.AnyHealthy)
 }
 
 func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 	r := &Record{Name: rc.Name, Config: rc, Zone: z}
 	for i := range rc.Backends {
 		bc := &rc.Backends[i]
-		key := rc.Name + "|" + bc.Address + "|" + strconv.Itoa(int(bc.Port))
+		addr := bc.Address
+		if bc.IP.IsValid() {
+			addr = bc.IP.String() // one identity however the address is spelled
+		}
+		key := rc.Name + "|" + addr + "|" + strconv.Itoa(int(bc.Port))
 		r.Backends = append(r.Backends, &Backend{
 			Config:   bc,
 			Key:      key,
@@ -170,6 +182,7 @@ func (r *Record) Refresh() {
 		}
 		set := policy.Prepare(r.Config.Mode, cands, &r.counter)
 		v.Sets[f] = set
+		v.AnyHealthy = v.AnyHealthy || len(healthy) > 0
 		v.Healthy[f] = make([]*Backend, len(healthy))
 		for i, idx := range set.Order {
 			v.Healthy[f][i] = healthy[idx]

@@ -26,3 +26,9 @@ var (
 		Help: "GSLB records served by the current configuration.",
 	})
 )
+
+func init() {
+	// Both series exist from the start, so that increase() sees the first failure.
+	reloadsTotal.WithLabelValues("success")
+	reloadsTotal.WithLabelValues("failure")
+}

@@ -218,3 +218,10 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// Command runs the meridian binary with args and returns its combined output.
+func Command(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(Binary(t), args...).CombinedOutput()
+	return string(out), err
+}

@@ -1,0 +1,125 @@
+package gslb
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coredns/caddy"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+func TestParseBlock(t *testing.T) {
+	tests := []struct {
+		name    string
+		input   string
+		keys    []string
+		root    string
+		check   func(t *testing.T, b Block)
+		wantErr string
+	}{
+		{
+			name:  "zone lines and every option",
+			input: "gslb {\n zone Example.ORG a.yml\n zone example.net. /abs/b.yml\n fallthrough in-addr.arpa.\n use_edns_csubnet\n enable_txt\n max_stagger_start 60s\n batch_size_start 50\n resolution_idle_timeout 30m\n healthcheck_idle_multiplier 5\n healthcheck_profiles profiles.yml\n}",
+			root:  "/etc/meridian",
+			check: func(t *testing.T, b Block) {
+				o := b.Options
+				want := []config.ZoneSource{{Origin: "example.org.", File: "/etc/meridian/a.yml"}, {Origin: "example.net.", File: "/abs/b.yml"}}
+				if len(o.Zones) != 2 || o.Zones[0] != want[0] || o.Zones[1] != want[1] {
+					t.Errorf("zones %v, want %v", o.Zones, want)
+				}
+				if !o.UseEDNSClientSubnet || !o.EnableTXT || o.MaxStaggerStart != time.Minute || o.BatchSizeStart != 50 ||
+					o.ResolutionIdleTimeout != 30*time.Minute || o.HealthcheckIdleMultiplier != 5 ||
+					o.HealthcheckProfilesFile != "/etc/meridian/profiles.yml" {
+					t.Errorf("options %+v", o)
+				}
+				if !b.Fall.Through("1.2.3.in-addr.arpa.") || b.Fall.Through("www.example.org.") {
+					t.Errorf("fallthrough zones wrong: %v", b.Fall)
+				}
+			},
+		},
+		{
+			name:  "defaults",
+			input: "gslb {\n zone example.org. a.yml\n}",
+			check: func(t *testing.T, b Block) {
+				if got, want := b.Options, config.DefaultOptions(); got.MaxStaggerStart != want.MaxStaggerStart ||
+					got.BatchSizeStart != want.BatchSizeStart || got.EnableTXT || got.UseEDNSClientSubnet {
+					t.Errorf("options %+v, want defaults", got)
+				}
+				if b.Fall.Through("x.example.org.") {
+					t.Error("fallthrough is on without the option")
+				}
+			},
+		},
+		{
+			name:  "short form takes the server block's zone",
+			input: "gslb records.yml",
+			keys:  []string{"example.org:1053"},
+			check: func(t *testing.T, b Block) {
+				if len(b.Options.Zones) != 1 || b.Options.Zones[0].Origin != "example.org." || b.Options.Zones[0].File != "records.yml" {
+					t.Errorf("zones %v", b.Options.Zones)
+				}
+			},
+		},
+		{
+			name:  "short form with a zone",
+			input: "gslb records.yml example.com",
+			keys:  []string{"."},
+			check: func(t *testing.T, b Block) {
+				if b.Options.Zones[0].Origin != "example.com." {
+					t.Errorf("zones %v", b.Options.Zones)
+				}
+			},
+		},
+		{
+			name:  "CoreDNS-GSLB zones block and disable_txt",
+			input: "gslb {\n zones {\n  example.org. a.yml\n  test.org. b.yml\n }\n enable_txt\n disable_txt\n}",
+			check: func(t *testing.T, b Block) {
+				if len(b.Options.Zones) != 2 || b.Options.Zones[1].Origin != "test.org." || b.Options.EnableTXT {
+					t.Errorf("options %+v", b.Options)
+				}
+			},
+		},
+		{name: "unknown option names its line", input: "gslb {\n zone example.org. a.yml\n frobnicate on\n}", wantErr: `Testfile:3 - Error during parsing: unknown option "frobnicate"`},
+		{name: "no zones", input: "gslb", keys: []string{"."}, wantErr: "no zones"},
+		{name: "bad duration", input: "gslb {\n zone example.org. a.yml\n max_stagger_start soon\n}", wantErr: "Testfile:3"},
+		{name: "bad count", input: "gslb {\n zone example.org. a.yml\n batch_size_start 0\n}", wantErr: "not a positive integer"},
+		{name: "zone line arity", input: "gslb {\n zone example.org.\n}", wantErr: "want 'zone ORIGIN FILE'"},
+		{name: "duplicate zone", input: "gslb {\n zone example.org. a.yml\n zone EXAMPLE.org b.yml\n}", wantErr: "listed twice"},
+		{name: "short form with several server zones", input: "gslb a.yml", keys: []string{"a.org.", "b.org."}, wantErr: "needs exactly one zone"},
+		{name: "gslb twice", input: "gslb a.yml a.org\ngslb b.yml b.org", wantErr: "only be used once"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := caddy.NewTestController("dns", tt.input)
+			c.ServerBlockKeys = tt.keys
+			b, err := ParseBlock(c, tt.root)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, b)
+		})
+	}
+}
+
+func TestSetupFailsOnAnInvalidZoneFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yml")
+	if err := os.WriteFile(bad, []byte("records:\n  www.example.org.:\n    mode: round-robin\n    backends: [{address: 10.0.0.1}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := caddy.NewTestController("dns", "gslb "+bad+" example.org")
+	err := setup(c)
+	if err == nil || !strings.Contains(err.Error(), "bad.yml:3:11") || !strings.Contains(err.Error(), "roundrobin") {
+		t.Fatalf("setup error %v, want the file position and a suggestion", err)
+	}
+}
