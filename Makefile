@@ -42,6 +42,7 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseZone -fuzztime $(FUZZTIME) ./internal/config/
 	$(GO) test -run '^$$' -fuzz FuzzRespond -fuzztime $(FUZZTIME) ./internal/answer/
+	$(GO) test -run '^$$' -fuzz FuzzServeDNS -fuzztime $(FUZZTIME) ./plugin/gslb/
 
 bench: build
 	bench/run.sh

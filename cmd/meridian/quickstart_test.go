@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/testutil"
+)
+
+// TestQuickstartAnswersAsTheREADMEShows runs the quick start's own files (on a free port) and
+// checks the answers the README prints.
+func TestQuickstartAnswersAsTheREADMEShows(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	corefile, err := os.ReadFile(filepath.Join(root, "examples", "quickstart", "Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(corefile), ":1053") || !strings.Contains(string(corefile), "bind 127.0.0.1") {
+		t.Fatal("the quick start no longer listens on 127.0.0.1:1053 as the README says")
+	}
+	dir := t.TempDir()
+	s := testutil.Start(t, dir, func(port int) string {
+		c := strings.ReplaceAll(string(corefile), ":1053", ":"+strconv.Itoa(port))
+		return strings.ReplaceAll(c, "examples/quickstart/", filepath.Join(root, "examples", "quickstart")+"/")
+	})
+	tests := []struct {
+		name  string
+		qtype uint16
+		want  []string
+	}{
+		{"www.example.test", dns.TypeA, []string{"192.0.2.10"}},
+		{"www.example.test", dns.TypeAAAA, []string{"2001:db8::10"}},
+		{"api.example.test", dns.TypeA, []string{"192.0.2.20"}},
+		{"api.example.test", dns.TypeA, []string{"198.51.100.20"}},
+		{"api.example.test", dns.TypeA, []string{"203.0.113.20"}},
+	}
+	for _, tt := range tests {
+		if got := addresses(s.Query(t, "udp", tt.name, tt.qtype)); !slices.Equal(got, tt.want) {
+			t.Errorf("%s %s: %v, want %v", tt.name, dns.TypeToString[tt.qtype], got, tt.want)
+		}
+	}
+	if got := addresses(s.Query(t, "udp", "foo.app.example.test", dns.TypeA)); len(got) != 1 || (got[0] != "192.0.2.40" && got[0] != "198.51.100.40") {
+		t.Errorf("wildcard: %v", got)
+	}
+	if r := s.Query(t, "udp", "nope.example.test", dns.TypeA); r.Rcode != dns.RcodeNameError {
+		t.Errorf("nope.example.test: %s, want NXDOMAIN", dns.RcodeToString[r.Rcode])
+	}
+}
