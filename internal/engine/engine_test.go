@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/health"
+)
+
+// quietLog records what the engine logs.
+type quietLog struct{ lines []string }
+
+func (l *quietLog) Infof(f string, a ...any)    { l.lines = append(l.lines, fmt.Sprintf(f, a...)) }
+func (l *quietLog) Warningf(f string, a ...any) { l.lines = append(l.lines, fmt.Sprintf(f, a...)) }
+func (l *quietLog) Errorf(f string, a ...any)   { l.lines = append(l.lines, fmt.Sprintf(f, a...)) }
+
+func newEngine(t *testing.T, yaml string) (*Engine, string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "zone.yml")
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := config.DefaultOptions()
+	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: file}}
+	e, err := New(opts, &quietLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, file
+}
+
+func backendState(t *testing.T, e *Engine, record, addr string) *health.State {
+	t.Helper()
+	for _, r := range e.Snapshot().Records() {
+		for _, b := range r.Backends {
+			if r.Name == record && b.Config.Address == addr {
+				return b.State
+			}
+		}
+	}
+	t.Fatalf("no backend %s in %s", addr, record)
+	return nil
+}
+
+const checked = `
+records:
+  www.example.org.:
+    backends:
+      - {address: 10.0.0.1, healthchecks: [{type: tcp, params: {port: 80}}]}
+      - {address: 10.0.0.2, healthchecks: [{type: tcp, params: {port: 80}}]}
+`
+
+func TestReloadKeepsTheStateOfUnchangedBackends(t *testing.T) {
+	e, file := newEngine(t, checked)
+	backendState(t, e, "www.example.org.", "10.0.0.1").Set(health.Up)
+	backendState(t, e, "www.example.org.", "10.0.0.2").Set(health.Down)
+
+	changed := strings.Replace(checked, "10.0.0.2", "10.0.0.3", 1) + "    record_ttl: 5\n"
+	if err := os.WriteFile(file, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if st := backendState(t, e, "www.example.org.", "10.0.0.1").Status(); st != health.Up {
+		t.Errorf("unchanged backend is %s after a reload, want up", st)
+	}
+	if st := backendState(t, e, "www.example.org.", "10.0.0.3").Status(); st != health.Unknown {
+		t.Errorf("new backend is %s, want unknown", st)
+	}
+	if _, kept := e.states.states["www.example.org.|10.0.0.2|0"]; kept {
+		t.Error("the removed backend's state is still kept")
+	}
+}
+
+func TestInvalidReloadKeepsServing(t *testing.T) {
+	e, file := newEngine(t, checked)
+	before := e.Snapshot()
+	if err := os.WriteFile(file, []byte("records:\n  www.example.org.:\n    mode: bogus\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := e.Reload()
+	if err == nil || !strings.Contains(err.Error(), "zone.yml:3:11") {
+		t.Fatalf("reload error %v, want the file position", err)
+	}
+	if e.Snapshot() != before {
+		t.Fatal("an invalid file replaced the snapshot")
+	}
+}
+
+func TestWatchReloadsOnChange(t *testing.T) {
+	e, file := newEngine(t, checked)
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	before := e.Snapshot()
+	if err := os.WriteFile(file, []byte(checked+"    record_ttl: 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.Snapshot() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the file change was not picked up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ttl := e.Snapshot().Records()[0].Config.TTL; ttl != 7 {
+		t.Fatalf("TTL %d after reload, want 7", ttl)
+	}
+}
+
+// BenchmarkLoad10kRecords measures a full load of 10,000 records (budget: under one second).
+func BenchmarkLoad10kRecords(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("records:\n")
+	for i := range 10000 {
+		fmt.Fprintf(&sb, "  r%d.example.org.:\n    mode: failover\n    backends:\n      - {address: 10.%d.%d.1, priority: 1}\n      - {address: 10.%d.%d.2, priority: 2}\n", i, i/256, i%256, i/256, i%256)
+	}
+	file := filepath.Join(b.TempDir(), "zone.yml")
+	if err := os.WriteFile(file, []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	opts := config.DefaultOptions()
+	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: file}}
+	for b.Loop() {
+		if _, err := New(opts, &quietLog{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
