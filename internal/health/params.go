@@ -1,0 +1,242 @@
+package health
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+// Params reads a check's `params:` map with types and defaults, collecting every error. Keys
+// that no reader asked for are reported by Err as unknown, so typos do not pass silently.
+type Params struct {
+	m    map[string]any
+	used map[string]bool
+	errs []error
+}
+
+// NewParams wraps a check's parameters (plain values as the config loader produces them).
+func NewParams(m map[string]any) *Params {
+	return &Params{m: m, used: make(map[string]bool)}
+}
+
+func (p *Params) get(key string) (any, bool) {
+	p.used[key] = true
+	v, ok := p.m[key]
+	if !ok || v == nil {
+		return nil, false
+	}
+	return v, true
+}
+
+func (p *Params) fail(key, format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf("params.%s: %s", key, fmt.Sprintf(format, args...)))
+}
+
+// Errorf records an error about key that a probe's own validation found.
+func (p *Params) Errorf(key, format string, args ...any) { p.fail(key, format, args...) }
+
+// Err returns every error recorded, and one for each parameter nobody read.
+func (p *Params) Err() error {
+	for _, k := range slices.Sorted(maps.Keys(p.m)) {
+		if !p.used[k] {
+			known := slices.Sorted(maps.Keys(p.used))
+			p.errs = append(p.errs, fmt.Errorf("params.%s: unknown parameter (known: %s)", k, strings.Join(known, ", ")))
+		}
+	}
+	return errors.Join(p.errs...)
+}
+
+// String returns a string parameter, or def.
+func (p *Params) String(key, def string) string {
+	v, ok := p.get(key)
+	if !ok {
+		return def
+	}
+	switch x := v.(type) {
+	case string:
+		return x
+	case int, float64, bool:
+		return fmt.Sprint(x)
+	}
+	p.fail(key, "must be a string")
+	return def
+}
+
+// Int returns an integer parameter within [lo, hi], or def.
+func (p *Params) Int(key string, def, lo, hi int) int {
+	v, ok := p.get(key)
+	if !ok {
+		return def
+	}
+	n, ok := toInt(v)
+	if !ok || n < lo || n > hi {
+		p.fail(key, "must be an integer from %d to %d, not %v", lo, hi, v)
+		return def
+	}
+	return n
+}
+
+func toInt(v any) (int, bool) {
+	switch x := v.(type) {
+	case int:
+		return x, true
+	case float64:
+		if x == math.Trunc(x) {
+			return int(x), true
+		}
+	case string:
+		n, err := strconv.Atoi(strings.TrimSpace(x))
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// Port returns the `port` parameter, else the target's port, else def.
+func (p *Params) Port(t Target, def int) int {
+	if t.Port != 0 {
+		def = int(t.Port)
+	}
+	return p.Int("port", def, 1, 65535)
+}
+
+// Bool returns a boolean parameter, or def.
+func (p *Params) Bool(key string, def bool) bool {
+	v, ok := p.get(key)
+	if !ok {
+		return def
+	}
+	switch x := v.(type) {
+	case bool:
+		return x
+	case string:
+		if b, err := strconv.ParseBool(x); err == nil {
+			return b
+		}
+	}
+	p.fail(key, "must be true or false, not %v", v)
+	return def
+}
+
+// Duration returns a duration parameter (a Go duration or a number of seconds) above zero, or def.
+func (p *Params) Duration(key string, def time.Duration) time.Duration {
+	v, ok := p.get(key)
+	if !ok {
+		return def
+	}
+	d, err := config.ParseDuration(fmt.Sprint(v))
+	if err != nil || d <= 0 {
+		p.fail(key, `must be a duration above zero such as "5s", not %v`, v)
+		return def
+	}
+	return d
+}
+
+// Strings returns a parameter given as one string or a list of strings.
+func (p *Params) Strings(key string) []string {
+	v, ok := p.get(key)
+	if !ok {
+		return nil
+	}
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, item := range x {
+			s, ok := item.(string)
+			if !ok {
+				p.fail(key, "must be a list of strings")
+				return nil
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	p.fail(key, "must be a string or a list of strings")
+	return nil
+}
+
+// Ints returns a parameter given as one integer or a list of integers within [lo, hi], or def.
+func (p *Params) Ints(key string, def []int, lo, hi int) []int {
+	v, ok := p.get(key)
+	if !ok {
+		return def
+	}
+	items, isList := v.([]any)
+	if !isList {
+		items = []any{v}
+	}
+	out := make([]int, 0, len(items))
+	for _, item := range items {
+		n, ok := toInt(item)
+		if !ok || n < lo || n > hi {
+			p.fail(key, "must be an integer from %d to %d or a list of them, not %v", lo, hi, v)
+			return def
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// StringMap returns a mapping of strings (for example HTTP headers).
+func (p *Params) StringMap(key string) map[string]string {
+	v, ok := p.get(key)
+	if !ok {
+		return nil
+	}
+	m, isMap := v.(map[string]any)
+	if !isMap {
+		p.fail(key, "must be a mapping of names to strings")
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, item := range m {
+		out[k] = fmt.Sprint(item)
+	}
+	return out
+}
+
+// Regexp compiles a regular expression parameter; nil when it is absent or empty.
+func (p *Params) Regexp(key string) *regexp.Regexp {
+	s := p.String(key, "")
+	if s == "" {
+		return nil
+	}
+	re, err := regexp.Compile(s)
+	if err != nil {
+		p.fail(key, "invalid regular expression: %v", err)
+		return nil
+	}
+	return re
+}
+
+// writeCanonical writes v in a deterministic form (maps sorted by key), for check identity.
+func writeCanonical(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		b.WriteByte('{')
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			fmt.Fprintf(b, "%q:", k)
+			writeCanonical(b, x[k])
+			b.WriteByte(',')
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for _, item := range x {
+			writeCanonical(b, item)
+			b.WriteByte(',')
+		}
+		b.WriteByte(']')
+	default:
+		fmt.Fprintf(b, "%#v", x)
+	}
+}

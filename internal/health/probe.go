@@ -1,0 +1,108 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+// Target is the backend a check probes.
+type Target struct {
+	// Host is the backend's address for dialing: an IP literal, or a host name without the
+	// trailing dot.
+	Host string
+	// IP is the backend's address when it is an IP address.
+	IP netip.Addr
+	// Port is the backend's port, 0 when the backend has none; a check's own port wins.
+	Port uint16
+}
+
+// HostPort joins the target's host with port for dialing.
+func (t Target) HostPort(port int) string {
+	return net.JoinHostPort(t.Host, strconv.Itoa(port))
+}
+
+// Result is the outcome of one probe.
+type Result struct {
+	OK bool
+	// Reason says why a probe failed (or what it saw when it passed), short enough for a log
+	// line: "http 503", "connect: connection refused", "timeout after 5s".
+	Reason string
+}
+
+// Fail returns a failed result with a formatted reason.
+func Fail(format string, args ...any) Result {
+	return Result{Reason: fmt.Sprintf(format, args...)}
+}
+
+// Pass returns a successful result with a reason.
+func Pass(reason string) Result { return Result{OK: true, Reason: reason} }
+
+// Prober runs one compiled check against one target. Probe must return by ctx's deadline,
+// which the scheduler sets to the check's timeout, and must be safe for concurrent use.
+type Prober interface {
+	Probe(ctx context.Context) Result
+}
+
+// constructor compiles a check's parameters for a target. It reads every parameter it knows
+// from p; parameters left unread are reported as unknown.
+type constructor func(p *Params, t Target, timeout time.Duration) (Prober, error)
+
+// constructors are the probe types by the name a check's `type` gives.
+var constructors = map[string]constructor{
+	"http":  newHTTPProbe,
+	"tcp":   newTCPProbe,
+	"icmp":  newICMPProbe,
+	"dns":   newDNSProbe,
+	"grpc":  newGRPCProbe,
+	"mysql": newMySQLProbe,
+	"lua":   newLuaProbe,
+	"exec":  newExecProbe,
+}
+
+// Compiled is a check ready to run.
+type Compiled struct {
+	Prober  Prober
+	Type    string
+	Timeout time.Duration
+	// Key identifies identical checks (same type, parameters and target), which run once.
+	Key string
+}
+
+// Compile validates hc for target t. defaultTimeout is the record's scrape_timeout, used when
+// the check sets no `timeout`. Errors name the check's file position.
+func Compile(hc config.HealthCheck, t Target, defaultTimeout time.Duration) (*Compiled, error) {
+	newProbe, ok := constructors[hc.Type]
+	if !ok {
+		return nil, fmt.Errorf("%s: unknown health-check type %q", hc.Pos, hc.Type)
+	}
+	p := NewParams(hc.Params)
+	timeout := p.Duration("timeout", defaultTimeout)
+	prober, err := newProbe(p, t, timeout)
+	if err == nil {
+		err = p.Err()
+	}
+	if err != nil {
+		where := hc.Type + " check"
+		if hc.Profile != "" {
+			where += " (profile " + hc.Profile + ")"
+		}
+		return nil, fmt.Errorf("%s: %s: %w", hc.Pos, where, err)
+	}
+	return &Compiled{Prober: prober, Type: hc.Type, Timeout: timeout, Key: checkKey(hc, t, timeout)}, nil
+}
+
+// checkKey is the identity of a check: two backends of different records with the same
+// address and the same check share one probe.
+func checkKey(hc config.HealthCheck, t Target, timeout time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%s|%d|%s|", hc.Type, t.Host, t.Port, timeout)
+	writeCanonical(&b, hc.Params)
+	return b.String()
+}
