@@ -1,0 +1,364 @@
+#!/usr/bin/env bash
+# Whole-process query throughput: Meridian's gslb plugin against CoreDNS's file plugin.
+#
+# One meridian process serves the same zone (bench.test.) twice, on two loopback ports:
+#   127.0.0.1:PORT_GSLB  gslb { zone bench.test. gslb.yml }
+#   127.0.0.1:PORT_FILE  file db.bench.test bench.test
+# dnsperf sends the same query list (every name, type A) to each port, alternating, for
+# ROUNDS rounds of DURATION seconds. The budget (DESIGN.md section 4) is gslb >= 0.95x file.
+#
+# Usage: bench/run.sh [--quick]
+# Environment: see bench/README.md.
+set -euo pipefail
+
+usage() {
+	echo "usage: $0 [--quick]" >&2
+	exit 2
+}
+
+QUICK=0
+for arg in "$@"; do
+	case "$arg" in
+	--quick) QUICK=1 ;;
+	-h | --help) usage ;;
+	*) usage ;;
+	esac
+done
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+NAMES="${NAMES:-1000}"
+ROUNDS="${ROUNDS:-3}"
+DURATION="${DURATION:-10}"
+if [[ "$QUICK" == 1 ]]; then
+	ROUNDS=1
+	DURATION=3
+fi
+# dnsperf parameters (see bench/README.md for why these values).
+CLIENTS="${CLIENTS:-4}"          # -c: UDP sockets (distinct source ports)
+THREADS="${THREADS:-1}"          # -T: dnsperf threads
+OUTSTANDING="${OUTSTANDING:-200}" # -q: queries in flight
+TARGET="${TARGET:-0.95}"         # gslb/file ratio to reach
+MAX_LOST_PCT="${MAX_LOST_PCT:-0.5}"
+READY_TIMEOUT="${READY_TIMEOUT:-30}" # seconds to wait for both listeners
+
+for v in NAMES ROUNDS DURATION CLIENTS THREADS OUTSTANDING READY_TIMEOUT; do
+	if ! [[ "${!v}" =~ ^[1-9][0-9]*$ ]]; then
+		echo "$v must be a positive integer, got '${!v}'" >&2
+		exit 2
+	fi
+done
+
+log() { echo "== $*" >&2; }
+
+# --- 1. tools and binary ---------------------------------------------------------------------
+need_pkgs=()
+command -v dnsperf >/dev/null || need_pkgs+=(dnsperf)
+command -v dig >/dev/null || need_pkgs+=(dnsutils)
+if ((${#need_pkgs[@]} > 0)); then
+	log "installing: ${need_pkgs[*]}"
+	sudo_cmd=()
+	[[ "$(id -u)" == 0 ]] || sudo_cmd=(sudo)
+	"${sudo_cmd[@]}" apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${need_pkgs[@]}"
+fi
+
+if [[ -n "${MERIDIAN_BIN:-}" ]]; then
+	BIN="$MERIDIAN_BIN"
+else
+	log "building meridian"
+	make -C "$REPO" build >&2
+	BIN="$REPO/bin/meridian"
+fi
+[[ -x "$BIN" ]] || {
+	echo "meridian binary not found or not executable: $BIN" >&2
+	exit 1
+}
+
+# --- 2. zone, Corefile, server ---------------------------------------------------------------
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-bench.XXXXXX")"
+SERVER_PID=""
+cleanup() {
+	if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+		kill "$SERVER_PID" 2>/dev/null || true
+		wait "$SERVER_PID" 2>/dev/null || true
+	fi
+	if [[ "${KEEP_WORK:-0}" == 1 ]]; then
+		echo "work directory kept: $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+
+# Ports are picked below the kernel's ephemeral range (so no outgoing connection holds them)
+# and checked against every socket, listening or not. A port taken between the check and the
+# server's bind is handled by retrying the start with new ports (see start_server).
+EPHEMERAL_LO="$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)"
+PORT_LO=10000
+PORT_HI=$((EPHEMERAL_LO > PORT_LO + 1000 ? EPHEMERAL_LO - 1 : 32767))
+port_in_use() {
+	ss -Hanu "sport = :$1" 2>/dev/null | grep -q . ||
+		ss -Hant "sport = :$1" 2>/dev/null | grep -q .
+}
+pick_port() { # [port to avoid]
+	local p
+	for _ in $(seq 1 100); do
+		p=$((PORT_LO + RANDOM % (PORT_HI - PORT_LO + 1)))
+		if [[ "$p" != "${1:-}" ]] && ! port_in_use "$p"; then
+			echo "$p"
+			return 0
+		fi
+	done
+	echo "no free port found in $PORT_LO-$PORT_HI" >&2
+	return 1
+}
+FIXED_PORTS=0
+[[ -n "${PORT_GSLB:-}${PORT_FILE:-}" ]] && FIXED_PORTS=1
+PORT_GSLB="${PORT_GSLB:-$(pick_port)}"
+PORT_FILE="${PORT_FILE:-$(pick_port "$PORT_GSLB")}"
+
+# Names: n00001.bench.test. ... Most are failover (2 backends, priority 1 wins: no health
+# checks, so the priority-1 backend is up). Every 50th is roundrobin and every 50th+25 is
+# ip-hash, both with 2 backends; the file zone holds one A record for every name, the
+# priority-1 (or first) address, so both listeners answer one A record per query.
+TTL=30
+addr() { # address of name i, backend b (1 or 2): 10.b.x.y
+	local i=$1 b=$2
+	echo "10.$b.$((i / 256 % 256)).$((i % 256))"
+}
+{
+	cat <<EOF
+\$ORIGIN bench.test.
+\$TTL 3600
+@	IN SOA	ns1.bench.test. hostmaster.bench.test. 1 7200 3600 1209600 60
+@	IN NS	ns1.bench.test.
+ns1	IN A	127.0.0.1
+EOF
+	for ((i = 1; i <= NAMES; i++)); do
+		printf 'n%05d\t%d\tIN A\t%s\n' "$i" "$TTL" "$(addr "$i" 1)"
+	done
+} >"$WORK/db.bench.test"
+
+{
+	cat <<EOF
+soa:
+  mname: ns1.bench.test.
+  rname: hostmaster.bench.test.
+ns:
+  - ns1.bench.test.
+records:
+EOF
+	for ((i = 1; i <= NAMES; i++)); do
+		mode=failover
+		if ((i % 50 == 0)); then
+			mode=roundrobin
+		elif ((i % 50 == 25)); then
+			mode=ip-hash
+		fi
+		printf '  n%05d.bench.test.:\n    mode: %s\n    record_ttl: %d\n    backends:\n' "$i" "$mode" "$TTL"
+		if [[ "$mode" == failover ]]; then
+			printf '      - {address: %s, priority: 1}\n      - {address: %s, priority: 2}\n' \
+				"$(addr "$i" 1)" "$(addr "$i" 2)"
+		else
+			printf '      - {address: %s}\n      - {address: %s}\n' "$(addr "$i" 1)" "$(addr "$i" 2)"
+		fi
+	done
+} >"$WORK/gslb.yml"
+
+# --- 3. query list ---------------------------------------------------------------------------
+for ((i = 1; i <= NAMES; i++)); do
+	printf 'n%05d.bench.test. A\n' "$i"
+done | shuf --random-source=<(yes) >"$WORK/queries.txt"
+
+write_corefile() {
+	cat >"$WORK/Corefile" <<EOF
+bench.test:$PORT_GSLB {
+    bind 127.0.0.1
+    gslb {
+        zone bench.test. $WORK/gslb.yml
+    }
+}
+bench.test:$PORT_FILE {
+    bind 127.0.0.1
+    file $WORK/db.bench.test bench.test
+}
+EOF
+}
+
+probe() { # port name -> first A address or empty
+	dig +short +time=1 +tries=1 @127.0.0.1 -p "$1" "$2" A 2>/dev/null | head -n1
+}
+
+# start_server: starts meridian and waits until both listeners answer. Returns 1 if the
+# server exited because a port was taken (the caller retries with new ports); exits the
+# script on any other failure.
+start_server() {
+	local first=n00001.bench.test. want port deadline
+	want="$(addr 1 1)"
+	write_corefile
+	log "starting $BIN (gslb on 127.0.0.1:$PORT_GSLB, file on 127.0.0.1:$PORT_FILE, $NAMES names)"
+	"$BIN" -conf "$WORK/Corefile" >"$WORK/meridian.log" 2>&1 &
+	SERVER_PID=$!
+	deadline=$((SECONDS + READY_TIMEOUT))
+	for port in "$PORT_GSLB" "$PORT_FILE"; do
+		until [[ "$(probe "$port" "$first")" == "$want" ]]; do
+			if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+				wait "$SERVER_PID" 2>/dev/null || true
+				SERVER_PID=""
+				if grep -q 'address already in use' "$WORK/meridian.log"; then
+					return 1
+				fi
+				echo "meridian exited during startup:" >&2
+				cat "$WORK/meridian.log" >&2
+				exit 1
+			fi
+			if ((SECONDS >= deadline)); then
+				echo "127.0.0.1:$port did not answer $first with $want within ${READY_TIMEOUT}s" >&2
+				cat "$WORK/meridian.log" >&2
+				exit 1
+			fi
+			sleep 0.2
+		done
+	done
+}
+
+attempt=1
+until start_server; do
+	if [[ "$FIXED_PORTS" == 1 ]] || ((attempt >= 5)); then
+		echo "meridian could not bind its ports:" >&2
+		cat "$WORK/meridian.log" >&2
+		exit 1
+	fi
+	log "port taken ($(grep -m1 'address already in use' "$WORK/meridian.log")); retrying with new ports"
+	attempt=$((attempt + 1))
+	PORT_GSLB="$(pick_port)"
+	PORT_FILE="$(pick_port "$PORT_GSLB")"
+done
+# Spot-check that both listeners agree on a sample of failover names.
+for i in 2 3 $((NAMES / 2)) "$NAMES"; do
+	((i >= 1 && i <= NAMES && i % 25 != 0)) || continue
+	n="$(printf 'n%05d.bench.test.' "$i")"
+	want="$(addr "$i" 1)"
+	g="$(probe "$PORT_GSLB" "$n")"
+	f="$(probe "$PORT_FILE" "$n")"
+	if [[ "$g" != "$want" ]] || [[ "$f" != "$want" ]]; then
+		echo "answers differ for $n: gslb '$g', file '$f', want $want" >&2
+		exit 1
+	fi
+done
+log "both listeners ready"
+
+# --- 4. alternating dnsperf rounds -----------------------------------------------------------
+declare -a QPS_GSLB=() QPS_FILE=() US_GSLB=() US_FILE=() CL_GSLB=() CL_FILE=()
+LOST_FAIL=0
+RCODES=""
+
+CLK_TCK="$(getconf CLK_TCK)"
+server_cpu_ticks() { # utime + stime of the meridian process (all threads), in clock ticks
+	awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"
+}
+
+# run_perf label port round: runs dnsperf once and writes "qps server_us_per_query
+# dnsperf_cpu_pct" to $WORK/result; records rcodes and lost queries. Server CPU per query is
+# much less sensitive to other load on the machine than qps.
+run_perf() {
+	local label=$1 port=$2 round=$3 out qps sent ndone lost pct rc t0 t1 us cl
+	out="$WORK/dnsperf-$label-$round.txt"
+	t0="$(server_cpu_ticks)"
+	# The time keyword reports dnsperf's own CPU use (to check it is not the bottleneck).
+	if ! { TIMEFORMAT='%R %U %S'; time dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" \
+		-l "$DURATION" -c "$CLIENTS" -T "$THREADS" -q "$OUTSTANDING" >"$out" 2>&1; } 2>"$WORK/time"; then
+		echo "dnsperf failed against $label (127.0.0.1:$port):" >&2
+		cat "$out" >&2
+		exit 1
+	fi
+	t1="$(server_cpu_ticks)"
+	qps="$(awk '/Queries per second:/ {print $4}' "$out")"
+	sent="$(awk '/Queries sent:/ {print $3}' "$out")"
+	ndone="$(awk '/Queries completed:/ {print $3}' "$out")"
+	lost="$(awk '/Queries lost:/ {print $3}' "$out")"
+	rc="$(sed -n 's/^ *Response codes: *//p' "$out")"
+	if [[ -z "$qps" || -z "$sent" || -z "$ndone" || -z "$lost" ]]; then
+		echo "could not parse dnsperf output ($out):" >&2
+		cat "$out" >&2
+		exit 1
+	fi
+	us="$(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" -v n="$ndone" \
+		'BEGIN { printf "%.2f", (n > 0 ? 1e6 * (b - a) / hz / n : 0) }')"
+	cl="$(awk '{ printf "%.0f", ($1 > 0 ? 100 * ($2 + $3) / $1 : 0) }' "$WORK/time")"
+	pct="$(awk -v l="$lost" -v s="$sent" 'BEGIN { printf "%.3f", (s > 0 ? 100 * l / s : 100) }')"
+	RCODES+="$(printf '  round %d %-4s sent %-9s lost %-6s (%s%%)  %s' "$round" "$label" "$sent" "$lost" "$pct" "$rc")"$'\n'
+	if awk -v p="$pct" -v m="$MAX_LOST_PCT" 'BEGIN { exit !(p > m) }'; then
+		LOST_FAIL=1
+	fi
+	echo "$qps $us $cl" >"$WORK/result"
+}
+
+log "dnsperf: $ROUNDS round(s) x ${DURATION}s per listener, -c $CLIENTS -T $THREADS -q $OUTSTANDING"
+for ((r = 1; r <= ROUNDS; r++)); do
+	# Alternate which listener goes first so drift (thermal, other load) hits both alike.
+	if ((r % 2 == 1)); then order=(gslb file); else order=(file gslb); fi
+	for label in "${order[@]}"; do
+		if [[ "$label" == gslb ]]; then port=$PORT_GSLB; else port=$PORT_FILE; fi
+		# run_perf runs in this shell (not a subshell) so RCODES and LOST_FAIL persist.
+		run_perf "$label" "$port" "$r"
+		read -r qps us cl <"$WORK/result"
+		if [[ "$label" == gslb ]]; then
+			QPS_GSLB+=("$qps") US_GSLB+=("$us") CL_GSLB+=("$cl")
+		else
+			QPS_FILE+=("$qps") US_FILE+=("$us") CL_FILE+=("$cl")
+		fi
+		log "round $r $label: $qps qps, server ${us} us CPU/query, dnsperf ${cl}% CPU"
+	done
+done
+
+if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+	echo "meridian exited during the benchmark:" >&2
+	cat "$WORK/meridian.log" >&2
+	exit 1
+fi
+
+# --- 5. report -------------------------------------------------------------------------------
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.2f\n", s / NR }'; }
+
+echo
+echo "Meridian gslb vs CoreDNS file: $NAMES names, $ROUNDS x ${DURATION}s, dnsperf -c $CLIENTS -T $THREADS -q $OUTSTANDING"
+echo
+echo "| round | gslb qps | file qps | gslb/file | gslb us CPU/q | file us CPU/q | dnsperf CPU % (gslb/file) |"
+echo "|------:|---------:|---------:|----------:|--------------:|--------------:|--------------------------:|"
+for ((r = 0; r < ROUNDS; r++)); do
+	awk -v r=$((r + 1)) -v g="${QPS_GSLB[r]}" -v f="${QPS_FILE[r]}" -v ug="${US_GSLB[r]}" \
+		-v uf="${US_FILE[r]}" -v cg="${CL_GSLB[r]}" -v cf="${CL_FILE[r]}" \
+		'BEGIN { printf "| %d | %.0f | %.0f | %.3f | %.2f | %.2f | %d / %d |\n", r, g, f, g / f, ug, uf, cg, cf }'
+done
+mg="$(median "${QPS_GSLB[@]}")"
+mf="$(median "${QPS_FILE[@]}")"
+ag="$(mean "${QPS_GSLB[@]}")"
+af="$(mean "${QPS_FILE[@]}")"
+mug="$(median "${US_GSLB[@]}")"
+muf="$(median "${US_FILE[@]}")"
+aug="$(mean "${US_GSLB[@]}")"
+auf="$(mean "${US_FILE[@]}")"
+awk -v g="$mg" -v f="$mf" -v ug="$mug" -v uf="$muf" \
+	'BEGIN { printf "| median | %.0f | %.0f | %.3f | %.2f | %.2f | |\n", g, f, g / f, ug, uf }'
+awk -v g="$ag" -v f="$af" -v ug="$aug" -v uf="$auf" \
+	'BEGIN { printf "| mean | %.0f | %.0f | %.3f | %.2f | %.2f | |\n", g, f, g / f, ug, uf }'
+echo
+awk -v ug="$mug" -v uf="$muf" 'BEGIN { if (ug > 0) printf "server CPU per query, file/gslb (medians): %.3f (above 1: gslb is cheaper)\n", uf / ug }'
+echo
+echo "Response codes and lost queries:"
+printf '%s' "$RCODES"
+echo
+
+ratio="$(awk -v g="$mg" -v f="$mf" 'BEGIN { printf "%.3f", g / f }')"
+if awk -v r="$ratio" -v t="$TARGET" 'BEGIN { exit !(r >= t) }'; then
+	echo "ratio gslb/file (medians) = $ratio, target >= $TARGET: PASS"
+else
+	echo "ratio gslb/file (medians) = $ratio, target >= $TARGET: BELOW TARGET"
+fi
+
+if [[ "$LOST_FAIL" == 1 ]]; then
+	echo "FAIL: a run lost more than ${MAX_LOST_PCT}% of its queries" >&2
+	exit 1
+fi
