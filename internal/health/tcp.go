@@ -1,11 +1,104 @@
 package health
 
 import (
+	"context"
 	"errors"
+	"io"
+	"net"
+	"regexp"
 	"time"
 )
 
-// newTCPProbe is a placeholder until the tcp probe lands.
+// tcpExpectLimit is how much of the peer's answer the tcp probe reads looking for expect.
+const tcpExpectLimit = connReadSize
+
+// tcpProbe is a compiled tcp check: connect, optionally write send, optionally read until
+// expect matches, then close. Connections are not reused. It is safe for concurrent use.
+type tcpProbe struct {
+	addr    string
+	send    []byte         // written after connecting; nil for none
+	expect  *regexp.Regexp // matched on the answer; nil for none
+	dialer  net.Dialer
+	timeout time.Duration
+}
+
+// newTCPProbe compiles a tcp check: port (required unless the target has one), send, expect.
 func newTCPProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
-	return nil, errors.New("the tcp probe is not implemented yet")
+	port := p.Port(t, 0)
+	if port == 0 {
+		p.Errorf("port", "required: the target has no port")
+	}
+	tp := &tcpProbe{
+		addr:    t.HostPort(port),
+		expect:  p.Regexp("expect"),
+		dialer:  connDialer(timeout),
+		timeout: timeout,
+	}
+	if s := p.String("send", ""); s != "" {
+		tp.send = []byte(s)
+	}
+	return tp, nil
+}
+
+// Probe connects to the target and, when configured, writes send and reads up to 4 KiB until
+// expect matches, the peer closes, or the deadline passes.
+func (tp *tcpProbe) Probe(ctx context.Context) Result {
+	deadline, budget := connDeadline(ctx, tp.timeout)
+	if ctx.Err() != nil {
+		return Fail("%s", connTimeoutReason(budget))
+	}
+	conn, err := tp.dialer.DialContext(ctx, "tcp", tp.addr)
+	if err != nil {
+		return Result{Reason: connReason(ctx, err, budget)}
+	}
+	defer conn.Close()
+	if tp.send == nil && tp.expect == nil {
+		return Pass("connected")
+	}
+	if err := conn.SetDeadline(deadline); err != nil {
+		return Result{Reason: connReason(ctx, err, budget)}
+	}
+	if tp.send != nil {
+		if _, err := conn.Write(tp.send); err != nil {
+			return Result{Reason: connReason(ctx, err, budget)}
+		}
+	}
+	if tp.expect == nil {
+		return Pass("connected, sent")
+	}
+	return tp.readExpect(ctx, conn, budget)
+}
+
+// readExpect reads the answer into a pooled buffer until expect matches. The buffer is taken
+// only once the first byte arrived, so a silent peer costs no buffer.
+func (tp *tcpProbe) readExpect(ctx context.Context, conn net.Conn, budget time.Duration) Result {
+	first, err := connReadFirst(conn)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return Fail("tcp: expect %q not matched (connection closed)", tp.expect.String())
+		}
+		return Result{Reason: connReason(ctx, err, budget)}
+	}
+	bp := connBufPool.Get().(*[]byte)
+	defer connBufPool.Put(bp)
+	b := append((*bp)[:0], first)
+	for {
+		if tp.expect.Match(b) {
+			return Pass("tcp: expect matched")
+		}
+		if len(b) >= tcpExpectLimit {
+			break
+		}
+		n, err := conn.Read(b[len(b):min(cap(b), tcpExpectLimit)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if n > 0 && tp.expect.Match(b) {
+				return Pass("tcp: expect matched")
+			}
+			break
+		}
+	}
+	// Something came back but not what was expected (whether the peer then closed, stopped
+	// at the deadline, or sent more than 4 KiB): that, not the timeout, is the news.
+	return Fail("tcp: expect %q not matched", tp.expect.String())
 }

@@ -1,0 +1,103 @@
+package health
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+// tcpServer serves each connection with handle on a loopback port until the test ends.
+func tcpServer(t *testing.T, handle func(net.Conn)) Target {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				handle(c)
+			}()
+		}
+	}()
+	return probeTarget(t, ln.Addr())
+}
+
+func TestTCPProbe(t *testing.T) {
+	open := tcpServer(t, func(c net.Conn) { io.Copy(io.Discard, c) })
+	banner := tcpServer(t, func(c net.Conn) {
+		io.WriteString(c, "SSH-2.0-test\r\n")
+		io.Copy(io.Discard, c)
+	})
+	echo := tcpServer(t, func(c net.Conn) {
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err == nil {
+			io.WriteString(c, "+"+strings.ToUpper(line))
+		}
+	})
+	closing := tcpServer(t, func(c net.Conn) {})
+	silent := probeTarget(t, silentListener(t).Addr())
+
+	tests := []struct {
+		name   string
+		tg     Target
+		params map[string]any
+		ok     bool
+		reason string
+	}{
+		{"open port", open, nil, true, "connected"},
+		{"send only", open, map[string]any{"send": "hello\n"}, true, "connected, sent"},
+		{"closed port", closedPort(t), nil, false, "connect: connection refused"},
+		{"banner", banner, map[string]any{"expect": `^SSH-2\.0-`}, true, "tcp: expect matched"},
+		{"echo", echo, map[string]any{"send": "ping\n", "expect": `^\+PING`}, true, "tcp: expect matched"},
+		{"expect mismatch", banner, map[string]any{"expect": "^220 "}, false, `tcp: expect "^220 " not matched`},
+		{"closed before answer", closing, map[string]any{"expect": "x"}, false, `tcp: expect "x" not matched (connection closed)`},
+		{"silent", silent, map[string]any{"expect": "x"}, false, "timeout after 200ms"},
+		{"silent after send", silent, map[string]any{"send": "hi", "expect": "x"}, false, "timeout after 200ms"},
+		{"port param", Target{Host: "127.0.0.1"}, map[string]any{"port": int(open.Port)}, true, "connected"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pr := compileProbe(t, "tcp", tc.params, tc.tg)
+			res, took := probeWithin(pr, 200*time.Millisecond)
+			if res.OK != tc.ok || res.Reason != tc.reason {
+				t.Fatalf("got %+v, want ok=%v reason %q", res, tc.ok, tc.reason)
+			}
+			if took > time.Second {
+				t.Fatalf("took %v", took)
+			}
+		})
+	}
+}
+
+func TestTCPParamErrors(t *testing.T) {
+	noPort := Target{Host: "127.0.0.1"}
+	tests := []struct {
+		tg     Target
+		params map[string]any
+		want   string
+	}{
+		{noPort, nil, "params.port: required"},
+		{noPort, map[string]any{"port": 0}, "params.port"},
+		{Target{Host: "127.0.0.1", Port: 22}, map[string]any{"expect": "("}, "params.expect: invalid regular expression"},
+		{Target{Host: "127.0.0.1", Port: 22}, map[string]any{"sned": "x"}, "params.sned: unknown parameter"},
+	}
+	for _, tc := range tests {
+		_, err := Compile(config.HealthCheck{Type: "tcp", Params: tc.params}, tc.tg, time.Second)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got error %v, want %q", tc.params, err, tc.want)
+		}
+	}
+}
