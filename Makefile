@@ -22,6 +22,7 @@ run: build
 deps:
 	@missing=""; \
 	command -v dig >/dev/null || missing="$$missing dnsutils"; \
+	command -v mariadbd >/dev/null || command -v mysqld >/dev/null || missing="$$missing mariadb-server"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

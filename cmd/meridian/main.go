@@ -28,6 +28,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/log"
 	_ "github.com/coredns/coredns/plugin/metrics"
 	_ "github.com/coredns/coredns/plugin/multisocket"
+	_ "github.com/coredns/coredns/plugin/pprof"
 	_ "github.com/coredns/coredns/plugin/ready"
 	_ "github.com/coredns/coredns/plugin/reload"
 	_ "github.com/coredns/coredns/plugin/rewrite"
@@ -44,7 +45,7 @@ var Version = "dev"
 // directives is the plugin chain order: CoreDNS's own order for the plugins compiled in, with
 // gslb inserted right before cache.
 var directives = []string{
-	"root", "multisocket", "reload", "bind", "debug", "ready", "health", "prometheus",
+	"root", "multisocket", "reload", "bind", "debug", "ready", "health", "pprof", "prometheus",
 	"errors", "log", "any", "loadbalance", "rewrite", "acl", "gslb", "cache", "dnssec",
 	"template", "file", "forward", "whoami",
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -25,13 +26,23 @@ func TestQuickstartAnswersAsTheREADMEShows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(corefile), ":1053") || !strings.Contains(string(corefile), "bind 127.0.0.1") {
+	if !strings.Contains(string(corefile), ":1053") || !strings.Contains(string(corefile), "bind 127.0.0.1") || !strings.Contains(string(corefile), "examples/quickstart/") {
 		t.Fatal("the quick start no longer listens on 127.0.0.1:1053 as the README says")
 	}
+	records, err := os.ReadFile(filepath.Join(root, "examples", "quickstart", "example.test.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
+	// The quick start's files, moved to a free port (the health check of its own port too).
 	s := testutil.Start(t, dir, func(port int) string {
-		c := strings.ReplaceAll(string(corefile), ":1053", ":"+strconv.Itoa(port))
-		return strings.ReplaceAll(c, "examples/quickstart/", filepath.Join(root, "examples", "quickstart")+"/")
+		p := strconv.Itoa(port)
+		yaml := strings.ReplaceAll(string(records), "port: 1053", "port: "+p)
+		if err := os.WriteFile(filepath.Join(dir, "example.test.yml"), []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := strings.ReplaceAll(string(corefile), ":1053", ":"+p)
+		return strings.ReplaceAll(c, "examples/quickstart/", dir+"/")
 	})
 	tests := []struct {
 		name  string
@@ -54,5 +65,21 @@ func TestQuickstartAnswersAsTheREADMEShows(t *testing.T) {
 	}
 	if r := s.Query(t, "udp", "nope.example.test", dns.TypeA); r.Rcode != dns.RcodeNameError {
 		t.Errorf("nope.example.test: %s, want NXDOMAIN", dns.RcodeToString[r.Rcode])
+	}
+	// The health-checked record: its primary's check hits a closed port, its secondary's the
+	// server's own port, which the test rewrote along with the listener.
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		return slices.Equal(addresses(s.Query(t, "udp", "status.example.test", dns.TypeA)), []string{"127.0.0.1"})
+	}, "status.example.test did not fail over to 127.0.0.1:\n%s", s.Logs())
+	var txt []string
+	for _, rr := range s.Query(t, "udp", "status.example.test", dns.TypeTXT).Answer {
+		txt = append(txt, rr.(*dns.TXT).Txt...)
+	}
+	want := []string{
+		"Backend: 127.0.0.2 | Priority: 1 | Status: down | Enabled: true",
+		"Backend: 127.0.0.1 | Priority: 2 | Status: up | Enabled: true",
+	}
+	if !slices.Equal(txt, want) {
+		t.Errorf("status TXT %q, want %q", txt, want)
 	}
 }

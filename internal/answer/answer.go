@@ -121,6 +121,7 @@ func (b *builder) answer(opts Options) Result {
 		b.nodata()
 		return Answered
 	}
+	rec.MarkQueried()
 	b.rec, b.owner = rec, rec.Name
 	if wildcard {
 		b.owner = b.qname

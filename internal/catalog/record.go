@@ -43,6 +43,10 @@ type Record struct {
 	// FallbackCNAME is the fail-specific CNAME, or nil.
 	FallbackCNAME *dns.CNAME
 
+	// Queried is set by queries of the record; the health scheduler reads and clears it to
+	// probe records nobody asks for less often.
+	Queried atomic.Bool
+
 	counter   atomic.Uint64 // roundrobin rotation, kept across health changes
 	view      atomic.Pointer[View]
 	refreshMu sync.Mutex // serialises writers of view; never taken by queries
@@ -146,6 +150,14 @@ func addressRR(name string, ttl uint32, b *config.Backend) dns.RR {
 	default:
 		ip := b.IP.As16()
 		return &dns.AAAA{Hdr: header(name, dns.TypeAAAA, ttl), AAAA: ip[:]}
+	}
+}
+
+// MarkQueried notes that the record was queried. It writes only when the flag is clear, so
+// that queries on every core do not contend for the cache line.
+func (r *Record) MarkQueried() {
+	if !r.Queried.Load() {
+		r.Queried.Store(true)
 	}
 }
 

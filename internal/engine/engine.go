@@ -27,7 +27,7 @@ type Logger interface {
 type Engine struct {
 	opts   config.Options
 	log    Logger
-	states *stateRegistry
+	health *health.Manager
 	snap   atomic.Pointer[catalog.Snapshot]
 
 	reloadMu sync.Mutex // serialises reloads
@@ -64,7 +64,13 @@ func LoadZones(opts config.Options) ([]*config.Zone, error) {
 // New loads every file of opts and compiles the first snapshot. It fails when any file is
 // invalid. Call Start to follow file changes, and Stop when done.
 func New(opts config.Options, log Logger) (*Engine, error) {
-	e := &Engine{opts: opts, log: log, states: newStateRegistry()}
+	e := &Engine{opts: opts, log: log, health: health.NewManager(health.Options{
+		MaxStaggerStart: opts.MaxStaggerStart,
+		BatchSizeStart:  opts.BatchSizeStart,
+		IdleTimeout:     opts.ResolutionIdleTimeout,
+		IdleMultiplier:  opts.HealthcheckIdleMultiplier,
+		Log:             log,
+	})}
 	if err := e.load(); err != nil {
 		return nil, err
 	}
@@ -73,6 +79,9 @@ func New(opts config.Options, log Logger) (*Engine, error) {
 
 // Snapshot returns the current snapshot. It never blocks and never returns nil after New.
 func (e *Engine) Snapshot() *catalog.Snapshot { return e.snap.Load() }
+
+// Health returns the engine's health manager.
+func (e *Engine) Health() *health.Manager { return e.health }
 
 // Options returns the options the engine was made with.
 func (e *Engine) Options() config.Options { return e.opts }
@@ -100,12 +109,19 @@ func (e *Engine) load() error {
 	if err != nil {
 		return err
 	}
-	snap, err := catalog.Build(zones, e.states)
+	snap, err := catalog.Build(zones, e.health)
 	if err != nil {
 		return fmt.Errorf("compile zones: %w", err)
 	}
+	specs, keep, err := healthSpecs(snap)
+	if err != nil {
+		return err
+	}
+	e.health.Sync(specs, keep)
+	for _, r := range snap.Records() {
+		r.Refresh() // Sync may have reset the state of backends whose checks changed
+	}
 	e.snap.Store(snap)
-	e.states.retain(snap)
 	recordsGauge.Set(float64(len(snap.Records())))
 	lastReloadTime.SetToCurrentTime()
 	return nil
@@ -118,6 +134,7 @@ func (e *Engine) Start() error {
 		return fmt.Errorf("watch configuration files: %w", err)
 	}
 	e.watch = w
+	e.health.Start()
 	return nil
 }
 
@@ -127,6 +144,7 @@ func (e *Engine) Stop() error {
 		e.watch.close()
 		e.watch = nil
 	}
+	e.health.Stop()
 	return nil
 }
 
@@ -139,43 +157,4 @@ func (e *Engine) watchedFiles() []string {
 		files = append(files, e.opts.HealthcheckProfilesFile)
 	}
 	return files
-}
-
-// stateRegistry keeps each backend's health word for as long as a snapshot has the backend.
-type stateRegistry struct {
-	mu     sync.Mutex
-	states map[string]*health.State
-}
-
-func newStateRegistry() *stateRegistry {
-	return &stateRegistry{states: make(map[string]*health.State)}
-}
-
-// State returns the health word for key, creating it on first use.
-func (r *stateRegistry) State(key string) *health.State {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := r.states[key]
-	if !ok {
-		s = &health.State{}
-		r.states[key] = s
-	}
-	return s
-}
-
-// retain forgets the states of backends that snap no longer has.
-func (r *stateRegistry) retain(snap *catalog.Snapshot) {
-	keep := make(map[string]bool)
-	for _, rec := range snap.Records() {
-		for _, b := range rec.Backends {
-			keep[b.Key] = true
-		}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k := range r.states {
-		if !keep[k] {
-			delete(r.states, k)
-		}
-	}
 }

@@ -73,8 +73,8 @@ func TestReloadKeepsTheStateOfUnchangedBackends(t *testing.T) {
 	if st := backendState(t, e, "www.example.org.", "10.0.0.3").Status(); st != health.Unknown {
 		t.Errorf("new backend is %s, want unknown", st)
 	}
-	if _, kept := e.states.states["www.example.org.|10.0.0.2|0"]; kept {
-		t.Error("the removed backend's state is still kept")
+	if st := e.health.State("www.example.org.|10.0.0.2|0").Status(); st != health.Unknown {
+		t.Errorf("the removed backend's state (down) is still kept: %s", st)
 	}
 }
 

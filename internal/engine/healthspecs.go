@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/health"
+)
+
+// healthSpecs compiles the health checks of every probed backend of snap: enabled backends
+// with checks that are neither assume_healthy nor passive. It also returns the keys of every
+// backend, whose health words the manager keeps. Errors name the check's file position.
+func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, map[string]bool, error) {
+	var specs []health.Spec
+	var errs []error
+	keep := make(map[string]bool)
+	for _, rec := range snap.Records() {
+		rc := rec.Config
+		for _, b := range rec.Backends {
+			keep[b.Key] = true
+			bc := b.Config
+			if !bc.Enable || bc.AssumeHealthy || bc.Passive || len(bc.HealthChecks) == 0 {
+				continue
+			}
+			target := health.Target{Host: strings.TrimSuffix(bc.Address, "."), IP: bc.IP, Port: bc.Port}
+			if bc.IP.IsValid() {
+				target.Host = bc.IP.String()
+			}
+			name := target.Host
+			if bc.Port != 0 {
+				name = target.HostPort(int(bc.Port))
+			}
+			spec := health.Spec{
+				Key: b.Key, Record: rec.Name, Backend: name,
+				Rise: bc.Rise, Fall: bc.Fall,
+				Interval: rc.ScrapeInterval, Retries: rc.ScrapeRetries,
+				Activity: &rec.Queried,
+				OnChange: rec.Refresh,
+			}
+			for _, hc := range bc.HealthChecks {
+				c, err := health.Compile(hc, target, rc.ScrapeTimeout)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				spec.Checks = append(spec.Checks, c)
+			}
+			specs = append(specs, spec)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
+	return specs, keep, nil
+}

@@ -1,0 +1,347 @@
+package health
+
+import (
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Logger is where the manager reports transitions; CoreDNS's plugin logger satisfies it.
+type Logger interface {
+	Infof(format string, args ...any)
+	Warningf(format string, args ...any)
+}
+
+// Spec describes one backend to probe, as one configuration snapshot has it.
+type Spec struct {
+	// Key is the backend's identity across reloads (record, address, port).
+	Key string
+	// Record and Backend name the backend in logs and metrics.
+	Record, Backend string
+	// Checks must all pass for the backend to be up.
+	Checks     []*Compiled
+	Rise, Fall int
+	// Interval is the record's scrape_interval; Retries its scrape_retries.
+	Interval time.Duration
+	Retries  int
+	// Activity is set by queries of the backend's record; records left unqueried for the idle
+	// timeout are probed less often. Nil means always active.
+	Activity *atomic.Bool
+	// OnChange is called, outside the manager's lock, after the backend's status changed.
+	OnChange func()
+}
+
+// Options tune the manager.
+type Options struct {
+	// MaxStaggerStart and BatchSizeStart spread the first probes of a start-up.
+	MaxStaggerStart time.Duration
+	BatchSizeStart  int
+	// IdleTimeout and IdleMultiplier slow down the probes of records nobody queries.
+	IdleTimeout    time.Duration
+	IdleMultiplier int
+	// MaxInFlight caps the probes running at once; a cycle that finds no room is skipped.
+	MaxInFlight int
+	Log         Logger
+}
+
+// DefaultMaxInFlight bounds concurrent probes (and so memory) when Options sets no limit.
+const DefaultMaxInFlight = 20000
+
+// Manager owns every backend's health: the state words the query path reads, the rise/fall
+// machines, and one scheduler that runs each distinct check once per interval. It lives as
+// long as the engine and keeps state across reloads.
+type Manager struct {
+	opts Options
+
+	mu       sync.Mutex
+	states   map[string]*State
+	backends map[string]*backend
+	jobs     map[string]*job
+	queue    jobQueue
+	activity map[*atomic.Bool]*recordActivity
+	started  bool
+
+	inFlight chan struct{}
+	wake     chan struct{}
+	done     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// backend is one probed backend and its checks' damping machines.
+type backend struct {
+	spec   Spec
+	state  *State
+	subs   []*subscription // one per check, in spec order
+	status Status
+}
+
+// subscription is one backend's view of one (possibly shared) check.
+type subscription struct {
+	backend *backend
+	machine machine
+	last    Result
+}
+
+type recordActivity struct{ last time.Time }
+
+// NewManager returns a manager that probes nothing until Sync and Start.
+func NewManager(opts Options) *Manager {
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.BatchSizeStart <= 0 {
+		opts.BatchSizeStart = 1
+	}
+	return &Manager{
+		opts:     opts,
+		states:   make(map[string]*State),
+		backends: make(map[string]*backend),
+		jobs:     make(map[string]*job),
+		activity: make(map[*atomic.Bool]*recordActivity),
+		inFlight: make(chan struct{}, opts.MaxInFlight),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+}
+
+// State returns the health word of the backend with key, creating it on first use. It
+// implements catalog.HealthSource.
+func (m *Manager) State(key string) *State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stateLocked(key)
+}
+
+func (m *Manager) stateLocked(key string) *State {
+	s, ok := m.states[key]
+	if !ok {
+		s = &State{}
+		m.states[key] = s
+	}
+	return s
+}
+
+// Sync makes specs the set of probed backends. Backends whose checks are unchanged keep their
+// state and schedule; changed ones start over as unknown; new checks are probed at once (or,
+// before Start, spread over the start-up stagger); checks nobody uses any more stop. States of
+// keys not in keep are forgotten.
+func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	backends := make(map[string]*backend, len(specs))
+	for _, spec := range specs {
+		b := m.backends[spec.Key]
+		if b != nil && sameChecks(b.spec.Checks, spec.Checks) {
+			for _, s := range b.subs {
+				s.machine.rise, s.machine.fall = max(spec.Rise, 1), max(spec.Fall, 1)
+			}
+			b.spec = spec
+		} else {
+			b = &backend{spec: spec, state: m.stateLocked(spec.Key)}
+			b.state.Set(Unknown)
+			setStateGauge(spec, Unknown)
+			for range spec.Checks {
+				b.subs = append(b.subs, &subscription{backend: b, machine: newMachine(spec.Rise, spec.Fall)})
+			}
+		}
+		backends[spec.Key] = b
+		if spec.Activity != nil && m.activity[spec.Activity] == nil {
+			m.activity[spec.Activity] = &recordActivity{last: now}
+		}
+	}
+	for key, old := range m.backends {
+		if backends[key] == nil {
+			forgetBackend(old.spec)
+		}
+	}
+	m.backends = backends
+	m.rebuildJobs(now)
+	for key := range m.states {
+		if !keep[key] {
+			delete(m.states, key)
+		}
+	}
+	m.pruneActivity()
+	m.poke()
+}
+
+func sameChecks(a, b []*Compiled) bool {
+	return slices.EqualFunc(a, b, func(x, y *Compiled) bool { return x.Key == y.Key })
+}
+
+// rebuildJobs regroups the backends' checks into jobs, one per distinct check and schedule.
+func (m *Manager) rebuildJobs(now time.Time) {
+	jobs := make(map[string]*job)
+	var fresh []*job
+	for _, key := range slices.Sorted(maps.Keys(m.backends)) {
+		b := m.backends[key]
+		for i, c := range b.spec.Checks {
+			jk := jobKey(c, b.spec)
+			j := jobs[jk]
+			if j == nil {
+				if j = m.jobs[jk]; j != nil {
+					j.subs = j.subs[:0]
+				} else {
+					j = newJob(jk, c, b.spec)
+					fresh = append(fresh, j)
+				}
+				jobs[jk] = j
+			}
+			if j.prober != c.Prober {
+				closeProber(c.Prober) // an identical check already runs this probe
+			}
+			j.subs = append(j.subs, b.subs[i])
+		}
+	}
+	for jk, j := range m.jobs {
+		if jobs[jk] == nil {
+			m.queue.remove(j)
+			j.removed = true
+			if !j.running {
+				closeProber(j.prober)
+			}
+		}
+	}
+	m.schedule(fresh, now)
+	m.jobs = jobs
+}
+
+// schedule queues new jobs: at once while running, spread in batches at start-up.
+func (m *Manager) schedule(fresh []*job, now time.Time) {
+	spacing := time.Duration(0)
+	if !m.started && len(fresh) > m.opts.BatchSizeStart {
+		batches := (len(fresh) + m.opts.BatchSizeStart - 1) / m.opts.BatchSizeStart
+		window := m.opts.MaxStaggerStart
+		for _, j := range fresh {
+			window = min(window, j.interval)
+		}
+		spacing = window / time.Duration(batches)
+	}
+	for i, j := range fresh {
+		j.next = now.Add(time.Duration(i/m.opts.BatchSizeStart) * spacing)
+		m.queue.push(j)
+	}
+}
+
+// pruneActivity forgets the activity flags of records no backend refers to any more.
+func (m *Manager) pruneActivity() {
+	used := make(map[*atomic.Bool]bool)
+	for _, b := range m.backends {
+		used[b.spec.Activity] = true
+	}
+	for flag := range m.activity {
+		if !used[flag] {
+			delete(m.activity, flag)
+		}
+	}
+}
+
+// apply feeds one raw result of j to every subscriber's machine and publishes the changes.
+func (m *Manager) apply(j *job, res Result) {
+	var notify []func()
+	m.mu.Lock()
+	j.running = false
+	if j.removed {
+		closeProber(j.prober)
+	}
+	for _, s := range j.subs {
+		s.last = res
+		if !s.machine.observe(res.OK) {
+			continue
+		}
+		b := s.backend
+		statuses := make([]Status, len(b.subs))
+		for i, sub := range b.subs {
+			statuses[i] = sub.machine.status
+		}
+		next := combine(statuses)
+		if next == b.status {
+			continue
+		}
+		m.opts.Log.Infof("backend %s of %s is %s: %s (was %s)", b.spec.Backend, b.spec.Record, next, res.Reason, b.status)
+		recordTransition(b.spec, next)
+		b.status = next
+		b.state.Set(next)
+		if b.spec.OnChange != nil {
+			notify = append(notify, b.spec.OnChange)
+		}
+	}
+	m.mu.Unlock()
+	for _, f := range notify {
+		f()
+	}
+}
+
+// Start runs the scheduler until Stop.
+func (m *Manager) Start() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started {
+		return
+	}
+	m.started = true
+	m.wg.Add(1)
+	go m.loop()
+}
+
+// Stop ends the scheduler, waits for probes in flight, and releases probes' resources.
+func (m *Manager) Stop() {
+	m.mu.Lock()
+	if !m.started {
+		m.mu.Unlock()
+		return
+	}
+	m.started = false
+	close(m.done)
+	m.mu.Unlock()
+	m.wg.Wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, j := range m.jobs {
+		closeProber(j.prober)
+	}
+	for _, b := range m.backends {
+		forgetBackend(b.spec)
+	}
+}
+
+// Snapshot describes one probed backend for observers (logs, API, tests).
+type Snapshot struct {
+	Key, Record, Backend string
+	Status               Status
+	// Last holds each check's last raw result, in spec order.
+	Last []Result
+}
+
+// Backends returns the current state of every probed backend, sorted by key.
+func (m *Manager) Backends() []Snapshot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Snapshot, 0, len(m.backends))
+	for _, key := range slices.Sorted(maps.Keys(m.backends)) {
+		b := m.backends[key]
+		s := Snapshot{Key: key, Record: b.spec.Record, Backend: b.spec.Backend, Status: b.status}
+		for _, sub := range b.subs {
+			s.Last = append(s.Last, sub.last)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (m *Manager) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+func closeProber(p Prober) {
+	if c, ok := p.(io.Closer); ok {
+		_ = c.Close()
+	}
+}

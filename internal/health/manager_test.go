@@ -1,0 +1,228 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// scriptedProber is a test double for the probe seam: the scheduler is under test here, not a
+// protocol. It returns the results of its script in turn (the last one repeating) and counts
+// calls; a nil script blocks until the context ends.
+type scriptedProber struct {
+	mu     sync.Mutex
+	script []bool
+	calls  atomic.Int64
+	closed atomic.Bool
+	times  []time.Time
+}
+
+func (p *scriptedProber) Probe(ctx context.Context) Result {
+	n := p.calls.Add(1)
+	p.mu.Lock()
+	p.times = append(p.times, time.Now())
+	script := p.script
+	p.mu.Unlock()
+	if script == nil {
+		<-ctx.Done()
+		return Fail("timeout after %s", "test")
+	}
+	ok := script[min(int(n)-1, len(script)-1)]
+	if ok {
+		return Pass("ok")
+	}
+	return Fail("scripted failure %d", n)
+}
+
+// firstCall returns when the prober was first called.
+func (p *scriptedProber) firstCall() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.times[0]
+}
+
+func (p *scriptedProber) Close() error { p.closed.Store(true); return nil }
+
+type testLog struct{}
+
+func (testLog) Infof(string, ...any)    {}
+func (testLog) Warningf(string, ...any) {}
+
+func spec(key string, p Prober, checkKey string, interval time.Duration) Spec {
+	return Spec{
+		Key: key, Record: "www.example.org.", Backend: key,
+		Checks: []*Compiled{{Prober: p, Type: "test", Timeout: 200 * time.Millisecond, Key: checkKey}},
+		Rise:   1, Fall: 1, Interval: interval,
+	}
+}
+
+func keys(specs ...Spec) map[string]bool {
+	k := map[string]bool{}
+	for _, s := range specs {
+		k[s.Key] = true
+	}
+	return k
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestManagerTransitionsAndNotifies(t *testing.T) {
+	m := NewManager(Options{Log: testLog{}})
+	p := &scriptedProber{script: []bool{true, true, false, false, true}}
+	var changes atomic.Int64
+	s := spec("a", p, "check-a", 20*time.Millisecond)
+	s.OnChange = func() { changes.Add(1) }
+	m.Sync([]Spec{s}, keys(s))
+	state := m.State("a")
+	if state.Status() != Unknown {
+		t.Fatalf("starts %s, want unknown", state.Status())
+	}
+	m.Start()
+	defer m.Stop()
+	waitFor(t, "up", func() bool { return state.Status() == Up })
+	waitFor(t, "down", func() bool { return state.Status() == Down })
+	waitFor(t, "up again", func() bool { return state.Status() == Up })
+	if got := changes.Load(); got != 3 {
+		t.Fatalf("OnChange called %d times, want 3 (up, down, up)", got)
+	}
+}
+
+func TestIdenticalChecksRunOnce(t *testing.T) {
+	m := NewManager(Options{Log: testLog{}})
+	shared := &scriptedProber{script: []bool{true}}
+	duplicate := &scriptedProber{script: []bool{true}}
+	a := spec("a", shared, "same-check", 30*time.Millisecond)
+	b := spec("b", duplicate, "same-check", 30*time.Millisecond)
+	b.Record = "other.example.org."
+	m.Sync([]Spec{a, b}, keys(a, b))
+	m.Start()
+	defer m.Stop()
+	waitFor(t, "both up", func() bool { return m.State("a").Status() == Up && m.State("b").Status() == Up })
+	time.Sleep(100 * time.Millisecond) // let several cycles pass: only one prober may run
+	if duplicate.calls.Load() != 0 || !duplicate.closed.Load() {
+		t.Fatalf("the duplicate check ran %d times (closed: %v); identical checks must share one probe", duplicate.calls.Load(), duplicate.closed.Load())
+	}
+	if n := shared.calls.Load(); n < 2 {
+		t.Fatalf("the shared check ran %d times", n)
+	}
+}
+
+func TestSyncKeepsChangesAndStops(t *testing.T) {
+	m := NewManager(Options{Log: testLog{}})
+	pa, pb := &scriptedProber{script: []bool{true}}, &scriptedProber{script: []bool{false}}
+	a, b := spec("a", pa, "check-a", 20*time.Millisecond), spec("b", pb, "check-b", 20*time.Millisecond)
+	m.Sync([]Spec{a, b}, keys(a, b))
+	m.Start()
+	defer m.Stop()
+	waitFor(t, "a up, b down", func() bool { return m.State("a").Status() == Up && m.State("b").Status() == Down })
+
+	// Reload: a unchanged (a new prober for the same check), b's check changed, c new.
+	a2 := spec("a", &scriptedProber{script: []bool{false}}, "check-a", 20*time.Millisecond)
+	pb2 := &scriptedProber{script: []bool{true}}
+	b2 := spec("b", pb2, "check-b-changed", 20*time.Millisecond)
+	m.Sync([]Spec{a2, b2}, keys(a2, b2))
+	if st := m.State("a").Status(); st != Up {
+		t.Fatalf("unchanged backend is %s after the reload, want up", st)
+	}
+	waitFor(t, "b up with its new check", func() bool { return m.State("b").Status() == Up })
+	if !pb.closed.Load() {
+		t.Fatal("the removed check was not closed")
+	}
+	before := pb.calls.Load()
+	time.Sleep(60 * time.Millisecond)
+	if pb.calls.Load() != before {
+		t.Fatal("the removed check still runs")
+	}
+
+	m.Sync(nil, nil)
+	if _, kept := m.states["a"]; kept {
+		t.Fatal("the state of a removed backend is kept")
+	}
+}
+
+func TestProbesAreBoundedByTheirTimeout(t *testing.T) {
+	m := NewManager(Options{Log: testLog{}})
+	p := &scriptedProber{} // blocks until its context ends
+	s := spec("a", p, "hang", time.Hour)
+	m.Sync([]Spec{s}, keys(s))
+	start := time.Now()
+	m.Start()
+	defer m.Stop()
+	waitFor(t, "down", func() bool { return m.State("a").Status() == Down })
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("a hanging probe took %s, its timeout is 200ms", took)
+	}
+}
+
+func TestRetriesWithinOneCycle(t *testing.T) {
+	m := NewManager(Options{Log: testLog{}})
+	p := &scriptedProber{script: []bool{false, false, true}}
+	s := spec("a", p, "flaky", time.Hour)
+	s.Retries = 2
+	m.Sync([]Spec{s}, keys(s))
+	m.Start()
+	defer m.Stop()
+	waitFor(t, "up", func() bool { return m.State("a").Status() == Up })
+	if n := p.calls.Load(); n != 3 {
+		t.Fatalf("%d attempts, want 3 (one and two retries)", n)
+	}
+}
+
+func TestStartIsStaggeredInBatches(t *testing.T) {
+	m := NewManager(Options{Log: testLog{}, MaxStaggerStart: 400 * time.Millisecond, BatchSizeStart: 2})
+	var specs []Spec
+	probers := make([]*scriptedProber, 6)
+	for i := range probers {
+		probers[i] = &scriptedProber{script: []bool{true}}
+		specs = append(specs, spec(fmt.Sprint(i), probers[i], fmt.Sprint("check-", i), time.Hour))
+	}
+	m.Sync(specs, keys(specs...))
+	start := time.Now()
+	m.Start()
+	defer m.Stop()
+	waitFor(t, "every first probe", func() bool {
+		for _, p := range probers {
+			if p.calls.Load() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	// Three batches over 400ms: the first at once, the last after about 266ms.
+	first, last := probers[0].firstCall().Sub(start), probers[5].firstCall().Sub(start)
+	if first > 100*time.Millisecond || last < 200*time.Millisecond || last > time.Second {
+		t.Fatalf("first batch at %s, last at %s; want at once and about 266ms", first, last)
+	}
+}
+
+func TestIdleRecordsAreProbedLessOften(t *testing.T) {
+	m := NewManager(Options{Log: testLog{}, IdleTimeout: 50 * time.Millisecond, IdleMultiplier: 10})
+	var active, idle atomic.Bool
+	pa, pi := &scriptedProber{script: []bool{true}}, &scriptedProber{script: []bool{true}}
+	a, i := spec("a", pa, "a", 20*time.Millisecond), spec("i", pi, "i", 20*time.Millisecond)
+	a.Activity, i.Activity = &active, &idle
+	m.Sync([]Spec{a, i}, keys(a, i))
+	m.Start()
+	defer m.Stop()
+	deadline := time.Now().Add(600 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		active.Store(true) // the record is queried all along
+		time.Sleep(5 * time.Millisecond)
+	}
+	na, ni := pa.calls.Load(), pi.calls.Load()
+	if na < 15 || ni > na/3 {
+		t.Fatalf("queried record probed %d times, idle one %d times; want the idle one about 10x less", na, ni)
+	}
+}

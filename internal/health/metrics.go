@@ -1,0 +1,91 @@
+package health
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// Health metrics, in CoreDNS's namespace and the gslb subsystem, in the default registry.
+var (
+	checksTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "healthcheck_total",
+		Help: "Health-check probes run, by check type and result (success or failure).",
+	}, []string{"type", "result"})
+	checkDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "healthcheck_duration_seconds",
+		Help:    "Duration of health-check probes, retries included, by check type.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"type"})
+	failuresTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "healthcheck_failures_total",
+		Help: "Failed health-check probes, by check type and reason class (timeout, refused, reset, unreachable, tls, status, mismatch, other).",
+	}, []string{"type", "reason"})
+	skippedTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "healthcheck_skipped_total",
+		Help: "Probe cycles skipped, by check type and cause: the previous probe still running, or the in-flight limit reached.",
+	}, []string{"type", "cause"})
+	backendState = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "backend_state",
+		Help: "1 for a probed backend's current health state (up, down or unknown), 0 for the others.",
+	}, []string{"record", "backend", "state"})
+	transitionsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "backend_transitions_total",
+		Help: "Health state changes of probed backends, by the state entered.",
+	}, []string{"record", "backend", "to"})
+)
+
+func observeProbe(typ string, res Result, d time.Duration) {
+	checkDuration.WithLabelValues(typ).Observe(d.Seconds())
+	if res.OK {
+		checksTotal.WithLabelValues(typ, "success").Inc()
+		return
+	}
+	checksTotal.WithLabelValues(typ, "failure").Inc()
+	failuresTotal.WithLabelValues(typ, reasonClass(res.Reason)).Inc()
+}
+
+// reasonClass maps a failure reason to a small, fixed set of label values.
+func reasonClass(reason string) string {
+	r := strings.ToLower(reason)
+	for _, c := range []struct{ word, class string }{
+		{"timeout", "timeout"}, {"deadline", "timeout"}, {"refused", "refused"}, {"reset", "reset"},
+		{"unreachable", "unreachable"}, {"no route", "unreachable"}, {"no reply", "timeout"},
+		{"tls", "tls"}, {"x509", "tls"}, {"certificate", "tls"},
+		{"match", "mismatch"}, {"http ", "status"}, {"rcode", "status"}, {"grpc ", "status"}, {"exit status", "status"},
+	} {
+		if strings.Contains(r, c.word) {
+			return c.class
+		}
+	}
+	return "other"
+}
+
+// recordTransition updates the state gauges of a backend and counts the transition.
+func recordTransition(spec Spec, to Status) {
+	setStateGauge(spec, to)
+	transitionsTotal.WithLabelValues(spec.Record, spec.Backend, to.String()).Inc()
+}
+
+// setStateGauge sets 1 on the backend's current state and 0 on the others.
+func setStateGauge(spec Spec, st Status) {
+	for _, s := range []Status{Unknown, Up, Down} {
+		v := 0.0
+		if s == st {
+			v = 1
+		}
+		backendState.WithLabelValues(spec.Record, spec.Backend, s.String()).Set(v)
+	}
+}
+
+// forgetBackend deletes the series of a backend that is no longer probed. It deletes by exact
+// labels: a partial match scans every series, which a reload of thousands of backends can't
+// afford.
+func forgetBackend(spec Spec) {
+	for _, s := range []Status{Unknown, Up, Down} {
+		backendState.DeleteLabelValues(spec.Record, spec.Backend, s.String())
+		transitionsTotal.DeleteLabelValues(spec.Record, spec.Backend, s.String())
+	}
+}

@@ -1,0 +1,164 @@
+package health
+
+import (
+	"container/heap"
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"time"
+)
+
+// job is one distinct check on one schedule, shared by every backend that has it.
+type job struct {
+	key      string
+	prober   Prober
+	typ      string
+	timeout  time.Duration
+	interval time.Duration
+	retries  int
+	subs     []*subscription
+
+	next    time.Time
+	index   int  // position in the queue, -1 when not queued
+	running bool // a probe of this job is in flight
+	removed bool // no backend uses the job any more
+}
+
+func newJob(key string, c *Compiled, spec Spec) *job {
+	return &job{key: key, prober: c.Prober, typ: c.Type, timeout: c.Timeout, interval: spec.Interval, retries: spec.Retries, index: -1}
+}
+
+// jobKey groups identical checks: same probe, same interval and retries.
+func jobKey(c *Compiled, spec Spec) string {
+	return c.Key + "|" + spec.Interval.String() + "|" + strconv.Itoa(spec.Retries)
+}
+
+// loop is the scheduler: it sleeps until the next job is due, starts every due job that is not
+// still running, and queues it for its next cycle.
+func (m *Manager) loop() {
+	defer m.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		m.mu.Lock()
+		now := time.Now()
+		for len(m.queue) > 0 && !m.queue[0].next.After(now) {
+			j := m.queue[0]
+			j.next = m.nextRun(j, now)
+			heap.Fix(&m.queue, 0)
+			if j.running {
+				skippedTotal.WithLabelValues(j.typ, "running").Inc()
+				continue
+			}
+			select {
+			case m.inFlight <- struct{}{}:
+			default:
+				skippedTotal.WithLabelValues(j.typ, "in_flight_limit").Inc()
+				continue
+			}
+			j.running = true
+			m.wg.Add(1)
+			go m.run(j)
+		}
+		wait := time.Hour
+		if len(m.queue) > 0 {
+			wait = m.queue[0].next.Sub(now)
+		}
+		m.mu.Unlock()
+		timer.Reset(wait)
+		select {
+		case <-m.done:
+			return
+		case <-m.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// nextRun returns when j runs after now: one interval later (times the idle multiplier when
+// none of its records was queried lately), with a jitter of up to ±5% so that checks started
+// together drift apart instead of firing in bursts.
+func (m *Manager) nextRun(j *job, now time.Time) time.Time {
+	interval := j.interval
+	if m.opts.IdleMultiplier > 1 && m.opts.IdleTimeout > 0 && m.idle(j, now) {
+		interval *= time.Duration(m.opts.IdleMultiplier)
+	}
+	jitter := time.Duration(rand.Int64N(int64(interval)/10+1)) - interval/20
+	next := j.next.Add(interval + jitter)
+	if next.Before(now) {
+		next = now.Add(jitter + interval/20)
+	}
+	return next
+}
+
+// idle reports whether none of the records behind j was queried within the idle timeout.
+// Activity is tracked per configured record: a query sets the record's flag, read here.
+func (m *Manager) idle(j *job, now time.Time) bool {
+	for _, s := range j.subs {
+		flag := s.backend.spec.Activity
+		if flag == nil {
+			return false
+		}
+		a := m.activity[flag]
+		if a == nil {
+			return false
+		}
+		if flag.Swap(false) {
+			a.last = now
+		}
+		if now.Sub(a.last) < m.opts.IdleTimeout {
+			return false
+		}
+	}
+	return true
+}
+
+// run probes j once, retrying failures within the same timeout, and applies the result.
+func (m *Manager) run(j *job) {
+	defer m.wg.Done()
+	defer func() { <-m.inFlight }()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+	res := j.prober.Probe(ctx)
+	for attempt := 0; !res.OK && attempt < j.retries && ctx.Err() == nil; attempt++ {
+		res = j.prober.Probe(ctx)
+	}
+	cancel()
+	observeProbe(j.typ, res, time.Since(start))
+	m.apply(j, res)
+}
+
+// jobQueue is a min-heap of jobs by next run time.
+type jobQueue []*job
+
+func (q jobQueue) Len() int           { return len(q) }
+func (q jobQueue) Less(a, b int) bool { return q[a].next.Before(q[b].next) }
+func (q jobQueue) Swap(a, b int) {
+	q[a], q[b] = q[b], q[a]
+	q[a].index, q[b].index = a, b
+}
+
+// Push implements heap.Interface; use push.
+func (q *jobQueue) Push(x any) {
+	j := x.(*job)
+	j.index = len(*q)
+	*q = append(*q, j)
+}
+
+// Pop implements heap.Interface; use remove.
+func (q *jobQueue) Pop() any {
+	old := *q
+	j := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	j.index = -1
+	return j
+}
+
+func (q *jobQueue) push(j *job) { heap.Push(q, j) }
+
+func (q *jobQueue) remove(j *job) {
+	if j.index >= 0 {
+		heap.Remove(q, j.index)
+	}
+}
