@@ -15,6 +15,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, map[string]bool, error)
 	var specs []health.Spec
 	var errs []error
 	keep := make(map[string]bool)
+	compiler := health.NewCompiler()
 	for _, rec := range snap.Records() {
 		rc := rec.Config
 		for _, b := range rec.Backends {
@@ -39,7 +40,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, map[string]bool, error)
 				OnChange: rec.Refresh,
 			}
 			for _, hc := range bc.HealthChecks {
-				c, err := health.Compile(hc, target, rc.ScrapeTimeout)
+				c, err := compiler.Compile(hc, target, rc.ScrapeTimeout)
 				if err != nil {
 					errs = append(errs, err)
 					continue

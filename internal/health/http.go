@@ -18,6 +18,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -40,7 +41,8 @@ const (
 
 // httpProbe is a compiled http check for one target. It is safe for concurrent use.
 type httpProbe struct {
-	addr    string      // host:port to dial
+	addr    string         // host:port to dial
+	ap      netip.AddrPort // the target's address for the poller; invalid for host names
 	scheme  string      // "http" or "https", for redirects
 	host    string      // Host header value
 	method  string      // request method
@@ -56,7 +58,8 @@ type httpProbe struct {
 	follow  bool
 
 	mu     sync.Mutex
-	idle   net.Conn // at most one idle keep-alive connection
+	idle   net.Conn // at most one idle keep-alive connection (goroutine probes)
+	idleFD int      // the same for probes on the poller; -1 for none
 	closed bool
 }
 
@@ -71,6 +74,8 @@ func newHTTPProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
 	port := p.Port(t, defPort)
 	hp := &httpProbe{
 		addr:    t.HostPort(port),
+		ap:      netip.AddrPortFrom(t.IP, uint16(port)),
+		idleFD:  -1,
 		scheme:  scheme,
 		method:  p.String("method", http.MethodGet),
 		uri:     p.String("uri", "/"),
@@ -445,9 +450,12 @@ func (hp *httpProbe) putIdle(c net.Conn) {
 // calls it (through io.Closer) when the check is removed.
 func (hp *httpProbe) Close() error {
 	hp.mu.Lock()
-	c := hp.idle
-	hp.idle, hp.closed = nil, true
+	c, fd := hp.idle, hp.idleFD
+	hp.idle, hp.idleFD, hp.closed = nil, -1, true
 	hp.mu.Unlock()
+	if fd >= 0 {
+		closeFD(fd)
+	}
 	if c != nil {
 		return c.Close()
 	}

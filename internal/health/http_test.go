@@ -186,11 +186,13 @@ func TestHTTPProbe(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pr := compileProbe(t, "http", tc.params, tg)
-			for i := range 2 { // the second probe runs on the kept-alive connection, if any
-				res, _ := probeWithin(pr, 2*time.Second)
-				if res.OK != tc.ok || res.Reason != tc.reason {
-					t.Fatalf("probe %d: got %+v, want ok=%v reason %q", i, res, tc.ok, tc.reason)
+			for _, via := range probeWays {
+				pr := compileProbe(t, "http", tc.params, tg)
+				for i := range 2 { // the second probe runs on the kept-alive connection, if any
+					res, _ := probeVia(t, via, pr, 2*time.Second)
+					if res.OK != tc.ok || res.Reason != tc.reason {
+						t.Fatalf("%s probe %d: got %+v, want ok=%v reason %q", via, i, res, tc.ok, tc.reason)
+					}
 				}
 			}
 		})

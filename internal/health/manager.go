@@ -64,6 +64,8 @@ type Manager struct {
 	activity map[*atomic.Bool]*recordActivity
 	started  bool
 
+	poller   *poller // nil where epoll is unavailable: every probe runs on a goroutine
+	stopping atomic.Bool
 	inFlight chan struct{}
 	wake     chan struct{}
 	done     chan struct{}
@@ -143,7 +145,8 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 		} else {
 			b = &backend{spec: spec, state: m.stateLocked(spec.Key)}
 			b.state.Set(Unknown)
-			setStateGauge(spec, Unknown)
+			setHealthyGauge(spec, Unknown)
+			backendsByState.WithLabelValues(Unknown.String()).Inc()
 			for range spec.Checks {
 				b.subs = append(b.subs, &subscription{backend: b, machine: newMachine(spec.Rise, spec.Fall)})
 			}
@@ -154,8 +157,11 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 		}
 	}
 	for key, old := range m.backends {
-		if backends[key] == nil {
-			forgetBackend(old.spec)
+		switch {
+		case backends[key] == nil:
+			forgetBackend(old.spec, old.status)
+		case backends[key] != old: // same backend, new checks: it started over as unknown
+			backendsByState.WithLabelValues(old.status.String()).Dec()
 		}
 	}
 	m.backends = backends
@@ -263,7 +269,7 @@ func (m *Manager) apply(j *job, res Result) {
 			continue
 		}
 		m.opts.Log.Infof("backend %s of %s is %s: %s (was %s)", b.spec.Backend, b.spec.Record, next, res.Reason, b.status)
-		recordTransition(b.spec, next)
+		recordTransition(b.spec, b.status, next)
 		b.status = next
 		b.state.Set(next)
 		if b.spec.OnChange != nil {
@@ -284,6 +290,11 @@ func (m *Manager) Start() {
 		return
 	}
 	m.started = true
+	if p, err := newPoller(); err == nil {
+		m.poller = p
+	} else {
+		m.opts.Log.Warningf("health checks run one goroutine per probe: %v", err)
+	}
 	m.wg.Add(1)
 	go m.loop()
 }
@@ -296,8 +307,12 @@ func (m *Manager) Stop() {
 		return
 	}
 	m.started = false
+	m.stopping.Store(true)
 	close(m.done)
 	m.mu.Unlock()
+	if m.poller != nil {
+		m.poller.close()
+	}
 	m.wg.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -305,8 +320,9 @@ func (m *Manager) Stop() {
 		closeProber(j.prober)
 	}
 	for _, b := range m.backends {
-		forgetBackend(b.spec)
+		forgetBackend(b.spec, b.status)
 	}
+	m.backends = map[string]*backend{}
 }
 
 // Snapshot describes one probed backend for observers (logs, API, tests).

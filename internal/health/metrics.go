@@ -27,10 +27,14 @@ var (
 		Namespace: "coredns", Subsystem: "gslb", Name: "healthcheck_skipped_total",
 		Help: "Probe cycles skipped, by check type and cause: the previous probe still running, or the in-flight limit reached.",
 	}, []string{"type", "cause"})
-	backendState = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "coredns", Subsystem: "gslb", Name: "backend_state",
-		Help: "1 for a probed backend's current health state (up, down or unknown), 0 for the others.",
-	}, []string{"record", "backend", "state"})
+	backendHealthy = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "backend_healthy",
+		Help: "1 when a probed backend is up, 0 when it is down or unknown (see backend_transitions_total for which).",
+	}, []string{"record", "backend"})
+	backendsByState = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "backends",
+		Help: "Probed backends by health state (up, down, unknown).",
+	}, []string{"state"})
 	transitionsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "coredns", Subsystem: "gslb", Name: "backend_transitions_total",
 		Help: "Health state changes of probed backends, by the state entered.",
@@ -63,29 +67,36 @@ func reasonClass(reason string) string {
 	return "other"
 }
 
+func init() {
+	for _, s := range []Status{Unknown, Up, Down} {
+		backendsByState.WithLabelValues(s.String())
+	}
+}
+
 // recordTransition updates the state gauges of a backend and counts the transition.
-func recordTransition(spec Spec, to Status) {
-	setStateGauge(spec, to)
+func recordTransition(spec Spec, from, to Status) {
+	setHealthyGauge(spec, to)
+	backendsByState.WithLabelValues(from.String()).Dec()
+	backendsByState.WithLabelValues(to.String()).Inc()
 	transitionsTotal.WithLabelValues(spec.Record, spec.Backend, to.String()).Inc()
 }
 
-// setStateGauge sets 1 on the backend's current state and 0 on the others.
-func setStateGauge(spec Spec, st Status) {
-	for _, s := range []Status{Unknown, Up, Down} {
-		v := 0.0
-		if s == st {
-			v = 1
-		}
-		backendState.WithLabelValues(spec.Record, spec.Backend, s.String()).Set(v)
+// setHealthyGauge sets the backend's healthy gauge for status st.
+func setHealthyGauge(spec Spec, st Status) {
+	v := 0.0
+	if st == Up {
+		v = 1
 	}
+	backendHealthy.WithLabelValues(spec.Record, spec.Backend).Set(v)
 }
 
 // forgetBackend deletes the series of a backend that is no longer probed. It deletes by exact
 // labels: a partial match scans every series, which a reload of thousands of backends can't
 // afford.
-func forgetBackend(spec Spec) {
+func forgetBackend(spec Spec, st Status) {
+	backendsByState.WithLabelValues(st.String()).Dec()
+	backendHealthy.DeleteLabelValues(spec.Record, spec.Backend)
 	for _, s := range []Status{Unknown, Up, Down} {
-		backendState.DeleteLabelValues(spec.Record, spec.Backend, s.String())
 		transitionsTotal.DeleteLabelValues(spec.Record, spec.Backend, s.String())
 	}
 }

@@ -17,14 +17,15 @@ import (
 // Params reads a check's `params:` map with types and defaults, collecting every error. Keys
 // that no reader asked for are reported by Err as unknown, so typos do not pass silently.
 type Params struct {
-	m    map[string]any
-	used map[string]bool
-	errs []error
+	m       map[string]any
+	used    map[string]bool
+	errs    []error
+	regexps map[string]*regexp.Regexp // shared by the checks of one Compiler
 }
 
 // NewParams wraps a check's parameters (plain values as the config loader produces them).
 func NewParams(m map[string]any) *Params {
-	return &Params{m: m, used: make(map[string]bool)}
+	return &Params{m: m, used: make(map[string]bool), regexps: make(map[string]*regexp.Regexp)}
 }
 
 func (p *Params) get(key string) (any, bool) {
@@ -210,11 +211,15 @@ func (p *Params) Regexp(key string) *regexp.Regexp {
 	if s == "" {
 		return nil
 	}
+	if re, ok := p.regexps[s]; ok {
+		return re // a compiled Regexp is safe for concurrent use, so checks share it
+	}
 	re, err := regexp.Compile(s)
 	if err != nil {
 		p.fail(key, "invalid regular expression: %v", err)
 		return nil
 	}
+	p.regexps[s] = re
 	return re
 }
 

@@ -40,6 +40,11 @@ func (m *Manager) loop() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		select {
+		case <-m.done:
+			return
+		default:
+		}
 		m.mu.Lock()
 		now := time.Now()
 		for len(m.queue) > 0 && !m.queue[0].next.After(now) {
@@ -58,6 +63,9 @@ func (m *Manager) loop() {
 			}
 			j.running = true
 			m.wg.Add(1)
+			if as, ok := j.prober.(asyncStarter); ok && m.poller != nil && m.runAsync(j, as) {
+				continue
+			}
 			go m.run(j)
 		}
 		wait := time.Hour
@@ -113,10 +121,15 @@ func (m *Manager) idle(j *job, now time.Time) bool {
 	return true
 }
 
-// run probes j once, retrying failures within the same timeout, and applies the result.
+// asyncStarter is a Prober that can also run on the poller, without a goroutine. startAsync
+// returns false when this probe cannot (a host name to resolve, TLS), and otherwise calls done
+// exactly once, from the poller's goroutine.
+type asyncStarter interface {
+	startAsync(p *poller, deadline time.Time, done func(Result)) bool
+}
+
+// run probes j on a goroutine, retrying failures within the same timeout.
 func (m *Manager) run(j *job) {
-	defer m.wg.Done()
-	defer func() { <-m.inFlight }()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
 	res := j.prober.Probe(ctx)
@@ -124,6 +137,36 @@ func (m *Manager) run(j *job) {
 		res = j.prober.Probe(ctx)
 	}
 	cancel()
+	m.finish(j, res, start)
+}
+
+// runAsync probes j on the poller, retrying failures within the same timeout. It reports
+// false when the probe cannot run there.
+func (m *Manager) runAsync(j *job, as asyncStarter) bool {
+	start := time.Now()
+	deadline := start.Add(j.timeout)
+	attempts := 0
+	var done func(Result)
+	done = func(res Result) {
+		if !res.OK && attempts < j.retries && time.Until(deadline) > 0 && !m.stopping.Load() {
+			attempts++
+			if as.startAsync(m.poller, deadline, done) {
+				return
+			}
+		}
+		m.finish(j, res, start)
+	}
+	return as.startAsync(m.poller, deadline, done)
+}
+
+// finish records a probe's result and frees its in-flight slot. Results that arrive while the
+// manager stops are dropped: "stopped" is no verdict on a backend.
+func (m *Manager) finish(j *job, res Result, start time.Time) {
+	defer m.wg.Done()
+	defer func() { <-m.inFlight }()
+	if m.stopping.Load() {
+		return
+	}
 	observeProbe(j.typ, res, time.Since(start))
 	m.apply(j, res)
 }

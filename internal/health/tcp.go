@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"regexp"
 	"time"
 )
@@ -16,6 +17,7 @@ const tcpExpectLimit = connReadSize
 // expect matches, then close. Connections are not reused. It is safe for concurrent use.
 type tcpProbe struct {
 	addr    string
+	ap      netip.AddrPort // the target's address for the poller; invalid for host names
 	send    []byte         // written after connecting; nil for none
 	expect  *regexp.Regexp // matched on the answer; nil for none
 	dialer  net.Dialer
@@ -30,6 +32,7 @@ func newTCPProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
 	}
 	tp := &tcpProbe{
 		addr:    t.HostPort(port),
+		ap:      netip.AddrPortFrom(t.IP, uint16(port)),
 		expect:  p.Regexp("expect"),
 		dialer:  connDialer(timeout),
 		timeout: timeout,
@@ -101,4 +104,48 @@ func (tp *tcpProbe) readExpect(ctx context.Context, conn net.Conn, budget time.D
 	// Something came back but not what was expected (whether the peer then closed, stopped
 	// at the deadline, or sent more than 4 KiB): that, not the timeout, is the news.
 	return Fail("tcp: expect %q not matched", tp.expect.String())
+}
+
+// startAsync runs the probe on the poller instead of a goroutine; it declines host-name
+// targets, which need a resolver.
+func (tp *tcpProbe) startAsync(p *poller, deadline time.Time, done func(Result)) bool {
+	if !tp.ap.Addr().IsValid() {
+		return false
+	}
+	p.start(tp.ap, -1, tp.send, tcpExpectLimit, deadline, tp.timeout, tcpExchange{tp}, func(res Result, _ int) { done(res) })
+	return true
+}
+
+// tcpExchange judges a tcp probe on the poller, as Probe does on a goroutine.
+type tcpExchange struct{ tp *tcpProbe }
+
+func (x tcpExchange) written() (Result, bool) {
+	switch {
+	case x.tp.send == nil && x.tp.expect == nil:
+		return Pass("connected"), true
+	case x.tp.expect == nil:
+		return Pass("connected, sent"), true
+	}
+	return Result{}, false
+}
+
+// expired judges what arrived before the deadline, as Probe does when its read times out.
+func (x tcpExchange) expired(in []byte, timeout string) Result {
+	if len(in) > 0 {
+		return Fail("tcp: expect %q not matched", x.tp.expect.String())
+	}
+	return Fail("%s", timeout)
+}
+
+func (x tcpExchange) received(in []byte, eof bool) (Result, bool, bool) {
+	if x.tp.expect.Match(in) {
+		return Pass("tcp: expect matched"), true, false
+	}
+	if eof && len(in) == 0 {
+		return Fail("tcp: expect %q not matched (connection closed)", x.tp.expect.String()), true, false
+	}
+	if eof || len(in) >= tcpExpectLimit {
+		return Fail("tcp: expect %q not matched", x.tp.expect.String()), true, false
+	}
+	return Result{}, false, false
 }

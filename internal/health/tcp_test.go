@@ -70,13 +70,15 @@ func TestTCPProbe(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pr := compileProbe(t, "tcp", tc.params, tc.tg)
-			res, took := probeWithin(pr, 200*time.Millisecond)
-			if res.OK != tc.ok || res.Reason != tc.reason {
-				t.Fatalf("got %+v, want ok=%v reason %q", res, tc.ok, tc.reason)
-			}
-			if took > time.Second {
-				t.Fatalf("took %v", took)
+			for _, via := range probeWays {
+				pr := compileProbe(t, "tcp", tc.params, tc.tg)
+				res, took := probeVia(t, via, pr, 200*time.Millisecond)
+				if res.OK != tc.ok || res.Reason != tc.reason {
+					t.Fatalf("%s: got %+v, want ok=%v reason %q", via, res, tc.ok, tc.reason)
+				}
+				if took > time.Second {
+					t.Fatalf("%s: took %v", via, took)
+				}
 			}
 		})
 	}

@@ -1,0 +1,125 @@
+package health
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+)
+
+// httpAsyncLimit is the most an http probe on the poller reads: headers and the 64 KiB of body
+// that Probe reads too.
+const httpAsyncLimit = httpBodyLimit + 16<<10
+
+// startAsync runs the probe on the poller instead of a goroutine: plain HTTP to an address,
+// without redirects. TLS, redirects and host names need blocking I/O and decline.
+func (hp *httpProbe) startAsync(p *poller, deadline time.Time, done func(Result)) bool {
+	if hp.tls != nil || hp.follow || !hp.ap.Addr().IsValid() {
+		return false
+	}
+	x := &httpExchange{hp: hp, readReq: httpReadRequest(hp.method)}
+	p.start(hp.ap, hp.takeIdleFD(), hp.req, httpAsyncLimit, deadline, hp.timeout, x, func(res Result, kept int) {
+		if kept >= 0 {
+			hp.putIdleFD(kept)
+		}
+		done(res)
+	})
+	return true
+}
+
+// takeIdleFD returns the kept-alive connection of the poller, if it is still open, or -1.
+func (hp *httpProbe) takeIdleFD() int {
+	hp.mu.Lock()
+	fd := hp.idleFD
+	hp.idleFD = -1
+	hp.mu.Unlock()
+	if fd >= 0 && !alive(fd) {
+		closeFD(fd) // the server closed it while idle
+		fd = -1
+	}
+	return fd
+}
+
+// putIdleFD keeps fd for the next probe, or closes it when one is kept already.
+func (hp *httpProbe) putIdleFD(fd int) {
+	hp.mu.Lock()
+	if hp.idleFD < 0 && !hp.closed {
+		hp.idleFD, fd = fd, -1
+	}
+	hp.mu.Unlock()
+	if fd >= 0 {
+		closeFD(fd)
+	}
+}
+
+// httpExchange judges an http probe on the poller from the bytes received so far.
+type httpExchange struct {
+	hp      *httpProbe
+	readReq *http.Request
+}
+
+func (x *httpExchange) written() (Result, bool) { return Result{}, false }
+
+// expired reports the timeout: an incomplete response is no verdict.
+func (x *httpExchange) expired(_ []byte, timeout string) Result { return Fail("%s", timeout) }
+
+// received parses the response once its headers are in, and judges it once its body is
+// complete: by Content-Length, by chunked encoding, or by the end of the connection.
+func (x *httpExchange) received(in []byte, eof bool) (Result, bool, bool) {
+	headerEnd := bytes.Index(in, []byte("\r\n\r\n"))
+	if headerEnd < 0 {
+		if eof {
+			if len(in) == 0 {
+				return Fail("connection closed before response"), true, false
+			}
+			return Fail("http: malformed response"), true, false
+		}
+		return Result{}, false, false
+	}
+	rest := bytes.NewReader(in)
+	br := bufio.NewReaderSize(rest, 512)
+	resp, err := http.ReadResponse(br, x.readReq)
+	if err != nil {
+		return Fail("http: malformed response"), true, false
+	}
+	delimited := resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0 || resp.Body == http.NoBody
+	if !delimited && !eof {
+		return Result{}, false, false // the body ends with the connection
+	}
+	bodyOK, err := x.readBody(resp.Body)
+	judged := x.hp.judge(httpOutcome{code: resp.StatusCode, bodyOK: bodyOK})
+	switch {
+	case err == nil:
+		keep := delimited && !resp.Close && br.Buffered() == 0 && rest.Len() == 0
+		return judged, true, keep
+	case errors.Is(err, errBodyLimit) || len(in) > httpAsyncLimit:
+		return judged, true, false // judged on the first 64 KiB, as Probe does; not reused
+	case errors.Is(err, io.ErrUnexpectedEOF) && !eof:
+		return Result{}, false, false // more of the body is on its way
+	default:
+		return Fail("connection closed"), true, false
+	}
+}
+
+// errBodyLimit reports a body longer than the probe reads.
+var errBodyLimit = errors.New("body longer than the limit")
+
+// readBody reads the body (up to httpBodyLimit) and matches expected_body when it is set.
+func (x *httpExchange) readBody(body io.Reader) (matched bool, err error) {
+	limited := io.LimitReader(body, httpBodyLimit+1)
+	if x.hp.body == nil {
+		n, err := io.Copy(io.Discard, limited)
+		if err == nil && n > httpBodyLimit {
+			err = errBodyLimit
+		}
+		return false, err
+	}
+	var b bytes.Buffer
+	n, err := io.Copy(&b, limited)
+	if err == nil && n > httpBodyLimit {
+		err = errBodyLimit
+	}
+	return x.hp.body.Match(b.Bytes()[:min(b.Len(), httpBodyLimit)]), err
+}

@@ -1,0 +1,96 @@
+package health
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// probeWays are the two ways a probe runs: Probe on a goroutine, and on the poller.
+var probeWays = []string{"goroutine", "poller"}
+
+// probeVia runs one probe with a budget of d, on a goroutine or on a poller of its own. A
+// probe that cannot run on the poller (TLS, redirects, host names) runs on a goroutine.
+func probeVia(t testing.TB, via string, pr Prober, d time.Duration) (Result, time.Duration) {
+	t.Helper()
+	as, ok := pr.(asyncStarter)
+	if via == "goroutine" || !ok {
+		return probeWithin(pr, d)
+	}
+	p, err := newPoller()
+	if err != nil {
+		t.Skipf("no poller here: %v", err)
+	}
+	defer p.close()
+	results := make(chan Result, 1)
+	start := time.Now()
+	if !as.startAsync(p, start.Add(d), func(r Result) { results <- r }) {
+		return probeWithin(pr, d)
+	}
+	select {
+	case res := <-results:
+		return res, time.Since(start)
+	case <-time.After(d + 5*time.Second):
+		t.Fatal("the poller never finished the probe")
+		return Result{}, 0
+	}
+}
+
+func TestPollerReusesKeptAliveConnections(t *testing.T) {
+	srv, conns := countingServer(t)
+	tg := probeTarget(t, srv.Listener.Addr())
+	pr := compileProbe(t, "http", nil, tg)
+	for i := range 5 {
+		if res, _ := probeVia(t, "poller", pr, 2*time.Second); !res.OK {
+			t.Fatalf("probe %d: %+v", i, res)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("5 probes on the poller opened %d connections, want 1", n)
+	}
+	// The server drops idle connections: the next probe notices and connects again.
+	srv.CloseClientConnections()
+	waitFor(t, "the closed connection to be seen", func() bool {
+		res, _ := probeVia(t, "poller", pr, 2*time.Second)
+		return res.OK && conns.Load() == 2
+	})
+}
+
+func TestPollerCloseDelimitedBody(t *testing.T) {
+	// An HTTP/1.0-style response without Content-Length ends with the connection.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		w.(http.Flusher).Flush() // no Content-Length: the body ends when the server closes
+		_, _ = w.Write([]byte("streamed until close"))
+	}))
+	defer srv.Close()
+	pr := compileProbe(t, "http", map[string]any{"expected_body": "until close$"}, probeTarget(t, srv.Listener.Addr()))
+	if res, _ := probeVia(t, "poller", pr, 2*time.Second); !res.OK {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestPollerStopsWithProbesInFlight(t *testing.T) {
+	p, err := newPoller()
+	if err != nil {
+		t.Skip(err)
+	}
+	silent := probeTarget(t, silentListener(t).Addr())
+	pr := compileProbe(t, "tcp", map[string]any{"expect": "never"}, silent).(asyncStarter)
+	results := make(chan Result, 3)
+	for range 3 {
+		pr.startAsync(p, time.Now().Add(time.Hour), func(r Result) { results <- r })
+	}
+	p.close()
+	for range 3 {
+		if res := <-results; res.OK || res.Reason != "health checks stopped" {
+			t.Fatalf("in flight at close: %+v", res)
+		}
+	}
+	// After close, a probe is refused at once rather than left hanging.
+	pr.startAsync(p, time.Now().Add(time.Hour), func(r Result) { results <- r })
+	if res := <-results; res.OK {
+		t.Fatalf("after close: %+v", res)
+	}
+}
