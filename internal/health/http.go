@@ -18,8 +18,8 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/netip"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -43,13 +43,13 @@ const (
 type httpProbe struct {
 	addr    string         // host:port to dial
 	ap      netip.AddrPort // the target's address for the poller; invalid for host names
-	scheme  string      // "http" or "https", for redirects
-	host    string      // Host header value
-	method  string      // request method
-	uri     string      // request target
-	headers [][2]string // extra headers, sorted by name
-	req     []byte      // the prebuilt request
-	tls     *tls.Config // nil without enable_tls
+	scheme  string         // "http" or "https", for redirects
+	host    string         // Host header value
+	method  string         // request method
+	uri     string         // request target
+	headers [][2]string    // extra headers, sorted by name
+	req     []byte         // the prebuilt request
+	tls     *tls.Config    // nil without enable_tls
 	dialer  net.Dialer
 	timeout time.Duration
 	codes   []int
