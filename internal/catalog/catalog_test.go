@@ -1,0 +1,142 @@
+package catalog
+
+import (
+	"testing"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/health"
+)
+
+type states map[string]*health.State
+
+func (s states) State(key string) *health.State {
+	if s[key] == nil {
+		s[key] = &health.State{}
+	}
+	return s[key]
+}
+
+func mustZone(t *testing.T, origin, yaml string) *config.Zone {
+	t.Helper()
+	z, err := config.ParseZone(origin+".yml", []byte(yaml), origin, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return z
+}
+
+func TestZoneMatchesOnLabelBoundaries(t *testing.T) {
+	snap, err := Build([]*config.Zone{
+		mustZone(t, "example.org", ""),
+		mustZone(t, "sub.example.org", ""),
+	}, states{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ qname, want string }{
+		{"example.org.", "example.org."},
+		{"www.example.org.", "example.org."},
+		{"a.sub.example.org.", "sub.example.org."},
+		{"sub.example.org.", "sub.example.org."},
+		{"xexample.org.", ""},
+		{"org.", ""},
+		{"xsub.example.org.", "example.org."},
+	}
+	for _, tt := range tests {
+		got := ""
+		if z := snap.Zone(tt.qname); z != nil {
+			got = z.Origin
+		}
+		if got != tt.want {
+			t.Errorf("Zone(%s) = %q, want %q", tt.qname, got, tt.want)
+		}
+	}
+	root, err := Build([]*config.Zone{mustZone(t, ".", "")}, states{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z := root.Zone("anything.example."); z == nil || z.Origin != "." {
+		t.Errorf("the root zone does not hold every name")
+	}
+	if _, err := Build([]*config.Zone{mustZone(t, "example.org", ""), mustZone(t, "example.org", "")}, states{}); err == nil {
+		t.Error("a zone configured twice was accepted")
+	}
+}
+
+func TestLookup(t *testing.T) {
+	snap, err := Build([]*config.Zone{mustZone(t, "example.org", `
+records:
+  www.example.org.: {backends: [{address: 10.0.0.1}]}
+  a.b.c.example.org.: {backends: [{address: 10.0.0.2}]}
+  "*.w.example.org.": {backends: [{address: 10.0.0.3}]}
+  x.w.example.org.: {backends: [{address: 10.0.0.4}]}
+`)}, states{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := snap.Zone("example.org.")
+	tests := []struct {
+		qname            string
+		record           string // "" for none
+		exists, wildcard bool
+	}{
+		{"www.example.org.", "www.example.org.", true, false},
+		{"example.org.", "", true, false},     // apex without a record
+		{"b.c.example.org.", "", true, false}, // empty non-terminal
+		{"c.example.org.", "", true, false},
+		{"nope.example.org.", "", false, false},
+		{"y.w.example.org.", "*.w.example.org.", true, true},
+		{"deep.y.w.example.org.", "*.w.example.org.", true, true},
+		{"x.w.example.org.", "x.w.example.org.", true, false},
+		{"below.x.w.example.org.", "", false, false}, // the closest encloser has no wildcard
+		{"w.example.org.", "", true, false},
+	}
+	for _, tt := range tests {
+		rec, exists, wildcard := z.Lookup(tt.qname)
+		name := ""
+		if rec != nil {
+			name = rec.Name
+		}
+		if name != tt.record || exists != tt.exists || wildcard != tt.wildcard {
+			t.Errorf("Lookup(%s) = %q, %v, %v; want %q, %v, %v", tt.qname, name, exists, wildcard, tt.record, tt.exists, tt.wildcard)
+		}
+	}
+}
+
+func TestViewFollowsHealth(t *testing.T) {
+	hs := states{}
+	snap, err := Build([]*config.Zone{mustZone(t, "example.org", `
+records:
+  www.example.org.:
+    backends:
+      - {address: 10.0.0.1, healthchecks: [{type: tcp, params: {port: 80}}]}
+      - {address: 10.0.0.2, enable: false}
+      - {address: 10.0.0.3, assume_healthy: true, healthchecks: [{type: tcp, params: {port: 80}}]}
+`)}, hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := snap.Records()[0]
+	healthy := func() []string {
+		var out []string
+		for _, b := range rec.View().Healthy[IPv4] {
+			out = append(out, b.Config.Address)
+		}
+		return out
+	}
+	if got := healthy(); len(got) != 1 || got[0] != "10.0.0.3" {
+		t.Fatalf("healthy at start %v, want only the assume_healthy backend", got)
+	}
+	hs["www.example.org.|10.0.0.1|0"].Set(health.Up)
+	rec.Refresh()
+	if got := healthy(); len(got) != 2 {
+		t.Fatalf("healthy after an up %v, want two (never the disabled one)", got)
+	}
+	v := rec.View()
+	if v.FallbackApplies(IPv4) || v.FallbackApplies(IPv6) {
+		t.Fatal("fallback applies while the record is healthy")
+	}
+	if len(v.Enabled[IPv4]) != 2 || !v.Configured[IPv4] || v.Configured[IPv6] {
+		t.Fatalf("view %+v", v)
+	}
+}
