@@ -291,25 +291,10 @@ func TestHTTPProbeTransportErrors(t *testing.T) {
 	}
 
 	garbage := func(reply string) Target {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer c.Close()
-					c.Read(make([]byte, 4096))
-					io.WriteString(c, reply)
-				}()
-			}
-		}()
-		return probeTarget(t, ln.Addr())
+		return tcpServer(t, func(c net.Conn) {
+			c.Read(make([]byte, 4096))
+			io.WriteString(c, reply)
+		})
 	}
 	for reply, want := range map[string]string{
 		"garbage\r\n\r\n": "http: malformed response",
@@ -474,35 +459,21 @@ var rawOK = []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 // rawKeepAliveServer answers every request on a connection with a fixed 200 "ok" response,
 // allocating nothing per request, so that benchmarks count the prober's allocations only.
 func rawKeepAliveServer(b *testing.B) Target {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
-	go func() {
+	return tcpServer(b, func(c net.Conn) {
+		c.SetDeadline(time.Time{}) // a benchmark may run longer than tcpServer's deadline
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			line, err := br.ReadSlice('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					line, err := br.ReadSlice('\n')
-					if err != nil {
-						return
-					}
-					if len(line) == 2 { // the blank line ending the request header
-						if _, err := c.Write(rawOK); err != nil {
-							return
-						}
-					}
+			if len(line) == 2 { // the blank line ending the request header
+				if _, err := c.Write(rawOK); err != nil {
+					return
 				}
-			}()
+			}
 		}
-	}()
-	return probeTarget(b, ln.Addr())
+	})
 }
 
 // BenchmarkHTTPProbe measures one keep-alive probe: against a raw server that allocates

@@ -60,7 +60,7 @@ type Manager struct {
 	states   map[string]*State
 	backends map[string]*backend
 	jobs     map[string]*job
-	queue    jobQueue
+	queue    timeQueue[*job]
 	activity map[*atomic.Bool]*recordActivity
 	started  bool
 
@@ -205,7 +205,7 @@ func (m *Manager) rebuildJobs(now time.Time) {
 	}
 	for jk, j := range m.jobs {
 		if jobs[jk] == nil {
-			m.queue.remove(j)
+			m.queue.remove(j.index)
 			j.removed = true
 			if !j.running {
 				closeProber(j.prober)

@@ -3,7 +3,6 @@
 package health
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -22,8 +21,8 @@ type poller struct {
 	wake   [2]int // a non-blocking pipe: writing to wake[1] interrupts epoll_wait
 	mu     sync.Mutex
 	live   map[int]*exchange // by file descriptor
-	queue  exchangeQueue     // by deadline
-	ended  []*exchange       // finished outside the loop (start failures), to report from it
+	queue  timeQueue[*exchange]
+	ended  []*exchange // finished outside the loop (start failures), to report from it
 	closed bool
 	done   chan struct{}
 }
@@ -112,7 +111,7 @@ func (p *poller) start(addr netip.AddrPort, reuseFD int, out []byte, limit int, 
 		return
 	}
 	p.live[ex.fd] = ex
-	heap.Push(&p.queue, ex)
+	p.queue.push(ex)
 	if p.queue[0] == ex {
 		p.poke() // the loop may be sleeping past this deadline
 	}
@@ -304,9 +303,7 @@ func (p *poller) handle(ex *exchange, events uint32) bool {
 // retire removes ex from the poller; its socket is closed unless the handler keeps it.
 func (p *poller) retire(ex *exchange) *exchange {
 	delete(p.live, ex.fd)
-	if ex.index >= 0 {
-		heap.Remove(&p.queue, ex.index)
-	}
+	p.queue.remove(ex.index)
 	if ex.keep {
 		_ = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, ex.fd, nil)
 	} else {
@@ -350,29 +347,5 @@ func (p *poller) closeFDs() {
 // epollET is EPOLLET as the unsigned event mask (the syscall package declares it negative).
 const epollET = 1 << 31
 
-// exchangeQueue is a min-heap of exchanges by deadline.
-type exchangeQueue []*exchange
-
-func (q exchangeQueue) Len() int           { return len(q) }
-func (q exchangeQueue) Less(a, b int) bool { return q[a].deadline.Before(q[b].deadline) }
-func (q exchangeQueue) Swap(a, b int) {
-	q[a], q[b] = q[b], q[a]
-	q[a].index, q[b].index = a, b
-}
-
-// Push implements heap.Interface.
-func (q *exchangeQueue) Push(x any) {
-	ex := x.(*exchange)
-	ex.index = len(*q)
-	*q = append(*q, ex)
-}
-
-// Pop implements heap.Interface.
-func (q *exchangeQueue) Pop() any {
-	old := *q
-	ex := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	ex.index = -1
-	return ex
-}
+func (ex *exchange) due() time.Time { return ex.deadline }
+func (ex *exchange) setIndex(i int) { ex.index = i }

@@ -1,7 +1,6 @@
 package health
 
 import (
-	"container/heap"
 	"context"
 	"math/rand/v2"
 	"strconv"
@@ -50,7 +49,7 @@ func (m *Manager) loop() {
 		for len(m.queue) > 0 && !m.queue[0].next.After(now) {
 			j := m.queue[0]
 			j.next = m.nextRun(j, now)
-			heap.Fix(&m.queue, 0)
+			m.queue.fixFirst()
 			if j.running {
 				skippedTotal.WithLabelValues(j.typ, "running").Inc()
 				continue
@@ -171,37 +170,5 @@ func (m *Manager) finish(j *job, res Result, start time.Time) {
 	m.apply(j, res)
 }
 
-// jobQueue is a min-heap of jobs by next run time.
-type jobQueue []*job
-
-func (q jobQueue) Len() int           { return len(q) }
-func (q jobQueue) Less(a, b int) bool { return q[a].next.Before(q[b].next) }
-func (q jobQueue) Swap(a, b int) {
-	q[a], q[b] = q[b], q[a]
-	q[a].index, q[b].index = a, b
-}
-
-// Push implements heap.Interface; use push.
-func (q *jobQueue) Push(x any) {
-	j := x.(*job)
-	j.index = len(*q)
-	*q = append(*q, j)
-}
-
-// Pop implements heap.Interface; use remove.
-func (q *jobQueue) Pop() any {
-	old := *q
-	j := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	j.index = -1
-	return j
-}
-
-func (q *jobQueue) push(j *job) { heap.Push(q, j) }
-
-func (q *jobQueue) remove(j *job) {
-	if j.index >= 0 {
-		heap.Remove(q, j.index)
-	}
-}
+func (j *job) due() time.Time { return j.next }
+func (j *job) setIndex(i int) { j.index = i }

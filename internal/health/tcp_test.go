@@ -12,7 +12,7 @@ import (
 )
 
 // tcpServer serves each connection with handle on a loopback port until the test ends.
-func tcpServer(t *testing.T, handle func(net.Conn)) Target {
+func tcpServer(t testing.TB, handle func(net.Conn)) Target {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
