@@ -120,8 +120,9 @@ func (e *Engine) load() error {
 	e.health.Sync(specs, keep)
 	for _, r := range snap.Records() {
 		r.Refresh() // Sync may have reset the state of backends whose checks changed
+		publishRecordHealth(r)
 	}
-	e.snap.Store(snap)
+	forgetRecords(e.snap.Swap(snap), snap)
 	recordsGauge.Set(float64(len(snap.Records())))
 	lastReloadTime.SetToCurrentTime()
 	return nil

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,9 @@ func TestReloadKeepsTheStateOfUnchangedBackends(t *testing.T) {
 	}
 	if st := backendState(t, e, "www.example.org.", "10.0.0.1").Status(); st != health.Up {
 		t.Errorf("unchanged backend is %s after a reload, want up", st)
+	}
+	if v := promtest.ToFloat64(recordHealthy.WithLabelValues("www.example.org.")); v != 1 {
+		t.Errorf("record_healthy = %v with a backend up, want 1", v)
 	}
 	if st := backendState(t, e, "www.example.org.", "10.0.0.3").Status(); st != health.Unknown {
 		t.Errorf("new backend is %s, want unknown", st)

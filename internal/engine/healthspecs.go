@@ -37,7 +37,10 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, map[string]bool, error)
 				Rise: bc.Rise, Fall: bc.Fall,
 				Interval: rc.ScrapeInterval, Retries: rc.ScrapeRetries,
 				Activity: &rec.Queried,
-				OnChange: rec.Refresh,
+				OnChange: func() {
+					rec.Refresh()
+					publishRecordHealth(rec)
+				},
 			}
 			for _, hc := range bc.HealthChecks {
 				c, err := compiler.Compile(hc, target, rc.ScrapeTimeout)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
@@ -21,6 +22,10 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "config_last_reload_success_timestamp_seconds",
 		Help: "Unix time of the last successful load of the gslb configuration.",
 	})
+	recordHealthy = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "record_healthy",
+		Help: "1 when a record has a healthy backend, 0 when its fallback policy answers.",
+	}, []string{"record"})
 	recordsGauge = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "records",
 		Help: "GSLB records served by the current configuration.",
@@ -31,4 +36,29 @@ func init() {
 	// Both series exist from the start, so that increase() sees the first failure.
 	reloadsTotal.WithLabelValues("success")
 	reloadsTotal.WithLabelValues("failure")
+}
+
+// publishRecordHealth sets the record_healthy gauge of rec from its current view.
+func publishRecordHealth(rec *catalog.Record) {
+	v := 0.0
+	if rec.View().AnyHealthy {
+		v = 1
+	}
+	recordHealthy.WithLabelValues(rec.Name).Set(v)
+}
+
+// forgetRecords deletes the record_healthy series of records that old has and snap has not.
+func forgetRecords(old, snap *catalog.Snapshot) {
+	if old == nil {
+		return
+	}
+	kept := make(map[string]bool, len(snap.Records()))
+	for _, r := range snap.Records() {
+		kept[r.Name] = true
+	}
+	for _, r := range old.Records() {
+		if !kept[r.Name] {
+			recordHealthy.DeleteLabelValues(r.Name)
+		}
+	}
 }
