@@ -61,7 +61,7 @@ func checkCorefile(path string) []error {
 			errs = append(errs, err)
 			continue
 		}
-		if _, err := engine.LoadZones(block.Options); err != nil {
+		if err := engine.Check(block.Options); err != nil {
 			errs = append(errs, unjoin(err)...)
 		}
 	}

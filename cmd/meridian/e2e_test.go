@@ -307,6 +307,7 @@ func TestCheckCommand(t *testing.T) {
 	}
 	good := write("good.yml", "records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}]\n")
 	bad := write("bad.yml", "records:\n  www.example.org.:\n    mode: failvoer\n    backends:\n      - {address: 10.0.0.300}\n  www.example.com.:\n    backends: [{address: 10.0.0.1}]\n")
+	badCheck := write("checks.yml", "records:\n  www.example.org.:\n    backends:\n      - {address: 10.0.0.1, healthchecks: [{type: tcp, params: {colour: red}}]}\n")
 	tests := []struct {
 		name     string
 		corefile string
@@ -319,6 +320,7 @@ func TestCheckCommand(t *testing.T) {
 		{"unknown gslb option", ".:53 {\n gslb {\n  zone example.org. " + good + "\n  nonsense\n }\n}\n", 1, []string{"Corefile:4", `unknown option "nonsense"`}},
 		{"unknown directive", ".:53 {\n gslb " + good + " example.org\n frobnicate\n}\n", 1, []string{"frobnicate"}},
 		{"missing YAML file", ".:53 {\n gslb " + filepath.Join(dir, "absent.yml") + " example.org\n}\n", 1, []string{"absent.yml"}},
+		{"bad health-check parameters", ".:53 {\n gslb " + badCheck + " example.org\n}\n", 1, []string{"checks.yml:4:", "params.colour: unknown parameter", "params.port: required"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

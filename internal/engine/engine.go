@@ -61,6 +61,27 @@ func LoadZones(opts config.Options) ([]*config.Zone, error) {
 	return zones, nil
 }
 
+// Check validates everything New would load, health checks included (their parameters,
+// scripts and programs), without serving or probing. It returns every error found.
+func Check(opts config.Options) error {
+	zones, err := LoadZones(opts)
+	if err != nil {
+		return err
+	}
+	probeless := health.NewManager(health.Options{})
+	snap, err := catalog.Build(zones, probeless)
+	if err != nil {
+		return fmt.Errorf("compile zones: %w", err)
+	}
+	specs, _, err := healthSpecs(snap)
+	for _, s := range specs {
+		for _, c := range s.Checks {
+			health.Release(c.Prober)
+		}
+	}
+	return err
+}
+
 // New loads every file of opts and compiles the first snapshot. It fails when any file is
 // invalid. Call Start to follow file changes, and Stop when done.
 func New(opts config.Options, log Logger) (*Engine, error) {

@@ -319,8 +319,11 @@ func (m *Manager) Stop() {
 	for _, j := range m.jobs {
 		closeProber(j.prober)
 	}
+	// The per-backend series stay: on a Corefile reload the next instance has already set
+	// the same series, and deleting them here would blank its gauges. Only the counts by
+	// state, which every instance adds to, give back this instance's share.
 	for _, b := range m.backends {
-		forgetBackend(b.spec, b.status)
+		backendsByState.WithLabelValues(b.status.String()).Dec()
 	}
 	m.backends = map[string]*backend{}
 }
@@ -355,6 +358,9 @@ func (m *Manager) poke() {
 	default:
 	}
 }
+
+// Release frees what a compiled prober holds (connections, pools) when it will never run.
+func Release(p Prober) { closeProber(p) }
 
 func closeProber(p Prober) {
 	if c, ok := p.(io.Closer); ok {

@@ -55,10 +55,13 @@ func observeProbe(typ string, res Result, d time.Duration) {
 func reasonClass(reason string) string {
 	r := strings.ToLower(reason)
 	for _, c := range []struct{ word, class string }{
-		{"timeout", "timeout"}, {"deadline", "timeout"}, {"refused", "refused"}, {"reset", "reset"},
-		{"unreachable", "unreachable"}, {"no route", "unreachable"}, {"no reply", "timeout"},
+		// Order matters: a body mismatch is not a status, "dns rcode REFUSED" is no refused
+		// connection, and "grpc unavailable: ... connection refused" is one.
+		{"match", "mismatch"}, {"rcode", "status"},
+		{"timeout", "timeout"}, {"timed out", "timeout"}, {"deadline", "timeout"}, {"no reply", "timeout"},
+		{"refused", "refused"}, {"reset", "reset"}, {"unreachable", "unreachable"}, {"no route", "unreachable"},
 		{"tls", "tls"}, {"x509", "tls"}, {"certificate", "tls"},
-		{"match", "mismatch"}, {"http ", "status"}, {"rcode", "status"}, {"grpc ", "status"}, {"exit status", "status"},
+		{"http ", "status"}, {"grpc ", "status"}, {"exit status", "status"},
 	} {
 		if strings.Contains(r, c.word) {
 			return c.class

@@ -174,7 +174,10 @@ func (p *poller) loop() {
 		p.mu.Lock()
 		wait := -1
 		if len(p.queue) > 0 {
-			wait = max(int(time.Until(p.queue[0].deadline)/time.Millisecond)+1, 0)
+			// Deadlines are checked in 10 ms steps: a probe may time out up to 10 ms late,
+			// and thousands of deadlines a second cost a hundred wake-ups.
+			const step = 10
+			wait = max((int(time.Until(p.queue[0].deadline)/time.Millisecond)/step+1)*step, 0)
 		}
 		closed := p.closed
 		p.mu.Unlock()

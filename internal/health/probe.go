@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -112,7 +113,15 @@ func (c *Compiler) Compile(hc config.HealthCheck, t Target, defaultTimeout time.
 		if hc.Profile != "" {
 			where += " (profile " + hc.Profile + ")"
 		}
-		return nil, fmt.Errorf("%s: %s: %w", hc.Pos, where, err)
+		// One line, with its position, per problem.
+		parts := []error{err}
+		if joined, ok := err.(interface{ Unwrap() []error }); ok {
+			parts = joined.Unwrap()
+		}
+		for i, e := range parts {
+			parts[i] = fmt.Errorf("%s: %s: %w", hc.Pos, where, e)
+		}
+		return nil, errors.Join(parts...)
 	}
 	return &Compiled{Prober: prober, Type: hc.Type, Timeout: timeout, Key: checkKey(hc, t, timeout)}, nil
 }

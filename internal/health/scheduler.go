@@ -32,6 +32,10 @@ func jobKey(c *Compiled, spec Spec) string {
 	return c.Key + "|" + spec.Interval.String() + "|" + strconv.Itoa(spec.Retries)
 }
 
+// dispatchSlack lets the scheduler start the jobs due within this much of now together: at
+// thousands of checks a second, one wake-up per batch instead of one per job.
+const dispatchSlack = 10 * time.Millisecond
+
 // loop is the scheduler: it sleeps until the next job is due, starts every due job that is not
 // still running, and queues it for its next cycle.
 func (m *Manager) loop() {
@@ -46,7 +50,7 @@ func (m *Manager) loop() {
 		}
 		m.mu.Lock()
 		now := time.Now()
-		for len(m.queue) > 0 && !m.queue[0].next.After(now) {
+		for len(m.queue) > 0 && !m.queue[0].next.After(now.Add(dispatchSlack)) {
 			j := m.queue[0]
 			j.next = m.nextRun(j, now)
 			m.queue.fixFirst()
