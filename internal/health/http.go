@@ -128,6 +128,9 @@ func newHTTPProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
 	slices.SortFunc(hp.headers, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 
 	skipVerify := p.Bool("skip_tls_verify", false)
+	if skipVerify && !useTLS {
+		p.Errorf("skip_tls_verify", "only applies with enable_tls: true")
+	}
 	if useTLS {
 		// ServerName is the host parameter or the target's host. For an IP literal Go sends no
 		// SNI and verifies the certificate's IP addresses instead.

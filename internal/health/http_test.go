@@ -408,6 +408,7 @@ func TestHTTPParamErrors(t *testing.T) {
 		{map[string]any{"port": 70000}, "params.port"},
 		{map[string]any{"enable_tls": "maybe"}, "params.enable_tls"},
 		{map[string]any{"host": "a\nb"}, "params.host"},
+		{map[string]any{"skip_tls_verify": true}, "params.skip_tls_verify: only applies with enable_tls: true"},
 	}
 	for _, tc := range tests {
 		_, err := Compile(config.HealthCheck{Type: "http", Params: tc.params}, tg, time.Second)

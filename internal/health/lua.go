@@ -2,6 +2,8 @@ package health
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,6 +91,7 @@ type luaProbe struct {
 	host    string
 	port    uint16
 	timeout time.Duration
+	source  string // a hash of the script
 }
 
 // newLuaProbe compiles a lua check's script.
@@ -116,8 +119,13 @@ func newLuaProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
 	if err != nil {
 		return nil, fmt.Errorf("params.%s: %v", key, firstLine(err.Error()))
 	}
-	return &luaProbe{proto: proto, host: t.Host, port: t.Port, timeout: timeout}, nil
+	sum := sha256.Sum256([]byte(src))
+	return &luaProbe{proto: proto, host: t.Host, port: t.Port, timeout: timeout, source: hex.EncodeToString(sum[:8])}, nil
 }
+
+// identity makes the script's content part of the check's identity, so that a zone reload
+// after an edit of script_file runs the new script.
+func (l *luaProbe) identity() string { return l.source }
 
 // Probe runs the script once in a fresh sandboxed state.
 func (l *luaProbe) Probe(ctx context.Context) Result {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/config"
 )
 
 // luaTarget is the backend the lua tests probe.
@@ -273,5 +275,23 @@ func TestLuaConcurrentProbes(t *testing.T) {
 		if r := <-done; !r.OK {
 			t.Errorf("got %+v", r)
 		}
+	}
+}
+
+func TestLuaScriptFileContentIsPartOfTheIdentity(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "check.lua")
+	key := func(src string) string {
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Compile(config.HealthCheck{Type: "lua", Params: map[string]any{"script_file": file}}, luaTarget, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Key
+	}
+	first, same, edited := key("return true"), key("return true"), key("return false")
+	if first != same || first == edited {
+		t.Fatalf("keys %q, %q, %q: an edited script must change the check's identity, and only then", first, same, edited)
 	}
 }

@@ -123,7 +123,11 @@ func (c *Compiler) Compile(hc config.HealthCheck, t Target, defaultTimeout time.
 		}
 		return nil, errors.Join(parts...)
 	}
-	return &Compiled{Prober: prober, Type: hc.Type, Timeout: timeout, Key: checkKey(hc, t, timeout)}, nil
+	key := checkKey(hc, t, timeout)
+	if id, ok := prober.(interface{ identity() string }); ok {
+		key += "|" + id.identity() // what the parameters only name, such as a script file's content
+	}
+	return &Compiled{Prober: prober, Type: hc.Type, Timeout: timeout, Key: key}, nil
 }
 
 // checkKey is the identity of a check: two backends of different records with the same
