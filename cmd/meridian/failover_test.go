@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,6 +70,22 @@ records:
 	t.Logf("failover after %s (budget %s)", took, budget)
 	if took > budget {
 		t.Errorf("failover took %s, budget fall x interval + timeout (+ one interval of slack) = %s", took, budget)
+	}
+
+	// A Corefile reload keeps the health state: no query sees the backends as unknown (which
+	// would answer both through fail-open) while the new instance starts.
+	if err := s.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(s.Logs(), "Reloading complete") {
+		if got := answer(); !slices.Equal(got, []string{"127.0.0.2"}) {
+			t.Fatalf("during a Corefile reload the answer was %v, want the healthy secondary only", got)
+		}
+	}
+	for range 20 {
+		if got := answer(); !slices.Equal(got, []string{"127.0.0.2"}) {
+			t.Fatalf("after a Corefile reload the answer was %v, want the healthy secondary only", got)
+		}
 	}
 
 	reopened, err := net.Listen("tcp", primaryAddr)

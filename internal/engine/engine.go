@@ -28,6 +28,11 @@ type Engine struct {
 	opts   config.Options
 	log    Logger
 	health *health.Manager
+	// ownsHealth is set when Stop must stop the manager (it is not shared with a next load).
+	ownsHealth bool
+	// specs and keep are what the current snapshot gave the health manager.
+	specs []health.Spec
+	keep  map[string]bool
 	snap   atomic.Pointer[catalog.Snapshot]
 
 	reloadMu sync.Mutex // serialises reloads
@@ -82,20 +87,49 @@ func Check(opts config.Options) error {
 	return err
 }
 
-// New loads every file of opts and compiles the first snapshot. It fails when any file is
-// invalid. Call Start to follow file changes, and Stop when done.
-func New(opts config.Options, log Logger) (*Engine, error) {
-	e := &Engine{opts: opts, log: log, health: health.NewManager(health.Options{
+// HealthOptions returns the health manager options that opts asks for.
+func HealthOptions(opts config.Options, log Logger) health.Options {
+	return health.Options{
 		MaxStaggerStart: opts.MaxStaggerStart,
 		BatchSizeStart:  opts.BatchSizeStart,
 		IdleTimeout:     opts.ResolutionIdleTimeout,
 		IdleMultiplier:  opts.HealthcheckIdleMultiplier,
 		Log:             log,
-	})}
+	}
+}
+
+// New loads every file of opts and compiles the first snapshot, with a health manager of its
+// own that Stop stops. It fails when any file is invalid. Call Start to follow file changes
+// and probe, and Stop when done.
+func New(opts config.Options, log Logger) (*Engine, error) {
+	return newEngine(opts, log, health.NewManager(HealthOptions(opts, log)), true)
+}
+
+// NewShared is New with a health manager that outlives the engine: the plugin hands the same
+// manager to the engine of the next Corefile load, so that health state and probes carry over.
+// Stop leaves it running.
+func NewShared(opts config.Options, log Logger, m *health.Manager) (*Engine, error) {
+	return newEngine(opts, log, m, false)
+}
+
+func newEngine(opts config.Options, log Logger, m *health.Manager, owned bool) (*Engine, error) {
+	e := &Engine{opts: opts, log: log, health: m, ownsHealth: owned}
 	if err := e.load(); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// Resync hands the engine's current backends to its health manager again: after a Corefile
+// reload failed, the manager may hold the backends of the load that was abandoned.
+func (e *Engine) Resync() error {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	e.health.Sync(e.specs, e.keep)
+	for _, r := range e.Snapshot().Records() {
+		r.Refresh()
+	}
+	return nil
 }
 
 // Snapshot returns the current snapshot. It never blocks and never returns nil after New.
@@ -139,6 +173,7 @@ func (e *Engine) load() error {
 		return err
 	}
 	e.health.Sync(specs, keep)
+	e.specs, e.keep = specs, keep
 	for _, r := range snap.Records() {
 		r.Refresh() // Sync may have reset the state of backends whose checks changed
 		publishRecordHealth(r)
@@ -166,7 +201,9 @@ func (e *Engine) Stop() error {
 		e.watch.close()
 		e.watch = nil
 	}
-	e.health.Stop()
+	if e.ownsHealth {
+		e.health.Stop()
+	}
 	return nil
 }
 

@@ -20,7 +20,7 @@ func (l *quietLog) Infof(f string, a ...any)    { l.lines = append(l.lines, fmt.
 func (l *quietLog) Warningf(f string, a ...any) { l.lines = append(l.lines, fmt.Sprintf(f, a...)) }
 func (l *quietLog) Errorf(f string, a ...any)   { l.lines = append(l.lines, fmt.Sprintf(f, a...)) }
 
-func newEngine(t *testing.T, yaml string) (*Engine, string) {
+func newTestEngine(t *testing.T, yaml string) (*Engine, string) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "zone.yml")
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
@@ -57,7 +57,7 @@ records:
 `
 
 func TestReloadKeepsTheStateOfUnchangedBackends(t *testing.T) {
-	e, file := newEngine(t, checked)
+	e, file := newTestEngine(t, checked)
 	backendState(t, e, "www.example.org.", "10.0.0.1").Set(health.Up)
 	backendState(t, e, "www.example.org.", "10.0.0.2").Set(health.Down)
 
@@ -83,7 +83,7 @@ func TestReloadKeepsTheStateOfUnchangedBackends(t *testing.T) {
 }
 
 func TestInvalidReloadKeepsServing(t *testing.T) {
-	e, file := newEngine(t, checked)
+	e, file := newTestEngine(t, checked)
 	before := e.Snapshot()
 	if err := os.WriteFile(file, []byte("records:\n  www.example.org.:\n    mode: bogus\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func TestInvalidReloadKeepsServing(t *testing.T) {
 }
 
 func TestWatchReloadsOnChange(t *testing.T) {
-	e, file := newEngine(t, checked)
+	e, file := newTestEngine(t, checked)
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,10 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	eng, err := engine.New(block.Options, log)
+	mgr := managers.acquire(block.Options)
+	eng, err := engine.NewShared(block.Options, log, mgr)
 	if err != nil {
+		managers.release(block.Options)
 		return plugin.Error(pluginName, err)
 	}
 	g := &GSLB{
@@ -36,7 +38,13 @@ func setup(c *caddy.Controller) error {
 		Fall:   block.Fall,
 	}
 	c.OnStartup(eng.Start)
-	c.OnShutdown(eng.Stop)
+	c.OnShutdown(func() error {
+		err := eng.Stop()
+		managers.release(block.Options)
+		return err
+	})
+	// A failed Corefile reload keeps this instance: give the manager its backends back.
+	c.OnRestartFailed(eng.Resync)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		g.Next = next
 		return g
