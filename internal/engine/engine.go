@@ -33,7 +33,7 @@ type Engine struct {
 	// specs and keep are what the current snapshot gave the health manager.
 	specs []health.Spec
 	keep  map[string]bool
-	snap   atomic.Pointer[catalog.Snapshot]
+	snap  atomic.Pointer[catalog.Snapshot]
 
 	reloadMu sync.Mutex // serialises reloads
 	watch    *watcher
