@@ -86,12 +86,7 @@ func dnsCompile(params map[string]any, timeout time.Duration) (Prober, error) {
 // TestDNSProbe checks the verdicts over UDP and TCP against a server with fixed data.
 func TestDNSProbe(t *testing.T) {
 	ports := map[string]int{"udp": dnsTestServer(t, "udp"), "tcp": dnsTestServer(t, "tcp")}
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedPort := closed.Addr().(*net.TCPAddr).Port
-	closed.Close()
+	closedPort := int(closedPort(t).Port)
 
 	tests := []struct {
 		name   string

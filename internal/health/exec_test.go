@@ -177,14 +177,7 @@ func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the script did not start its child: %v", err)
 	}
-	pid := strings.TrimSpace(string(b))
-	deadline := time.Now().Add(2 * time.Second)
-	for execProcessAlive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("child sleep (pid %s) survived the timeout", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitGone(t, strings.TrimSpace(string(b)), "child sleep survived the timeout")
 }
 
 // TestExecBackgroundChildDoesNotHang checks that a program exiting 0 while a child it left
@@ -205,11 +198,16 @@ func TestExecBackgroundChildDoesNotHang(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := strings.TrimSpace(string(b))
+	waitGone(t, strings.TrimSpace(string(b)), "background child survived the probe")
+}
+
+// waitGone fails the test with msg unless process pid has exited within two seconds.
+func waitGone(t *testing.T, pid, msg string) {
+	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
 	for execProcessAlive(pid) {
 		if time.Now().After(deadline) {
-			t.Fatalf("background child (pid %s) survived the probe", pid)
+			t.Fatalf("%s (pid %s)", msg, pid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -245,4 +243,20 @@ func execProcessAlive(pid string) bool {
 		return s[i+2] != 'Z'
 	}
 	return true
+}
+
+// checkResult fails the test unless r has ok and reason (a reason ending in "..." is a prefix)
+// and the probe returned within a second of its timeout.
+func checkResult(t *testing.T, r Result, elapsed, timeout time.Duration, ok bool, reason string) {
+	t.Helper()
+	if elapsed > timeout+time.Second {
+		t.Errorf("probe took %s with a %s timeout", elapsed, timeout)
+	}
+	match := r.Reason == reason
+	if prefix, cut := strings.CutSuffix(reason, "..."); cut {
+		match = strings.HasPrefix(r.Reason, prefix)
+	}
+	if r.OK != ok || !match {
+		t.Errorf("got %+v, want OK=%v reason %q", r, ok, reason)
+	}
 }
