@@ -163,9 +163,9 @@ func (p *parser) defaults(n *yaml.Node) recordOpts {
 	return o
 }
 
-// records parses the records mapping into z.Records, sorted by name.
-func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profileSet) {
-	first := map[string]*yaml.Node{}
+// records parses the records of n into z. first holds the key node of every record name seen
+// so far, across the chunks of a file parsed in parts.
+func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profileSet, first map[string]*yaml.Node) {
 	for _, e := range p.entries(n, "records") {
 		path := "records[" + strconv.Quote(e.key) + "]"
 		name := CanonicalName(e.key)
@@ -186,7 +186,6 @@ func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profil
 			z.Records = append(z.Records, rec)
 		}
 	}
-	slices.SortFunc(z.Records, func(a, b Record) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // record parses one record; its problems are recorded, and its name was checked by the caller.

@@ -21,6 +21,8 @@ type parser struct {
 	// work counts the nodes visited; budget bounds it so that a small file of nested YAML aliases
 	// cannot expand into an unbounded amount of work.
 	work, budget int
+	// unreadable is set when a document could not be parsed as YAML at all.
+	unreadable bool
 	// active holds the alias targets being expanded, to detect cycles.
 	active map[*yaml.Node]bool
 }
@@ -68,6 +70,7 @@ func (p *parser) document(data []byte) (root *yaml.Node) {
 		// recover itself so that a bad file is an error, never a crash.
 		if r := recover(); r != nil {
 			p.errorAt(Position{File: p.file}, "", "YAML parser failed: %v", r)
+			p.unreadable = true
 			root = nil
 		}
 	}()
@@ -76,15 +79,18 @@ func (p *parser) document(data []byte) (root *yaml.Node) {
 	if err := dec.Decode(&doc); err != nil {
 		if !errors.Is(err, io.EOF) {
 			p.syntaxError(err)
+			p.unreadable = true
 		}
 		return nil
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		p.errorf(&extra, "", "a zone file holds one YAML document; found another")
+		p.unreadable = true
 		return nil
 	} else if !errors.Is(err, io.EOF) {
 		p.syntaxError(err)
+		p.unreadable = true
 		return nil
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {

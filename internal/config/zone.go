@@ -27,13 +27,26 @@ var zoneKeys = []string{"healthcheck_profiles", "defaults", "soa", "ns", "record
 // a zone file's own profile of the same name wins. serial is the SOA serial to use when the file
 // sets none. Every problem of the file is reported, as an ErrorList; the zone is nil then.
 func ParseZone(file string, data []byte, origin string, shared map[string]HealthCheck, serial uint32) (*Zone, error) {
+	return parseZone(file, data, origin, shared, serial, true)
+}
+
+// parseZone is ParseZone; with split, a file in plain block style has its records parsed in
+// chunks (see splitRecords), with the same result and errors as a whole parse.
+func parseZone(file string, data []byte, origin string, shared map[string]HealthCheck, serial uint32, split bool) (*Zone, error) {
 	p := newParser(file, len(data))
+	doc := data
+	var chunks []chunk
+	if split {
+		if head, c, ok := splitRecords(data); ok {
+			doc, chunks = head, c
+		}
+	}
 	z := &Zone{Origin: CanonicalName(origin), File: file}
 	if err := checkName(z.Origin, false); err != nil {
 		p.errorAt(Position{File: file}, "", "invalid zone name %q: %v", origin, err)
 	}
 	top := map[string]*yaml.Node{}
-	for _, e := range p.entries(p.document(data), "") {
+	for _, e := range p.entries(p.document(doc), "") {
 		if !slices.Contains(zoneKeys, e.key) {
 			p.unknownKey(e, "", zoneKeys)
 			continue
@@ -51,8 +64,20 @@ func ParseZone(file string, data []byte, origin string, shared map[string]Health
 	if n := top["defaults"]; n != nil {
 		defs = p.defaults(n)
 	}
+	first := map[string]*yaml.Node{}
 	if n := top["records"]; n != nil {
-		p.records(z, n, defs, profiles)
+		p.records(z, n, defs, profiles, first)
+	}
+	for _, c := range chunks {
+		for _, e := range p.entries(p.document(c.document()), "") {
+			p.records(z, e.v, defs, profiles, first)
+		}
+	}
+	slices.SortFunc(z.Records, func(a, b Record) int { return strings.Compare(a.Name, b.Name) })
+	if chunks != nil && p.unreadable {
+		// A syntax error in one part may be the continuation of another part: only the whole
+		// file tells what YAML makes of it.
+		return parseZone(file, data, origin, shared, serial, false)
 	}
 	if err := p.err(); err != nil {
 		return nil, err

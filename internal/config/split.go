@@ -1,0 +1,122 @@
+package config
+
+import (
+	"bytes"
+	"regexp"
+)
+
+// Lines that splitRecords accepts as the start of a record (a block mapping key, plain or
+// quoted) and as the top-level key that ends the records block.
+var (
+	recordKeyLine = regexp.MustCompile(`^ +("[^"]*"|'[^']*'|[^\s#'"\-?:][^:#]*):( |\r?\n|$)`)
+	topKeyLine    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*:( |\r?\n|$)`)
+)
+
+// recordsChunkSize is how many records one YAML parse covers when a file is parsed in chunks.
+const recordsChunkSize = 256
+
+// chunk is a run of lines of the records block, parsed on its own.
+type chunk struct {
+	firstLine int // 1-based line number of the chunk's first line in the file
+	text      []byte
+}
+
+// splitRecords cuts a zone file into its records block, in chunks of whole records, and the
+// rest of the file (head), in which the block's lines are blanked so that line numbers stay
+// true. Parsing the chunks one after another keeps only one chunk's YAML node tree in memory
+// instead of the whole file's, which for large files was many times the size of the result.
+//
+// It handles the plain block style that zone files are written in, and reports ok false for
+// anything else (anchors, aliases and merge keys, which may refer across records; flow style
+// for the records map; several documents; tabs), which is then parsed whole.
+func splitRecords(data []byte) (head []byte, chunks []chunk, ok bool) {
+	if bytes.ContainsAny(data, "&*\t") || bytes.Contains(data, []byte("<<")) {
+		return nil, nil, false
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	start := -1 // index of the "records:" line
+	for i, line := range lines {
+		content := bytes.TrimRight(stripComment(line), " \r\n")
+		if bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("...")) {
+			return nil, nil, false
+		}
+		if bytes.Equal(content, []byte("records:")) {
+			if start >= 0 {
+				return nil, nil, false // twice: let the whole parse report it
+			}
+			start = i
+		}
+	}
+	if start < 0 {
+		return nil, nil, false
+	}
+	indent := -1
+	end := len(lines)
+	var cuts []int // line indexes where a record starts
+	for i := start + 1; i < len(lines); i++ {
+		line := lines[i]
+		trimmed := bytes.TrimLeft(line, " ")
+		if len(bytes.TrimSpace(trimmed)) == 0 || trimmed[0] == '#' {
+			continue
+		}
+		lead := len(line) - len(trimmed)
+		switch {
+		case lead == 0:
+			if !topKeyLine.Match(line) {
+				return nil, nil, false
+			}
+			end = i // the next top-level key
+		case indent < 0 || lead == indent:
+			if !recordKeyLine.Match(line) {
+				return nil, nil, false
+			}
+			indent = lead
+			cuts = append(cuts, i)
+		case lead < indent:
+			return nil, nil, false
+		}
+		if end != len(lines) {
+			break
+		}
+	}
+	if len(cuts) == 0 {
+		return nil, nil, false
+	}
+	for c := 0; c < len(cuts); c += recordsChunkSize {
+		from := cuts[c]
+		to := end
+		if c+recordsChunkSize < len(cuts) {
+			to = cuts[c+recordsChunkSize]
+		}
+		chunks = append(chunks, chunk{firstLine: from + 1, text: bytes.Join(lines[from:to], nil)})
+	}
+	head = make([]byte, 0, len(data))
+	for i, line := range lines {
+		if i > start && i < end {
+			head = append(head, '\n') // blanked: the records block is parsed in chunks
+			continue
+		}
+		head = append(head, line...)
+	}
+	return head, chunks, true
+}
+
+// stripComment removes a comment that starts a line or follows a space; good enough to
+// recognise a "records:" key line.
+func stripComment(line []byte) []byte {
+	if i := bytes.Index(line, []byte(" #")); i >= 0 {
+		return line[:i]
+	}
+	if bytes.HasPrefix(line, []byte("#")) {
+		return nil
+	}
+	return line
+}
+
+// chunkDocument is a chunk as a YAML document of its own: a records map whose lines keep their
+// line numbers in the file.
+func (c chunk) document() []byte {
+	doc := bytes.Repeat([]byte("\n"), c.firstLine-2)
+	doc = append(doc, "records:\n"...)
+	return append(doc, c.text...)
+}
