@@ -178,7 +178,9 @@ type HealthCheck struct {
 	Pos     Position
 	Profile string // profile name, empty when inline
 	Type    string
-	Params  map[string]any
-	Rise    int // 0 when the check does not set it
-	Fall    int
+	// Params are the check's parameters. The engine releases them (sets nil) once it has
+	// compiled the check: read them before that.
+	Params map[string]any
+	Rise   int // 0 when the check does not set it
+	Fall   int
 }

@@ -42,13 +42,16 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, map[string]bool, error)
 					publishRecordHealth(rec)
 				},
 			}
-			for _, hc := range bc.HealthChecks {
+			for i, hc := range bc.HealthChecks {
 				c, err := compiler.Compile(hc, target, rc.ScrapeTimeout)
 				if err != nil {
 					errs = append(errs, err)
 					continue
 				}
 				spec.Checks = append(spec.Checks, c)
+				// The prober holds what it needs; the parameters would only weigh on the
+				// snapshot (about 400 bytes a check).
+				bc.HealthChecks[i].Params = nil
 			}
 			specs = append(specs, spec)
 		}

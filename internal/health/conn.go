@@ -41,7 +41,8 @@ func connDeadline(ctx context.Context, timeout time.Duration) (time.Time, time.D
 	return deadline, budget
 }
 
-// connDialer returns the dialer of a prober: bounded by timeout even when the context has no
+// connDialer returns the dialer of a probe, built per probe rather than kept by thousands of
+// probers: bounded by timeout even when the context has no
 // deadline, and without TCP keep-alive (probe connections are short, or reused at the check's
 // interval, which is shorter than keep-alive's idle time), which saves four setsockopt calls
 // per connection.

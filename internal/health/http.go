@@ -50,7 +50,6 @@ type httpProbe struct {
 	headers [][2]string    // extra headers, sorted by name
 	req     []byte         // the prebuilt request
 	tls     *tls.Config    // nil without enable_tls
-	dialer  net.Dialer
 	timeout time.Duration
 	codes   []int
 	passes  []string       // the pass reason of each code, "http 200"
@@ -82,7 +81,6 @@ func newHTTPProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
 		timeout: timeout,
 		codes:   p.Ints("expected_code", []int{http.StatusOK}, 100, 599),
 		follow:  p.Bool("follow_redirects", false),
-		dialer:  connDialer(timeout),
 	}
 	if !httpIsToken(hp.method) {
 		p.Errorf("method", "must be an HTTP method such as GET or HEAD, not %q", hp.method)
@@ -375,7 +373,8 @@ func (hp *httpProbe) readBody(body io.Reader) (complete, matched bool, err error
 
 // dial opens a connection to the target, with the TLS handshake when enabled.
 func (hp *httpProbe) dial(ctx context.Context, deadline time.Time, budget time.Duration) (net.Conn, string) {
-	conn, err := hp.dialer.DialContext(ctx, "tcp", hp.addr)
+	dialer := connDialer(hp.timeout)
+	conn, err := dialer.DialContext(ctx, "tcp", hp.addr)
 	if err != nil {
 		return nil, connReason(ctx, err, budget)
 	}

@@ -29,7 +29,7 @@ var (
 	}, []string{"type", "cause"})
 	backendHealthy = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "coredns", Subsystem: "gslb", Name: "backend_healthy",
-		Help: "1 when a probed backend is up, 0 when it is down or unknown (see backend_transitions_total for which).",
+		Help: "1 when a probed backend is up, 0 when it is down; no series while it is unknown.",
 	}, []string{"record", "backend"})
 	backendsByState = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "coredns", Subsystem: "gslb", Name: "backends",
@@ -37,8 +37,8 @@ var (
 	}, []string{"state"})
 	transitionsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "coredns", Subsystem: "gslb", Name: "backend_transitions_total",
-		Help: "Health state changes of probed backends, by the state entered.",
-	}, []string{"record", "backend", "to"})
+		Help: "Health state changes of probed backends, by the state entered (each is also logged with its backend and reason).",
+	}, []string{"to"})
 )
 
 func observeProbe(typ string, res Result, d time.Duration) {
@@ -73,6 +73,7 @@ func reasonClass(reason string) string {
 func init() {
 	for _, s := range []Status{Unknown, Up, Down} {
 		backendsByState.WithLabelValues(s.String())
+		transitionsTotal.WithLabelValues(s.String())
 	}
 }
 
@@ -81,16 +82,20 @@ func recordTransition(spec Spec, from, to Status) {
 	setHealthyGauge(spec, to)
 	backendsByState.WithLabelValues(from.String()).Dec()
 	backendsByState.WithLabelValues(to.String()).Inc()
-	transitionsTotal.WithLabelValues(spec.Record, spec.Backend, to.String()).Inc()
+	transitionsTotal.WithLabelValues(to.String()).Inc()
 }
 
-// setHealthyGauge sets the backend's healthy gauge for status st.
+// setHealthyGauge sets the backend's healthy gauge for status st: 1 up, 0 down, and no series
+// while the backend is unknown.
 func setHealthyGauge(spec Spec, st Status) {
-	v := 0.0
-	if st == Up {
-		v = 1
+	switch st {
+	case Up:
+		backendHealthy.WithLabelValues(spec.Record, spec.Backend).Set(1)
+	case Down:
+		backendHealthy.WithLabelValues(spec.Record, spec.Backend).Set(0)
+	default:
+		backendHealthy.DeleteLabelValues(spec.Record, spec.Backend)
 	}
-	backendHealthy.WithLabelValues(spec.Record, spec.Backend).Set(v)
 }
 
 // forgetBackend deletes the series of a backend that is no longer probed. It deletes by exact
@@ -99,7 +104,4 @@ func setHealthyGauge(spec Spec, st Status) {
 func forgetBackend(spec Spec, st Status) {
 	backendsByState.WithLabelValues(st.String()).Dec()
 	backendHealthy.DeleteLabelValues(spec.Record, spec.Backend)
-	for _, s := range []Status{Unknown, Up, Down} {
-		transitionsTotal.DeleteLabelValues(spec.Record, spec.Backend, s.String())
-	}
 }

@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -73,7 +74,8 @@ type Compiled struct {
 	Prober  Prober
 	Type    string
 	Timeout time.Duration
-	// Key identifies identical checks (same type, parameters and target), which run once.
+	// Key identifies identical checks (same type, parameters and target), which run once. It
+	// is a 128-bit digest of them, not meant to be read.
 	Key string
 }
 
@@ -127,7 +129,9 @@ func (c *Compiler) Compile(hc config.HealthCheck, t Target, defaultTimeout time.
 	if id, ok := prober.(interface{ identity() string }); ok {
 		key += "|" + id.identity() // what the parameters only name, such as a script file's content
 	}
-	return &Compiled{Prober: prober, Type: hc.Type, Timeout: timeout, Key: key}, nil
+	// Kept as a digest: tens of thousands of checks would otherwise each keep a long key.
+	sum := sha256.Sum256([]byte(key))
+	return &Compiled{Prober: prober, Type: hc.Type, Timeout: timeout, Key: string(sum[:16])}, nil
 }
 
 // checkKey is the identity of a check: two backends of different records with the same

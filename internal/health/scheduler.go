@@ -2,8 +2,8 @@ package health
 
 import (
 	"context"
+	"encoding/binary"
 	"math/rand/v2"
-	"strconv"
 	"time"
 )
 
@@ -29,7 +29,11 @@ func newJob(key string, c *Compiled, spec Spec) *job {
 
 // jobKey groups identical checks: same probe, same interval and retries.
 func jobKey(c *Compiled, spec Spec) string {
-	return c.Key + "|" + spec.Interval.String() + "|" + strconv.Itoa(spec.Retries)
+	var b [16 + 8 + 8]byte
+	copy(b[:], c.Key)
+	binary.LittleEndian.PutUint64(b[16:], uint64(spec.Interval))
+	binary.LittleEndian.PutUint64(b[24:], uint64(spec.Retries))
+	return string(b[:])
 }
 
 // dispatchSlack lets the scheduler start the jobs due within this much of now together: at

@@ -20,7 +20,6 @@ type tcpProbe struct {
 	ap      netip.AddrPort // the target's address for the poller; invalid for host names
 	send    []byte         // written after connecting; nil for none
 	expect  *regexp.Regexp // matched on the answer; nil for none
-	dialer  net.Dialer
 	timeout time.Duration
 }
 
@@ -34,7 +33,6 @@ func newTCPProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
 		addr:    t.HostPort(port),
 		ap:      netip.AddrPortFrom(t.IP, uint16(port)),
 		expect:  p.Regexp("expect"),
-		dialer:  connDialer(timeout),
 		timeout: timeout,
 	}
 	if s := p.String("send", ""); s != "" {
@@ -50,7 +48,8 @@ func (tp *tcpProbe) Probe(ctx context.Context) Result {
 	if ctx.Err() != nil {
 		return Fail("%s", connTimeoutReason(budget))
 	}
-	conn, err := tp.dialer.DialContext(ctx, "tcp", tp.addr)
+	dialer := connDialer(tp.timeout)
+	conn, err := dialer.DialContext(ctx, "tcp", tp.addr)
 	if err != nil {
 		return Result{Reason: connReason(ctx, err, budget)}
 	}
