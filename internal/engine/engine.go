@@ -16,10 +16,10 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 )
 
-// Logger is where the engine reports state changes; CoreDNS's plugin logger satisfies it.
+// Logger is where the engine reports state changes: what the health manager logs, and errors.
+// CoreDNS's plugin logger satisfies it.
 type Logger interface {
-	Infof(format string, args ...any)
-	Warningf(format string, args ...any)
+	health.Logger
 	Errorf(format string, args ...any)
 }
 
