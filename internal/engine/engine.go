@@ -135,12 +135,6 @@ func (e *Engine) Resync() error {
 // Snapshot returns the current snapshot. It never blocks and never returns nil after New.
 func (e *Engine) Snapshot() *catalog.Snapshot { return e.snap.Load() }
 
-// Health returns the engine's health manager.
-func (e *Engine) Health() *health.Manager { return e.health }
-
-// Options returns the options the engine was made with.
-func (e *Engine) Options() config.Options { return e.opts }
-
 // Reload reads every file again and swaps in the new snapshot. On error the current snapshot
 // keeps serving, the error is logged and counted, and returned.
 func (e *Engine) Reload() error {

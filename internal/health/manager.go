@@ -84,7 +84,6 @@ type backend struct {
 type subscription struct {
 	backend *backend
 	machine machine
-	last    Result
 }
 
 type recordActivity struct{ last time.Time }
@@ -255,7 +254,6 @@ func (m *Manager) apply(j *job, res Result) {
 		closeProber(j.prober)
 	}
 	for _, s := range j.subs {
-		s.last = res
 		if !s.machine.observe(res.OK) {
 			continue
 		}
@@ -326,30 +324,6 @@ func (m *Manager) Stop() {
 		backendsByState.WithLabelValues(b.status.String()).Dec()
 	}
 	m.backends = map[string]*backend{}
-}
-
-// Snapshot describes one probed backend for observers (logs, API, tests).
-type Snapshot struct {
-	Key, Record, Backend string
-	Status               Status
-	// Last holds each check's last raw result, in spec order.
-	Last []Result
-}
-
-// Backends returns the current state of every probed backend, sorted by key.
-func (m *Manager) Backends() []Snapshot {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]Snapshot, 0, len(m.backends))
-	for _, key := range slices.Sorted(maps.Keys(m.backends)) {
-		b := m.backends[key]
-		s := Snapshot{Key: key, Record: b.spec.Record, Backend: b.spec.Backend, Status: b.status}
-		for _, sub := range b.subs {
-			s.Last = append(s.Last, sub.last)
-		}
-		out = append(out, s)
-	}
-	return out
 }
 
 func (m *Manager) poke() {

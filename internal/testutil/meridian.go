@@ -163,9 +163,6 @@ func (s *Server) Stop() {
 // Signal sends sig to the process.
 func (s *Server) Signal(sig os.Signal) error { return s.cmd.Process.Signal(sig) }
 
-// Pid returns the process id.
-func (s *Server) Pid() int { return s.cmd.Process.Pid }
-
 // Logs returns everything the process printed so far.
 func (s *Server) Logs() string { return s.logs.String() }
 
