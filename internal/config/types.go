@@ -76,6 +76,16 @@ type Options struct {
 	HealthcheckIdleMultiplier int
 	// HealthcheckProfilesFile is an optional YAML file of profiles shared by every zone.
 	HealthcheckProfilesFile string
+	// GeoIP names the data sources of the geoip and geoip_affinity modes.
+	GeoIP GeoIPOptions
+	// Cluster is the Redis cluster mode; off unless Cluster.Enable.
+	Cluster ClusterOptions
+}
+
+// GeoIPOptions are the data sources of the geo modes. Empty paths are sources not used.
+type GeoIPOptions struct {
+	CityDB, CountryDB, ASNDB string // MaxMind databases (geoip_maxmind)
+	CustomMap                string // the subnet -> location map (geoip_custom)
 }
 
 // DefaultOptions returns Options with every documented default set and no zones.

@@ -157,6 +157,9 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 		}
 		o.HealthcheckProfilesFile = resolve(root, v)
 	default:
+		if ok, err := parseClusterOption(c, root, &o.Cluster); ok || err != nil {
+			return err
+		}
 		return c.Errf("unknown option %q", name)
 	}
 	return nil
