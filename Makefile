@@ -23,6 +23,8 @@ deps:
 	@missing=""; \
 	command -v dig >/dev/null || missing="$$missing dnsutils"; \
 	command -v mariadbd >/dev/null || command -v mysqld >/dev/null || missing="$$missing mariadb-server"; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	command -v unbound >/dev/null || missing="$$missing unbound"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
