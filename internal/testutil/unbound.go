@@ -1,0 +1,186 @@
+package testutil
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Unbound is a running unbound recursive resolver with its EDNS Client Subnet cache
+// (subnetcache module), forwarding one zone to an authoritative server on loopback.
+type Unbound struct {
+	// Addr is the resolver's listener, host:port on loopback.
+	Addr    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+}
+
+// StartUnbound runs Debian's unbound for the test on a free 127.0.0.1 port. It resolves zone
+// by asking the authoritative server at auth (host:port on loopback) and nothing else, sends
+// it the client subnet (the ECS option of the client's query, truncated to /24 or /56), and
+// caches answers by the scope the server returns. The resolver is stopped when the test ends.
+// The test is skipped when unbound is not installed (Debian package unbound; make deps
+// installs it).
+func StartUnbound(t testing.TB, zone, auth string) *Unbound {
+	t.Helper()
+	bin, err := exec.LookPath("unbound")
+	if err != nil {
+		if _, statErr := os.Stat("/usr/sbin/unbound"); statErr != nil {
+			t.Skip("unbound is not installed (Debian package unbound)")
+		}
+		bin = "/usr/sbin/unbound"
+	}
+	authHost, authPort, err := net.SplitHostPort(auth)
+	if err != nil {
+		t.Fatalf("unbound: authoritative address %q: %v", auth, err)
+	}
+	dir := t.TempDir()
+	var lastLog string
+	for attempt := 0; attempt < 3; attempt++ {
+		port := FreePort(t)
+		u := &Unbound{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logPath: filepath.Join(dir, "unbound.log"), done: make(chan struct{})}
+		conf := filepath.Join(dir, "unbound.conf")
+		if err := os.WriteFile(conf, []byte(unboundConfig(dir, port, zone, authHost, authPort, u.logPath)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		u.cmd = exec.Command(bin, "-d", "-c", conf)
+		u.cmd.Dir = dir
+		out := &syncBuffer{}
+		u.cmd.Stdout, u.cmd.Stderr = out, out
+		if err := u.cmd.Start(); err != nil {
+			t.Fatalf("start unbound: %v", err)
+		}
+		go func() { _ = u.cmd.Wait(); close(u.done) }()
+		if u.waitReady(10 * time.Second) {
+			t.Cleanup(u.Stop)
+			return u
+		}
+		u.Stop()
+		lastLog = out.String() + u.Log()
+	}
+	t.Fatalf("unbound did not start:\n%s", lastLog)
+	return nil
+}
+
+func unboundConfig(dir string, port int, zone, authHost, authPort, logPath string) string {
+	return fmt.Sprintf(`server:
+	interface: 127.0.0.1
+	port: %d
+	do-ip6: no
+	do-daemonize: no
+	username: ""
+	chroot: ""
+	directory: %q
+	pidfile: ""
+	use-syslog: no
+	logfile: %q
+	verbosity: 1
+	num-threads: 1
+	so-reuseport: no
+	access-control: 127.0.0.0/8 allow
+	do-not-query-localhost: no
+	outgoing-interface: 127.0.0.1
+	qname-minimisation: no
+	module-config: "subnetcache iterator"
+	send-client-subnet: %s
+	max-client-subnet-ipv4: 24
+	max-client-subnet-ipv6: 56
+	cache-min-ttl: 0
+stub-zone:
+	name: %q
+	stub-addr: %s@%s
+`, port, dir, logPath, authHost, zone, authHost, authPort)
+}
+
+// waitReady polls the resolver until it answers a query (any rcode), it exits, or timeout
+// passes.
+func (u *Unbound) waitReady(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
+	m := new(dns.Msg)
+	m.SetQuestion("version.server.", dns.TypeTXT)
+	m.Question[0].Qclass = dns.ClassCHAOS
+	for time.Now().Before(deadline) {
+		select {
+		case <-u.done:
+			return false
+		default:
+		}
+		if _, _, err := c.Exchange(m, u.Addr); err == nil {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+// Stop ends the resolver and waits for it.
+func (u *Unbound) Stop() {
+	select {
+	case <-u.done:
+		return
+	default:
+	}
+	_ = u.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-u.done:
+	case <-time.After(5 * time.Second):
+		_ = u.cmd.Process.Kill()
+		<-u.done
+	}
+}
+
+// Log returns what unbound wrote to its log file so far.
+func (u *Unbound) Log() string {
+	b, _ := os.ReadFile(u.logPath)
+	return string(b)
+}
+
+// QueryECS asks the resolver name/qtype with an EDNS Client Subnet option for subnet (as a
+// stub resolver behind a forwarder would) and returns the reply.
+func (u *Unbound) QueryECS(t testing.TB, name string, qtype uint16, subnet string) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	m.SetEdns0(1232, false)
+	if err := AddECS(m, subnet); err != nil {
+		t.Fatal(err)
+	}
+	c := &dns.Client{Net: "udp", Timeout: 3 * time.Second}
+	r, _, err := c.Exchange(m, u.Addr)
+	if err != nil {
+		t.Fatalf("unbound query %s with ECS %s: %v\nunbound log:\n%s", name, subnet, err, u.Log())
+	}
+	return r
+}
+
+// AddECS adds an EDNS Client Subnet option for subnet ("198.51.100.0/24") to m, which must
+// carry an OPT record already.
+func AddECS(m *dns.Msg, subnet string) error {
+	_, ipnet, err := net.ParseCIDR(subnet)
+	if err != nil {
+		return fmt.Errorf("ECS subnet: %w", err)
+	}
+	ones, _ := ipnet.Mask.Size()
+	ecs := &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, SourceNetmask: uint8(ones), Address: ipnet.IP}
+	if ip4 := ipnet.IP.To4(); ip4 != nil {
+		ecs.Family, ecs.Address = 1, ip4
+	} else {
+		ecs.Family = 2
+	}
+	opt := m.IsEdns0()
+	if opt == nil {
+		return fmt.Errorf("ECS: the message has no OPT record")
+	}
+	opt.Option = append(opt.Option, ecs)
+	return nil
+}
