@@ -150,6 +150,14 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 		return positive(c, &o.BatchSizeStart)
 	case "healthcheck_idle_multiplier":
 		return positive(c, &o.HealthcheckIdleMultiplier)
+	case "geoip_maxmind":
+		return parseMaxMind(c, root, &o.GeoIP)
+	case "geoip_custom":
+		v, err := single(c)
+		if err != nil {
+			return err
+		}
+		o.GeoIP.CustomMap = resolve(root, v)
 	case "healthcheck_profiles":
 		v, err := single(c)
 		if err != nil {
@@ -162,6 +170,31 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 		}
 		return c.Errf("unknown option %q", name)
 	}
+	return nil
+}
+
+// parseMaxMind reads "geoip_maxmind city_db|country_db|asn_db PATH". The option repeats, once
+// per database type.
+func parseMaxMind(c *caddy.Controller, root string, g *config.GeoIPOptions) error {
+	args := c.RemainingArgs()
+	if len(args) != 2 {
+		return c.Errf("geoip_maxmind: want 'geoip_maxmind city_db|country_db|asn_db PATH', got %d arguments", len(args))
+	}
+	var dst *string
+	switch args[0] {
+	case "city_db":
+		dst = &g.CityDB
+	case "country_db":
+		dst = &g.CountryDB
+	case "asn_db":
+		dst = &g.ASNDB
+	default:
+		return c.Errf("geoip_maxmind: unknown database type %q (valid: city_db, country_db, asn_db)", args[0])
+	}
+	if *dst != "" {
+		return c.Errf("geoip_maxmind: %s is given twice", args[0])
+	}
+	*dst = resolve(root, args[1])
 	return nil
 }
 

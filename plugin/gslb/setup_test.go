@@ -83,6 +83,21 @@ func TestParseBlock(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:  "geoip sources",
+			input: "gslb {\n zone example.org. a.yml\n geoip_maxmind city_db GeoLite2-City.mmdb\n geoip_maxmind country_db /db/country.mmdb\n geoip_maxmind asn_db asn.mmdb\n geoip_custom location_map.yml\n}",
+			root:  "/etc/meridian",
+			check: func(t *testing.T, b Block) {
+				want := config.GeoIPOptions{CityDB: "/etc/meridian/GeoLite2-City.mmdb", CountryDB: "/db/country.mmdb", ASNDB: "/etc/meridian/asn.mmdb", CustomMap: "/etc/meridian/location_map.yml"}
+				if b.Options.GeoIP != want {
+					t.Errorf("geoip %+v, want %+v", b.Options.GeoIP, want)
+				}
+			},
+		},
+		{name: "geoip_maxmind unknown type", input: "gslb {\n zone example.org. a.yml\n geoip_maxmind isp_db x.mmdb\n}", wantErr: `Testfile:3 - Error during parsing: geoip_maxmind: unknown database type "isp_db"`},
+		{name: "geoip_maxmind twice", input: "gslb {\n zone example.org. a.yml\n geoip_maxmind city_db a.mmdb\n geoip_maxmind city_db b.mmdb\n}", wantErr: "Testfile:4 - Error during parsing: geoip_maxmind: city_db is given twice"},
+		{name: "geoip_maxmind arity", input: "gslb {\n zone example.org. a.yml\n geoip_maxmind city_db\n}", wantErr: "want 'geoip_maxmind city_db|country_db|asn_db PATH'"},
+		{name: "geoip_custom arity", input: "gslb {\n zone example.org. a.yml\n geoip_custom\n}", wantErr: "geoip_custom: want one argument"},
 		{name: "unknown option names its line", input: "gslb {\n zone example.org. a.yml\n frobnicate on\n}", wantErr: `Testfile:3 - Error during parsing: unknown option "frobnicate"`},
 		{name: "no zones", input: "gslb", keys: []string{"."}, wantErr: "no zones"},
 		{name: "bad duration", input: "gslb {\n zone example.org. a.yml\n max_stagger_start soon\n}", wantErr: "Testfile:3"},
