@@ -25,6 +25,7 @@ deps:
 	command -v mariadbd >/dev/null || command -v mysqld >/dev/null || missing="$$missing mariadb-server"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	command -v unbound >/dev/null || missing="$$missing unbound"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
