@@ -80,6 +80,8 @@ type Options struct {
 	GeoIP GeoIPOptions
 	// Cluster is the Redis cluster mode; off unless Cluster.Enable.
 	Cluster ClusterOptions
+	// API is the admin API and dashboard; off unless API.Enable.
+	API APIOptions
 }
 
 // GeoIPOptions are the data sources of the geo modes. Empty paths are sources not used.
