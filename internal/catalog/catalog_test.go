@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/meridian-gslb/meridian/internal/config"
@@ -138,5 +139,49 @@ records:
 	}
 	if len(v.Enabled[IPv4]) != 2 || !v.Configured[IPv4] || v.Configured[IPv6] {
 		t.Fatalf("view %+v", v)
+	}
+}
+
+func TestOverridesTakePrecedenceOverTheEnableFlag(t *testing.T) {
+	snap, err := Build([]*config.Zone{mustZone(t, "example.org", `
+records:
+  www.example.org.:
+    backends:
+      - {address: 10.0.0.1}
+      - {address: 10.0.0.2, enable: false}
+`)}, states{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := snap.Records()[0]
+	first, second := rec.Backends[0], rec.Backends[1]
+	tests := []struct {
+		name          string
+		first, second Override
+		want          []string
+	}{
+		{"as configured", NoOverride, NoOverride, []string{"10.0.0.1"}},
+		{"drain the enabled one", ForceDisable, NoOverride, nil},
+		{"enable the disabled one", NoOverride, ForceEnable, []string{"10.0.0.1", "10.0.0.2"}},
+		{"swap", ForceDisable, ForceEnable, []string{"10.0.0.2"}},
+		{"back to the configuration", NoOverride, NoOverride, []string{"10.0.0.1"}},
+	}
+	for _, tt := range tests {
+		first.SetOverride(tt.first)
+		second.SetOverride(tt.second)
+		rec.Refresh()
+		var got []string
+		for _, b := range rec.View().Enabled[IPv4] {
+			got = append(got, b.Config.Address)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: enabled %v, want %v", tt.name, got, tt.want)
+		}
+		if h := len(rec.View().Healthy[IPv4]); h != len(tt.want) {
+			t.Errorf("%s: %d healthy, want %d (backends without checks are up)", tt.name, h, len(tt.want))
+		}
+	}
+	if first.SetOverride(NoOverride) {
+		t.Error("SetOverride reported a change for the same override")
 	}
 }

@@ -62,11 +62,48 @@ type Backend struct {
 	RR dns.RR
 	// alwaysUp is set for backends that are never probed and count as up.
 	alwaysUp bool
+	// override is the operator's Override of the configured enable flag.
+	override atomic.Int32
+}
+
+// Override is an operator's decision on a backend that takes precedence over the enable flag
+// of its configuration, without editing the file (admin API, drains).
+type Override int32
+
+// The overrides.
+const (
+	// NoOverride serves the backend as its configuration says.
+	NoOverride Override = iota
+	// ForceEnable serves the backend even when its configuration disables it.
+	ForceEnable
+	// ForceDisable never serves the backend (disabled or drained).
+	ForceDisable
+)
+
+// SetOverride sets the backend's override and reports whether it changed. Call the record's
+// Refresh afterwards for answers to follow.
+func (b *Backend) SetOverride(o Override) bool {
+	return Override(b.override.Swap(int32(o))) != o
+}
+
+// Override returns the backend's current override.
+func (b *Backend) Override() Override { return Override(b.override.Load()) }
+
+// Enabled reports whether the backend may be served: its configuration's enable flag, unless
+// an override says otherwise.
+func (b *Backend) Enabled() bool {
+	switch b.Override() {
+	case ForceEnable:
+		return true
+	case ForceDisable:
+		return false
+	}
+	return b.Config.Enable
 }
 
 // Healthy reports whether the backend is enabled and up.
 func (b *Backend) Healthy() bool {
-	return b.Config.Enable && (b.alwaysUp || b.State.Status() == health.Up)
+	return b.Enabled() && (b.alwaysUp || b.State.Status() == health.Up)
 }
 
 // Status returns the backend's health status, Up for backends that are never probed.
@@ -178,7 +215,7 @@ func (r *Record) Refresh() {
 				continue
 			}
 			v.Configured[f] = true
-			if !b.Config.Enable {
+			if !b.Enabled() {
 				continue
 			}
 			v.Enabled[f] = append(v.Enabled[f], b)

@@ -7,6 +7,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,8 @@ type Engine struct {
 	specs []health.Spec
 	keep  map[string]bool
 	snap  atomic.Pointer[catalog.Snapshot]
+	// overrides are the operators' overrides by backend key, applied to every snapshot.
+	overrides map[string]catalog.Override
 
 	reloadMu sync.Mutex // serialises reloads
 	watch    *watcher
@@ -162,6 +165,11 @@ func (e *Engine) load() error {
 	if err != nil {
 		return fmt.Errorf("compile zones: %w", err)
 	}
+	for _, r := range snap.Records() {
+		for _, b := range r.Backends {
+			b.SetOverride(e.overrides[b.Key])
+		}
+	}
 	specs, keep, err := healthSpecs(snap)
 	if err != nil {
 		return err
@@ -175,6 +183,35 @@ func (e *Engine) load() error {
 	forgetRecords(e.snap.Swap(snap), snap)
 	recordsGauge.Set(float64(len(snap.Records())))
 	lastReloadTime.SetToCurrentTime()
+	return nil
+}
+
+// SetOverrides makes overrides (by backend key; absent keys have none) the operators'
+// overrides of the enable flags, now and for every later snapshot. Answers follow at once. A
+// backend its configuration disables and an override enables must be probed first: such a
+// change reloads the configuration, which starts its probes.
+func (e *Engine) SetOverrides(overrides map[string]catalog.Override) error {
+	e.reloadMu.Lock()
+	e.overrides = maps.Clone(overrides)
+	reprobe := false
+	for _, r := range e.Snapshot().Records() {
+		changed := false
+		for _, b := range r.Backends {
+			wasProbed := probed(b)
+			if b.SetOverride(overrides[b.Key]) {
+				changed = true
+				reprobe = reprobe || probed(b) != wasProbed
+			}
+		}
+		if changed {
+			r.Refresh()
+			publishRecordHealth(r)
+		}
+	}
+	e.reloadMu.Unlock()
+	if reprobe {
+		return e.Reload()
+	}
 	return nil
 }
 

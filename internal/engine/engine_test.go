@@ -2,23 +2,38 @@ package engine
 
 import (
 	"fmt"
-	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
-// quietLog records what the engine logs.
-type quietLog struct{ lines []string }
+// quietLog records what the engine logs, from any goroutine.
+type quietLog struct {
+	mu    sync.Mutex
+	lines []string
+}
 
-func (l *quietLog) Infof(f string, a ...any)    { l.lines = append(l.lines, fmt.Sprintf(f, a...)) }
-func (l *quietLog) Warningf(f string, a ...any) { l.lines = append(l.lines, fmt.Sprintf(f, a...)) }
-func (l *quietLog) Errorf(f string, a ...any)   { l.lines = append(l.lines, fmt.Sprintf(f, a...)) }
+func (l *quietLog) add(f string, a ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(f, a...))
+}
+
+func (l *quietLog) Infof(f string, a ...any)    { l.add(f, a...) }
+func (l *quietLog) Warningf(f string, a ...any) { l.add(f, a...) }
+func (l *quietLog) Errorf(f string, a ...any)   { l.add(f, a...) }
 
 func newTestEngine(t *testing.T, yaml string) (*Engine, string) {
 	t.Helper()
@@ -137,4 +152,77 @@ func BenchmarkLoad10kRecords(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestOverridesDrainAndEnableBackends(t *testing.T) {
+	// Both backends answer the TCP check: a listener on each loopback address, same port.
+	l1, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l1.Close()
+	port := l1.Addr().(*net.TCPAddr).Port
+	l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.2:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	e, _ := newTestEngine(t, fmt.Sprintf(`
+records:
+  www.example.org.:
+    scrape_interval: 1s
+    backends:
+      - {address: 127.0.0.1, healthchecks: [{type: tcp, params: {port: %d}}]}
+      - {address: 127.0.0.2, enable: false, healthchecks: [{type: tcp, params: {port: %d}}]}
+`, port, port))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	healthy := func() []string {
+		var out []string
+		for _, b := range e.Snapshot().Records()[0].View().Healthy[catalog.IPv4] {
+			out = append(out, b.Config.Address)
+		}
+		return out
+	}
+	waitFor := func(want []string) {
+		t.Helper()
+		testutil.Eventually(t, 5*time.Second, func() bool { return slices.Equal(healthy(), want) }, "healthy backends %v, want %v", healthy(), want)
+	}
+	waitFor([]string{"127.0.0.1"})
+	if st := backendState(t, e, "www.example.org.", "127.0.0.2").Status(); st != health.Unknown {
+		t.Fatalf("the disabled backend is %s: it was probed", st)
+	}
+
+	// Enabling the disabled backend starts its probes; it is served once up.
+	both := map[string]catalog.Override{"www.example.org.|127.0.0.2|0": catalog.ForceEnable}
+	if err := e.SetOverrides(both); err != nil {
+		t.Fatal(err)
+	}
+	waitFor([]string{"127.0.0.1", "127.0.0.2"})
+
+	// Draining the first takes it out at once, and it stays out across a reload, still probed.
+	drained := map[string]catalog.Override{"www.example.org.|127.0.0.1|0": catalog.ForceDisable, "www.example.org.|127.0.0.2|0": catalog.ForceEnable}
+	if err := e.SetOverrides(drained); err != nil {
+		t.Fatal(err)
+	}
+	if got := healthy(); !slices.Equal(got, []string{"127.0.0.2"}) {
+		t.Fatalf("healthy right after the drain %v, want only 127.0.0.2", got)
+	}
+	if err := e.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if got := healthy(); !slices.Equal(got, []string{"127.0.0.2"}) {
+		t.Fatalf("healthy after a reload %v, want the drain kept", got)
+	}
+	if st := backendState(t, e, "www.example.org.", "127.0.0.1").Status(); st != health.Up {
+		t.Fatalf("the drained backend is %s, want its health still known (up)", st)
+	}
+
+	// No overrides: back to the configuration.
+	if err := e.SetOverrides(nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor([]string{"127.0.0.1"})
 }

@@ -8,8 +8,10 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 )
 
-// healthSpecs compiles the health checks of every probed backend of snap: enabled backends
-// with checks that are neither assume_healthy nor passive. It also returns the keys of every
+// healthSpecs compiles the health checks of every probed backend of snap: backends with checks
+// that are neither assume_healthy nor passive, and enabled by their configuration or by an
+// operator's override. Backends an operator disabled (drained) are still probed, so that their
+// health is known before they are enabled again. It also returns the keys of every
 // backend, whose health words the manager keeps. Errors name the check's file position.
 func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, map[string]bool, error) {
 	var specs []health.Spec
@@ -21,7 +23,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, map[string]bool, error)
 		for _, b := range rec.Backends {
 			keep[b.Key] = true
 			bc := b.Config
-			if !bc.Enable || bc.AssumeHealthy || bc.Passive || len(bc.HealthChecks) == 0 {
+			if !probed(b) || bc.AssumeHealthy || bc.Passive || len(bc.HealthChecks) == 0 {
 				continue
 			}
 			target := health.Target{Host: strings.TrimSuffix(bc.Address, "."), IP: bc.IP, Port: bc.Port}
@@ -60,4 +62,9 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, map[string]bool, error)
 		return nil, nil, errors.Join(errs...)
 	}
 	return specs, keep, nil
+}
+
+// probed reports whether b's configuration or its override asks for it to be served at all.
+func probed(b *catalog.Backend) bool {
+	return b.Config.Enable || b.Override() == catalog.ForceEnable
 }
