@@ -1,0 +1,28 @@
+package overlay
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// overridesGauge counts the overrides in effect, in the default registry that CoreDNS's
+// prometheus plugin serves.
+var overridesGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	Namespace: "coredns", Subsystem: "gslb", Name: "overrides",
+	Help: "Backend overrides in effect, by action (enable, disable, drain).",
+}, []string{"action"})
+
+func init() {
+	publish(nil)
+}
+
+// publish sets the overrides gauge from the overrides of a store.
+func publish(byKey map[string]Override) {
+	counts := map[Action]int{Enable: 0, Disable: 0, Drain: 0}
+	for _, o := range byKey {
+		counts[o.Action]++
+	}
+	for a, n := range counts {
+		overridesGauge.WithLabelValues(string(a)).Set(float64(n))
+	}
+}

@@ -1,0 +1,133 @@
+// Package overlay holds the operators' overrides of backends: enable, disable and drain. An
+// override is state kept beside the configuration, never an edit of the YAML files: the catalog
+// serves a backend when its configuration enables it and no override disables it, or when an
+// override enables it. A Store keeps the overrides, applies changes all or nothing, removes
+// overrides whose expiry has passed, and tells its subscribers when anything changed.
+//
+// File is the store of a single instance (a JSON file written atomically); cluster mode keeps
+// the same state in Redis behind the same interface.
+package overlay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Action is what an override does to its backend.
+type Action string
+
+// The overrides, and Clear, which removes a backend's override in a Change.
+const (
+	// Enable serves the backend even when its configuration disables it.
+	Enable Action = "enable"
+	// Disable takes the backend out of every answer, fallback answers included.
+	Disable Action = "disable"
+	// Drain is Disable for planned maintenance, usually with an expiry: the dashboard and the
+	// API show it apart from a plain Disable.
+	Drain Action = "drain"
+	// Clear, in a Change, removes the backend's override: its configuration decides again.
+	Clear Action = "clear"
+)
+
+// Disables reports whether the action takes a backend out of the answers.
+func (a Action) Disables() bool { return a == Disable || a == Drain }
+
+// valid reports whether a may be stored as an override.
+func (a Action) valid() bool { return a == Enable || a.Disables() }
+
+// Override is one backend's override.
+type Override struct {
+	// Key identifies the backend: "record|address|port", as the admin API lists it.
+	Key    string `json:"key"`
+	Action Action `json:"action"`
+	// Expires is when the override is removed by itself; zero for never.
+	Expires time.Time `json:"expires,omitzero"`
+	// Reason is the operator's note.
+	Reason string `json:"reason,omitempty"`
+	// By is who set the override: the API user, or empty when the API has no authentication.
+	By string `json:"by,omitempty"`
+	// Set is when the override was set.
+	Set time.Time `json:"set"`
+}
+
+// expired reports whether o has an expiry and it is not after now.
+func (o Override) expired(now time.Time) bool {
+	return !o.Expires.IsZero() && !now.Before(o.Expires)
+}
+
+// Change is one element of a Store.Apply: set the override of Key, or remove it with Clear.
+type Change struct {
+	Key    string
+	Action Action
+	// Expires is optional, and must be in the future; Clear takes none.
+	Expires time.Time
+	Reason  string
+	By      string
+}
+
+// ErrInvalid is wrapped by the errors of Apply about the changes themselves (as opposed to a
+// failure to store them), so that callers can tell the two apart.
+var ErrInvalid = errors.New("invalid override")
+
+// Store keeps the overrides of one Meridian instance, or of a cluster of them.
+type Store interface {
+	// Get returns the override of the backend key, if it has one that has not expired.
+	Get(key string) (Override, bool)
+	// List returns every override that has not expired, sorted by key.
+	List() []Override
+	// Apply makes every change or none: an invalid change (its error wraps ErrInvalid) or a
+	// failure to store the result leaves the overrides as they were. When Apply returns, the
+	// subscribers have been told.
+	Apply(ctx context.Context, changes []Change) error
+	// Subscribe calls fn after every change of the overrides, including an override that
+	// expired, and returns a function that ends the subscription. fn runs on the goroutine that
+	// made the change, possibly on several at once; it should read the store again and be quick.
+	Subscribe(fn func()) (cancel func())
+	// Close stops the expiry of overrides. The store must not be used afterwards.
+	Close() error
+}
+
+// Clock is the time source of a store: the system clock, or a fake one in tests.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f on its own goroutine once d has passed, unless stopped before.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a pending call of Clock.AfterFunc.
+type Timer interface {
+	// Stop prevents the call if it has not started, and reports whether it did.
+	Stop() bool
+}
+
+// SystemClock is the Clock of the time package.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// AfterFunc is time.AfterFunc.
+func (SystemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// validate checks changes against the time now, and returns the first problem found.
+func validate(changes []Change, now time.Time) error {
+	seen := make(map[string]bool, len(changes))
+	for _, c := range changes {
+		switch {
+		case c.Key == "":
+			return fmt.Errorf("%w: empty backend key", ErrInvalid)
+		case seen[c.Key]:
+			return fmt.Errorf("%w: backend %s is changed twice", ErrInvalid, c.Key)
+		case c.Action != Clear && !c.Action.valid():
+			return fmt.Errorf("%w: backend %s: unknown action %q (valid: enable, disable, drain, clear)", ErrInvalid, c.Key, c.Action)
+		case c.Action == Clear && !c.Expires.IsZero():
+			return fmt.Errorf("%w: backend %s: clear takes no expiry", ErrInvalid, c.Key)
+		case !c.Expires.IsZero() && !c.Expires.After(now):
+			return fmt.Errorf("%w: backend %s: expiry %s is not in the future", ErrInvalid, c.Key, c.Expires.Format(time.RFC3339))
+		}
+		seen[c.Key] = true
+	}
+	return nil
+}
