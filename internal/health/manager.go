@@ -32,6 +32,9 @@ type Spec struct {
 	Activity *atomic.Bool
 	// OnChange is called, outside the manager's lock, after the backend's status changed.
 	OnChange func()
+	// Passive backends have no checks: their results come from the fleet through a
+	// Coordinator. Without one, the manager ignores them and they stay unknown.
+	Passive bool
 }
 
 // Options tune the manager.
@@ -45,6 +48,10 @@ type Options struct {
 	// MaxInFlight caps the probes running at once; a cycle that finds no room is skipped.
 	MaxInFlight int
 	Log         Logger
+	// Coordinator turns on cluster mode: checks run on the fleet's clock, the coordinator
+	// decides who probes each cycle, and results are shared (see coordinator.go). Nil: every
+	// check is probed here on its own jittered schedule.
+	Coordinator Coordinator
 }
 
 // DefaultMaxInFlight bounds concurrent probes (and so memory) when Options sets no limit.
@@ -70,6 +77,8 @@ type Manager struct {
 	wake     chan struct{}
 	done     chan struct{}
 	wg       sync.WaitGroup
+
+	cluster *clusterState // nil without a Coordinator
 }
 
 // backend is one probed backend and its checks' damping machines.
@@ -96,7 +105,7 @@ func NewManager(opts Options) *Manager {
 	if opts.BatchSizeStart <= 0 {
 		opts.BatchSizeStart = 1
 	}
-	return &Manager{
+	m := &Manager{
 		opts:     opts,
 		states:   make(map[string]*State),
 		backends: make(map[string]*backend),
@@ -106,6 +115,10 @@ func NewManager(opts Options) *Manager {
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
+	if opts.Coordinator != nil {
+		m.cluster = &clusterState{coord: opts.Coordinator, exclusive: opts.Coordinator.Exclusive()}
+	}
+	return m
 }
 
 // State returns the health word of the backend with key, creating it on first use. It
@@ -135,6 +148,9 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 	now := time.Now()
 	backends := make(map[string]*backend, len(specs))
 	for _, spec := range specs {
+		if spec.Passive && !m.acceptPassive(&spec) {
+			continue
+		}
 		b := m.backends[spec.Key]
 		if b != nil && sameChecks(b.spec.Checks, spec.Checks) {
 			for _, s := range b.subs {
@@ -211,6 +227,9 @@ func (m *Manager) rebuildJobs(now time.Time) {
 			}
 		}
 	}
+	if m.cluster != nil {
+		fresh = m.syncCluster(jobs, fresh, now) // seeds new checks from the fleet before they run
+	}
 	m.schedule(fresh, now)
 	m.jobs = jobs
 }
@@ -247,37 +266,58 @@ func (m *Manager) pruneActivity() {
 
 // apply feeds one raw result of j to every subscriber's machine and publishes the changes.
 func (m *Manager) apply(j *job, res Result) {
-	var notify []func()
 	m.mu.Lock()
-	j.running = false
-	if j.removed {
-		closeProber(j.prober)
-	}
-	for _, s := range j.subs {
-		if !s.machine.observe(res.OK) {
-			continue
-		}
-		b := s.backend
-		statuses := make([]Status, len(b.subs))
-		for i, sub := range b.subs {
-			statuses[i] = sub.machine.status
-		}
-		next := combine(statuses)
-		if next == b.status {
-			continue
-		}
-		m.opts.Log.Infof("backend %s of %s is %s: %s (was %s)", b.spec.Backend, b.spec.Record, next, res.Reason, b.status)
-		recordTransition(b.spec, b.status, next)
-		b.status = next
-		b.state.Set(next)
-		if b.spec.OnChange != nil {
-			notify = append(notify, b.spec.OnChange)
-		}
-	}
+	m.doneLocked(j)
+	notify := m.observeLocked(j, res, "")
 	m.mu.Unlock()
 	for _, f := range notify {
 		f()
 	}
+}
+
+// doneLocked notes that j's probe (or cluster turn) ended.
+func (m *Manager) doneLocked(j *job) {
+	j.running = false
+	if j.removed {
+		closeProber(j.prober)
+	}
+}
+
+// observeLocked feeds res to the machines of j's subscribers and returns the OnChange
+// functions of the backends whose status changed. by names the instance that probed, when
+// another one did.
+func (m *Manager) observeLocked(j *job, res Result, by string) []func() {
+	var notify []func()
+	for _, s := range j.subs {
+		if !s.machine.observe(res.OK) {
+			continue
+		}
+		if f := m.updateLocked(s.backend, res.Reason, by); f != nil {
+			notify = append(notify, f)
+		}
+	}
+	return notify
+}
+
+// updateLocked recomputes b's status from its checks' machines. On a change it logs it with
+// reason, counts and stores it, and returns b's OnChange.
+func (m *Manager) updateLocked(b *backend, reason, by string) func() {
+	statuses := make([]Status, len(b.subs))
+	for i, sub := range b.subs {
+		statuses[i] = sub.machine.status
+	}
+	next := combine(statuses)
+	if next == b.status {
+		return nil
+	}
+	if by != "" {
+		reason += ", probed by " + by
+	}
+	m.opts.Log.Infof("backend %s of %s is %s: %s (was %s)", b.spec.Backend, b.spec.Record, next, reason, b.status)
+	recordTransition(b.spec, b.status, next)
+	b.status = next
+	b.state.Set(next)
+	return b.spec.OnChange
 }
 
 // Start runs the scheduler until Stop.

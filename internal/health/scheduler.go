@@ -21,6 +21,8 @@ type job struct {
 	index   int  // position in the queue, -1 when not queued
 	running bool // a probe of this job is in flight
 	removed bool // no backend uses the job any more
+
+	shared *sharedJob // cluster mode only
 }
 
 func newJob(key string, c *Compiled, spec Spec) *job {
@@ -56,30 +58,27 @@ func (m *Manager) loop() {
 		now := time.Now()
 		for len(m.queue) > 0 && !m.queue[0].next.After(now.Add(dispatchSlack)) {
 			j := m.queue[0]
+			due := j.next
 			j.next = m.nextRun(j, now)
 			m.queue.fixFirst()
 			if j.running {
 				skippedTotal.WithLabelValues(j.typ, "running").Inc()
 				continue
 			}
-			select {
-			case m.inFlight <- struct{}{}:
-			default:
-				skippedTotal.WithLabelValues(j.typ, "in_flight_limit").Inc()
+			if j.shared != nil {
+				m.dueShared(j, due) // cluster mode: the coordinator decides who probes
 				continue
 			}
-			j.running = true
-			m.wg.Add(1)
-			if as, ok := j.prober.(asyncStarter); ok && m.poller != nil && m.runAsync(j, as) {
-				continue
-			}
-			go m.run(j)
+			m.start(j)
 		}
 		wait := time.Hour
 		if len(m.queue) > 0 {
 			wait = m.queue[0].next.Sub(now)
 		}
 		m.mu.Unlock()
+		if m.cluster != nil {
+			m.handOver()
+		}
 		timer.Reset(wait)
 		select {
 		case <-m.done:
@@ -92,11 +91,15 @@ func (m *Manager) loop() {
 
 // nextRun returns when j runs after now: one interval later (times the idle multiplier when
 // none of its records was queried lately), with a jitter of up to ±5% so that checks started
-// together drift apart instead of firing in bursts.
+// together drift apart instead of firing in bursts. In cluster mode there is no jitter: the
+// run keeps its offset in the fleet's cycles.
 func (m *Manager) nextRun(j *job, now time.Time) time.Time {
 	interval := j.interval
 	if m.opts.IdleMultiplier > 1 && m.opts.IdleTimeout > 0 && m.idle(j, now) {
 		interval *= time.Duration(m.opts.IdleMultiplier)
+	}
+	if j.shared != nil {
+		return j.shared.nextRun(j.next, now, interval)
 	}
 	jitter := time.Duration(rand.Int64N(int64(interval)/10+1)) - interval/20
 	next := j.next.Add(interval + jitter)
@@ -126,6 +129,23 @@ func (m *Manager) idle(j *job, now time.Time) bool {
 		}
 	}
 	return true
+}
+
+// start runs j's probe, on the poller when it can, unless the in-flight limit is reached.
+// Called with m.mu held.
+func (m *Manager) start(j *job) {
+	select {
+	case m.inFlight <- struct{}{}:
+	default:
+		skippedTotal.WithLabelValues(j.typ, "in_flight_limit").Inc()
+		return
+	}
+	j.running = true
+	m.wg.Add(1)
+	if as, ok := j.prober.(asyncStarter); ok && m.poller != nil && m.runAsync(j, as) {
+		return
+	}
+	go m.run(j)
 }
 
 // asyncStarter is a Prober that can also run on the poller, without a goroutine. startAsync
@@ -175,6 +195,10 @@ func (m *Manager) finish(j *job, res Result, start time.Time) {
 		return
 	}
 	observeProbe(j.typ, res, time.Since(start))
+	if j.shared != nil {
+		m.finishShared(j, res) // cluster mode: applied once per cycle, maybe published
+		return
+	}
 	m.apply(j, res)
 }
 

@@ -1,0 +1,372 @@
+package health
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"hash/fnv"
+	"time"
+)
+
+// Coordinator shares health-check results between the instances of a fleet (cluster mode):
+// it decides which instance probes each cycle of a check, and carries the raw results to the
+// others, which apply them through their own rise/fall machines. The manager uses it only when
+// Options.Coordinator is set; without one, none of this file's code runs and the scheduler's
+// hooks are one nil test per dispatched job.
+//
+// In cluster mode a check runs on the fleet's clock instead of a jittered one: cycle n of a
+// check of interval I is the span [n*I, (n+1)*I) of Unix time, and every instance runs it at
+// the same offset in the cycle (a hash of the check's id), so that all of them ask for the
+// same cycle at about the same moment.
+type Coordinator interface {
+	// Exclusive reports whether one instance probes each cycle of a check (lock mode). The
+	// manager then applies at most one result per check and cycle; otherwise (every instance
+	// probes) one per instance and cycle.
+	Exclusive() bool
+	// Seed returns the newest shared result of each of checks that has one. The manager calls
+	// it, holding its lock, for the checks it starts to run, before their first probe: Seed
+	// must bound its own time and must not call back into the manager.
+	Seed(checks []Check) []Shared
+	// Watch tells which checks the manager runs now, after every change. The manager holds its
+	// lock: Watch must only take note.
+	Watch(checks []Check)
+	// Due hands over one due cycle of a check. It must not block, and it must end the turn with
+	// exactly one call of its Probe or End, from any goroutine. The manager does not run the
+	// check again while a turn of it is open.
+	Due(t *Turn)
+	// Publish shares the result of a probe this instance ran for a turn with Probe(true). It
+	// must not block.
+	Publish(s Shared)
+}
+
+// Check is a check as the instances of a fleet know it.
+type Check struct {
+	// ID names the check fleet-wide. For a probed check it is the hex digest of its compiled
+	// key (type, parameters, target), interval and retries, the same in every process with the
+	// same configuration; for a passive backend it is the backend's key (record|address|port).
+	ID string
+	// Interval is the check's scrape_interval, Timeout its probe timeout.
+	Interval, Timeout time.Duration
+	// Passive checks are never probed here: their results come from other instances or agents,
+	// and their backends turn unknown when the newest result is older than twice the interval.
+	Passive bool
+}
+
+// Shared is one raw result of a check as instances exchange it.
+type Shared struct {
+	// Check is the check's ID; Backends lists the keys of the backends it covers (informative).
+	Check    string
+	Backends []string
+	// Cycle is the cycle the result belongs to (Unix time / interval, for probed checks).
+	Cycle  int64
+	OK     bool
+	Reason string
+	// At is when the probe finished.
+	At time.Time
+	// Instance names the instance that probed; empty for results of this instance.
+	Instance string
+}
+
+// Turn is one due cycle of a check in cluster mode, handed to the Coordinator to decide
+// whether this instance probes it.
+type Turn struct {
+	// Check is the check that is due, Cycle the number of the cycle.
+	Check Check
+	Cycle int64
+	m     *Manager
+	j     *job
+}
+
+// Probe runs the turn's check here, like an ordinary scheduled probe: the result is applied
+// through this instance's machines and, with publish, handed to Coordinator.Publish. It ends
+// the turn. A probe that finds no in-flight slot is skipped.
+func (t *Turn) Probe(publish bool) {
+	m, j := t.m, t.j
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopping.Load() || j.removed {
+		m.doneLocked(j)
+		return
+	}
+	j.shared.publish, j.shared.runCycle = publish, t.Cycle
+	j.running = false // start marks it running again, if a slot is free
+	m.start(j)
+}
+
+// End ends the turn without a probe here: another instance's result settled the cycle.
+func (t *Turn) End() {
+	t.m.mu.Lock()
+	t.m.doneLocked(t.j)
+	t.m.mu.Unlock()
+}
+
+// Settled reports whether a result of the turn's cycle, or of a later one, has been applied.
+func (t *Turn) Settled() bool {
+	t.m.mu.Lock()
+	defer t.m.mu.Unlock()
+	return t.j.shared.cycle >= t.Cycle
+}
+
+// Receive applies a result another instance (or an external agent) shared, through the
+// machines of the backends of its check. Results of checks not run here, older than the newest
+// applied, or already applied (per cycle in exclusive mode, per instance and cycle otherwise)
+// are dropped. It reports whether the result was applied; without a Coordinator it is never.
+func (m *Manager) Receive(s Shared) bool {
+	m.mu.Lock()
+	if m.cluster == nil {
+		m.mu.Unlock()
+		return false
+	}
+	j := m.cluster.byID[s.Check]
+	if j == nil || !m.cluster.accept(j, s) {
+		m.mu.Unlock()
+		return false
+	}
+	notify := m.observeLocked(j, Result{OK: s.OK, Reason: s.Reason}, s.Instance)
+	m.mu.Unlock()
+	for _, f := range notify {
+		f()
+	}
+	return true
+}
+
+// clusterState is the manager's side of cluster mode.
+type clusterState struct {
+	coord     Coordinator
+	exclusive bool
+	byID      map[string]*job // the jobs by check id
+	// Filled by the scheduler loop under the manager's lock, handed over after it unlocks.
+	turns  []*Turn
+	notify []func()
+}
+
+// sharedJob is the cluster-mode state of a job.
+type sharedJob struct {
+	check Check
+	phase time.Duration // offset of the runs in each cycle
+	cycle int64         // the newest cycle applied
+	at    time.Time     // when the newest applied result was probed
+	// seen holds the newest cycle applied per instance (not exclusive mode).
+	seen map[string]int64
+	// The probe in flight: its cycle, and whether its result is published.
+	runCycle int64
+	publish  bool
+}
+
+// passiveType is the type of the stand-in check of a passive backend; it has no prober.
+const passiveType = "passive"
+
+// acceptPassive readies the spec of a passive backend, which has no checks of its own, with a
+// stand-in check that only receives shared results. Without a Coordinator nobody could send
+// them: the spec is refused and the backend stays unknown.
+func (m *Manager) acceptPassive(spec *Spec) bool {
+	if m.cluster == nil {
+		return false
+	}
+	sum := sha256.Sum256([]byte(passiveType + "|" + spec.Key))
+	spec.Checks = []*Compiled{{Type: passiveType, Key: string(sum[:16])}}
+	return true
+}
+
+// syncCluster gives jobs their cluster identity, tells the coordinator the current checks, and
+// seeds the fresh jobs' backends from the fleet's newest results. It queues the fresh jobs it
+// seeded (at their next cycle) and the passive ones, and returns the others, which the caller
+// schedules as usual. Seeded state changes notify nobody: Sync's caller refreshes every record
+// after Sync, as it does for the resets of Sync.
+func (m *Manager) syncCluster(jobs map[string]*job, fresh []*job, now time.Time) []*job {
+	c := m.cluster
+	c.byID = make(map[string]*job, len(jobs))
+	all := make([]Check, 0, len(jobs))
+	for _, j := range jobs {
+		if j.shared == nil {
+			j.shared = newSharedJob(j)
+		}
+		c.byID[j.shared.check.ID] = j
+		all = append(all, j.shared.check)
+	}
+	c.coord.Watch(all)
+	if len(fresh) == 0 {
+		return fresh
+	}
+	checks := make([]Check, len(fresh))
+	for i, j := range fresh {
+		checks[i] = j.shared.check
+	}
+	for _, s := range c.coord.Seed(checks) {
+		if j := c.byID[s.Check]; j != nil && c.accept(j, s) {
+			m.observeLocked(j, Result{OK: s.OK, Reason: s.Reason}, s.Instance)
+		}
+	}
+	rest := fresh[:0]
+	for _, j := range fresh {
+		sh := j.shared
+		switch {
+		case sh.check.Passive:
+			j.next = sh.staleAt()
+			if sh.at.IsZero() {
+				j.next = now.Add(sh.check.Interval)
+			}
+		case !sh.at.IsZero():
+			j.next = sh.runAfter(now)
+		default:
+			rest = append(rest, j) // nothing shared yet: probe as soon as a new check would
+			continue
+		}
+		m.queue.push(j)
+	}
+	return rest
+}
+
+func newSharedJob(j *job) *sharedJob {
+	check := Check{Interval: j.interval, Timeout: j.timeout}
+	if j.typ == passiveType {
+		check.ID, check.Passive = j.subs[0].backend.spec.Key, true
+	} else {
+		check.ID = checkID(j.key)
+	}
+	h := fnv.New64a()
+	h.Write([]byte(check.ID))
+	return &sharedJob{check: check, phase: time.Duration(h.Sum64() % uint64(j.interval))}
+}
+
+// checkID is the fleet-wide id of the job with key jobKey (its check's compiled key, interval
+// and retries).
+func checkID(jobKey string) string {
+	sum := sha256.Sum256([]byte(jobKey))
+	return hex.EncodeToString(sum[:16])
+}
+
+// accept records that s is applied to j, unless it is a duplicate or older than what was.
+func (c *clusterState) accept(j *job, s Shared) bool {
+	sh := j.shared
+	if c.exclusive {
+		if s.Cycle <= sh.cycle {
+			return false
+		}
+	} else {
+		if last, ok := sh.seen[s.Instance]; ok && s.Cycle <= last {
+			return false
+		}
+		if sh.seen == nil {
+			sh.seen = make(map[string]int64)
+		}
+		sh.seen[s.Instance] = s.Cycle
+		for id, cycle := range sh.seen {
+			if cycle < s.Cycle-2 {
+				delete(sh.seen, id) // an instance silent for two cycles: stopped, or lost Redis
+			}
+		}
+	}
+	sh.cycle = max(sh.cycle, s.Cycle)
+	if s.At.After(sh.at) {
+		sh.at = s.At
+	}
+	return true
+}
+
+// cycleOf returns the number of the cycle of length interval that t falls in.
+func cycleOf(t time.Time, interval time.Duration) int64 {
+	return t.UnixNano() / int64(interval)
+}
+
+// runTime returns when the check runs in cycle n.
+func (sh *sharedJob) runTime(n int64) time.Time {
+	return time.Unix(0, n*int64(sh.check.Interval)+int64(sh.phase))
+}
+
+// runAfter returns the first run time of the check after now.
+func (sh *sharedJob) runAfter(now time.Time) time.Time {
+	n := cycleOf(now, sh.check.Interval)
+	if t := sh.runTime(n); t.After(now) {
+		return t
+	}
+	return sh.runTime(n + 1)
+}
+
+// staleAt returns when the newest result is twice the interval old.
+func (sh *sharedJob) staleAt() time.Time { return sh.at.Add(2 * sh.check.Interval) }
+
+// nextRun returns when a shared job that was due at due runs next: at its offset in the next
+// cycle, or interval/Interval cycles later when its records are idle, and never before now. A
+// passive job is due when its newest result turns stale.
+func (sh *sharedJob) nextRun(due, now time.Time, interval time.Duration) time.Time {
+	if sh.check.Passive {
+		if t := sh.staleAt(); t.After(due) {
+			return t
+		}
+		return now.Add(sh.check.Interval)
+	}
+	next := sh.runTime(cycleOf(due, sh.check.Interval) + int64(max(interval/sh.check.Interval, 1)))
+	if next.After(now) {
+		return next
+	}
+	return sh.runAfter(now)
+}
+
+// dueShared dispatches a due shared job: a turn for the coordinator, or, for a passive job,
+// the check that its newest result is not stale. Called by the scheduler loop, locked.
+func (m *Manager) dueShared(j *job, due time.Time) {
+	sh := j.shared
+	if sh.check.Passive {
+		if !sh.staleAt().After(due) {
+			m.cluster.notify = append(m.cluster.notify, m.expireLocked(j)...)
+		}
+		return
+	}
+	j.running = true
+	m.cluster.turns = append(m.cluster.turns, &Turn{Check: sh.check, Cycle: cycleOf(due, sh.check.Interval), m: m, j: j})
+}
+
+// handOver gives the turns the scheduler loop found due to the coordinator, and runs the
+// change notifications of expired passive backends. Called by the loop, unlocked.
+func (m *Manager) handOver() {
+	c := m.cluster
+	for i, t := range c.turns {
+		c.coord.Due(t)
+		c.turns[i] = nil
+	}
+	c.turns = c.turns[:0]
+	for i, f := range c.notify {
+		f()
+		c.notify[i] = nil
+	}
+	c.notify = c.notify[:0]
+}
+
+// expireLocked turns the backends of a passive job whose newest result is stale unknown.
+func (m *Manager) expireLocked(j *job) []func() {
+	var notify []func()
+	for _, s := range j.subs {
+		s.machine = newMachine(s.machine.rise, s.machine.fall)
+		if f := m.updateLocked(s.backend, "no result for twice the interval", ""); f != nil {
+			notify = append(notify, f)
+		}
+	}
+	return notify
+}
+
+// finishShared applies the result of a probe of a shared job and publishes it when the turn
+// asked for that.
+func (m *Manager) finishShared(j *job, res Result) {
+	sh := j.shared
+	s := Shared{Check: sh.check.ID, Cycle: sh.runCycle, OK: res.OK, Reason: res.Reason, At: time.Now()}
+	m.mu.Lock()
+	m.doneLocked(j)
+	var notify []func()
+	if m.cluster.accept(j, s) {
+		notify = m.observeLocked(j, res, "")
+	}
+	publish := sh.publish && !j.removed
+	if publish {
+		s.Backends = make([]string, len(j.subs))
+		for i, sub := range j.subs {
+			s.Backends[i] = sub.backend.spec.Key
+		}
+	}
+	m.mu.Unlock()
+	if publish {
+		m.cluster.coord.Publish(s)
+	}
+	for _, f := range notify {
+		f()
+	}
+}

@@ -1,0 +1,278 @@
+package health
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+// fakeCoordinator stands in for the Redis coordinator: the manager's side of cluster mode is
+// under test here. It answers every turn with its decide function (probe here by default) and
+// records what the manager tells it.
+type fakeCoordinator struct {
+	exclusive bool
+	seeds     []Shared
+	decide    func(*Turn)
+
+	mu        sync.Mutex
+	watched   []Check
+	turns     []*Turn
+	published []Shared
+}
+
+func (f *fakeCoordinator) Exclusive() bool { return f.exclusive }
+
+func (f *fakeCoordinator) Seed(checks []Check) []Shared {
+	var out []Shared
+	for _, s := range f.seeds {
+		for _, c := range checks {
+			if c.ID == s.Check {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func (f *fakeCoordinator) Watch(checks []Check) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.watched = checks
+}
+
+func (f *fakeCoordinator) Due(t *Turn) {
+	f.mu.Lock()
+	f.turns = append(f.turns, t)
+	f.mu.Unlock()
+	if f.decide != nil {
+		f.decide(t)
+		return
+	}
+	t.Probe(true)
+}
+
+func (f *fakeCoordinator) Publish(s Shared) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.published = append(f.published, s)
+}
+
+func (f *fakeCoordinator) snapshot() (turns []*Turn, published []Shared) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*Turn(nil), f.turns...), append([]Shared(nil), f.published...)
+}
+
+// checkOf returns the check the manager runs for the single job of m.
+func checkOf(t *testing.T, f *fakeCoordinator) Check {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.watched) != 1 {
+		t.Fatalf("the coordinator watches %d checks, want 1", len(f.watched))
+	}
+	return f.watched[0]
+}
+
+func TestCheckIDIsStableAcrossProcesses(t *testing.T) {
+	target := Target{Host: "192.0.2.10", Port: 443}
+	compile := func(params map[string]any) *Compiled {
+		c, err := Compile(config.HealthCheck{Type: "tcp", Params: params}, target, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// The same parameters, inserted in another order: map order must not matter.
+	a := compile(map[string]any{"port": 8443, "send": "ping", "expect": "pong"})
+	b := compile(map[string]any{"expect": "pong", "send": "ping", "port": 8443})
+	id := func(c *Compiled, interval time.Duration, retries int) string {
+		return checkID(jobKey(c, Spec{Interval: interval, Retries: retries}))
+	}
+	// Pinned: another process (another build, another host) must compute the same id for the
+	// same configuration, or instances would never contend for the same locks. A change of the
+	// compiled key's format changes it: instances of both versions then share nothing during
+	// a rolling upgrade, which the release notes must say.
+	const want = "beb71da2716816d4e67d05c0f043d288"
+	if got := id(a, 10*time.Second, 1); got != want {
+		t.Errorf("check id %s, want %s", got, want)
+	}
+	if id(a, 10*time.Second, 1) != id(b, 10*time.Second, 1) {
+		t.Error("equal checks have different ids")
+	}
+	for _, other := range []string{id(a, 5*time.Second, 1), id(a, 10*time.Second, 2), id(compile(map[string]any{"port": 8444}), 10*time.Second, 1)} {
+		if other == want {
+			t.Error("a different interval, retries or check has the same id")
+		}
+	}
+	for _, c := range []*Compiled{a, b} {
+		Release(c.Prober)
+	}
+}
+
+func TestClusterTurnsRunOnTheFleetsCycles(t *testing.T) {
+	const interval = 50 * time.Millisecond
+	f := &fakeCoordinator{exclusive: true}
+	m := NewManager(Options{Log: testLog{}, Coordinator: f})
+	p := &scriptedProber{script: []bool{true}}
+	s := spec("a", p, "aligned", interval)
+	m.Sync([]Spec{s}, keys(s))
+	check := checkOf(t, f)
+	if check.ID != checkID(jobKey(s.Checks[0], s)) || check.Interval != interval || check.Passive {
+		t.Fatalf("watched %+v", check)
+	}
+	m.Start()
+	defer m.Stop()
+	waitFor(t, "five turns", func() bool { turns, _ := f.snapshot(); return len(turns) >= 5 })
+	turns, published := f.snapshot()
+	phase := m.cluster.byID[check.ID].shared.phase
+	// The first turn runs at once (nothing was shared yet); the others at the check's phase of
+	// consecutive cycles.
+	p.mu.Lock()
+	times := append([]time.Time(nil), p.times...)
+	p.mu.Unlock()
+	for i, turn := range turns[1:5] {
+		if turn.Cycle != turns[i].Cycle+1 {
+			t.Fatalf("turn cycles %d then %d, want consecutive", turns[i].Cycle, turn.Cycle)
+		}
+		at := times[i+1]
+		offset := at.Sub(time.Unix(0, turn.Cycle*int64(interval)))
+		if offset < phase-dispatchSlack || offset > phase+20*time.Millisecond {
+			t.Errorf("cycle %d probed %s into the cycle, its phase is %s", turn.Cycle, offset, phase)
+		}
+	}
+	if len(published) == 0 || published[0].Check != check.ID || published[0].Cycle != turns[0].Cycle || !published[0].OK ||
+		len(published[0].Backends) != 1 || published[0].Backends[0] != "a" {
+		t.Fatalf("published %+v, want the first turn's result", published)
+	}
+}
+
+func TestClusterAppliesEachResultOnce(t *testing.T) {
+	base := Shared{Check: "", Cycle: 100, At: time.Now()}
+	tests := []struct {
+		name      string
+		exclusive bool
+		results   []Shared // applied in order, fed to a machine with rise 1 and fall 1
+		want      []bool   // whether each was applied
+	}{
+		{"lock mode: one result per cycle", true,
+			[]Shared{{Cycle: 100, OK: true, Instance: "b"}, {Cycle: 100, Instance: "c"}, {Cycle: 99, Instance: "c"}, {Cycle: 101, Instance: "c"}},
+			[]bool{true, false, false, true}},
+		{"none mode: one result per instance and cycle", false,
+			[]Shared{{Cycle: 100, OK: true, Instance: "b"}, {Cycle: 100, Instance: "c"}, {Cycle: 100, OK: true, Instance: "b"}, {Cycle: 99, Instance: "c"}, {Cycle: 101, Instance: "b"}},
+			[]bool{true, true, false, false, true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeCoordinator{exclusive: tt.exclusive}
+			m := NewManager(Options{Log: testLog{}, Coordinator: f})
+			s := spec("a", &scriptedProber{script: []bool{true}}, "dedupe", time.Hour)
+			m.Sync([]Spec{s}, keys(s))
+			id := checkOf(t, f).ID
+			for i, r := range tt.results {
+				r.Check, r.At = id, base.At
+				if got := m.Receive(r); got != tt.want[i] {
+					t.Fatalf("result %d (%+v) applied: %v, want %v", i, r, got, tt.want[i])
+				}
+			}
+			if m.Receive(Shared{Check: "unknown", Cycle: 1000}) {
+				t.Fatal("a result of a check not run here was applied")
+			}
+		})
+	}
+}
+
+func TestClusterSeedsBeforeTheFirstProbe(t *testing.T) {
+	const interval = time.Hour
+	s := spec("a", &scriptedProber{script: []bool{true}}, "seeded", interval)
+	id := checkID(jobKey(s.Checks[0], s))
+	f := &fakeCoordinator{exclusive: true, seeds: []Shared{{Check: id, Cycle: 7, OK: false, Reason: "refused", At: time.Now(), Instance: "b"}}}
+	m := NewManager(Options{Log: testLog{}, Coordinator: f})
+	m.Sync([]Spec{s}, keys(s))
+	if st := m.State("a").Status(); st != Down {
+		t.Fatalf("seeded backend is %s, want down as the fleet saw it", st)
+	}
+	j := m.cluster.byID[id]
+	if want := j.shared.runAfter(time.Now()); !j.next.Equal(want) || j.index < 0 {
+		t.Fatalf("seeded check runs at %s, want its next cycle at %s", j.next, want)
+	}
+	// A backend whose check has no shared result yet runs at once, as without a coordinator.
+	u := spec("u", &scriptedProber{script: []bool{true}}, "unseeded", interval)
+	m.Sync([]Spec{s, u}, keys(s, u))
+	if j := m.cluster.byID[checkID(jobKey(u.Checks[0], u))]; time.Until(j.next) > time.Second {
+		t.Fatalf("unseeded check runs in %s, want at once", time.Until(j.next))
+	}
+}
+
+func TestClusterTurnStaysOpenUntilEnded(t *testing.T) {
+	const interval = 20 * time.Millisecond
+	f := &fakeCoordinator{exclusive: true}
+	opened := make(chan *Turn, 100)
+	f.decide = func(t *Turn) { opened <- t } // the turn stays open, as while waiting for a winner
+	m := NewManager(Options{Log: testLog{}, Coordinator: f})
+	p := &scriptedProber{script: []bool{true}}
+	s := spec("a", p, "waiting", interval)
+	m.Sync([]Spec{s}, keys(s))
+	m.Start()
+	defer m.Stop()
+	turn := <-opened
+	if turn.Settled() {
+		t.Fatal("a turn is settled before any result")
+	}
+	// Another instance's result for this cycle settles it.
+	if !m.Receive(Shared{Check: turn.Check.ID, Cycle: turn.Cycle, OK: true, At: time.Now(), Instance: "b"}) || !turn.Settled() {
+		t.Fatal("the winner's result did not settle the turn")
+	}
+	waitFor(t, "up from the shared result", func() bool { return m.State("a").Status() == Up })
+	select {
+	case again := <-opened:
+		t.Fatalf("cycle %d was handed over while cycle %d was still open", again.Cycle, turn.Cycle)
+	case <-time.After(3 * interval):
+	}
+	turn.End()
+	next := <-opened
+	if next.Cycle <= turn.Cycle {
+		t.Fatalf("next turn for cycle %d after %d", next.Cycle, turn.Cycle)
+	}
+	next.Probe(false)
+	waitFor(t, "the local probe", func() bool { return p.calls.Load() == 1 })
+	if _, published := f.snapshot(); len(published) != 0 {
+		t.Fatalf("a probe of Probe(false) was published: %+v", published)
+	}
+}
+
+func TestPassiveBackends(t *testing.T) {
+	passive := Spec{Key: "www.example.org.|192.0.2.10|0", Record: "www.example.org.", Backend: "192.0.2.10", Rise: 1, Fall: 1, Interval: 50 * time.Millisecond, Passive: true}
+
+	// Without cluster mode nobody could report for it: it is ignored and stays unknown.
+	m := NewManager(Options{Log: testLog{}})
+	m.Sync([]Spec{passive}, keys(passive))
+	if len(m.jobs) != 0 || len(m.backends) != 0 {
+		t.Fatalf("without a coordinator a passive backend got %d jobs", len(m.jobs))
+	}
+
+	f := &fakeCoordinator{exclusive: true}
+	m = NewManager(Options{Log: testLog{}, Coordinator: f})
+	m.Sync([]Spec{passive}, keys(passive))
+	if c := checkOf(t, f); c.ID != passive.Key || !c.Passive {
+		t.Fatalf("passive backend watched as %+v, want its key as the check id", c)
+	}
+	m.Start()
+	defer m.Stop()
+	if !m.Receive(Shared{Check: passive.Key, Cycle: 1, OK: true, At: time.Now(), Instance: "agent"}) {
+		t.Fatal("an agent's result for the passive backend was not applied")
+	}
+	if st := m.State(passive.Key).Status(); st != Up {
+		t.Fatalf("passive backend is %s after an up result, want up", st)
+	}
+	start := time.Now()
+	waitFor(t, "unknown once the result is stale", func() bool { return m.State(passive.Key).Status() == Unknown })
+	if took := time.Since(start); took < 90*time.Millisecond {
+		t.Fatalf("stale after %s, want twice the 50ms interval", took)
+	}
+	if turns, _ := f.snapshot(); len(turns) != 0 {
+		t.Fatalf("a passive backend was handed %d turns: it must never be probed", len(turns))
+	}
+}
