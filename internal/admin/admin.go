@@ -1,0 +1,180 @@
+// Package admin is Meridian's operator surface over HTTP: the admin API (the endpoints of
+// CoreDNS-GSLB under /api and the versioned ones under /api/v1), its OpenAPI document, and the
+// web dashboard, all served from files embedded in the binary. It authenticates requests (basic
+// or bearer, compared in constant time), serves over TLS when asked, and keeps the backend
+// overrides in an overlay.Store.
+//
+// The package knows nothing of the engine: each gslb block registers a Provider, which reports
+// its zones, records and backends, explains answers, and reloads its configuration.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/overlay"
+)
+
+// Provider is what one gslb block gives the admin API. Its methods are called from HTTP
+// handlers, concurrently.
+type Provider interface {
+	// Status returns the block's zones, with every record and backend as they are now.
+	Status() []Zone
+	// Transitions returns up to limit of the most recent health state changes, newest first.
+	Transitions(limit int) []Transition
+	// Explain answers q as the block would, and tells how the answer was chosen. The name of q
+	// is in one of the block's zones, and its type is valid.
+	Explain(ctx context.Context, q Query) (Explanation, error)
+	// Reload reads the block's configuration files again. On error the previous configuration
+	// keeps serving.
+	Reload() error
+	// Ready reports whether the block serves its zones.
+	Ready() bool
+}
+
+// State is a backend's health state.
+type State string
+
+// The health states.
+const (
+	StateUp      State = "up"
+	StateDown    State = "down"
+	StateUnknown State = "unknown"
+)
+
+// Zone is one zone of a block, with its records sorted by name.
+type Zone struct {
+	Name    string   `json:"name"`
+	Records []Record `json:"records"`
+}
+
+// Record is one GSLB record and its backends, in configuration order.
+type Record struct {
+	Name string `json:"name"`
+	// Mode is the selection mode, such as failover or geoip.
+	Mode string `json:"mode"`
+	// Fallback is the mode of the fallback policy, such as fail-open.
+	Fallback string `json:"fallback"`
+	// Healthy is how many backends may be answered now: enabled (overrides included) and up.
+	Healthy  int       `json:"healthy"`
+	Backends []Backend `json:"backends"`
+}
+
+// Backend is one backend of a record: its configuration and its health.
+type Backend struct {
+	// Key identifies the backend, "record|address|port" (port 0 when it has none); overrides
+	// and selectors use it.
+	Key         string   `json:"key"`
+	Address     string   `json:"address"`
+	Port        int      `json:"port,omitempty"`
+	Priority    int      `json:"priority"`
+	Weight      int      `json:"weight"`
+	Description string   `json:"description,omitempty"`
+	Location    string   `json:"location,omitempty"`
+	Country     string   `json:"country,omitempty"`
+	City        string   `json:"city,omitempty"`
+	Continent   string   `json:"continent,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+	// Enabled is the enable flag of the configuration.
+	Enabled bool `json:"enabled"`
+	// Override is the operators' override of Enabled. Providers leave it nil: the server fills
+	// it in from its overlay store.
+	Override *overlay.Override `json:"override,omitempty"`
+	// Healthy reports whether the backend may be answered now: enabled (overrides included)
+	// and up.
+	Healthy bool  `json:"healthy"`
+	State   State `json:"state"`
+	// LastCheck is the time of the last health-check result; zero before the first, and for
+	// backends that are not probed.
+	LastCheck time.Time `json:"last_check,omitzero"`
+	// LastOK and Reason are the last result: success, or the reason of the failure.
+	LastOK  bool   `json:"last_ok"`
+	Reason  string `json:"reason,omitempty"`
+	Latency Millis `json:"latency_ms"`
+	// LastChange is when State was entered; zero when it never changed.
+	LastChange time.Time `json:"last_change,omitzero"`
+	// Votes are the results of the instances of a cluster in quorum mode; empty otherwise.
+	Votes []Vote `json:"votes,omitempty"`
+}
+
+// Vote is one instance's view of a backend in quorum mode.
+type Vote struct {
+	Instance string    `json:"instance"`
+	OK       bool      `json:"ok"`
+	Reason   string    `json:"reason,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// Transition is one change of a backend's health state.
+type Transition struct {
+	Time   time.Time `json:"time"`
+	Record string    `json:"record"`
+	// Backend is the backend's key.
+	Backend string `json:"backend"`
+	From    State  `json:"from"`
+	To      State  `json:"to"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Query is a DNS question to explain.
+type Query struct {
+	// Name is fully qualified and in lower case.
+	Name string `json:"name"`
+	// Type is a query type mnemonic in upper case, such as A or AAAA.
+	Type string `json:"type"`
+	// Client is the source address of the query.
+	Client netip.Addr `json:"client"`
+	// ECS is the EDNS Client Subnet of the query; the zero Prefix for none.
+	ECS netip.Prefix `json:"ecs,omitzero"`
+}
+
+// Explanation is the answer to a Query and how it was chosen.
+type Explanation struct {
+	Query Query `json:"query"`
+	// Zone and Record are the zone and the record that answered; Record is empty when no
+	// record matched.
+	Zone   string `json:"zone"`
+	Record string `json:"record,omitempty"`
+	// Rcode is the response code, such as NOERROR or NXDOMAIN.
+	Rcode string `json:"rcode"`
+	// Answer holds the answer section, one record per line in presentation format.
+	Answer []string `json:"answer"`
+	// Steps are the decisions that led to the answer, in order.
+	Steps []Step `json:"steps"`
+}
+
+// Step is one decision of an Explanation, such as the location found for the client, the
+// candidates left after health and overrides, or the policy's pick.
+type Step struct {
+	// Stage names the part that decided, such as geo, health, policy or fallback.
+	Stage string `json:"stage"`
+	// Text says what was decided, for people.
+	Text string `json:"text"`
+	// Backends are the keys of the backends this step kept, when it chose among them.
+	Backends []string `json:"backends,omitempty"`
+	// Fields hold the step's facts for programs, such as country=DE.
+	Fields map[string]string `json:"fields,omitempty"`
+}
+
+// Millis is a duration that JSON carries as a number of milliseconds.
+type Millis time.Duration
+
+// MarshalJSON writes d as milliseconds, with microsecond precision.
+func (d Millis) MarshalJSON() ([]byte, error) {
+	ms := float64(time.Duration(d).Microseconds()) / 1000
+	return strconv.AppendFloat(nil, ms, 'f', -1, 64), nil
+}
+
+// UnmarshalJSON reads a number of milliseconds.
+func (d *Millis) UnmarshalJSON(b []byte) error {
+	var ms float64
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return fmt.Errorf("milliseconds: %w", err)
+	}
+	*d = Millis(ms * float64(time.Millisecond))
+	return nil
+}

@@ -1,0 +1,173 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/overlay"
+)
+
+// fakeProvider is a Provider with fixed content that counts its reloads.
+type fakeProvider struct {
+	mu          sync.Mutex
+	zones       []Zone
+	transitions []Transition
+	ready       bool
+	reloadErr   error
+	reloads     int
+	explained   []Query
+}
+
+func (p *fakeProvider) Status() []Zone {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// A copy: the server fills in overrides.
+	var out []Zone
+	data, _ := json.Marshal(p.zones)
+	_ = json.Unmarshal(data, &out)
+	return out
+}
+
+func (p *fakeProvider) Transitions(limit int) []Transition {
+	return p.transitions[:min(limit, len(p.transitions))]
+}
+
+func (p *fakeProvider) Explain(_ context.Context, q Query) (Explanation, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.explained = append(p.explained, q)
+	if strings.HasPrefix(q.Name, "broken.") {
+		return Explanation{}, errors.New("engine failure")
+	}
+	return Explanation{
+		Zone: p.zones[0].Name, Record: q.Name, Rcode: "NOERROR",
+		Answer: []string{q.Name + "\t30\tIN\tA\t192.0.2.10"},
+		Steps:  []Step{{Stage: "policy", Text: "failover picks priority 1", Backends: []string{q.Name + "|192.0.2.10|0"}}},
+	}, nil
+}
+
+func (p *fakeProvider) Reload() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reloads++
+	return p.reloadErr
+}
+
+func (p *fakeProvider) Ready() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ready
+}
+
+var checkTime = time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC)
+
+// exampleProvider serves example.org. with two records over three sites.
+func exampleProvider() *fakeProvider {
+	be := func(rec, addr string, port int, loc string, state State, tags ...string) Backend {
+		return Backend{
+			Key: fmt.Sprintf("%s|%s|%d", rec, addr, port), Address: addr, Port: port, Priority: 1, Weight: 1,
+			Location: loc, Tags: tags, Enabled: true, Healthy: state == StateUp, State: state,
+			LastCheck: checkTime, LastOK: state == StateUp, Latency: Millis(1500 * time.Microsecond), LastChange: checkTime.Add(-time.Hour),
+		}
+	}
+	return &fakeProvider{
+		ready: true,
+		zones: []Zone{{Name: "example.org.", Records: []Record{
+			{Name: "api.example.org.", Mode: "roundrobin", Fallback: "fail-open", Healthy: 0, Backends: []Backend{
+				be("api.example.org.", "10.1.0.5", 443, "dc-eu", StateDown, "prod"),
+			}},
+			{Name: "www.example.org.", Mode: "failover", Fallback: "fail-open", Healthy: 2, Backends: []Backend{
+				be("www.example.org.", "10.1.0.1", 0, "dc-eu", StateUp, "prod", "ssd"),
+				be("www.example.org.", "10.1.0.2", 0, "dc-eu", StateUp, "hdd"),
+				be("www.example.org.", "10.2.0.1", 0, "dc-us", StateUnknown, "test"),
+				be("www.example.org.", "2001:db8::1", 0, "dc-us", StateUp),
+			}},
+		}}},
+		transitions: []Transition{
+			{Time: checkTime, Record: "api.example.org.", Backend: "api.example.org.|10.1.0.5|443", From: StateUp, To: StateDown, Reason: "connection refused"},
+			{Time: checkTime.Add(-time.Hour), Record: "www.example.org.", Backend: "www.example.org.|10.1.0.1|0", From: StateUnknown, To: StateUp},
+		},
+	}
+}
+
+type nopLog struct{}
+
+func (nopLog) Infof(string, ...any)  {}
+func (nopLog) Errorf(string, ...any) {}
+
+// startServer serves cfg on a free loopback port, with a memory store when cfg has none, and
+// registers p for its zones.
+func startServer(t *testing.T, cfg Config, p *fakeProvider) (*Server, string) {
+	t.Helper()
+	if cfg.Store == nil {
+		cfg.Store = overlay.NewMemory(overlay.SystemClock{})
+	}
+	s, err := Listen("127.0.0.1:0", cfg, nopLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if p != nil {
+		var zones []string
+		for _, z := range p.zones {
+			zones = append(zones, z.Name)
+		}
+		s.Register(zones, p)
+	}
+	scheme := "http"
+	if cfg.TLSCert != "" {
+		scheme = "https"
+	}
+	return s, scheme + "://" + s.Addr().String()
+}
+
+// call sends a request and returns the status and the body.
+func call(t *testing.T, method, url, body string, header ...string) (int, string) {
+	t.Helper()
+	return callWith(t, http.DefaultClient, method, url, body, header...)
+}
+
+func callWith(t *testing.T, c *http.Client, method, url, body string, header ...string) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+// decode unmarshals body into a value of type T, failing the test if it cannot.
+func decode[T any](t *testing.T, body string) T {
+	t.Helper()
+	var v T
+	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("decode %T from %q: %v", v, body, err)
+	}
+	return v
+}

@@ -1,0 +1,478 @@
+package admin
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/overlay"
+)
+
+// maxBody bounds the size of a request body.
+const maxBody = 1 << 20
+
+// Transitions returned when the request does not say, and at most.
+const (
+	defaultTransitions = 100
+	maxTransitions     = 1000
+)
+
+// route is one endpoint of the API: a ServeMux pattern and its handler.
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+// apiRoutes lists the endpoints that require authentication when the server has credentials.
+func (s *Server) apiRoutes() []route {
+	return []route{
+		// The endpoints of CoreDNS-GSLB, with its request and response shapes.
+		{"GET /api/overview", s.overview},
+		{"GET /api/overview/{zone}", s.overviewZone},
+		{"POST /api/backends/enable", s.compatAction(overlay.Enable)},
+		{"POST /api/backends/disable", s.compatAction(overlay.Disable)},
+		// Version 1.
+		{"GET /api/v1/zones", s.zones},
+		{"GET /api/v1/zones/{zone}", s.zone},
+		{"GET /api/v1/backends", s.backends},
+		{"POST /api/v1/backends/{action}", s.act},
+		{"GET /api/v1/overrides", s.overrides},
+		{"GET /api/v1/transitions", s.transitions},
+		{"GET /api/v1/explain", s.explain},
+		{"POST /api/v1/reload", s.reload},
+	}
+}
+
+func (s *Server) routes() http.Handler {
+	api := http.NewServeMux()
+	for _, rt := range s.apiRoutes() {
+		api.HandleFunc(rt.pattern, rt.handler)
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("/api/", s.authenticate(requireJSON(api)))
+	// Public: they disclose nothing about the zones.
+	mux.HandleFunc("GET /api/v1/openapi.yaml", serveOpenAPI)
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /ui/", uiHandler())
+	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
+	return mux
+}
+
+// requireJSON refuses a POST whose body is not declared as JSON: a web page of another origin
+// cannot send such a request without the browser asking the API first (CORS), which it
+// refuses.
+func requireJSON(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				writeError(w, http.StatusUnsupportedMediaType, "send the request with Content-Type: application/json")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// apiError is an error with the HTTP status it is answered with.
+type apiError struct {
+	code int
+	msg  string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func errorf(code int, format string, args ...any) *apiError {
+	return &apiError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrorBody is the JSON body of every error response.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the client went away
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, ErrorBody{Error: msg})
+}
+
+// fail answers err: its own status for an apiError, 500 otherwise.
+func fail(w http.ResponseWriter, err error) {
+	if e, ok := errors.AsType[*apiError](err); ok {
+		writeError(w, e.code, e.msg)
+		return
+	}
+	writeError(w, http.StatusInternalServerError, err.Error())
+}
+
+// decodeJSON reads the body of r into v: one JSON object, with no field v does not have.
+func decodeJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errorf(http.StatusBadRequest, "invalid JSON: %v", err)
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, "invalid JSON: more than one value")
+	}
+	return nil
+}
+
+// status returns the zones of every registration that answers for them, sorted by name,
+// with the overrides of the store filled in.
+func (s *Server) status() []Zone {
+	zones := []Zone{}
+	for _, r := range s.active() {
+		for _, z := range r.p.Status() {
+			if slices.Contains(r.zones, canonical(z.Name)) {
+				zones = append(zones, z)
+			}
+		}
+	}
+	slices.SortFunc(zones, func(a, b Zone) int { return cmp.Compare(a.Name, b.Name) })
+	overrides := make(map[string]overlay.Override)
+	for _, o := range s.settings.Load().cfg.Store.List() {
+		overrides[o.Key] = o
+	}
+	for _, z := range zones {
+		for _, r := range z.Records {
+			for i := range r.Backends {
+				if o, ok := overrides[r.Backends[i].Key]; ok {
+					r.Backends[i].Override = &o
+				}
+			}
+		}
+	}
+	return zones
+}
+
+// findZone returns the zone named name (in any case, with or without the trailing dot).
+func findZone(zones []Zone, name string) (Zone, bool) {
+	name = canonical(name)
+	i := slices.IndexFunc(zones, func(z Zone) bool { return canonical(z.Name) == name })
+	if i < 0 {
+		return Zone{}, false
+	}
+	return zones[i], true
+}
+
+func (s *Server) zones(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.status())
+}
+
+func (s *Server) zone(w http.ResponseWriter, r *http.Request) {
+	z, ok := findZone(s.status(), r.PathValue("zone"))
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("zone %s not found", r.PathValue("zone")))
+		return
+	}
+	writeJSON(w, http.StatusOK, z)
+}
+
+// backends lists the backends that the query's selector and state match.
+func (s *Server) backends(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	sel := Selector{
+		Keys: q["key"], Zone: q.Get("zone"), Record: q.Get("record"), Location: q.Get("location"),
+		AddressPrefix: q.Get("address_prefix"), Tags: q["tag"],
+	}
+	state := State(q.Get("state"))
+	if state != "" && state != StateUp && state != StateDown && state != StateUnknown {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("state %q is not up, down or unknown", state))
+		return
+	}
+	m, err := sel.compile()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	out := []BackendStatus{}
+	for _, b := range flatten(s.status()) {
+		if m.match(b) && (state == "" || b.State == state) {
+			out = append(out, b)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ActionRequest is the body of POST /api/v1/backends/{action}: the backends, and the
+// override's expiry and note.
+type ActionRequest struct {
+	Selector
+	// Duration is how long the override lasts, as a Go duration (30m, 2h); empty for ever.
+	Duration string `json:"duration,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// ActionResult is the answer to an action: the backends it changed.
+type ActionResult struct {
+	Action   overlay.Action `json:"action"`
+	Expires  time.Time      `json:"expires,omitzero"`
+	Backends []Target       `json:"backends"`
+}
+
+// Target names a backend that an action changed.
+type Target struct {
+	Key     string `json:"key"`
+	Zone    string `json:"zone"`
+	Record  string `json:"record"`
+	Address string `json:"address"`
+	Port    int    `json:"port,omitempty"`
+}
+
+func (s *Server) act(w http.ResponseWriter, r *http.Request) {
+	action := overlay.Action(r.PathValue("action"))
+	if action != overlay.Enable && action != overlay.Disable && action != overlay.Drain && action != overlay.Clear {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown action %q: use enable, disable, drain or clear", action))
+		return
+	}
+	var req ActionRequest
+	if err := decodeJSON(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	var expires time.Time
+	if req.Duration != "" {
+		d, err := time.ParseDuration(req.Duration)
+		switch {
+		case err != nil:
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("duration: %v", err))
+			return
+		case d <= 0:
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("duration %s is not positive", d))
+			return
+		case action == overlay.Clear:
+			writeError(w, http.StatusBadRequest, "clear takes no duration")
+			return
+		}
+		expires = time.Now().Add(d).Truncate(time.Second)
+	}
+	targets, err := s.apply(r.Context(), action, req.Selector, expires, req.Reason)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ActionResult{Action: action, Expires: expires, Backends: targets})
+}
+
+// apply sets the override action on every backend sel matches, all at once. A selector that is
+// empty, invalid, or matches nothing changes nothing and is an apiError.
+func (s *Server) apply(ctx context.Context, action overlay.Action, sel Selector, expires time.Time, reason string) ([]Target, error) {
+	if sel.empty() {
+		return nil, errorf(http.StatusBadRequest, "empty selector: give keys, zone, record, location, address_prefix or tags")
+	}
+	m, err := sel.compile()
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	zones := s.status()
+	if _, ok := findZone(zones, sel.Zone); sel.Zone != "" && !ok {
+		return nil, errorf(http.StatusUnprocessableEntity, "zone %s is not served here", sel.Zone)
+	}
+	all := flatten(zones)
+	if unknown := slices.DeleteFunc(slices.Clone(sel.Keys), func(k string) bool {
+		return slices.ContainsFunc(all, func(b BackendStatus) bool { return b.Key == k })
+	}); len(unknown) > 0 {
+		return nil, errorf(http.StatusUnprocessableEntity, "no backend has key %s", strings.Join(unknown, ", "))
+	}
+	by := userOf(ctx)
+	var targets []Target
+	var changes []overlay.Change
+	for _, b := range all {
+		if m.match(b) {
+			targets = append(targets, Target{Key: b.Key, Zone: b.Zone, Record: b.Record, Address: b.Address, Port: b.Port})
+			changes = append(changes, overlay.Change{Key: b.Key, Action: action, Expires: expires, Reason: reason, By: by})
+		}
+	}
+	if len(changes) == 0 {
+		return nil, errorf(http.StatusUnprocessableEntity, "no backend matches %s", sel)
+	}
+	if err := s.settings.Load().cfg.Store.Apply(ctx, changes); err != nil {
+		if errors.Is(err, overlay.ErrInvalid) {
+			return nil, errorf(http.StatusBadRequest, "%v", err)
+		}
+		return nil, fmt.Errorf("store overrides: %w", err)
+	}
+	s.log.Infof("admin API: %s %s %d backends (%s)%s", cmp.Or(by, "anonymous"), action, len(changes), sel, untilText(expires))
+	return targets, nil
+}
+
+func untilText(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return " until " + t.Format(time.RFC3339)
+}
+
+func (s *Server) overrides(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.settings.Load().cfg.Store.List())
+}
+
+func (s *Server) transitions(w http.ResponseWriter, r *http.Request) {
+	limit := defaultTransitions
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxTransitions {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit %q is not a number from 1 to %d", v, maxTransitions))
+			return
+		}
+		limit = n
+	}
+	out := []Transition{}
+	for _, reg := range s.active() {
+		out = append(out, reg.p.Transitions(limit)...)
+	}
+	slices.SortStableFunc(out, func(a, b Transition) int { return b.Time.Compare(a.Time) })
+	writeJSON(w, http.StatusOK, out[:min(limit, len(out))])
+}
+
+// explain answers GET /api/v1/explain?name=&type=&client=&ecs=. The type defaults to A and
+// the client to the address the request came from.
+func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
+	q, err := explainQuery(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reg, ok := s.serving(q.Name)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("%s is in no zone served here", q.Name))
+		return
+	}
+	exp, err := reg.p.Explain(r.Context(), q)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("explain %s %s: %v", q.Name, q.Type, err))
+		return
+	}
+	exp.Query = q
+	writeJSON(w, http.StatusOK, exp)
+}
+
+func explainQuery(r *http.Request) (Query, error) {
+	v := r.URL.Query()
+	name := v.Get("name")
+	if _, ok := dns.IsDomainName(name); name == "" || !ok {
+		return Query{}, errorf(http.StatusBadRequest, "name %q is not a domain name", name)
+	}
+	q := Query{Name: canonical(name), Type: strings.ToUpper(cmp.Or(v.Get("type"), "A"))}
+	if _, ok := dns.StringToType[q.Type]; !ok {
+		return Query{}, errorf(http.StatusBadRequest, "type %q is not a DNS type", v.Get("type"))
+	}
+	client := v.Get("client")
+	if client == "" {
+		client, _, _ = net.SplitHostPort(r.RemoteAddr)
+	}
+	ip, err := netip.ParseAddr(client)
+	if err != nil {
+		return Query{}, errorf(http.StatusBadRequest, "client %q is not an IP address", client)
+	}
+	q.Client = ip.Unmap()
+	if e := v.Get("ecs"); e != "" {
+		if q.ECS, err = parsePrefixOrAddr(e); err != nil {
+			return Query{}, errorf(http.StatusBadRequest, "ecs %q is not an address or a prefix", e)
+		}
+	}
+	return q, nil
+}
+
+// parsePrefixOrAddr parses a CIDR prefix, or an address as a prefix of its full length.
+func parsePrefixOrAddr(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	ip = ip.Unmap()
+	return netip.PrefixFrom(ip, ip.BitLen()), nil
+}
+
+// serving returns the registration whose zone is the closest enclosing zone of name.
+func (s *Server) serving(name string) (registration, bool) {
+	var best registration
+	bestLen := -1
+	for _, reg := range s.active() {
+		for _, z := range reg.zones {
+			if dns.IsSubDomain(z, name) && len(z) > bestLen {
+				best, bestLen = reg, len(z)
+			}
+		}
+	}
+	return best, bestLen >= 0
+}
+
+// ReloadResult is the answer to POST /api/v1/reload: one result per gslb block.
+type ReloadResult struct {
+	OK bool `json:"ok"`
+	// Error says what failed when OK is false.
+	Error  string        `json:"error,omitempty"`
+	Blocks []BlockReload `json:"blocks"`
+}
+
+// BlockReload is the result of reloading one gslb block.
+type BlockReload struct {
+	Zones []string `json:"zones"`
+	Error string   `json:"error,omitempty"`
+}
+
+// reload reloads every block. When one fails, it keeps serving its previous configuration and
+// the answer is 422 with its error.
+func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
+	res := ReloadResult{Blocks: []BlockReload{}}
+	failed := 0
+	for _, reg := range s.active() {
+		br := BlockReload{Zones: reg.zones}
+		if err := reg.p.Reload(); err != nil {
+			br.Error = err.Error()
+			failed++
+		}
+		res.Blocks = append(res.Blocks, br)
+	}
+	res.OK = failed == 0
+	code := http.StatusOK
+	if !res.OK {
+		code = http.StatusUnprocessableEntity
+		res.Error = fmt.Sprintf("%d of %d gslb blocks did not reload, and serve their previous configuration", failed, len(res.Blocks))
+	}
+	s.log.Infof("admin API: %s reloaded the configuration (ok: %t)", cmp.Or(userOf(r.Context()), "anonymous"), res.OK)
+	writeJSON(w, code, res)
+}
+
+// readyz answers 200 when every registered block serves its zones, 503 otherwise.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	regs := s.active()
+	ready := len(regs) > 0
+	for _, reg := range regs {
+		ready = ready && reg.p.Ready()
+	}
+	code := http.StatusOK
+	if !ready {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, map[string]bool{"ready": ready})
+}

@@ -1,0 +1,229 @@
+package admin
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/overlay"
+)
+
+// Logger is where the server reports the changes operators make, and its errors. CoreDNS's
+// plugin logger satisfies it.
+type Logger interface {
+	Infof(format string, args ...any)
+	Errorf(format string, args ...any)
+}
+
+// Config is what a Server may change while it runs: credentials, TLS, and the store.
+type Config struct {
+	// BasicUser and BasicPass enable HTTP basic authentication; both or neither.
+	BasicUser, BasicPass string
+	// Token enables bearer authentication ("Authorization: Bearer TOKEN").
+	Token string
+	// TLSCert and TLSKey are PEM files; both or neither. With them, the server speaks HTTPS.
+	TLSCert, TLSKey string
+	// AllowUnauthenticated lets an address that is not loopback serve without authentication.
+	AllowUnauthenticated bool
+	// Store keeps the backend overrides.
+	Store overlay.Store
+}
+
+// settings is a validated Config, ready for requests.
+type settings struct {
+	cfg   Config
+	creds credentials
+	tls   *tls.Config // nil for plain HTTP
+}
+
+// Server is one admin API listener. Several gslb blocks may register with it.
+type Server struct {
+	addr     string
+	log      Logger
+	ln       net.Listener
+	http     *http.Server
+	settings atomic.Pointer[settings]
+
+	mu     sync.Mutex
+	regs   []*registration // in order of registration
+	nextID int
+	served chan struct{} // closed when Serve returns
+}
+
+// registration is one Provider and the zones it serves.
+type registration struct {
+	id    int
+	zones []string
+	p     Provider
+}
+
+// Listen validates cfg for addr (host:port), binds addr and serves the API on it until Close.
+func Listen(addr string, cfg Config, log Logger) (*Server, error) {
+	s := &Server{addr: addr, log: log, served: make(chan struct{})}
+	if err := s.Configure(cfg); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin API: %w", err)
+	}
+	s.ln = &switchingListener{Listener: ln, settings: &s.settings}
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      time.Minute,
+		IdleTimeout:       2 * time.Minute,
+	}
+	go func() {
+		defer close(s.served)
+		if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Errorf("admin API on %s stopped: %v", addr, err)
+		}
+	}()
+	return s, nil
+}
+
+// Configure replaces the server's credentials, TLS certificate and store. Connections accepted
+// from then on use them; the listener stays. An invalid cfg changes nothing.
+func (s *Server) Configure(cfg Config) error {
+	st, err := newSettings(s.addr, cfg)
+	if err != nil {
+		return fmt.Errorf("admin API on %s: %w", s.addr, err)
+	}
+	s.settings.Store(st)
+	return nil
+}
+
+func newSettings(addr string, cfg Config) (*settings, error) {
+	if (cfg.BasicUser == "") != (cfg.BasicPass == "") {
+		return nil, errors.New("api_basic_user and api_basic_pass must be given together")
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, errors.New("api_tls_cert and api_tls_key must be given together")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("no overrides store")
+	}
+	st := &settings{cfg: cfg, creds: newCredentials(cfg)}
+	if !st.creds.required() && !cfg.AllowUnauthenticated && !isLoopback(addr) {
+		return nil, errors.New("refusing to serve on an address that is not loopback without authentication: " +
+			"set api_basic_user and api_basic_pass or api_token, or api_allow_unauthenticated to accept the risk")
+	}
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("load api_tls_cert %s and api_tls_key %s: %w", cfg.TLSCert, cfg.TLSKey, err)
+		}
+		st.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	}
+	return st, nil
+}
+
+// isLoopback reports whether the host of addr is a loopback address or localhost. An empty
+// host (every interface) and other names are not.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// Addr returns the address the server listens on, with the port it got when asked for 0.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Register adds p, which serves zones, and returns the function that removes it. When two
+// registrations list the same zone, as during a Corefile reload, the later one answers for it.
+func (s *Server) Register(zones []string, p Provider) (unregister func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := &registration{id: s.nextID, p: p}
+	s.nextID++
+	for _, z := range zones {
+		r.zones = append(r.zones, canonical(z))
+	}
+	s.regs = append(s.regs, r)
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.regs = slices.DeleteFunc(s.regs, func(x *registration) bool { return x == r })
+	}
+}
+
+// active returns the registrations that answer for at least one zone, each with only the zones
+// it answers for, newest first.
+func (s *Server) active() []registration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := make(map[string]bool)
+	var out []registration
+	for _, r := range slices.Backward(s.regs) {
+		var zones []string
+		for _, z := range r.zones {
+			if !seen[z] {
+				seen[z] = true
+				zones = append(zones, z)
+			}
+		}
+		if len(zones) > 0 {
+			out = append(out, registration{id: r.id, zones: zones, p: r.p})
+		}
+	}
+	return out
+}
+
+// Close stops the server: it stops accepting, lets requests in progress finish for up to five
+// seconds, then closes every connection.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		err = s.http.Close()
+	}
+	<-s.served
+	return err
+}
+
+// switchingListener serves TLS when the server has a certificate, and plain HTTP otherwise,
+// deciding for each connection, so that a Corefile reload can turn TLS on or off, or change the
+// certificate, without closing the listener.
+type switchingListener struct {
+	net.Listener
+	settings *atomic.Pointer[settings]
+}
+
+// Accept implements net.Listener.
+func (l *switchingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if cfg := l.settings.Load().tls; cfg != nil {
+		return tls.Server(c, cfg), nil
+	}
+	return c, nil
+}
+
+// canonical returns a DNS name in lower case with a trailing dot.
+func canonical(name string) string {
+	name = strings.ToLower(name)
+	if !strings.HasSuffix(name, ".") {
+		name += "."
+	}
+	return name
+}
