@@ -1,0 +1,487 @@
+package geo
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+// Candidate is one backend of a record, for one address family, as the geo modes see it. Its
+// index in the slice given to Prepare is the index Select returns.
+type Candidate struct {
+	// Healthy is true when the backend is healthy and enabled. The others are given too, so
+	// that Explain can tell why they were passed over.
+	Healthy  bool
+	Priority int // lower is better
+	// The backend's geographic fields, as in config.Backend. Empty strings and ASN 0 are unset.
+	Country, Subdivision, City, Continent, Location string
+	ASN                                             uint32
+	Lat, Lon                                        float64
+	HasCoords                                       bool
+}
+
+// Table is one record's candidates for one address family, prepared for a geo mode. Build it
+// with Prepare when health or configuration changes; Select reads it without locking.
+type Table struct {
+	mode  config.Mode
+	cands []prepared
+	// healthy counts the healthy candidates; best are those of the best priority, in order.
+	healthy int
+	best    []int
+	// constant is set when the answer cannot depend on the client: it is always best.
+	constant bool
+	// has holds the fields set by at least one healthy candidate.
+	has fields
+}
+
+// prepared is a candidate with what the distance computation needs.
+type prepared struct {
+	Candidate
+	latRad, lonRad, cosLat float64
+	// site numbers the distinct coordinates: candidates at the same place share it.
+	site int
+}
+
+// fields is a set of candidate fields.
+type fields uint8
+
+const (
+	hasCity fields = 1 << iota
+	hasSubdivision
+	hasCountry
+	hasContinent
+	hasASN
+	hasLocation
+	hasCoords
+
+	hasGeo = hasCity | hasSubdivision | hasCountry | hasContinent
+)
+
+const degToRad = math.Pi / 180
+
+// Prepare builds the table of mode, config.ModeGeoIP or config.ModeGeoIPAffinity, over cands.
+// It panics for any other mode.
+func Prepare(mode config.Mode, cands []Candidate) *Table {
+	if mode != config.ModeGeoIP && mode != config.ModeGeoIPAffinity {
+		panic(fmt.Sprintf("geo.Prepare: mode %q is not a geo mode", mode))
+	}
+	t := &Table{mode: mode, cands: make([]prepared, len(cands))}
+	sites := map[[2]float64]int{}
+	var first *prepared
+	t.constant = true
+	for i, c := range cands {
+		p := &t.cands[i]
+		p.Candidate = c
+		if c.HasCoords {
+			p.latRad, p.lonRad = c.Lat*degToRad, c.Lon*degToRad
+			p.cosLat = math.Cos(p.latRad)
+			key := [2]float64{c.Lat, c.Lon}
+			if _, ok := sites[key]; !ok {
+				sites[key] = len(sites)
+			}
+			p.site = sites[key]
+		}
+		if !c.Healthy {
+			continue
+		}
+		t.healthy++
+		t.has |= p.fields()
+		if first == nil {
+			first = p
+		} else if !t.same(first, p) {
+			t.constant = false
+		}
+		switch {
+		case len(t.best) == 0 || c.Priority < cands[t.best[0]].Priority:
+			t.best = append(t.best[:0], i)
+		case c.Priority == cands[t.best[0]].Priority:
+			t.best = append(t.best, i)
+		}
+	}
+	if mode == config.ModeGeoIP && t.has&hasASN != 0 {
+		// The ASN step answers with one candidate of a group that would otherwise answer whole.
+		t.constant = t.healthy <= 1
+	}
+	return t
+}
+
+// fields returns the fields the candidate sets.
+func (c *prepared) fields() fields {
+	var f fields
+	set := func(ok bool, bit fields) {
+		if ok {
+			f |= bit
+		}
+	}
+	set(c.City != "", hasCity)
+	set(c.Subdivision != "", hasSubdivision)
+	set(c.Country != "", hasCountry)
+	set(c.Continent != "", hasContinent)
+	set(c.ASN != 0, hasASN)
+	set(c.Location != "", hasLocation)
+	set(c.HasCoords, hasCoords)
+	return f
+}
+
+// same reports whether two candidates are alike in everything the table's mode reads, so that
+// no step can tell them apart.
+func (t *Table) same(a, b *prepared) bool {
+	return a.Priority == b.Priority && a.HasCoords == b.HasCoords && (!a.HasCoords || a.site == b.site) &&
+		strings.EqualFold(a.City, b.City) && strings.EqualFold(a.Subdivision, b.Subdivision) &&
+		strings.EqualFold(a.Country, b.Country) && strings.EqualFold(a.Continent, b.Continent) &&
+		strings.EqualFold(a.Location, b.Location)
+}
+
+// Select appends to dst the indexes of the candidates chosen for the client described by loc,
+// which src.Lookup filled, and returns dst with the EDNS Client Subnet scope of the answer: the
+// longest prefix length among the source networks the decision read, 0 when the answer does
+// not depend on the client. It appends nothing when no candidate is healthy. It does not
+// allocate beyond growing dst.
+func (t *Table) Select(src *Sources, loc *Location, dst []int) (out []int, scope int) {
+	r := run{t: t, src: src, loc: loc, dst: dst}
+	r.run()
+	return r.dst, r.scope
+}
+
+// run is the state of one selection. Select and Explain share it; tr is nil for Select.
+type run struct {
+	t     *Table
+	src   *Sources
+	loc   *Location
+	dst   []int
+	scope int
+	// group is the level geoip_affinity narrowed to (stageAll for none), for the explanation.
+	group stage
+	tr    *tracer
+}
+
+func (r *run) run() {
+	t := r.t
+	switch {
+	case t.healthy == 0:
+		r.record(stageHealth, srcNone, len(r.dst), "no healthy candidate: the record's fallback policy applies")
+	case t.constant:
+		start := len(r.dst)
+		r.dst = append(r.dst, t.best...)
+		r.record(stageSame, srcNone, start, "the healthy candidates are alike to this mode: the answer does not depend on the client")
+	case t.mode == config.ModeGeoIPAffinity:
+		r.affinity()
+	default:
+		r.geoip()
+	}
+}
+
+// geoip selects in the order of the geoip mode.
+func (r *run) geoip() {
+	loc := r.loc
+	if r.consult(stageNearest, SourceCity, hasCoords) {
+		if c := &loc.City; c.Found && c.HasCoords {
+			if r.nearest(all, c.Lat, c.Lon) {
+				return
+			}
+		} else {
+			r.record(stageNearest, SourceCity, len(r.dst), "no coordinates for the client")
+		}
+	}
+	if r.consult(stageHierarchy, SourceCity, hasGeo) && r.hierarchy(SourceCity, matchAll).stage != stageAll {
+		return
+	}
+	if r.consult(stageHierarchy, SourceCountry, hasCountry|hasContinent) && r.hierarchy(SourceCountry, matchAll).stage != stageAll {
+		return
+	}
+	if r.consult(stageASN, SourceASN, hasASN) {
+		if loc.ASN.Found && r.level(filter{stageASN, clientGeo{asn: loc.ASN.Number}}, SourceASN, matchFirst) {
+			return
+		}
+		if !loc.ASN.Found {
+			r.record(stageASN, SourceASN, len(r.dst), "the client's network is not in the database")
+		}
+	}
+	if r.consult(stageLocation, SourceMap, hasLocation) {
+		if loc.Map.Found && r.level(filter{stageLocation, clientGeo{location: loc.Map.Location}}, SourceMap, matchAll) {
+			return
+		}
+		if !loc.Map.Found {
+			r.record(stageLocation, SourceMap, len(r.dst), "the client is in no subnet of the map")
+		}
+	}
+	r.failover(all)
+}
+
+// affinity selects in the order of the geoip_affinity mode: narrow to the most specific group
+// that has a healthy candidate, pick the nearest (else the best priority) within it, and fall
+// back to the nearest, then the best priority, of all.
+func (r *run) affinity() {
+	loc := r.loc
+	group := all
+	if r.consult(stageLocation, SourceMap, hasLocation) {
+		if loc.Map.Found {
+			if f := (filter{stageLocation, clientGeo{location: loc.Map.Location}}); r.level(f, SourceMap, matchNone) {
+				group = f
+			}
+		} else {
+			r.record(stageLocation, SourceMap, len(r.dst), "the client is in no subnet of the map")
+		}
+	}
+	if group.stage == stageAll && r.consult(stageHierarchy, SourceCity, hasGeo) {
+		group = r.hierarchy(SourceCity, matchNone)
+	}
+	if group.stage == stageAll && r.consult(stageHierarchy, SourceCountry, hasCountry|hasContinent) {
+		group = r.hierarchy(SourceCountry, matchNone)
+	}
+	r.group = group.stage
+	if r.nearestIn(group) {
+		return
+	}
+	r.failover(group)
+}
+
+// nearestIn picks the nearest healthy candidates of the group f when the client and some of
+// them have coordinates. It reads the city database only when the answer can depend on it.
+func (r *run) nearestIn(f filter) bool {
+	site, coords, plain := -1, 0, 0
+	for i := range r.t.cands {
+		c := &r.t.cands[i]
+		switch {
+		case !c.Healthy || !f.matches(c):
+		case !c.HasCoords:
+			plain++
+		case coords == 0 || c.site == site:
+			site, coords = c.site, coords+1
+		default:
+			site, coords = -2, coords+1
+		}
+	}
+	switch {
+	case coords == 0:
+		r.record(stageNearest, srcNone, len(r.dst), "no healthy candidate has coordinates")
+		return false
+	case plain == 0 && site >= 0:
+		// One site: the nearest is the best priority there, as without coordinates.
+		r.record(stageNearest, srcNone, len(r.dst), "the healthy candidates are all at one site")
+		return false
+	case !r.consult(stageNearest, SourceCity, hasCoords):
+		return false
+	}
+	if c := &r.loc.City; c.Found && c.HasCoords {
+		return r.nearest(f, c.Lat, c.Lon)
+	}
+	r.record(stageNearest, SourceCity, len(r.dst), "no coordinates for the client")
+	return false
+}
+
+// The levels of the hierarchy of each database, most specific first.
+var (
+	cityLevels    = [...]stage{stageCity, stageSubdivision, stageCountry, stageContinent}
+	countryLevels = [...]stage{stageCountry, stageContinent}
+)
+
+// hierarchy walks the levels of source (city, subdivision, country, continent for the city
+// database; country, continent for the country database) and returns the first level that has
+// a healthy candidate, having handled its candidates as how says; it returns the filter of all
+// candidates when no level has one.
+func (r *run) hierarchy(source Source, how matchHow) filter {
+	var g clientGeo
+	var m *Match
+	stages := countryLevels[:]
+	if source == SourceCity {
+		c := &r.loc.City
+		g, m = clientGeo{city: c.Name, subdivision: c.Subdivision, country: c.Country, continent: c.Continent}, &c.Match
+		stages = cityLevels[:]
+	} else {
+		c := &r.loc.Country
+		g, m = clientGeo{country: c.Country, continent: c.Continent}, &c.Match
+	}
+	if !m.Found {
+		r.record(stageHierarchy, source, len(r.dst), "the client's network is not in the database")
+		return all
+	}
+	for _, st := range stages {
+		if f := (filter{st, g}); r.level(f, source, how) {
+			return f
+		}
+	}
+	return all
+}
+
+// consult reports whether the step of source is to run: the source is configured and some
+// healthy candidate sets one of need. The step reads the source, so its network bounds the
+// scope.
+func (r *run) consult(st stage, source Source, need fields) bool {
+	switch {
+	case !r.src.Has(source):
+		r.record(st, source, len(r.dst), "not configured")
+		return false
+	case r.t.has&need == 0:
+		r.record(st, source, len(r.dst), "no healthy candidate sets the fields this step compares")
+		return false
+	}
+	r.scope = max(r.scope, r.match(source).Bits)
+	r.read(source)
+	return true
+}
+
+// match returns the lookup outcome of source.
+func (r *run) match(source Source) *Match {
+	switch source {
+	case SourceCity:
+		return &r.loc.City.Match
+	case SourceCountry:
+		return &r.loc.Country.Match
+	case SourceASN:
+		return &r.loc.ASN.Match
+	default:
+		return &r.loc.Map.Match
+	}
+}
+
+// matchHow says what level does with the healthy candidates of a level.
+type matchHow uint8
+
+const (
+	matchAll   matchHow = iota // answer with all of them
+	matchFirst                 // answer with the first of them
+	matchNone                  // answer with none: only report whether there is one
+)
+
+// level handles the candidates that match f, as how says, and reports whether any of them is
+// healthy.
+func (r *run) level(f filter, source Source, how matchHow) bool {
+	start, found := len(r.dst), false
+	for i := range r.t.cands {
+		c := &r.t.cands[i]
+		switch {
+		case !f.matches(c), how == matchFirst && found:
+		case !c.Healthy:
+			r.skip(i)
+		default:
+			found = true
+			if how != matchNone || r.tracing() {
+				r.dst = append(r.dst, i)
+			}
+		}
+	}
+	switch {
+	case !found:
+		r.record(f.stage, source, start, "no healthy candidate matches")
+	case how == matchNone:
+		r.record(f.stage, source, start, "narrowed to these candidates")
+		r.dst = r.dst[:start]
+	default:
+		r.record(f.stage, source, start, "")
+	}
+	return found
+}
+
+// nearest answers with the healthy candidates of f nearest to (lat, lon): those at the nearest
+// site with the best priority there. Ties between sites at the same distance go to the better
+// priority, then to the lower index.
+func (r *run) nearest(f filter, lat, lon float64) bool {
+	lat1, lon1 := lat*degToRad, lon*degToRad
+	cos1 := math.Cos(lat1)
+	best, bestHav := -1, 0.0
+	for i := range r.t.cands {
+		c := &r.t.cands[i]
+		if !c.HasCoords || !f.matches(c) {
+			continue
+		}
+		if !c.Healthy {
+			r.skip(i)
+			continue
+		}
+		h := haversine(lat1, lon1, cos1, c)
+		if best < 0 || h < bestHav || h == bestHav && c.Priority < r.t.cands[best].Priority {
+			best, bestHav = i, h
+		}
+	}
+	if best < 0 {
+		r.record(stageNearest, SourceCity, len(r.dst), "no healthy candidate has coordinates")
+		return false
+	}
+	start, b := len(r.dst), &r.t.cands[best]
+	for i := range r.t.cands {
+		c := &r.t.cands[i]
+		if c.Healthy && c.HasCoords && c.site == b.site && c.Priority == b.Priority && f.matches(c) {
+			r.dst = append(r.dst, i)
+		}
+	}
+	if r.tracing() {
+		r.record(stageNearest, SourceCity, start, fmt.Sprintf("%.0f km away", earthRadiusKm*2*math.Asin(math.Sqrt(bestHav))))
+	}
+	return true
+}
+
+// failover answers with the healthy candidates of f that have the best priority among them.
+func (r *run) failover(f filter) {
+	start := len(r.dst)
+	if f.stage == stageAll {
+		r.dst = append(r.dst, r.t.best...)
+	} else {
+		bestPrio, found := 0, false
+		for i := range r.t.cands {
+			if c := &r.t.cands[i]; c.Healthy && f.matches(c) && (!found || c.Priority < bestPrio) {
+				bestPrio, found = c.Priority, true
+			}
+		}
+		for i := range r.t.cands {
+			if c := &r.t.cands[i]; c.Healthy && c.Priority == bestPrio && f.matches(c) {
+				r.dst = append(r.dst, i)
+			}
+		}
+	}
+	r.record(stageFailover, srcNone, start, "")
+}
+
+const earthRadiusKm = 6371.0
+
+// haversine returns the haversine of the central angle between the client (lat1, lon1 in
+// radians, cos1 the cosine of lat1) and c. It grows with the great-circle distance, which is
+// 2R·asin(√h).
+func haversine(lat1, lon1, cos1 float64, c *prepared) float64 {
+	sLat := math.Sin((c.latRad - lat1) / 2)
+	sLon := math.Sin((c.lonRad - lon1) / 2)
+	return sLat*sLat + cos1*c.cosLat*sLon*sLon
+}
+
+// clientGeo is the client's place as one source sees it.
+type clientGeo struct {
+	city, subdivision, country, continent, location string
+	asn                                             uint32
+}
+
+// filter selects the candidates of one level for a client; stage stageAll selects all.
+type filter struct {
+	stage stage
+	geo   clientGeo
+}
+
+var all = filter{stage: stageAll}
+
+// matches reports whether c belongs to the level. A city matches only where the candidate's
+// country and subdivision, when set, agree with the client's, and a subdivision only where its
+// country does: the names and codes are not unique across countries.
+func (f filter) matches(c *prepared) bool {
+	g := &f.geo
+	switch f.stage {
+	case stageAll:
+		return true
+	case stageCity:
+		return c.City != "" && strings.EqualFold(c.City, g.city) &&
+			(c.Subdivision == "" || strings.EqualFold(c.Subdivision, g.subdivision)) &&
+			(c.Country == "" || strings.EqualFold(c.Country, g.country))
+	case stageSubdivision:
+		return c.Subdivision != "" && strings.EqualFold(c.Subdivision, g.subdivision) &&
+			(c.Country == "" || strings.EqualFold(c.Country, g.country))
+	case stageCountry:
+		return c.Country != "" && strings.EqualFold(c.Country, g.country)
+	case stageContinent:
+		return c.Continent != "" && strings.EqualFold(c.Continent, g.continent)
+	case stageASN:
+		return c.ASN != 0 && c.ASN == g.asn
+	case stageLocation:
+		return c.Location != "" && strings.EqualFold(c.Location, g.location)
+	}
+	return false
+}

@@ -1,0 +1,305 @@
+package geo_test
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/geo"
+	"github.com/meridian-gslb/meridian/internal/testutil"
+)
+
+func TestLookup(t *testing.T) {
+	src := world(t, "city country asn map")
+	tests := []struct {
+		addr string
+		want geo.Location
+	}{
+		{"198.51.100.7", geo.Location{
+			City:    geo.CityInfo{Match: geo.Match{Found: true, Bits: 24}, Name: "San Jose", Subdivision: "CA", Country: "US", Continent: "NA", Lat: 37.3382, Lon: -121.8863, HasCoords: true},
+			Country: geo.CountryInfo{Match: geo.Match{Bits: 6}}, // 198.0.0.0/6 holds none of its networks
+			ASN:     geo.ASNInfo{Match: geo.Match{Bits: 6}},
+			Map:     geo.MapInfo{Match: geo.Match{Bits: 6}},
+		}},
+		// IPv4-mapped: looked up as IPv4, lengths in the IPv6 family.
+		{"::ffff:198.51.100.7", geo.Location{
+			City:    geo.CityInfo{Match: geo.Match{Found: true, Bits: 120}, Name: "San Jose", Subdivision: "CA", Country: "US", Continent: "NA", Lat: 37.3382, Lon: -121.8863, HasCoords: true},
+			Country: geo.CountryInfo{Match: geo.Match{Bits: 102}},
+			ASN:     geo.ASNInfo{Match: geo.Match{Bits: 102}},
+			Map:     geo.MapInfo{Match: geo.Match{Bits: 102}},
+		}},
+		{"10.9.8.7", geo.Location{
+			City:    geo.CityInfo{Match: geo.Match{Bits: 16}},
+			Country: geo.CountryInfo{Match: geo.Match{Found: true, Bits: 16}, Country: "JP", Continent: "AS"},
+			ASN:     geo.ASNInfo{Match: geo.Match{Found: true, Bits: 16}, Number: 64500},
+			Map:     geo.MapInfo{Match: geo.Match{Found: true, Bits: 24}, Subnet: netip.MustParsePrefix("10.9.8.0/24"), Location: "ap-east"},
+		}},
+		{"10.8.0.1", geo.Location{
+			City:    geo.CityInfo{Match: geo.Match{Found: true, Bits: 28}, Country: "DE", Continent: "EU"},
+			Country: geo.CountryInfo{Match: geo.Match{Found: true, Bits: 16}, Country: "DE", Continent: "EU"},
+			ASN:     geo.ASNInfo{Match: geo.Match{Bits: 16}},
+			Map:     geo.MapInfo{Match: geo.Match{Bits: 16}},
+		}},
+		{"2001:db8:9:1::1", geo.Location{
+			City:    geo.CityInfo{Match: geo.Match{Bits: 45}},
+			Country: geo.CountryInfo{Match: geo.Match{Found: true, Bits: 48}, Country: "JP", Continent: "AS"},
+			ASN:     geo.ASNInfo{Match: geo.Match{Found: true, Bits: 40}, Number: 64501},
+			Map:     geo.MapInfo{Match: geo.Match{Found: true, Bits: 48}, Subnet: netip.MustParsePrefix("2001:db8:9::/48"), Location: "ap-east"},
+		}},
+		{"2001:db8:3::1", geo.Location{
+			City:    geo.CityInfo{Match: geo.Match{Found: true, Bits: 48}, Name: "Paris", Subdivision: "IDF", Country: "FR", Continent: "EU", Lat: 48.8566, Lon: 2.3522, HasCoords: true},
+			Country: geo.CountryInfo{Match: geo.Match{Bits: 45}},
+			ASN:     geo.ASNInfo{Match: geo.Match{Found: true, Bits: 40}, Number: 64501},
+			Map:     geo.MapInfo{Match: geo.Match{Bits: 45}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr, func(t *testing.T) {
+			got := lookup(src, tt.addr)
+			tt.want.Addr = netip.MustParseAddr(tt.addr)
+			if *got != tt.want {
+				t.Errorf("Lookup(%s)\n got %+v\nwant %+v", tt.addr, *got, tt.want)
+			}
+			// A second lookup answers from the cache, alike.
+			if again := lookup(src, tt.addr); *again != *got {
+				t.Errorf("second Lookup(%s) = %+v", tt.addr, *again)
+			}
+		})
+	}
+}
+
+func TestLookupWithoutSources(t *testing.T) {
+	var nilSources *geo.Sources
+	empty, err := geo.Open(config.GeoIPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []*geo.Sources{nilSources, empty} {
+		loc := geo.Location{City: geo.CityInfo{Name: "stale"}}
+		src.Lookup(netip.MustParseAddr("192.0.2.1"), &loc)
+		if loc != (geo.Location{Addr: netip.MustParseAddr("192.0.2.1")}) {
+			t.Errorf("Lookup without sources = %+v", loc)
+		}
+		if src.Files() != nil || src.Has(geo.SourceCity) {
+			t.Errorf("Files() = %v, Has(city) = %v", src.Files(), src.Has(geo.SourceCity))
+		}
+	}
+}
+
+func TestLookupInvalidAndZonedAddress(t *testing.T) {
+	src := world(t, "city map")
+	var loc geo.Location
+	src.Lookup(netip.Addr{}, &loc)
+	if loc != (geo.Location{}) {
+		t.Errorf("Lookup(invalid) = %+v", loc)
+	}
+	src.Lookup(netip.MustParseAddr("2001:db8:3::1%eth0"), &loc)
+	if !loc.City.Found || loc.City.Name != "Paris" {
+		t.Errorf("Lookup(zoned) = %+v", loc)
+	}
+}
+
+func TestLookupDoesNotAllocate(t *testing.T) {
+	src := world(t, "city country asn map")
+	addrs := []netip.Addr{netip.MustParseAddr("198.51.100.7"), netip.MustParseAddr("10.9.8.7"),
+		netip.MustParseAddr("2001:db8:9::1"), netip.MustParseAddr("::ffff:10.3.0.1"), netip.MustParseAddr("203.0.113.4")}
+	var loc geo.Location
+	for _, a := range addrs {
+		src.Lookup(a, &loc) // warm the caches
+	}
+	n := testing.AllocsPerRun(200, func() {
+		for _, a := range addrs {
+			src.Lookup(a, &loc)
+		}
+	})
+	if n != 0 {
+		t.Errorf("Lookup allocates %v times per run after warm-up", n)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	city := testutil.WriteCityDB(t, cityNets)
+	asn := testutil.WriteASNDB(t, asnNets)
+	garbage := writeFile(t, "garbage.mmdb", "not a database")
+	badMap := writeFile(t, "map.yml", "subnets:\n  - subnet: 10.0.0.1/24\n    location: x\n")
+	missing := filepath.Join(t.TempDir(), "missing.mmdb")
+	tests := []struct {
+		name string
+		opts config.GeoIPOptions
+		want []string
+	}{
+		{"missing file", config.GeoIPOptions{CityDB: missing}, []string{"geoip_maxmind city_db " + missing, "no such file"}},
+		{"not a database", config.GeoIPOptions{CountryDB: garbage}, []string{"geoip_maxmind country_db " + garbage, "invalid MaxMind DB"}},
+		{"ASN database as city_db", config.GeoIPOptions{CityDB: asn}, []string{"geoip_maxmind city_db " + asn, `database type "GeoLite2-ASN" is not one of City, Enterprise`}},
+		{"city database as asn_db", config.GeoIPOptions{CityDB: city, ASNDB: city}, []string{"geoip_maxmind asn_db " + city, `"GeoIP2-City" is not one of ASN, ISP`}},
+		{"missing map", config.GeoIPOptions{CityDB: city, CustomMap: missing}, []string{"geoip_custom: open " + missing}},
+		{"bad map", config.GeoIPOptions{CustomMap: badMap}, []string{badMap + ":2:13: subnets[0].subnet: 10.0.0.1/24 has host bits set: the subnet is 10.0.0.0/24"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, err := geo.Open(tt.opts)
+			if err == nil {
+				src.Close()
+				t.Fatal("Open succeeded")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenAcceptsCityDatabaseAsCountryDB(t *testing.T) {
+	city := testutil.WriteCityDB(t, cityNets)
+	src, err := geo.Open(config.GeoIPOptions{CountryDB: city})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if loc := lookup(src, "10.3.0.1"); !loc.Country.Found || loc.Country.Country != "FR" || loc.Country.Continent != "EU" {
+		t.Errorf("Lookup = %+v", loc.Country)
+	}
+}
+
+func TestFiles(t *testing.T) {
+	opts := worldOptions(t, "city asn map")
+	src, err := geo.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if got, want := src.Files(), []string{opts.CityDB, opts.ASNDB, opts.CustomMap}; !slices.Equal(got, want) {
+		t.Errorf("Files() = %v, want %v", got, want)
+	}
+	for _, s := range []geo.Source{geo.SourceCity, geo.SourceASN, geo.SourceMap} {
+		if !src.Has(s) {
+			t.Errorf("Has(%v) = false", s)
+		}
+	}
+	if src.Has(geo.SourceCountry) {
+		t.Error("Has(country database) = true")
+	}
+}
+
+// replace writes content next to path and renames it over path, as updaters do.
+func replace(t *testing.T, path string, content []byte) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStoreReload(t *testing.T) {
+	opts := worldOptions(t, "city map")
+	st, err := geo.NewStore(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := st.Sources()
+	if loc := lookup(first, "10.0.0.1"); loc.Map.Location != "eu-west" {
+		t.Fatalf("map location %q", loc.Map.Location)
+	}
+
+	// A good change is swapped in.
+	replace(t, opts.CustomMap, []byte("subnets:\n  - subnet: 10.0.0.0/8\n    location: moved\n"))
+	if err := st.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	second := st.Sources()
+	if second == first {
+		t.Fatal("Reload did not swap the sources")
+	}
+	if loc := lookup(second, "10.0.0.1"); loc.Map.Location != "moved" || loc.Map.Bits != 8 {
+		t.Errorf("after reload: %+v", loc.Map)
+	}
+	// The replaced sources still answer: nobody closed them under a running query.
+	if loc := lookup(first, "10.3.0.1"); loc.City.Name != "Paris" {
+		t.Errorf("old sources: %+v", loc.City)
+	}
+
+	// A bad map keeps the current sources.
+	replace(t, opts.CustomMap, []byte("subnets:\n  - subnet: nonsense\n    location: x\n"))
+	err = st.Reload()
+	var list config.ErrorList
+	if err == nil || !errors.As(err, &list) || !strings.Contains(err.Error(), opts.CustomMap+":2:") {
+		t.Errorf("Reload with a bad map: %v", err)
+	}
+	if st.Sources() != second {
+		t.Error("a failed Reload replaced the sources")
+	}
+
+	// So does a bad database.
+	replace(t, opts.CustomMap, []byte("subnets: []\n"))
+	replace(t, opts.CityDB, []byte("garbage"))
+	if err := st.Reload(); err == nil || !strings.Contains(err.Error(), opts.CityDB) {
+		t.Errorf("Reload with a bad database: %v", err)
+	}
+	if st.Sources() != second {
+		t.Error("a failed Reload replaced the sources")
+	}
+}
+
+func TestNewStoreError(t *testing.T) {
+	if _, err := geo.NewStore(config.GeoIPOptions{ASNDB: filepath.Join(t.TempDir(), "none.mmdb")}); err == nil {
+		t.Error("NewStore with a missing database succeeded")
+	}
+}
+
+// TestStoreReloadUnderQueries runs lookups and selections while the sources are reloaded; the
+// race detector checks the swap.
+func TestStoreReloadUnderQueries(t *testing.T) {
+	opts := worldOptions(t, "city country asn map")
+	st, err := geo.NewStore(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cityDB, err := os.ReadFile(opts.CityDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := geo.Prepare(config.ModeGeoIP, []geo.Candidate{
+		{Healthy: true, City: "Paris", Country: "FR"},
+		{Healthy: true, Country: "US", Lat: 40.7, Lon: -74, HasCoords: true},
+	})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			var loc geo.Location
+			dst := make([]int, 0, 4)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				src := st.Sources()
+				src.Lookup(netip.MustParseAddr("10.3.0.1"), &loc)
+				if out, _ := table.Select(src, &loc, dst[:0]); len(out) != 1 || out[0] != 1 {
+					t.Errorf("Select = %v", out)
+					return
+				}
+			}
+		})
+	}
+	for range 20 {
+		replace(t, opts.CityDB, cityDB)
+		if err := st.Reload(); err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
