@@ -1,0 +1,315 @@
+// Package cluster is Meridian's cluster mode: the instances of one deployment share their
+// health checks through Redis. Per check and cycle one instance takes a lock and probes; it
+// writes the raw result to a key and publishes it, and every instance applies it through its
+// own rise/fall machines, so that all answer alike while each backend is probed once per cycle.
+// When Redis is unreachable every instance probes on its own, and it catches up by itself when
+// Redis returns. The Client implements health.Coordinator; docs/cluster.md describes the keys,
+// messages and failure modes.
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/health"
+)
+
+// Receiver applies results that other instances shared; health.Manager is one.
+type Receiver interface {
+	Receive(s health.Shared) bool
+}
+
+// Client is one instance's membership in a cluster: its Redis connection, subscription, locks
+// and waits. Create it with New, hand it to the health manager as its Coordinator, then Start it
+// with the manager before the first Sync, and Close it after the manager stopped.
+type Client struct {
+	opts   config.ClusterOptions
+	log    health.Logger
+	id     string
+	rdb    redis.UniversalClient
+	keys   keyspace
+	recv   Receiver
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	up      atomic.Bool // connected and subscribed
+	failing atomic.Bool // an operation failed since the last success (logged once)
+	ops     chan op     // claims and publications for the writer
+	poke    chan struct{}
+
+	mu     sync.Mutex
+	ps     *redis.PubSub
+	checks map[string]health.Check
+	groups map[time.Duration]*group // the checks by interval, for the reconcile
+	waits  map[string]*wait         // lost turns waiting for the winner's result, by check
+}
+
+// Logger is where the client reports changes of its connection.
+type Logger = health.Logger
+
+// New returns a client for o (defaults applied) that does not connect yet. It fails when the
+// TLS files of o cannot be used.
+func New(o config.ClusterOptions, log Logger) (*Client, error) {
+	o = o.WithDefaults()
+	id := InstanceID()
+	rdb, err := newClient(o, "meridian-"+id)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Client{
+		opts: o, log: log, id: id, rdb: rdb, keys: keyspace{o.KeyPrefix},
+		ctx: ctx, cancel: cancel,
+		ops:    make(chan op, opQueue),
+		poke:   make(chan struct{}, 1),
+		checks: make(map[string]health.Check),
+		groups: make(map[time.Duration]*group),
+		waits:  make(map[string]*wait),
+	}, nil
+}
+
+// InstanceID returns a new name for this instance: host name, process id and a random suffix,
+// so that a restarted process is a new instance.
+func InstanceID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// ID returns the instance's id, the value of its locks and the instance of its results.
+func (c *Client) ID() string { return c.id }
+
+// Start connects and subscribes to the results channel, waiting up to the dial timeout, and
+// starts the client's loops; results are delivered to r. An unreachable Redis is logged once and
+// retried in the background: until it answers, every check is probed here.
+func (c *Client) Start(r Receiver) {
+	c.recv = r
+	c.log.Infof("cluster mode: instance %s, %s, sync mode %s, key prefix %q", c.id, describe(c.opts), c.opts.SyncMode, c.opts.KeyPrefix)
+	c.mu.Lock()
+	c.ps = c.rdb.Subscribe(c.ctx, c.keys.channel())
+	ps := c.ps
+	c.mu.Unlock()
+	subscribed := false
+	msg, err := ps.ReceiveTimeout(c.ctx, dialTimeout)
+	if _, ok := msg.(*redis.Subscription); ok && err == nil {
+		subscribed = true
+		c.setUp()
+	} else {
+		if err == nil {
+			err = fmt.Errorf("unexpected %T instead of the subscription", msg)
+		}
+		c.log.Warningf("cluster: Redis unreachable (%v): probing every check here until it answers", err)
+		errorsTotal.WithLabelValues(opSubscribe).Inc()
+		connectedGauge.Set(0)
+		fallbackGauge.Set(1)
+	}
+	c.wg.Add(3)
+	go c.listen(subscribed)
+	go c.write()
+	go c.reconcile()
+}
+
+// Close stops the loops, ends the turns still open and closes the connections. Stop the health
+// manager first.
+func (c *Client) Close() {
+	c.cancel()
+	c.mu.Lock()
+	if c.ps != nil {
+		_ = c.ps.Close()
+	}
+	waits := c.waits
+	c.waits = make(map[string]*wait)
+	c.mu.Unlock()
+	c.wg.Wait()
+	for _, w := range waits {
+		w.timer.Stop()
+		w.turn.End()
+	}
+	for {
+		select {
+		case o := <-c.ops:
+			if o.turn != nil {
+				o.turn.End()
+			}
+		default:
+			_ = c.rdb.Close()
+			connectedGauge.Set(0)
+			fallbackGauge.Set(0)
+			return
+		}
+	}
+}
+
+// Exclusive implements health.Coordinator: in lock mode one instance probes each cycle.
+func (c *Client) Exclusive() bool { return c.opts.SyncMode == config.SyncLock }
+
+// Watch implements health.Coordinator: it notes the checks the manager runs, for the reconcile
+// and to read the messages about them.
+func (c *Client) Watch(checks []health.Check) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.groups
+	c.checks = make(map[string]health.Check, len(checks))
+	c.groups = make(map[time.Duration]*group)
+	now := time.Now()
+	for _, ch := range checks {
+		c.checks[ch.ID] = ch
+		g := c.groups[ch.Interval]
+		if g == nil {
+			g = &group{next: now.Add(ch.Interval)}
+			if o := old[ch.Interval]; o != nil {
+				g.next = o.next
+			}
+			c.groups[ch.Interval] = g
+		}
+		g.ids = append(g.ids, ch.ID)
+	}
+	select {
+	case c.poke <- struct{}{}:
+	default:
+	}
+}
+
+// Seed implements health.Coordinator: it reads the result keys of checks, within the operation
+// timeout. With Redis unreachable it returns nothing, and the checks start unknown.
+func (c *Client) Seed(checks []health.Check) []health.Shared {
+	if !c.up.Load() {
+		return nil
+	}
+	ids := make([]string, len(checks))
+	for i, ch := range checks {
+		ids[i] = ch.ID
+	}
+	var out []health.Shared
+	c.read(ids, sourceKey, func(s health.Shared) { out = append(out, s) })
+	return out
+}
+
+// Due implements health.Coordinator. In lock mode the turn's claim goes to the writer, which
+// sends the claims of one moment in one round trip; in none mode this instance probes and
+// publishes. Without Redis it probes and keeps the result.
+func (c *Client) Due(t *health.Turn) {
+	switch {
+	case !c.up.Load():
+		if c.Exclusive() {
+			localProbesTotal.WithLabelValues("redis_down").Inc()
+		}
+		t.Probe(false)
+	case !c.Exclusive():
+		t.Probe(true)
+	default:
+		select {
+		case c.ops <- op{turn: t}:
+		default:
+			localProbesTotal.WithLabelValues("queue_full").Inc()
+			t.Probe(false)
+		}
+	}
+}
+
+// Publish implements health.Coordinator: the writer stores the result in its key, with a TTL of
+// twice the interval, and publishes it. A result that finds the writer's queue full is dropped
+// (and counted): the other instances then probe that cycle themselves.
+func (c *Client) Publish(s health.Shared) {
+	if !c.up.Load() {
+		return
+	}
+	payload, err := encode(s, c.id)
+	if err != nil {
+		errorsTotal.WithLabelValues(opPublish).Inc()
+		return
+	}
+	ttl := 2 * c.interval(s.Check)
+	if ttl == 0 {
+		return // no longer watched: removed by a reload while it was probed
+	}
+	select {
+	case c.ops <- op{key: c.keys.result(s.Check), payload: payload, ttl: ttl}:
+	default:
+		errorsTotal.WithLabelValues(opPublish).Inc()
+	}
+}
+
+// interval returns the interval of a watched check, and 0 for others.
+func (c *Client) interval(check string) time.Duration {
+	d, _ := c.intervalOf(check)
+	return d
+}
+
+func (c *Client) intervalOf(check string) (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch, ok := c.checks[check]
+	return ch.Interval, ok
+}
+
+// decode parses a result from source. It reports false for a message that is not a result,
+// is about a check not run here, or is this instance's own; it counts the others.
+func (c *Client) decode(payload []byte, source string) (health.Shared, bool) {
+	s, err := decode(payload, c.intervalOf)
+	if err != nil {
+		errorsTotal.WithLabelValues(opDecode).Inc()
+		return s, false
+	}
+	if _, watched := c.intervalOf(s.Check); !watched || s.Instance == c.id {
+		return s, false
+	}
+	receivedTotal.WithLabelValues(source).Inc()
+	return s, true
+}
+
+// apply applies a received result and ends the wait it settles.
+func (c *Client) apply(s health.Shared) {
+	c.recv.Receive(s)
+	c.settle(s.Check, s.Cycle)
+}
+
+// setUp notes that the client is connected and subscribed, and reports whether it was not.
+func (c *Client) setUp() bool {
+	if c.up.Swap(true) {
+		return false
+	}
+	connectedGauge.Set(1)
+	fallbackGauge.Set(0)
+	return true
+}
+
+// setDown notes that the connection is lost, and logs it once.
+func (c *Client) setDown(err error) {
+	errorsTotal.WithLabelValues(opSubscribe).Inc()
+	if !c.up.Swap(false) {
+		return
+	}
+	connectedGauge.Set(0)
+	fallbackGauge.Set(1)
+	c.log.Warningf("cluster: lost Redis (%v): probing every check here until it returns", err)
+}
+
+// failed counts a failed operation, and logs the first of a series.
+func (c *Client) failed(kind string, err error) {
+	errorsTotal.WithLabelValues(kind).Inc()
+	if !c.failing.Swap(true) {
+		c.log.Warningf("cluster: Redis %s failed (%v): probing here where needed; further errors are only counted", kind, err)
+	}
+}
+
+// succeeded ends a series of failed operations.
+func (c *Client) succeeded() {
+	if c.failing.Swap(false) {
+		c.log.Infof("cluster: Redis operations succeed again")
+	}
+}

@@ -1,0 +1,76 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/health"
+)
+
+// keyspace names the Redis keys and the channel under one key prefix. docs/cluster.md documents
+// them for external agents: change both together.
+type keyspace struct{ prefix string }
+
+// result is the key holding the newest raw result of a check.
+func (k keyspace) result(check string) string { return k.prefix + "health:" + check }
+
+// lock is the key an instance sets to probe cycle n of a check.
+func (k keyspace) lock(check string, n int64) string {
+	return k.prefix + "lock:" + check + ":" + strconv.FormatInt(n, 10)
+}
+
+// channel is the pub/sub channel of raw results.
+func (k keyspace) channel() string { return k.prefix + "health:updates" }
+
+// message is the JSON form of a raw result, the value of the result keys and the payload of the
+// channel's messages.
+type message struct {
+	// Check is the check's id (for a passive backend, the backend's key).
+	Check string `json:"check"`
+	// Backends are the keys of the backends the check covers, for people reading Redis.
+	Backends []string `json:"backends,omitempty"`
+	// Cycle is the check's cycle, Unix time / interval; 0 lets the receiver derive it from Time.
+	Cycle int64 `json:"cycle,omitempty"`
+	OK    bool  `json:"ok"`
+	// Reason is the probe's short explanation ("connect: connection refused").
+	Reason string `json:"reason,omitempty"`
+	// Time is when the probe finished, in Unix milliseconds.
+	Time int64 `json:"time"`
+	// Instance names who probed: a Meridian instance's id, or an agent's name.
+	Instance string `json:"instance"`
+}
+
+// encode returns the JSON message of s probed by instance.
+func encode(s health.Shared, instance string) ([]byte, error) {
+	b, err := json.Marshal(message{Check: s.Check, Backends: s.Backends, Cycle: s.Cycle, OK: s.OK,
+		Reason: s.Reason, Time: s.At.UnixMilli(), Instance: instance})
+	if err != nil {
+		return nil, fmt.Errorf("encode the result of %s: %w", s.Check, err)
+	}
+	return b, nil
+}
+
+var errIncomplete = errors.New("check, time and instance are required")
+
+// decode parses a message. A missing cycle is derived from the time, with the check's interval
+// (interval).
+func decode(data []byte, interval func(check string) (time.Duration, bool)) (health.Shared, error) {
+	var m message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return health.Shared{}, fmt.Errorf("decode a result: %w", err)
+	}
+	if m.Check == "" || m.Time <= 0 || m.Instance == "" {
+		return health.Shared{}, fmt.Errorf("decode a result of %q: %w", m.Check, errIncomplete)
+	}
+	s := health.Shared{Check: m.Check, Backends: m.Backends, Cycle: m.Cycle, OK: m.OK, Reason: m.Reason,
+		At: time.UnixMilli(m.Time), Instance: m.Instance}
+	if s.Cycle <= 0 {
+		if d, ok := interval(m.Check); ok {
+			s.Cycle = s.At.UnixNano() / int64(d)
+		}
+	}
+	return s, nil
+}

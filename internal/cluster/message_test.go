@@ -1,0 +1,71 @@
+package cluster
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/health"
+)
+
+func TestKeyNames(t *testing.T) {
+	k := keyspace{"gslb:"}
+	for _, tt := range []struct{ got, want string }{
+		{k.result("abc"), "gslb:health:abc"},
+		{k.lock("abc", 42), "gslb:lock:abc:42"},
+		{k.channel(), "gslb:health:updates"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("key %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func TestMessageRoundTrip(t *testing.T) {
+	at := time.UnixMilli(1_700_000_000_123)
+	s := health.Shared{Check: "abc", Backends: []string{"www.example.org.|192.0.2.10|0"}, Cycle: 170000000, OK: true, Reason: "http 200", At: at}
+	payload, err := encode(s, "host-1-abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"check":"abc","backends":["www.example.org.|192.0.2.10|0"],"cycle":170000000,"ok":true,"reason":"http 200","time":1700000000123,"instance":"host-1-abcdef"}`
+	if string(payload) != want {
+		t.Fatalf("message %s\nwant    %s (docs/cluster.md documents this format)", payload, want)
+	}
+	got, err := decode(payload, noInterval)
+	s.Instance = "host-1-abcdef"
+	if err != nil || !reflect.DeepEqual(got, s) {
+		t.Fatalf("decoded %+v, %v; want %+v", got, err, s)
+	}
+}
+
+func noInterval(string) (time.Duration, bool) { return 0, false }
+
+func TestDecode(t *testing.T) {
+	interval := func(check string) (time.Duration, bool) { return 10 * time.Second, check == "known" }
+	tests := []struct {
+		name      string
+		payload   string
+		wantCycle int64
+		wantErr   error
+	}{
+		{"explicit cycle", `{"check":"known","cycle":7,"ok":true,"time":1700000000000,"instance":"a"}`, 7, nil},
+		{"cycle from the time", `{"check":"known","ok":true,"time":1700000005000,"instance":"a"}`, 170000000, nil},
+		{"unknown check keeps cycle 0", `{"check":"other","ok":true,"time":1700000005000,"instance":"a"}`, 0, nil},
+		{"no time", `{"check":"known","ok":true,"instance":"a"}`, 0, errIncomplete},
+		{"no instance", `{"check":"known","ok":true,"time":1}`, 0, errIncomplete},
+		{"no check", `{"ok":true,"time":1,"instance":"a"}`, 0, errIncomplete},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := decode([]byte(tt.payload), interval)
+			if !errors.Is(err, tt.wantErr) || (err == nil && s.Cycle != tt.wantCycle) {
+				t.Fatalf("decode: cycle %d, error %v; want cycle %d, error %v", s.Cycle, err, tt.wantCycle, tt.wantErr)
+			}
+		})
+	}
+	if _, err := decode([]byte("not json"), interval); err == nil {
+		t.Fatal("decoded a message that is not JSON")
+	}
+}

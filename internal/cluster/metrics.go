@@ -1,0 +1,72 @@
+package cluster
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// Cluster metrics, in CoreDNS's namespace and the gslb subsystem, in the default registry.
+// docs/cluster.md documents them.
+var (
+	connectedGauge = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_redis_connected",
+		Help: "1 while the instance is connected and subscribed to Redis, 0 otherwise.",
+	})
+	fallbackGauge = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_local_fallback",
+		Help: "1 while cluster mode is on but Redis is unreachable, so that this instance probes every check itself.",
+	})
+	operationsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_operations_total",
+		Help: "Redis operations, by kind: claim (SET NX of a lock), publish (SET and PUBLISH of a result), read (GET of a result).",
+	}, []string{"op"})
+	errorsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_errors_total",
+		Help: "Failed Redis operations by kind (claim, publish, read, subscribe), and messages that could not be decoded (decode).",
+	}, []string{"op"})
+	locksTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_locks_total",
+		Help: "Cycle locks asked for, by result: won (this instance probes) or lost (another does).",
+	}, []string{"result"})
+	receivedTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_results_received_total",
+		Help: "Results of other instances received, by source: pubsub, key (read at start or after a lost lock), reconcile.",
+	}, []string{"source"})
+	propagationDelay = promauto.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_propagation_delay_seconds",
+		Help:    "Time from the end of another instance's probe to its result being applied here, for results that came by pub/sub.",
+		Buckets: []float64{.001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+	})
+	localProbesTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_local_probes_total",
+		Help: "Lock-mode cycles probed here without a lock, by cause: redis_down, claim_error, no_result (the winner's result did not come in time), queue_full.",
+	}, []string{"cause"})
+)
+
+// Label values.
+const (
+	opClaim     = "claim"
+	opPublish   = "publish"
+	opRead      = "read"
+	opSubscribe = "subscribe"
+	opDecode    = "decode"
+
+	sourcePubSub    = "pubsub"
+	sourceKey       = "key"
+	sourceReconcile = "reconcile"
+)
+
+func init() {
+	for _, op := range []string{opClaim, opPublish, opRead} {
+		operationsTotal.WithLabelValues(op)
+		errorsTotal.WithLabelValues(op)
+	}
+	errorsTotal.WithLabelValues(opSubscribe)
+	errorsTotal.WithLabelValues(opDecode)
+	for _, r := range []string{"won", "lost"} {
+		locksTotal.WithLabelValues(r)
+	}
+	for _, s := range []string{sourcePubSub, sourceKey, sourceReconcile} {
+		receivedTotal.WithLabelValues(s)
+	}
+}
