@@ -12,7 +12,7 @@ import (
 
 func TestClient(t *testing.T) {
 	p := exampleProvider()
-	_, base := startServer(t, Config{BasicUser: "ops", BasicPass: "pw"}, p)
+	_, base := startServer(t, Config{BasicUser: "ops", BasicPass: "pw"}, nil, p)
 	ctx := context.Background()
 
 	anonymous := &Client{BaseURL: base}

@@ -10,7 +10,7 @@ import (
 )
 
 func TestOverview(t *testing.T) {
-	_, base := startServer(t, Config{}, exampleProvider())
+	_, base := startServer(t, Config{}, nil, exampleProvider())
 
 	code, body := call(t, "GET", base+"/api/overview", "")
 	if code != http.StatusOK {
@@ -64,7 +64,7 @@ func addresses(refs []compatBackendRef) string {
 
 func TestCompatBulkActions(t *testing.T) {
 	store := overlay.NewMemory(overlay.SystemClock{})
-	_, base := startServer(t, Config{Store: store}, exampleProvider())
+	_, base := startServer(t, Config{}, store, exampleProvider())
 	post := func(path, body string) (int, string) { return call(t, "POST", base+path, body) }
 
 	for _, c := range []struct {
@@ -102,7 +102,7 @@ func TestCompatBulkActions(t *testing.T) {
 
 func TestCompatBadRequests(t *testing.T) {
 	store := overlay.NewMemory(overlay.SystemClock{})
-	_, base := startServer(t, Config{Store: store}, exampleProvider())
+	_, base := startServer(t, Config{}, store, exampleProvider())
 	for _, c := range []struct {
 		name, body, contentType string
 		code                    int

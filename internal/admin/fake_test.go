@@ -104,14 +104,14 @@ type nopLog struct{}
 func (nopLog) Infof(string, ...any)  {}
 func (nopLog) Errorf(string, ...any) {}
 
-// startServer serves cfg on a free loopback port, with a memory store when cfg has none, and
+// startServer serves cfg on a free loopback port, with store (a memory store when nil), and
 // registers p for its zones.
-func startServer(t *testing.T, cfg Config, p *fakeProvider) (*Server, string) {
+func startServer(t *testing.T, cfg Config, store overlay.Store, p *fakeProvider) (*Server, string) {
 	t.Helper()
-	if cfg.Store == nil {
-		cfg.Store = overlay.NewMemory(overlay.SystemClock{})
+	if store == nil {
+		store = overlay.NewMemory(overlay.SystemClock{})
 	}
-	s, err := Listen("127.0.0.1:0", cfg, nopLog{})
+	s, err := Listen("127.0.0.1:0", cfg, store, nopLog{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -154,7 +154,7 @@ func (s *Server) status() []Zone {
 	}
 	slices.SortFunc(zones, func(a, b Zone) int { return cmp.Compare(a.Name, b.Name) })
 	overrides := make(map[string]overlay.Override)
-	for _, o := range s.settings.Load().cfg.Store.List() {
+	for _, o := range s.settings.Load().store.List() {
 		overrides[o.Key] = o
 	}
 	for _, z := range zones {
@@ -310,7 +310,7 @@ func (s *Server) apply(ctx context.Context, action overlay.Action, sel Selector,
 	if len(changes) == 0 {
 		return nil, errorf(http.StatusUnprocessableEntity, "no backend matches %s", sel)
 	}
-	if err := s.settings.Load().cfg.Store.Apply(ctx, changes); err != nil {
+	if err := s.settings.Load().store.Apply(ctx, changes); err != nil {
 		if errors.Is(err, overlay.ErrInvalid) {
 			return nil, errorf(http.StatusBadRequest, "%v", err)
 		}
@@ -328,7 +328,7 @@ func untilText(t time.Time) string {
 }
 
 func (s *Server) overrides(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.settings.Load().cfg.Store.List())
+	writeJSON(w, http.StatusOK, s.settings.Load().store.List())
 }
 
 func (s *Server) transitions(w http.ResponseWriter, r *http.Request) {

@@ -14,7 +14,7 @@ import (
 
 func TestZonesAndBackends(t *testing.T) {
 	store := overlay.NewMemory(overlay.SystemClock{})
-	_, base := startServer(t, Config{Store: store}, exampleProvider())
+	_, base := startServer(t, Config{}, store, exampleProvider())
 	if err := store.Apply(context.Background(), []overlay.Change{{Key: "www.example.org.|10.1.0.2|0", Action: overlay.Drain, Expires: time.Now().Add(time.Hour), Reason: "patching"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestZonesAndBackends(t *testing.T) {
 
 func TestActions(t *testing.T) {
 	store := overlay.NewMemory(overlay.SystemClock{})
-	_, base := startServer(t, Config{Store: store}, exampleProvider())
+	_, base := startServer(t, Config{}, store, exampleProvider())
 	post := func(action, body string) (int, string) {
 		return call(t, "POST", base+"/api/v1/backends/"+action, body)
 	}
@@ -137,7 +137,7 @@ func (failingStore) Apply(context.Context, []overlay.Change) error {
 }
 
 func TestActionStoreFailure(t *testing.T) {
-	_, base := startServer(t, Config{Store: failingStore{overlay.NewMemory(overlay.SystemClock{})}}, exampleProvider())
+	_, base := startServer(t, Config{}, failingStore{overlay.NewMemory(overlay.SystemClock{})}, exampleProvider())
 	code, body := call(t, "POST", base+"/api/v1/backends/disable", `{"location":"dc-eu"}`)
 	if code != http.StatusInternalServerError || !strings.Contains(body, "no space left") {
 		t.Fatalf("store failure: %d %s", code, body)
@@ -145,7 +145,7 @@ func TestActionStoreFailure(t *testing.T) {
 }
 
 func TestTransitions(t *testing.T) {
-	s, base := startServer(t, Config{}, exampleProvider())
+	s, base := startServer(t, Config{}, nil, exampleProvider())
 	other := exampleProvider()
 	other.zones[0].Name = "example.net."
 	other.transitions = []Transition{{Time: checkTime.Add(-time.Minute), Record: "www.example.net.", Backend: "www.example.net.|192.0.2.1|0", From: StateUp, To: StateDown}}
@@ -167,7 +167,7 @@ func TestTransitions(t *testing.T) {
 
 func TestExplain(t *testing.T) {
 	p := exampleProvider()
-	_, base := startServer(t, Config{}, p)
+	_, base := startServer(t, Config{}, nil, p)
 	exp := decode[Explanation](t, mustGet(t, base+"/api/v1/explain?name=WWW.example.org"))
 	want := Query{Name: "www.example.org.", Type: "A", Client: netip.MustParseAddr("127.0.0.1")}
 	if exp.Query != want || p.explained[0] != want || exp.Rcode != "NOERROR" || len(exp.Answer) != 1 || exp.Steps[0].Stage != "policy" {
@@ -202,7 +202,7 @@ func TestExplain(t *testing.T) {
 
 func TestReload(t *testing.T) {
 	p := exampleProvider()
-	_, base := startServer(t, Config{}, p)
+	_, base := startServer(t, Config{}, nil, p)
 	code, body := call(t, "POST", base+"/api/v1/reload", "")
 	if res := decode[ReloadResult](t, body); code != http.StatusOK || !res.OK || len(res.Blocks) != 1 || res.Blocks[0].Zones[0] != "example.org." {
 		t.Fatalf("reload: %d %s", code, body)
@@ -219,7 +219,7 @@ func TestReload(t *testing.T) {
 }
 
 func TestDashboardAndDocument(t *testing.T) {
-	_, base := startServer(t, Config{}, nil)
+	_, base := startServer(t, Config{}, nil, nil)
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Get(base + "/")
 	if err != nil {

@@ -24,7 +24,7 @@ type Logger interface {
 	Errorf(format string, args ...any)
 }
 
-// Config is what a Server may change while it runs: credentials, TLS, and the store.
+// Config is what a Server may change while it runs: its credentials and TLS.
 type Config struct {
 	// BasicUser and BasicPass enable HTTP basic authentication; both or neither.
 	BasicUser, BasicPass string
@@ -34,13 +34,12 @@ type Config struct {
 	TLSCert, TLSKey string
 	// AllowUnauthenticated lets an address that is not loopback serve without authentication.
 	AllowUnauthenticated bool
-	// Store keeps the backend overrides.
-	Store overlay.Store
 }
 
-// settings is a validated Config, ready for requests.
+// settings is a validated Config and the store, ready for requests.
 type settings struct {
 	cfg   Config
+	store overlay.Store // keeps the backend overrides
 	creds credentials
 	tls   *tls.Config // nil for plain HTTP
 }
@@ -66,10 +65,11 @@ type registration struct {
 	p     Provider
 }
 
-// Listen validates cfg for addr (host:port), binds addr and serves the API on it until Close.
-func Listen(addr string, cfg Config, log Logger) (*Server, error) {
+// Listen checks cfg for addr (host:port), binds addr and serves the API on it until Close,
+// keeping the overrides in store.
+func Listen(addr string, cfg Config, store overlay.Store, log Logger) (*Server, error) {
 	s := &Server{addr: addr, log: log, served: make(chan struct{})}
-	if err := s.Configure(cfg); err != nil {
+	if err := s.Configure(cfg, store); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -93,36 +93,49 @@ func Listen(addr string, cfg Config, log Logger) (*Server, error) {
 	return s, nil
 }
 
-// Configure replaces the server's credentials, TLS certificate and store. Connections accepted
-// from then on use them; the listener stays. An invalid cfg changes nothing.
-func (s *Server) Configure(cfg Config) error {
-	st, err := newSettings(s.addr, cfg)
-	if err != nil {
-		return fmt.Errorf("admin API on %s: %w", s.addr, err)
+// Configure replaces the server's credentials, TLS certificate and store. Requests and
+// connections from then on use them; the listener stays. An invalid cfg changes nothing.
+func (s *Server) Configure(cfg Config, store overlay.Store) error {
+	if store == nil {
+		return errors.New("admin API: no overrides store")
 	}
+	st, err := cfg.settings(s.addr)
+	if err != nil {
+		return err
+	}
+	st.store = store
 	s.settings.Store(st)
 	return nil
 }
 
-func newSettings(addr string, cfg Config) (*settings, error) {
+// Check reports whether a server on addr may use cfg: credentials come in pairs, the TLS
+// certificate and key load, and an address that is not loopback requires authentication
+// unless cfg allows it explicitly.
+func (cfg Config) Check(addr string) error {
+	_, err := cfg.settings(addr)
+	return err
+}
+
+// settings validates cfg for a server on addr.
+func (cfg Config) settings(addr string) (*settings, error) {
+	refuse := func(format string, args ...any) (*settings, error) {
+		return nil, fmt.Errorf("admin API on %s: "+format, append([]any{addr}, args...)...)
+	}
 	if (cfg.BasicUser == "") != (cfg.BasicPass == "") {
-		return nil, errors.New("api_basic_user and api_basic_pass must be given together")
+		return refuse("api_basic_user and api_basic_pass must be given together")
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
-		return nil, errors.New("api_tls_cert and api_tls_key must be given together")
-	}
-	if cfg.Store == nil {
-		return nil, errors.New("no overrides store")
+		return refuse("api_tls_cert and api_tls_key must be given together")
 	}
 	st := &settings{cfg: cfg, creds: newCredentials(cfg)}
 	if !st.creds.required() && !cfg.AllowUnauthenticated && !isLoopback(addr) {
-		return nil, errors.New("refusing to serve on an address that is not loopback without authentication: " +
+		return refuse("refusing to serve on an address that is not loopback without authentication: " +
 			"set api_basic_user and api_basic_pass or api_token, or api_allow_unauthenticated to accept the risk")
 	}
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
 		if err != nil {
-			return nil, fmt.Errorf("load api_tls_cert %s and api_tls_key %s: %w", cfg.TLSCert, cfg.TLSKey, err)
+			return refuse("load api_tls_cert %s and api_tls_key %s: %w", cfg.TLSCert, cfg.TLSKey, err)
 		}
 		st.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
 	}

@@ -16,7 +16,7 @@ func basic(user, pass string) string {
 
 func TestAuthentication(t *testing.T) {
 	store := overlay.NewMemory(overlay.SystemClock{})
-	_, base := startServer(t, Config{BasicUser: "admin", BasicPass: "s3cret", Token: "tok-123", Store: store}, exampleProvider())
+	_, base := startServer(t, Config{BasicUser: "admin", BasicPass: "s3cret", Token: "tok-123"}, store, exampleProvider())
 	url := base + "/api/v1/zones"
 	for _, c := range []struct {
 		name, auth string
@@ -93,7 +93,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestWithoutAuthenticationOnlyLiteralHosts(t *testing.T) {
-	_, base := startServer(t, Config{}, exampleProvider())
+	_, base := startServer(t, Config{}, nil, exampleProvider())
 	for host, want := range map[string]int{
 		"":                         http.StatusOK, // the address as dialled
 		"localhost:8080":           http.StatusOK,
@@ -121,17 +121,18 @@ func TestListenRefusesUnsafeSettings(t *testing.T) {
 	for _, c := range []struct {
 		name, addr string
 		cfg        Config
+		store      overlay.Store
 		msg        string
 	}{
-		{"open without auth", "0.0.0.0:0", Config{Store: store}, "without authentication"},
-		{"every interface without auth", ":0", Config{Store: store}, "without authentication"},
-		{"TLS is no authentication", "0.0.0.0:0", Config{Store: store, TLSCert: certFile, TLSKey: keyFile}, "without authentication"},
-		{"user without password", "127.0.0.1:0", Config{Store: store, BasicUser: "admin"}, "together"},
-		{"certificate without key", "127.0.0.1:0", Config{Store: store, TLSCert: certFile}, "together"},
-		{"missing certificate", "127.0.0.1:0", Config{Store: store, TLSCert: "/nonexistent.crt", TLSKey: keyFile}, "/nonexistent.crt"},
-		{"no store", "127.0.0.1:0", Config{}, "store"},
+		{"open without auth", "0.0.0.0:0", Config{}, store, "without authentication"},
+		{"every interface without auth", ":0", Config{}, store, "without authentication"},
+		{"TLS is no authentication", "0.0.0.0:0", Config{TLSCert: certFile, TLSKey: keyFile}, store, "without authentication"},
+		{"user without password", "127.0.0.1:0", Config{BasicUser: "admin"}, store, "together"},
+		{"certificate without key", "127.0.0.1:0", Config{TLSCert: certFile}, store, "together"},
+		{"missing certificate", "127.0.0.1:0", Config{TLSCert: "/nonexistent.crt", TLSKey: keyFile}, store, "/nonexistent.crt"},
+		{"no store", "127.0.0.1:0", Config{}, nil, "store"},
 	} {
-		s, err := Listen(c.addr, c.cfg, nopLog{})
+		s, err := Listen(c.addr, c.cfg, c.store, nopLog{})
 		if err == nil {
 			s.Close()
 			t.Errorf("%s: Listen succeeded", c.name)
@@ -142,16 +143,16 @@ func TestListenRefusesUnsafeSettings(t *testing.T) {
 		}
 	}
 	for name, cfg := range map[string]Config{
-		"token":                 Config{Store: store, Token: "t"},
-		"basic":                 Config{Store: store, BasicUser: "u", BasicPass: "p"},
-		"allowed explicitly":    Config{Store: store, AllowUnauthenticated: true},
-		"loopback without auth": Config{Store: store},
+		"token":                 Config{Token: "t"},
+		"basic":                 Config{BasicUser: "u", BasicPass: "p"},
+		"allowed explicitly":    Config{AllowUnauthenticated: true},
+		"loopback without auth": Config{},
 	} {
 		addr := "0.0.0.0:0"
 		if name == "loopback without auth" {
 			addr = "localhost:0"
 		}
-		s, err := Listen(addr, cfg, nopLog{})
+		s, err := Listen(addr, cfg, store, nopLog{})
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -163,7 +164,7 @@ func TestListenRefusesUnsafeSettings(t *testing.T) {
 func TestTLSAndReconfiguration(t *testing.T) {
 	store := overlay.NewMemory(overlay.SystemClock{})
 	certFile, keyFile, tlsClient := admintest.Certificate(t, t.TempDir())
-	s, base := startServer(t, Config{Store: store, TLSCert: certFile, TLSKey: keyFile, Token: "one"}, exampleProvider())
+	s, base := startServer(t, Config{TLSCert: certFile, TLSKey: keyFile, Token: "one"}, store, exampleProvider())
 	if code, body := callWith(t, tlsClient, "GET", base+"/api/v1/zones", "", "Authorization", "Bearer one"); code != http.StatusOK {
 		t.Fatalf("over TLS: %d %s", code, body)
 	}
@@ -176,7 +177,7 @@ func TestTLSAndReconfiguration(t *testing.T) {
 	}
 
 	// A Corefile reload changes the settings on the same listener: plain HTTP, a new token.
-	if err := s.Configure(Config{Store: store, Token: "two"}); err != nil {
+	if err := s.Configure(Config{Token: "two"}, store); err != nil {
 		t.Fatal(err)
 	}
 	if code, _ := call(t, "GET", plain+"/api/v1/zones", "", "Authorization", "Bearer one"); code != http.StatusUnauthorized {
@@ -186,14 +187,14 @@ func TestTLSAndReconfiguration(t *testing.T) {
 		t.Errorf("new token after reconfiguration: %d", code)
 	}
 	// Invalid settings change nothing.
-	if err := s.Configure(Config{Store: store, TLSCert: certFile}); err == nil {
+	if err := s.Configure(Config{TLSCert: certFile}, store); err == nil {
 		t.Fatal("Configure accepted a certificate without key")
 	}
 	if code, _ := call(t, "GET", plain+"/api/v1/zones", "", "Authorization", "Bearer two"); code != http.StatusOK {
 		t.Errorf("after a refused reconfiguration: %d", code)
 	}
 	// And back to TLS.
-	if err := s.Configure(Config{Store: store, TLSCert: certFile, TLSKey: keyFile, Token: "two"}); err != nil {
+	if err := s.Configure(Config{TLSCert: certFile, TLSKey: keyFile, Token: "two"}, store); err != nil {
 		t.Fatal(err)
 	}
 	if code, _ := callWith(t, tlsClient, "GET", base+"/api/v1/zones", "", "Authorization", "Bearer two"); code != http.StatusOK {
@@ -202,7 +203,7 @@ func TestTLSAndReconfiguration(t *testing.T) {
 }
 
 func TestRegistrations(t *testing.T) {
-	s, base := startServer(t, Config{}, nil)
+	s, base := startServer(t, Config{}, nil, nil)
 	if code, _ := call(t, "GET", base+"/readyz", ""); code != http.StatusServiceUnavailable {
 		t.Errorf("readyz with no block: %d", code)
 	}

@@ -1,7 +1,56 @@
 package config
 
-// APIOptions are the Corefile's api_* options: the admin API and dashboard.
+import (
+	"net"
+	"strconv"
+)
+
+// Defaults of the admin API.
+const (
+	DefaultAPIListenAddr    = "127.0.0.1"
+	DefaultAPIListenPort    = 8080
+	DefaultAPIOverridesFile = "/var/lib/meridian/overrides.json"
+)
+
+// APIOptions are the Corefile's api_* options: the admin API and dashboard. Empty fields take
+// the defaults above.
 type APIOptions struct {
 	// Enable turns the admin API on (api_enable).
 	Enable bool
+	// ListenAddr is the address to listen on, without port (api_listen_addr).
+	ListenAddr string
+	// ListenPort is the TCP port (api_listen_port); 0 for the default.
+	ListenPort int
+	// TLSCert and TLSKey are PEM files that make the API speak HTTPS (api_tls_cert, api_tls_key).
+	TLSCert, TLSKey string
+	// BasicUser and BasicPass require HTTP basic authentication (api_basic_user, api_basic_pass).
+	BasicUser, BasicPass string
+	// Token requires a bearer token, an alternative to basic authentication (api_token).
+	Token string
+	// AllowUnauthenticated lets the API listen on an address that is not loopback without
+	// authentication (api_allow_unauthenticated).
+	AllowUnauthenticated bool
+	// OverridesFile is where the backend overrides are kept (api_overrides_file).
+	OverridesFile string
+}
+
+// Addr returns the host:port the API listens on.
+func (a APIOptions) Addr() string {
+	host := a.ListenAddr
+	if host == "" {
+		host = DefaultAPIListenAddr
+	}
+	port := a.ListenPort
+	if port == 0 {
+		port = DefaultAPIListenPort
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// OverridesPath returns the file the overrides are kept in.
+func (a APIOptions) OverridesPath() string {
+	if a.OverridesFile == "" {
+		return DefaultAPIOverridesFile
+	}
+	return a.OverridesFile
 }

@@ -10,10 +10,6 @@ import (
 	"path/filepath"
 )
 
-// DefaultPath is where the overrides are kept when the Corefile does not say
-// (api_overrides_file).
-const DefaultPath = "/var/lib/meridian/overrides.json"
-
 // fileVersion is the version of the file format that File writes and reads.
 const fileVersion = 1
 
