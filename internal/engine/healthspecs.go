@@ -11,7 +11,8 @@ import (
 // healthSpecs compiles the health checks of every probed backend of snap: backends with checks
 // that are neither assume_healthy nor passive, and enabled by their configuration or by an
 // operator's override. Backends an operator disabled (drained) are still probed, so that their
-// health is known before they are enabled again. It also returns the keys of every
+// health is known before they are enabled again. Passive backends get a spec without checks:
+// in cluster mode their results come from the fleet. It also returns the keys of every
 // backend, whose health words the manager keeps. Errors name the check's file position.
 func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, map[string]bool, error) {
 	var specs []health.Spec
@@ -23,7 +24,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, map[string]bool, error)
 		for _, b := range rec.Backends {
 			keep[b.Key] = true
 			bc := b.Config
-			if !probed(b) || bc.AssumeHealthy || bc.Passive || len(bc.HealthChecks) == 0 {
+			if !probed(b) || bc.AssumeHealthy || (!bc.Passive && len(bc.HealthChecks) == 0) {
 				continue
 			}
 			target := health.Target{Host: strings.TrimSuffix(bc.Address, "."), IP: bc.IP, Port: bc.Port}
@@ -43,6 +44,11 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, map[string]bool, error)
 					rec.Refresh()
 					publishRecordHealth(rec)
 				},
+				Passive: bc.Passive,
+			}
+			if bc.Passive {
+				specs = append(specs, spec)
+				continue
 			}
 			for i, hc := range bc.HealthChecks {
 				c, err := compiler.Compile(hc, target, rc.ScrapeTimeout)
