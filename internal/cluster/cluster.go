@@ -99,6 +99,9 @@ func (c *Client) ID() string { return c.id }
 func (c *Client) Start(r Receiver) {
 	c.recv = r
 	c.log.Infof("cluster mode: instance %s, %s, sync mode %s, key prefix %q", c.id, describe(c.opts), c.opts.SyncMode, c.opts.KeyPrefix)
+	if c.opts.DB != 0 && len(c.opts.Addrs) > 1 && c.opts.SentinelMaster == "" {
+		c.log.Warningf("cluster: redis_db %d is not used: a Redis Cluster has only database 0", c.opts.DB)
+	}
 	c.mu.Lock()
 	c.ps = c.rdb.Subscribe(c.ctx, c.keys.channel())
 	ps := c.ps
