@@ -7,6 +7,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/policy"
 )
 
@@ -23,21 +24,46 @@ type selection struct {
 	rcode int
 	// closed is set when fail-closed applies, whatever its rcode.
 	closed bool
-	// clientDependent is set when the choice depends on the client address.
-	clientDependent bool
+	// scope is how many leading bits of the client address the choice depends on (the EDNS
+	// Client Subnet scope): 0 for none, scopeSource for all the query gave.
+	scope int
 }
 
-// selectFamily runs rec's mode for family f and client, or its fallback policy when no backend
-// of the family is healthy. It is a function of its arguments only, so that nothing of the
-// response under construction escapes through it.
-func selectFamily(rec *catalog.Record, client netip.Addr, f catalog.Family, dst []*catalog.Backend) selection {
+// scopeSource is the scope of an answer that depends on the whole client address.
+const scopeSource = 255
+
+// client is whom a query is answered for: its address, and where the geo modes look it up.
+type client struct {
+	addr netip.Addr
+	// geo are the GeoIP sources; loc is the address looked up in them, set by the caller
+	// before a geo mode selects (nil otherwise).
+	geo *geo.Sources
+	loc *geo.Location
+}
+
+// selectFamily runs rec's mode for family f and the client, or its fallback policy when no
+// backend of the family is healthy. It is a function of its arguments only, so that nothing of
+// the response under construction escapes through it.
+func selectFamily(rec *catalog.Record, c client, f catalog.Family, dst []*catalog.Backend) selection {
 	v := rec.View()
+	if t := v.Geo[f]; t != nil && len(v.Healthy[f]) > 0 {
+		var buf [maxInlinePicks]int
+		picks, scope := t.Select(c.geo, c.loc, buf[:0])
+		for _, i := range picks {
+			dst = append(dst, v.GeoBackends[f][i])
+		}
+		return selection{backends: dst, scope: scope}
+	}
 	if set := v.Sets[f]; set.Len() > 0 {
 		var buf [maxInlinePicks]int
-		for _, i := range set.Pick(client, buf[:0]) {
+		for _, i := range set.Pick(c.addr, buf[:0]) {
 			dst = append(dst, v.Healthy[f][i])
 		}
-		return selection{backends: dst, clientDependent: policy.DependsOnClient(rec.Config.Mode)}
+		sel := selection{backends: dst}
+		if policy.DependsOnClient(rec.Config.Mode) {
+			sel.scope = scopeSource
+		}
+		return sel
 	}
 	if !v.FallbackApplies(f) {
 		return selection{}
@@ -54,6 +80,20 @@ func selectFamily(rec *catalog.Record, client netip.Addr, f catalog.Family, dst 
 	default:
 		return selection{backends: append(dst, v.Enabled[f]...)}
 	}
+}
+
+// who returns the client of the query for the record's mode, looking it up in the GeoIP sources
+// the first time a geo mode needs it.
+func (r *builder) who() client {
+	c := client{addr: r.client}
+	if policy.IsGeo(r.rec.Config.Mode) {
+		if !r.located {
+			r.geo.Lookup(r.client, &r.loc)
+			r.located = true
+		}
+		c.geo, c.loc = r.geo, &r.loc
+	}
+	return c
 }
 
 // rrs returns the answer records of a selection. A host-name backend chosen first answers alone,
@@ -81,8 +121,8 @@ func (r *builder) address(qtype uint16) {
 		f = catalog.IPv4 // CNAME: a host-name backend or a fallback CNAME answers it
 	}
 	var buf [maxInlinePicks]*catalog.Backend
-	sel := selectFamily(r.rec, r.client, f, buf[:0])
-	r.clientDependent = r.clientDependent || sel.clientDependent
+	sel := selectFamily(r.rec, r.who(), f, buf[:0])
+	r.scope = max(r.scope, sel.scope)
 	if sel.closed {
 		r.failClosed(sel.rcode)
 		return

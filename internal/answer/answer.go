@@ -11,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/geo"
 )
 
 // Options are the per-block switches that change answers.
@@ -41,6 +42,9 @@ type Query struct {
 	Source netip.Addr
 	// TCP is set for queries over a stream transport; their answers are never truncated.
 	TCP bool
+	// Geo are the GeoIP sources that the geoip and geoip_affinity modes read; nil when none
+	// are configured (the geo modes then select like failover).
+	Geo *geo.Sources
 }
 
 // Respond answers q from snap.
@@ -59,7 +63,7 @@ func Respond(snap *catalog.Snapshot, opts Options, q Query) (*dns.Msg, Result) {
 		return nil, NotOurs
 	}
 
-	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source}
+	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, geo: q.Geo}
 	if rcode := b.readEDNS(opts.UseECS); rcode != dns.RcodeSuccess {
 		return b.finishError(rcode), Answered
 	}
@@ -80,8 +84,13 @@ type builder struct {
 
 	opt *dns.OPT // the request's OPT record, or nil
 	ecs *dns.EDNS0_SUBNET
-	// clientDependent is set when the answer varies with the client address (ECS scope).
-	clientDependent bool
+	// scope is the EDNS Client Subnet scope of the answer (see selection.scope).
+	scope int
+	// geo are the GeoIP sources of the query; loc is the client looked up in them, once
+	// located is set.
+	geo     *geo.Sources
+	loc     geo.Location
+	located bool
 
 	msg *dns.Msg
 }

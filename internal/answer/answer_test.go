@@ -147,12 +147,12 @@ func testSnapshot(t testing.TB) (*catalog.Snapshot, states) {
 	return snap, hs
 }
 
-var client = netip.MustParseAddr("192.0.2.200")
+var testClient = netip.MustParseAddr("192.0.2.200")
 
 func ask(snap *catalog.Snapshot, opts Options, name string, qtype uint16) (*dns.Msg, Result) {
 	m := new(dns.Msg)
 	m.SetQuestion(name, qtype)
-	return Respond(snap, opts, Query{Msg: m, Source: client})
+	return Respond(snap, opts, Query{Msg: m, Source: testClient})
 }
 
 // rdata returns the answer section as "TYPE value" strings, in order.
@@ -337,7 +337,7 @@ func TestTruncation(t *testing.T) {
 			if tt.udpSize > 0 {
 				m.SetEdns0(tt.udpSize, false)
 			}
-			r, _ := Respond(snap, Options{}, Query{Msg: m, Source: client, TCP: tt.tcp})
+			r, _ := Respond(snap, Options{}, Query{Msg: m, Source: testClient, TCP: tt.tcp})
 			if r.Truncated != tt.wantTC {
 				t.Fatalf("TC = %v, want %v", r.Truncated, tt.wantTC)
 			}
@@ -400,7 +400,7 @@ func TestEDNSClientSubnet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, _ := Respond(snap, tt.opts, Query{Msg: ecsQuery(tt.qname, dns.TypeA, tt.ecs), Source: client})
+			r, _ := Respond(snap, tt.opts, Query{Msg: ecsQuery(tt.qname, dns.TypeA, tt.ecs), Source: testClient})
 			if r.Rcode != tt.wantRcode {
 				t.Fatalf("rcode %s, want %s", dns.RcodeToString[r.Rcode], dns.RcodeToString[tt.wantRcode])
 			}
@@ -424,7 +424,7 @@ func TestIPHashFollowsTheECSAddress(t *testing.T) {
 	for i := range 32 {
 		addr := fmt.Sprintf("198.51.%d.0", i)
 		q := ecsQuery("hashed.example.org.", dns.TypeA, subnet(1, 24, addr))
-		r, _ := Respond(snap, Options{UseECS: true}, Query{Msg: q, Source: client})
+		r, _ := Respond(snap, Options{UseECS: true}, Query{Msg: q, Source: testClient})
 		again, _ := Respond(snap, Options{UseECS: true}, Query{Msg: q, Source: netip.MustParseAddr("127.0.0.9")})
 		if rdata(r.Answer)[0] != rdata(again.Answer)[0] {
 			t.Fatalf("subnet %s: the answer changed with the transport address", addr)
@@ -442,7 +442,7 @@ func TestEDNSVersionAndOPT(t *testing.T) {
 	m.SetQuestion("www.example.org.", dns.TypeA)
 	m.SetEdns0(4096, true)
 	m.IsEdns0().SetVersion(1)
-	r, _ := Respond(snap, Options{}, Query{Msg: m, Source: client})
+	r, _ := Respond(snap, Options{}, Query{Msg: m, Source: testClient})
 	if _, err := r.Pack(); err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +450,7 @@ func TestEDNSVersionAndOPT(t *testing.T) {
 		t.Fatalf("EDNS version 1: rcode %s with OPT %v, want BADVERS with OPT", dns.RcodeToString[r.Rcode], r.IsEdns0())
 	}
 	m.IsEdns0().SetVersion(0)
-	r, _ = Respond(snap, Options{}, Query{Msg: m, Source: client})
+	r, _ = Respond(snap, Options{}, Query{Msg: m, Source: testClient})
 	opt := r.IsEdns0()
 	if opt == nil || !opt.Do() || opt.UDPSize() != advertisedUDPSize {
 		t.Fatalf("reply OPT %v, want DO copied and size %d", opt, advertisedUDPSize)
@@ -462,11 +462,11 @@ func TestNotAQuery(t *testing.T) {
 	m := new(dns.Msg)
 	m.SetQuestion("www.example.org.", dns.TypeA)
 	m.Opcode = dns.OpcodeUpdate
-	if _, res := Respond(snap, Options{}, Query{Msg: m, Source: client}); res != NotOurs {
+	if _, res := Respond(snap, Options{}, Query{Msg: m, Source: testClient}); res != NotOurs {
 		t.Fatalf("UPDATE: result %v, want NotOurs", res)
 	}
 	m = new(dns.Msg)
-	if _, res := Respond(snap, Options{}, Query{Msg: m, Source: client}); res != NotOurs {
+	if _, res := Respond(snap, Options{}, Query{Msg: m, Source: testClient}); res != NotOurs {
 		t.Fatalf("no question: result %v, want NotOurs", res)
 	}
 }

@@ -35,7 +35,7 @@ func BenchmarkRespond(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if m, _ := Respond(snap, opts, Query{Msg: q, Source: client}); m == nil {
+				if m, _ := Respond(snap, opts, Query{Msg: q, Source: testClient}); m == nil {
 					b.Fatal("no response")
 				}
 			}
@@ -67,7 +67,7 @@ func FuzzRespond(f *testing.F) {
 		if err := req.Unpack(wire); err != nil {
 			return // the server answers FORMERR before the plugin sees it
 		}
-		m, res := Respond(snap, Options{UseECS: useECS, EnableTXT: true}, Query{Msg: req, Source: client, TCP: tcp})
+		m, res := Respond(snap, Options{UseECS: useECS, EnableTXT: true}, Query{Msg: req, Source: testClient, TCP: tcp})
 		if res == NotOurs {
 			return
 		}

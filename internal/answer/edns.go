@@ -127,10 +127,9 @@ func (b *builder) replyOPT() *dns.OPT {
 	o.SetUDPSize(advertisedUDPSize)
 	o.SetDo(b.opt.Do())
 	if b.ecs != nil {
-		var scope uint8
-		if b.clientDependent {
-			scope = b.ecs.SourceNetmask
-		}
+		// The answer holds for every client that shares the first scope bits of the address,
+		// never more than the query gave (RFC 7871 7.2.1).
+		scope := uint8(min(b.scope, int(b.ecs.SourceNetmask)))
 		o.Option = []dns.EDNS0{&dns.EDNS0_SUBNET{
 			Code:          dns.EDNS0SUBNET,
 			Family:        b.ecs.Family,

@@ -15,8 +15,8 @@ func (r *builder) chosen() []*catalog.Backend {
 	var picked []*catalog.Backend
 	seen := make(map[*catalog.Backend]bool)
 	for f := catalog.IPv4; f <= catalog.IPv6; f++ {
-		sel := selectFamily(r.rec, r.client, f, nil)
-		r.clientDependent = r.clientDependent || sel.clientDependent
+		sel := selectFamily(r.rec, r.who(), f, nil)
+		r.scope = max(r.scope, sel.scope)
 		for _, be := range sel.backends {
 			if !seen[be] {
 				seen[be] = true

@@ -8,6 +8,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/policy"
 )
@@ -133,6 +134,11 @@ type View struct {
 	Configured [2]bool
 	// AnyHealthy is set when some backend of the record, of either family, is healthy.
 	AnyHealthy bool
+	// Geo holds, for the geo modes, per family, the selection table over every backend of the
+	// family, healthy or not (so that an explanation can say why one was skipped), in the
+	// order of GeoBackends. It is nil for the other modes.
+	Geo         [2]*geo.Table
+	GeoBackends [2][]*Backend
 }
 
 // FallbackApplies reports whether family f must be answered by the fallback policy: no backend
@@ -229,6 +235,9 @@ func (r *Record) Refresh() {
 				})
 			}
 		}
+		if policy.IsGeo(r.Config.Mode) {
+			v.Geo[f], v.GeoBackends[f] = r.geoTable(f)
+		}
 		set := policy.Prepare(r.Config.Mode, cands, &r.counter)
 		v.Sets[f] = set
 		v.AnyHealthy = v.AnyHealthy || len(healthy) > 0
@@ -238,4 +247,31 @@ func (r *Record) Refresh() {
 		}
 	}
 	r.view.Store(v)
+}
+
+// geoTable prepares the geo modes' table over the record's backends of family f.
+func (r *Record) geoTable(f Family) (*geo.Table, []*Backend) {
+	var backends []*Backend
+	var cands []geo.Candidate
+	for _, b := range r.Backends {
+		if !b.inFamily(f) {
+			continue
+		}
+		c := b.Config
+		backends = append(backends, b)
+		cands = append(cands, geo.Candidate{
+			Healthy:     b.Healthy(),
+			Priority:    c.Priority,
+			Country:     c.Country,
+			Subdivision: c.Subdivision,
+			City:        c.City,
+			Continent:   c.Continent,
+			Location:    c.Location,
+			ASN:         c.ASN,
+			Lat:         c.Latitude,
+			Lon:         c.Longitude,
+			HasCoords:   c.HasCoords,
+		})
+	}
+	return geo.Prepare(r.Config.Mode, cands), backends
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
 )
 
@@ -40,6 +41,9 @@ type Engine struct {
 
 	reloadMu sync.Mutex // serialises reloads
 	watch    *watcher
+	// geo holds the GeoIP sources, nil when none are configured; geoWatch follows their files.
+	geo      *geo.Store
+	geoWatch *watcher
 }
 
 // LoadZones reads the shared health-check profiles and every zone file of opts, and returns
@@ -73,6 +77,11 @@ func LoadZones(opts config.Options) ([]*config.Zone, error) {
 // scripts and programs), without serving or probing. It returns every error found.
 func Check(opts config.Options) error {
 	zones, err := LoadZones(opts)
+	if st, geoErr := openGeo(opts.GeoIP); geoErr != nil {
+		err = errors.Join(err, geoErr)
+	} else if st != nil {
+		_ = st.Sources().Close()
+	}
 	if err != nil {
 		return err
 	}
@@ -116,7 +125,11 @@ func NewShared(opts config.Options, log Logger, m *health.Manager) (*Engine, err
 }
 
 func newEngine(opts config.Options, log Logger, m *health.Manager, owned bool) (*Engine, error) {
-	e := &Engine{opts: opts, log: log, health: m, ownsHealth: owned}
+	st, err := openGeo(opts.GeoIP)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{opts: opts, log: log, health: m, ownsHealth: owned, geo: st}
 	if err := e.load(); err != nil {
 		return nil, err
 	}
@@ -161,6 +174,7 @@ func (e *Engine) load() error {
 	if err != nil {
 		return err
 	}
+	warnGeoless(zones, e.opts.GeoIP, e.log)
 	snap, err := catalog.Build(zones, e.health)
 	if err != nil {
 		return fmt.Errorf("compile zones: %w", err)
@@ -222,15 +236,24 @@ func (e *Engine) Start() error {
 		return fmt.Errorf("watch configuration files: %w", err)
 	}
 	e.watch = w
+	if e.geo != nil {
+		gw, err := newWatcher(e.geo.Sources().Files(), e.reloadGeo, e.log)
+		if err != nil {
+			return fmt.Errorf("watch geoip files: %w", err)
+		}
+		e.geoWatch = gw
+	}
 	e.health.Start()
 	return nil
 }
 
 // Stop ends file watching. It is safe to call more than once and without Start.
 func (e *Engine) Stop() error {
-	if e.watch != nil {
-		e.watch.close()
-		e.watch = nil
+	for _, w := range []**watcher{&e.watch, &e.geoWatch} {
+		if *w != nil {
+			(*w).close()
+			*w = nil
+		}
 	}
 	if e.ownsHealth {
 		e.health.Stop()

@@ -92,6 +92,11 @@ func compareAddress(a, b Candidate) int {
 	}
 }
 
+// IsGeo reports whether mode selects by the client's location (package geo selects for it).
+func IsGeo(mode config.Mode) bool {
+	return mode == config.ModeGeoIP || mode == config.ModeGeoIPAffinity
+}
+
 // DependsOnClient reports whether the mode's answer varies with the client address, which
 // decides the EDNS Client Subnet scope of the reply.
 func DependsOnClient(mode config.Mode) bool {

@@ -34,7 +34,7 @@ func (g *GSLB) Name() string { return pluginName }
 // no map write, no allocation beyond the response.
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	src, tcp := clientOf(w)
-	m, res := answer.Respond(g.Engine.Snapshot(), g.Answer, answer.Query{Msg: r, Source: src, TCP: tcp})
+	m, res := answer.Respond(g.Engine.Snapshot(), g.Answer, answer.Query{Msg: r, Source: src, TCP: tcp, Geo: g.Engine.Geo()})
 	switch res {
 	case answer.NotOurs:
 		return plugin.NextOrFailure(pluginName, g.Next, ctx, w, r)
