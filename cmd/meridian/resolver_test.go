@@ -34,6 +34,17 @@ records:
 	})
 }
 
+// TestResolverCachesGeoAnswersBySubnet is TestResolverCachesBySubnetScope for a geoip record,
+// whose scope is the database network that placed the client.
+func TestResolverCachesGeoAnswersBySubnet(t *testing.T) {
+	s := serveGeo(t, " }\n log\n {\n")
+	u := testutil.StartUnbound(t, "example.org.", s.Addr)
+	assertSubnetCaching(t, s, u, "geo.example.org.", []subnetAnswer{
+		{first: "198.51.100.0/24", later: "198.51.100.77/32", want: "10.0.0.1"},
+		{first: "203.0.113.0/24", later: "203.0.113.200/32", want: "10.0.0.2"},
+	})
+}
+
 // subnetAnswer is what clients of one subnet must be answered.
 type subnetAnswer struct {
 	first string // the ECS subnet of the first query, which the resolver must send on
