@@ -109,9 +109,9 @@ type Skip struct {
 // Explain returns how Select chooses for loc, with every step. It allocates; it is meant for
 // the admin API and debugging, not for queries.
 func (t *Table) Explain(src *Sources, loc *Location) Explanation {
-	r := run{t: t, src: src, loc: loc, tr: &tracer{}}
-	r.run()
-	return Explanation{Mode: t.mode, Client: loc.Addr, Picks: r.dst, Scope: r.scope, Steps: r.tr.steps}
+	r := run{t: t, src: src, loc: *loc, tr: &tracer{loc: loc}}
+	picks := r.run(nil)
+	return Explanation{Mode: t.mode, Client: loc.Addr, Picks: picks, Scope: r.scope, Steps: r.tr.steps}
 }
 
 // String prints the explanation, one step per line.
@@ -155,6 +155,9 @@ func (e Explanation) String() string {
 
 // tracer collects the steps of an explained selection.
 type tracer struct {
+	// loc is the client, for what the steps print. They read it here and not in the run, whose
+	// contents would otherwise all leak to the heap: Select's src and t with them.
+	loc   *Location
 	steps []Step
 	// skipped collects the candidates passed over by the step in progress.
 	skipped []Skip
@@ -179,20 +182,21 @@ func (r *run) read(source Source) {
 	}
 }
 
-// record ends a step of stage that read source: its matches are r.dst[start:].
-func (r *run) record(st stage, source Source, start int, note string) {
+// record ends a step of stage that read source, which matched the candidates in matched. It
+// keeps a copy of matched.
+func (r *run) record(st stage, source Source, matched []int, note string) {
 	tr := r.tr
 	if tr == nil {
 		return
 	}
 	s := Step{Stage: st.String(), Source: source.String(), Note: note, Skipped: tr.skipped}
 	tr.skipped = nil
-	if len(r.dst) > start {
-		s.Matched = append([]int(nil), r.dst[start:]...)
+	if len(matched) > 0 {
+		s.Matched = append([]int(nil), matched...)
 	}
 	if tr.read[source] {
-		m := r.match(source)
-		s.Network = netip.PrefixFrom(r.loc.Addr, m.Bits).Masked()
+		m := tr.loc.match(source)
+		s.Network = netip.PrefixFrom(tr.loc.Addr, m.Bits).Masked()
 		if m.Err != nil {
 			s.Note = strings.TrimPrefix(s.Note+"; lookup failed: "+m.Err.Error(), "; ")
 		}
@@ -206,7 +210,7 @@ func (r *run) record(st stage, source Source, start int, note string) {
 
 // value returns the client's value that stage compares, as read from source.
 func (r *run) value(st stage, source Source) string {
-	loc := r.loc
+	loc := r.tr.loc
 	switch {
 	case source == srcNone || !r.tr.read[source]:
 		return ""

@@ -138,109 +138,123 @@ func (t *Table) same(a, b *prepared) bool {
 // which src.Lookup filled, and returns dst with the EDNS Client Subnet scope of the answer: the
 // longest prefix length among the source networks the decision read, 0 when the answer does
 // not depend on the client. It appends nothing when no candidate is healthy. It does not
-// allocate beyond growing dst.
+// allocate beyond growing dst, and lets neither loc nor dst's array escape: both can live on
+// the caller's stack.
 func (t *Table) Select(src *Sources, loc *Location, dst []int) (out []int, scope int) {
-	r := run{t: t, src: src, loc: loc, dst: dst}
-	r.run()
-	return r.dst, r.scope
+	r := run{t: t, src: src, loc: *loc}
+	return r.run(dst), r.scope
 }
 
 // run is the state of one selection. Select and Explain share it; tr is nil for Select.
+//
+// It holds a copy of the client's Location, and not the answer being built, which the methods
+// take and return; the tracer reads the Location it prints through its own pointer. So nothing
+// the tracer keeps comes from the run, and Select lets no argument escape: its caller's
+// Location and dst's array can stay on the caller's stack.
 type run struct {
 	t     *Table
 	src   *Sources
-	loc   *Location
-	dst   []int
+	loc   Location
 	scope int
 	// group is the level geoip_affinity narrowed to (stageAll for none), for the explanation.
 	group stage
 	tr    *tracer
 }
 
-func (r *run) run() {
+// run appends the selection to dst and returns it.
+func (r *run) run(dst []int) []int {
 	t := r.t
 	switch {
 	case t.healthy == 0:
-		r.record(stageHealth, srcNone, len(r.dst), "no healthy candidate: the record's fallback policy applies")
+		r.record(stageHealth, srcNone, nil, "no healthy candidate: the record's fallback policy applies")
 	case t.constant:
-		start := len(r.dst)
-		r.dst = append(r.dst, t.best...)
-		r.record(stageSame, srcNone, start, "the healthy candidates are alike to this mode: the answer does not depend on the client")
+		start := len(dst)
+		dst = append(dst, t.best...)
+		r.record(stageSame, srcNone, dst[start:], "the healthy candidates are alike to this mode: the answer does not depend on the client")
 	case t.mode == config.ModeGeoIPAffinity:
-		r.affinity()
+		dst = r.affinity(dst)
 	default:
-		r.geoip()
+		dst = r.geoip(dst)
 	}
+	return dst
 }
 
-// geoip selects in the order of the geoip mode.
-func (r *run) geoip() {
-	loc := r.loc
+// geoip selects in the order of the geoip mode, appending to dst.
+func (r *run) geoip(dst []int) []int {
+	loc := &r.loc
+	var ok bool
+	var f filter
 	if r.consult(stageNearest, SourceCity, hasCoords) {
 		if c := &loc.City; c.Found && c.HasCoords {
-			if r.nearest(all, c.Lat, c.Lon) {
-				return
+			if dst, ok = r.nearest(all, c.Lat, c.Lon, dst); ok {
+				return dst
 			}
 		} else {
-			r.record(stageNearest, SourceCity, len(r.dst), "no coordinates for the client")
+			r.record(stageNearest, SourceCity, nil, "no coordinates for the client")
 		}
 	}
-	if r.consult(stageHierarchy, SourceCity, hasGeo) && r.hierarchy(SourceCity, matchAll).stage != stageAll {
-		return
+	if r.consult(stageHierarchy, SourceCity, hasGeo) {
+		if dst, f = r.hierarchy(SourceCity, matchAll, dst); f.stage != stageAll {
+			return dst
+		}
 	}
-	if r.consult(stageHierarchy, SourceCountry, hasCountry|hasContinent) && r.hierarchy(SourceCountry, matchAll).stage != stageAll {
-		return
+	if r.consult(stageHierarchy, SourceCountry, hasCountry|hasContinent) {
+		if dst, f = r.hierarchy(SourceCountry, matchAll, dst); f.stage != stageAll {
+			return dst
+		}
 	}
 	if r.consult(stageASN, SourceASN, hasASN) {
-		if loc.ASN.Found && r.level(filter{stageASN, clientGeo{asn: loc.ASN.Number}}, SourceASN, matchFirst) {
-			return
-		}
 		if !loc.ASN.Found {
-			r.record(stageASN, SourceASN, len(r.dst), "the client's network is not in the database")
+			r.record(stageASN, SourceASN, nil, "the client's network is not in the database")
+		} else if dst, ok = r.level(filter{stageASN, clientGeo{asn: loc.ASN.Number}}, SourceASN, matchFirst, dst); ok {
+			return dst
 		}
 	}
 	if r.consult(stageLocation, SourceMap, hasLocation) {
-		if loc.Map.Found && r.level(filter{stageLocation, clientGeo{location: loc.Map.Location}}, SourceMap, matchAll) {
-			return
-		}
 		if !loc.Map.Found {
-			r.record(stageLocation, SourceMap, len(r.dst), "the client is in no subnet of the map")
+			r.record(stageLocation, SourceMap, nil, "the client is in no subnet of the map")
+		} else if dst, ok = r.level(filter{stageLocation, clientGeo{location: loc.Map.Location}}, SourceMap, matchAll, dst); ok {
+			return dst
 		}
 	}
-	r.failover(all)
+	return r.failover(all, dst)
 }
 
-// affinity selects in the order of the geoip_affinity mode: narrow to the most specific group
-// that has a healthy candidate, pick the nearest (else the best priority) within it, and fall
-// back to the nearest, then the best priority, of all.
-func (r *run) affinity() {
-	loc := r.loc
+// affinity selects in the order of the geoip_affinity mode, appending to dst: narrow to the
+// most specific group that has a healthy candidate, pick the nearest (else the best priority)
+// within it, and fall back to the nearest, then the best priority, of all.
+func (r *run) affinity(dst []int) []int {
+	loc := &r.loc
 	group := all
 	if r.consult(stageLocation, SourceMap, hasLocation) {
 		if loc.Map.Found {
-			if f := (filter{stageLocation, clientGeo{location: loc.Map.Location}}); r.level(f, SourceMap, matchNone) {
+			f := filter{stageLocation, clientGeo{location: loc.Map.Location}}
+			var ok bool
+			if dst, ok = r.level(f, SourceMap, matchNone, dst); ok {
 				group = f
 			}
 		} else {
-			r.record(stageLocation, SourceMap, len(r.dst), "the client is in no subnet of the map")
+			r.record(stageLocation, SourceMap, nil, "the client is in no subnet of the map")
 		}
 	}
 	if group.stage == stageAll && r.consult(stageHierarchy, SourceCity, hasGeo) {
-		group = r.hierarchy(SourceCity, matchNone)
+		dst, group = r.hierarchy(SourceCity, matchNone, dst)
 	}
 	if group.stage == stageAll && r.consult(stageHierarchy, SourceCountry, hasCountry|hasContinent) {
-		group = r.hierarchy(SourceCountry, matchNone)
+		dst, group = r.hierarchy(SourceCountry, matchNone, dst)
 	}
 	r.group = group.stage
-	if r.nearestIn(group) {
-		return
+	dst, ok := r.nearestIn(group, dst)
+	if ok {
+		return dst
 	}
-	r.failover(group)
+	return r.failover(group, dst)
 }
 
-// nearestIn picks the nearest healthy candidates of the group f when the client and some of
-// them have coordinates. It reads the city database only when the answer can depend on it.
-func (r *run) nearestIn(f filter) bool {
+// nearestIn appends to dst the nearest healthy candidates of the group f when the client and
+// some of them have coordinates, and reports whether it did. It reads the city database only
+// when the answer can depend on it.
+func (r *run) nearestIn(f filter, dst []int) ([]int, bool) {
 	site, coords, plain := -1, 0, 0
 	for i := range r.t.cands {
 		c := &r.t.cands[i]
@@ -256,20 +270,20 @@ func (r *run) nearestIn(f filter) bool {
 	}
 	switch {
 	case coords == 0:
-		r.record(stageNearest, srcNone, len(r.dst), "no healthy candidate has coordinates")
-		return false
+		r.record(stageNearest, srcNone, nil, "no healthy candidate has coordinates")
+		return dst, false
 	case plain == 0 && site >= 0:
 		// One site: the nearest is the best priority there, as without coordinates.
-		r.record(stageNearest, srcNone, len(r.dst), "the healthy candidates are all at one site")
-		return false
+		r.record(stageNearest, srcNone, nil, "the healthy candidates are all at one site")
+		return dst, false
 	case !r.consult(stageNearest, SourceCity, hasCoords):
-		return false
+		return dst, false
 	}
 	if c := &r.loc.City; c.Found && c.HasCoords {
-		return r.nearest(f, c.Lat, c.Lon)
+		return r.nearest(f, c.Lat, c.Lon, dst)
 	}
-	r.record(stageNearest, SourceCity, len(r.dst), "no coordinates for the client")
-	return false
+	r.record(stageNearest, SourceCity, nil, "no coordinates for the client")
+	return dst, false
 }
 
 // The levels of the hierarchy of each database, most specific first.
@@ -280,9 +294,9 @@ var (
 
 // hierarchy walks the levels of source (city, subdivision, country, continent for the city
 // database; country, continent for the country database) and returns the first level that has
-// a healthy candidate, having handled its candidates as how says; it returns the filter of all
-// candidates when no level has one.
-func (r *run) hierarchy(source Source, how matchHow) filter {
+// a healthy candidate, having handled its candidates as how says (appending to dst as level
+// does); it returns the filter of all candidates, and dst unchanged, when no level has one.
+func (r *run) hierarchy(source Source, how matchHow, dst []int) ([]int, filter) {
 	var g clientGeo
 	var m *Match
 	stages := countryLevels[:]
@@ -295,15 +309,17 @@ func (r *run) hierarchy(source Source, how matchHow) filter {
 		g, m = clientGeo{country: c.Country, continent: c.Continent}, &c.Match
 	}
 	if !m.Found {
-		r.record(stageHierarchy, source, len(r.dst), "the client's network is not in the database")
-		return all
+		r.record(stageHierarchy, source, nil, "the client's network is not in the database")
+		return dst, all
 	}
 	for _, st := range stages {
-		if f := (filter{st, g}); r.level(f, source, how) {
-			return f
+		f := filter{st, g}
+		var ok bool
+		if dst, ok = r.level(f, source, how, dst); ok {
+			return dst, f
 		}
 	}
-	return all
+	return dst, all
 }
 
 // consult reports whether the step of source is to run: the source is configured and some
@@ -312,28 +328,28 @@ func (r *run) hierarchy(source Source, how matchHow) filter {
 func (r *run) consult(st stage, source Source, need fields) bool {
 	switch {
 	case !r.src.Has(source):
-		r.record(st, source, len(r.dst), "not configured")
+		r.record(st, source, nil, "not configured")
 		return false
 	case r.t.has&need == 0:
-		r.record(st, source, len(r.dst), "no healthy candidate sets the fields this step compares")
+		r.record(st, source, nil, "no healthy candidate sets the fields this step compares")
 		return false
 	}
-	r.scope = max(r.scope, r.match(source).Bits)
+	r.scope = max(r.scope, r.loc.match(source).Bits)
 	r.read(source)
 	return true
 }
 
 // match returns the lookup outcome of source.
-func (r *run) match(source Source) *Match {
+func (loc *Location) match(source Source) *Match {
 	switch source {
 	case SourceCity:
-		return &r.loc.City.Match
+		return &loc.City.Match
 	case SourceCountry:
-		return &r.loc.Country.Match
+		return &loc.Country.Match
 	case SourceASN:
-		return &r.loc.ASN.Match
+		return &loc.ASN.Match
 	default:
-		return &r.loc.Map.Match
+		return &loc.Map.Match
 	}
 }
 
@@ -346,10 +362,10 @@ const (
 	matchNone                  // answer with none: only report whether there is one
 )
 
-// level handles the candidates that match f, as how says, and reports whether any of them is
-// healthy.
-func (r *run) level(f filter, source Source, how matchHow) bool {
-	start, found := len(r.dst), false
+// level handles the candidates that match f, as how says, appending to dst those it answers
+// with, and reports whether any of them is healthy.
+func (r *run) level(f filter, source Source, how matchHow, dst []int) ([]int, bool) {
+	start, found := len(dst), false
 	for i := range r.t.cands {
 		c := &r.t.cands[i]
 		switch {
@@ -359,26 +375,27 @@ func (r *run) level(f filter, source Source, how matchHow) bool {
 		default:
 			found = true
 			if how != matchNone || r.tracing() {
-				r.dst = append(r.dst, i)
+				dst = append(dst, i)
 			}
 		}
 	}
 	switch {
 	case !found:
-		r.record(f.stage, source, start, "no healthy candidate matches")
+		r.record(f.stage, source, nil, "no healthy candidate matches")
 	case how == matchNone:
-		r.record(f.stage, source, start, "narrowed to these candidates")
-		r.dst = r.dst[:start]
+		r.record(f.stage, source, dst[start:], "narrowed to these candidates")
+		dst = dst[:start]
 	default:
-		r.record(f.stage, source, start, "")
+		r.record(f.stage, source, dst[start:], "")
 	}
-	return found
+	return dst, found
 }
 
-// nearest answers with the healthy candidates of f nearest to (lat, lon): those at the nearest
-// site with the best priority there. Ties between sites at the same distance go to the better
-// priority, then to the lower index.
-func (r *run) nearest(f filter, lat, lon float64) bool {
+// nearest appends to dst the healthy candidates of f nearest to (lat, lon): those at the
+// nearest site with the best priority there. Ties between sites at the same distance go to the
+// better priority, then to the lower index. It reports whether f has a healthy candidate with
+// coordinates.
+func (r *run) nearest(f filter, lat, lon float64, dst []int) ([]int, bool) {
 	lat1, lon1 := lat*degToRad, lon*degToRad
 	cos1 := math.Cos(lat1)
 	best, bestHav := -1, 0.0
@@ -397,27 +414,27 @@ func (r *run) nearest(f filter, lat, lon float64) bool {
 		}
 	}
 	if best < 0 {
-		r.record(stageNearest, SourceCity, len(r.dst), "no healthy candidate has coordinates")
-		return false
+		r.record(stageNearest, SourceCity, nil, "no healthy candidate has coordinates")
+		return dst, false
 	}
-	start, b := len(r.dst), &r.t.cands[best]
+	start, b := len(dst), &r.t.cands[best]
 	for i := range r.t.cands {
 		c := &r.t.cands[i]
 		if c.Healthy && c.HasCoords && c.site == b.site && c.Priority == b.Priority && f.matches(c) {
-			r.dst = append(r.dst, i)
+			dst = append(dst, i)
 		}
 	}
 	if r.tracing() {
-		r.record(stageNearest, SourceCity, start, fmt.Sprintf("%.0f km away", earthRadiusKm*2*math.Asin(math.Sqrt(bestHav))))
+		r.record(stageNearest, SourceCity, dst[start:], fmt.Sprintf("%.0f km away", earthRadiusKm*2*math.Asin(math.Sqrt(bestHav))))
 	}
-	return true
+	return dst, true
 }
 
-// failover answers with the healthy candidates of f that have the best priority among them.
-func (r *run) failover(f filter) {
-	start := len(r.dst)
+// failover appends to dst the healthy candidates of f that have the best priority among them.
+func (r *run) failover(f filter, dst []int) []int {
+	start := len(dst)
 	if f.stage == stageAll {
-		r.dst = append(r.dst, r.t.best...)
+		dst = append(dst, r.t.best...)
 	} else {
 		bestPrio, found := 0, false
 		for i := range r.t.cands {
@@ -427,11 +444,12 @@ func (r *run) failover(f filter) {
 		}
 		for i := range r.t.cands {
 			if c := &r.t.cands[i]; c.Healthy && c.Priority == bestPrio && f.matches(c) {
-				r.dst = append(r.dst, i)
+				dst = append(dst, i)
 			}
 		}
 	}
-	r.record(stageFailover, srcNone, start, "")
+	r.record(stageFailover, srcNone, dst[start:], "")
+	return dst
 }
 
 const earthRadiusKm = 6371.0

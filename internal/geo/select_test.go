@@ -1,6 +1,7 @@
 package geo_test
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -289,6 +290,46 @@ func TestSelectAppendsToDst(t *testing.T) {
 	got, _ := table.Select(src, lookup(src, "10.3.0.1"), []int{7})
 	if !slices.Equal(got, []int{7, 1}) {
 		t.Errorf("Select = %v, want [7 1]", got)
+	}
+}
+
+// selectOnStack answers client the way a query does: the Location and the answer's buffer are
+// the caller's locals, and the sources travel with the Location as in the answer package. Both
+// locals stay on the stack only if Select lets none of src, loc and dst's array escape: escape
+// analysis does not tell a struct's fields apart, so src escaping takes &loc with it.
+func selectOnStack(src *geo.Sources, table *geo.Table, client netip.Addr) (n, scope int) {
+	var buf [16]int
+	var loc geo.Location
+	c := struct {
+		src *geo.Sources
+		loc *geo.Location
+	}{src, &loc}
+	c.src.Lookup(client, c.loc)
+	picks, scope := table.Select(c.src, c.loc, buf[:0])
+	return len(picks), scope
+}
+
+// TestSelectKeepsCallerLocalsOnStack checks, from the caller's side, that neither dst's backing
+// array nor the Location escapes through Select, for every kind of client in both modes.
+func TestSelectKeepsCallerLocalsOnStack(t *testing.T) {
+	src := world(t, "city country asn map")
+	clients := make([]netip.Addr, len(benchClients))
+	for i, c := range benchClients {
+		clients[i] = mustAddr(c)
+	}
+	for _, mode := range []config.Mode{config.ModeGeoIP, config.ModeGeoIPAffinity} {
+		table := geo.Prepare(mode, benchCandidates())
+		for _, c := range clients {
+			selectOnStack(src, table, c) // fills the record cache of Lookup
+		}
+		n := testing.AllocsPerRun(100, func() {
+			for _, c := range clients {
+				selectOnStack(src, table, c)
+			}
+		})
+		if n != 0 {
+			t.Errorf("%s: a query with its Location and buffer on the stack allocates %v times per run", mode, n)
+		}
 	}
 }
 
