@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -32,6 +34,10 @@ type message struct {
 	Check string `json:"check"`
 	// Backends are the keys of the backends the check covers, for people reading Redis.
 	Backends []string `json:"backends,omitempty"`
+	// Status is, by backend key, the status ("up", "down", "unknown") of the check for the
+	// backend at the instance that probed, after this result: what a starting instance takes
+	// over. Optional.
+	Status map[string]string `json:"status,omitempty"`
 	// Cycle is the check's cycle, Unix time / interval; 0 lets the receiver derive it from Time.
 	Cycle int64 `json:"cycle,omitempty"`
 	OK    bool  `json:"ok"`
@@ -45,8 +51,15 @@ type message struct {
 
 // encode returns the JSON message of s probed by instance.
 func encode(s health.Shared, instance string) ([]byte, error) {
-	b, err := json.Marshal(message{Check: s.Check, Backends: s.Backends, Cycle: s.Cycle, OK: s.OK,
-		Reason: s.Reason, Time: s.At.UnixMilli(), Instance: instance})
+	m := message{Check: s.Check, Cycle: s.Cycle, OK: s.OK, Reason: s.Reason, Time: s.At.UnixMilli(), Instance: instance}
+	if len(s.Status) > 0 {
+		m.Backends = slices.Sorted(maps.Keys(s.Status))
+		m.Status = make(map[string]string, len(s.Status))
+		for k, st := range s.Status {
+			m.Status[k] = st.String()
+		}
+	}
+	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode the result of %s: %w", s.Check, err)
 	}
@@ -65,8 +78,18 @@ func decode(data []byte, interval func(check string) (time.Duration, bool)) (hea
 	if m.Check == "" || m.Time <= 0 || m.Instance == "" {
 		return health.Shared{}, fmt.Errorf("decode a result of %q: %w", m.Check, errIncomplete)
 	}
-	s := health.Shared{Check: m.Check, Backends: m.Backends, Cycle: m.Cycle, OK: m.OK, Reason: m.Reason,
-		At: time.UnixMilli(m.Time), Instance: m.Instance}
+	s := health.Shared{Check: m.Check, Cycle: m.Cycle, OK: m.OK, Reason: m.Reason, At: time.UnixMilli(m.Time), Instance: m.Instance}
+	if len(m.Status) > 0 {
+		s.Status = make(map[string]health.Status, len(m.Status))
+		for k, v := range m.Status {
+			switch v {
+			case "up":
+				s.Status[k] = health.Up
+			case "down":
+				s.Status[k] = health.Down
+			}
+		}
+	}
 	if s.Cycle <= 0 {
 		if d, ok := interval(m.Check); ok {
 			s.Cycle = s.At.UnixNano() / int64(d)

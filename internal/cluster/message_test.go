@@ -24,12 +24,15 @@ func TestKeyNames(t *testing.T) {
 
 func TestMessageRoundTrip(t *testing.T) {
 	at := time.UnixMilli(1_700_000_000_123)
-	s := health.Shared{Check: "abc", Backends: []string{"www.example.org.|192.0.2.10|0"}, Cycle: 170000000, OK: true, Reason: "http 200", At: at}
+	s := health.Shared{Check: "abc", Cycle: 170000000, OK: true, Reason: "http 200", At: at,
+		Status: map[string]health.Status{"www.example.org.|192.0.2.10|0": health.Up, "www.example.org.|192.0.2.11|0": health.Down}}
 	payload, err := encode(s, "host-1-abcdef")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"check":"abc","backends":["www.example.org.|192.0.2.10|0"],"cycle":170000000,"ok":true,"reason":"http 200","time":1700000000123,"instance":"host-1-abcdef"}`
+	const want = `{"check":"abc","backends":["www.example.org.|192.0.2.10|0","www.example.org.|192.0.2.11|0"],` +
+		`"status":{"www.example.org.|192.0.2.10|0":"up","www.example.org.|192.0.2.11|0":"down"},` +
+		`"cycle":170000000,"ok":true,"reason":"http 200","time":1700000000123,"instance":"host-1-abcdef"}`
 	if string(payload) != want {
 		t.Fatalf("message %s\nwant    %s (docs/cluster.md documents this format)", payload, want)
 	}

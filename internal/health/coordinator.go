@@ -53,9 +53,13 @@ type Check struct {
 
 // Shared is one raw result of a check as instances exchange it.
 type Shared struct {
-	// Check is the check's ID; Backends lists the keys of the backends it covers (informative).
-	Check    string
-	Backends []string
+	// Check is the check's ID.
+	Check string
+	// Status holds, by backend key, the status of this check's machine for the backend at the
+	// instance that probed, once the result was applied there. An instance that starts from
+	// the fleet takes it over, so that it agrees with the fleet even in the middle of a rise or
+	// fall; results without it (from agents) go through the machines like any other.
+	Status map[string]Status
 	// Cycle is the cycle the result belongs to (Unix time / interval, for probed checks).
 	Cycle  int64
 	OK     bool
@@ -193,7 +197,7 @@ func (m *Manager) syncCluster(jobs map[string]*job, fresh []*job, now time.Time)
 	}
 	for _, s := range c.coord.Seed(checks) {
 		if j := c.byID[s.Check]; j != nil && c.accept(j, s) {
-			m.observeLocked(j, Result{OK: s.OK, Reason: s.Reason}, s.Instance)
+			m.seedLocked(j, s)
 		}
 	}
 	rest := fresh[:0]
@@ -214,6 +218,19 @@ func (m *Manager) syncCluster(jobs map[string]*job, fresh []*job, now time.Time)
 		m.queue.push(j)
 	}
 	return rest
+}
+
+// seedLocked starts the machines of j's backends from a shared result: at the status the
+// probing instance's machines had, or, where the result does not say, from the raw result.
+func (m *Manager) seedLocked(j *job, s Shared) {
+	for _, sub := range j.subs {
+		if st := s.Status[sub.backend.spec.Key]; st != Unknown {
+			sub.machine.status, sub.machine.successes, sub.machine.failures = st, 0, 0
+		} else {
+			sub.machine.observe(s.OK)
+		}
+		m.updateLocked(sub.backend, s.Reason, s.Instance)
+	}
 }
 
 func newSharedJob(j *job) *sharedJob {
@@ -357,9 +374,9 @@ func (m *Manager) finishShared(j *job, res Result) {
 	}
 	publish := sh.publish && !j.removed
 	if publish {
-		s.Backends = make([]string, len(j.subs))
-		for i, sub := range j.subs {
-			s.Backends[i] = sub.backend.spec.Key
+		s.Status = make(map[string]Status, len(j.subs))
+		for _, sub := range j.subs {
+			s.Status[sub.backend.spec.Key] = sub.machine.status
 		}
 	}
 	m.mu.Unlock()

@@ -113,7 +113,7 @@ func TestCheckIDIsStableAcrossProcesses(t *testing.T) {
 }
 
 func TestClusterTurnsRunOnTheFleetsCycles(t *testing.T) {
-	const interval = 50 * time.Millisecond
+	const interval = 100 * time.Millisecond
 	f := &fakeCoordinator{exclusive: true}
 	m := NewManager(Options{Log: testLog{}, Coordinator: f})
 	p := &scriptedProber{script: []bool{true}}
@@ -125,26 +125,32 @@ func TestClusterTurnsRunOnTheFleetsCycles(t *testing.T) {
 	}
 	m.Start()
 	defer m.Stop()
-	waitFor(t, "five turns", func() bool { turns, _ := f.snapshot(); return len(turns) >= 5 })
+	const n = 9
+	waitFor(t, "turns", func() bool { return p.calls.Load() >= n })
 	turns, published := f.snapshot()
-	phase := m.cluster.byID[check.ID].shared.phase
-	// The first turn runs at once (nothing was shared yet); the others at the check's phase of
-	// consecutive cycles.
 	p.mu.Lock()
 	times := append([]time.Time(nil), p.times...)
 	p.mu.Unlock()
-	for i, turn := range turns[1:5] {
-		if turn.Cycle != turns[i].Cycle+1 {
-			t.Fatalf("turn cycles %d then %d, want consecutive", turns[i].Cycle, turn.Cycle)
+	phase := m.cluster.byID[check.ID].shared.phase
+	// The first turn runs at once (nothing was shared yet); the others at the check's phase of
+	// their cycles. A loaded machine may start one late, never early.
+	aligned := 0
+	var offsets []time.Duration
+	for i, turn := range turns[1:n] {
+		if turn.Cycle <= turns[i].Cycle {
+			t.Fatalf("turn cycles %d then %d, want increasing", turns[i].Cycle, turn.Cycle)
 		}
-		at := times[i+1]
-		offset := at.Sub(time.Unix(0, turn.Cycle*int64(interval)))
-		if offset < phase-dispatchSlack || offset > phase+20*time.Millisecond {
-			t.Errorf("cycle %d probed %s into the cycle, its phase is %s", turn.Cycle, offset, phase)
+		offset := times[i+1].Sub(time.Unix(0, turn.Cycle*int64(interval)))
+		offsets = append(offsets, offset)
+		if offset >= phase-dispatchSlack && offset < phase+30*time.Millisecond {
+			aligned++
 		}
 	}
+	if aligned < n-3 {
+		t.Fatalf("probes at %v into their cycles, want most at the phase %s", offsets, phase)
+	}
 	if len(published) == 0 || published[0].Check != check.ID || published[0].Cycle != turns[0].Cycle || !published[0].OK ||
-		len(published[0].Backends) != 1 || published[0].Backends[0] != "a" {
+		len(published[0].Status) != 1 || published[0].Status["a"] != Up {
 		t.Fatalf("published %+v, want the first turn's result", published)
 	}
 }
@@ -186,23 +192,37 @@ func TestClusterAppliesEachResultOnce(t *testing.T) {
 
 func TestClusterSeedsBeforeTheFirstProbe(t *testing.T) {
 	const interval = time.Hour
-	s := spec("a", &scriptedProber{script: []bool{true}}, "seeded", interval)
-	id := checkID(jobKey(s.Checks[0], s))
-	f := &fakeCoordinator{exclusive: true, seeds: []Shared{{Check: id, Cycle: 7, OK: false, Reason: "refused", At: time.Now(), Instance: "b"}}}
-	m := NewManager(Options{Log: testLog{}, Coordinator: f})
-	m.Sync([]Spec{s}, keys(s))
-	if st := m.State("a").Status(); st != Down {
-		t.Fatalf("seeded backend is %s, want down as the fleet saw it", st)
+	tests := []struct {
+		name string
+		seed Shared
+		want Status
+	}{
+		{"raw result only, as an agent writes it", Shared{Cycle: 7, OK: false, Reason: "refused"}, Down},
+		{"the fleet's status wins over the raw result: a rise under way", Shared{Cycle: 7, OK: true, Status: map[string]Status{"a": Down}}, Down},
+		{"the fleet's status: a fall under way", Shared{Cycle: 7, OK: false, Status: map[string]Status{"a": Up}}, Up},
 	}
-	j := m.cluster.byID[id]
-	if want := j.shared.runAfter(time.Now()); !j.next.Equal(want) || j.index < 0 {
-		t.Fatalf("seeded check runs at %s, want its next cycle at %s", j.next, want)
-	}
-	// A backend whose check has no shared result yet runs at once, as without a coordinator.
-	u := spec("u", &scriptedProber{script: []bool{true}}, "unseeded", interval)
-	m.Sync([]Spec{s, u}, keys(s, u))
-	if j := m.cluster.byID[checkID(jobKey(u.Checks[0], u))]; time.Until(j.next) > time.Second {
-		t.Fatalf("unseeded check runs in %s, want at once", time.Until(j.next))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := spec("a", &scriptedProber{script: []bool{true}}, "seeded", interval)
+			id := checkID(jobKey(s.Checks[0], s))
+			tt.seed.Check, tt.seed.At, tt.seed.Instance = id, time.Now(), "b"
+			m := NewManager(Options{Log: testLog{}, Coordinator: &fakeCoordinator{exclusive: true, seeds: []Shared{tt.seed}}})
+			m.Sync([]Spec{s}, keys(s))
+			if st := m.State("a").Status(); st != tt.want {
+				t.Fatalf("seeded backend is %s, want %s as the fleet saw it", st, tt.want)
+			}
+			j := m.cluster.byID[id]
+			if want := j.shared.runAfter(time.Now()); !j.next.Equal(want) || j.index < 0 {
+				t.Fatalf("seeded check runs at %s, want its next cycle at %s", j.next, want)
+			}
+			// A backend whose check has no shared result yet runs at once, as without a
+			// coordinator.
+			u := spec("u", &scriptedProber{script: []bool{true}}, "unseeded", interval)
+			m.Sync([]Spec{s, u}, keys(s, u))
+			if j := m.cluster.byID[checkID(jobKey(u.Checks[0], u))]; time.Until(j.next) > time.Second {
+				t.Fatalf("unseeded check runs in %s, want at once", time.Until(j.next))
+			}
+		})
 	}
 }
 
