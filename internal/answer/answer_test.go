@@ -368,16 +368,6 @@ func subnet(family uint16, prefix uint8, addr string) *dns.EDNS0_SUBNET {
 	return &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: family, SourceNetmask: prefix, Address: net.ParseIP(addr)}
 }
 
-func replyECS(m *dns.Msg) *dns.EDNS0_SUBNET {
-	if opt := m.IsEdns0(); opt != nil {
-		for _, o := range opt.Option {
-			if e, ok := o.(*dns.EDNS0_SUBNET); ok {
-				return e
-			}
-		}
-	}
-	return nil
-}
 
 func TestEDNSClientSubnet(t *testing.T) {
 	snap, _ := testSnapshot(t)
@@ -404,7 +394,7 @@ func TestEDNSClientSubnet(t *testing.T) {
 			if r.Rcode != tt.wantRcode {
 				t.Fatalf("rcode %s, want %s", dns.RcodeToString[r.Rcode], dns.RcodeToString[tt.wantRcode])
 			}
-			e := replyECS(r)
+			e := findECS(r)
 			if (e != nil) != tt.wantEcho {
 				t.Fatalf("ECS echoed: %v, want %v", e, tt.wantEcho)
 			}

@@ -1,7 +1,9 @@
 package answer
 
 import (
+	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -105,7 +107,7 @@ func TestGeoAnswersAndScopes(t *testing.T) {
 			if got := rdata(r.Answer); r.Rcode != tt.rcode || !slices.Equal(got, tt.want) {
 				t.Fatalf("answer %s %v, want %s %v", dns.RcodeToString[r.Rcode], got, dns.RcodeToString[tt.rcode], tt.want)
 			}
-			if e := replyECS(r); e == nil || e.SourceScope != tt.scope {
+			if e := findECS(r); e == nil || e.SourceScope != tt.scope {
 				t.Fatalf("reply ECS %v, want scope %d", e, tt.scope)
 			}
 		})
@@ -127,5 +129,54 @@ func BenchmarkRespondGeo(b *testing.B) {
 		if m, _ := Respond(snap, Options{UseECS: true}, Query{Msg: q, Source: testClient, Geo: src}); len(m.Answer) != 1 {
 			b.Fatal("no answer")
 		}
+	}
+}
+
+func TestExplainSaysWhatDecided(t *testing.T) {
+	snap, hs := geoSnapshot(t)
+	src := geoSources(t)
+	rec := snap.Records()[0]
+	for _, b := range rec.Backends {
+		hs[b.Key].Set(health.Up)
+	}
+	hs[rec.Backends[0].Key].Set(health.Down) // San Jose is down
+	rec.Refresh()
+	tests := []struct {
+		name  string
+		q     *dns.Msg
+		opts  Options
+		check func(t *testing.T, e Explanation)
+	}{
+		{"geo with ECS", ecsQuery("geo.example.org.", dns.TypeA, subnet(1, 24, "198.51.100.0")), Options{UseECS: true}, func(t *testing.T, e Explanation) {
+			text := e.String()
+			for _, want := range []string{"EDNS Client Subnet /24", "172.16.0.10: down", "subdivision", "172.16.0.11", "scope /24"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("explanation lacks %q:\n%s", want, text)
+				}
+			}
+			if e.Client != netip.MustParseAddr("198.51.100.0") || e.Record != "geo.example.org." || e.Mode != "geoip" || len(e.Answer) != 1 {
+				t.Errorf("explanation %+v", e)
+			}
+		}},
+		{"ECS ignored when off", ecsQuery("geo.example.org.", dns.TypeA, subnet(1, 24, "198.51.100.0")), Options{}, func(t *testing.T, e Explanation) {
+			if e.Client != testClient || !strings.Contains(e.String(), "use_edns_csubnet is off") {
+				t.Errorf("explanation:\n%s", e)
+			}
+		}},
+		{"no such name", ecsQuery("nope.example.org.", dns.TypeA, subnet(1, 24, "198.51.100.0")), Options{}, func(t *testing.T, e Explanation) {
+			if e.Rcode != "NXDOMAIN" || !strings.Contains(e.String(), "no such name") {
+				t.Errorf("explanation:\n%s", e)
+			}
+		}},
+		{"not ours", ecsQuery("example.com.", dns.TypeA, subnet(1, 24, "198.51.100.0")), Options{}, func(t *testing.T, e Explanation) {
+			if !strings.Contains(e.String(), "next plugin") {
+				t.Errorf("explanation:\n%s", e)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(t, Explain(snap, tt.opts, Query{Msg: tt.q, Source: testClient, Geo: src}))
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/answer"
@@ -34,7 +35,12 @@ func (g *GSLB) Name() string { return pluginName }
 // no map write, no allocation beyond the response.
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	src, tcp := clientOf(w)
-	m, res := answer.Respond(g.Engine.Snapshot(), g.Answer, answer.Query{Msg: r, Source: src, TCP: tcp, Geo: g.Engine.Geo()})
+	snap, q := g.Engine.Snapshot(), answer.Query{Msg: r, Source: src, TCP: tcp, Geo: g.Engine.Geo()}
+	m, res := answer.Respond(snap, g.Answer, q)
+	if clog.D.Value() {
+		// Under CoreDNS's debug plugin only: one line per query saying why it got its answer.
+		log.Debug(answer.Describe(snap, g.Answer, q, m, res).String())
+	}
 	switch res {
 	case answer.NotOurs:
 		return plugin.NextOrFailure(pluginName, g.Next, ctx, w, r)

@@ -1,0 +1,211 @@
+package answer
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/policy"
+)
+
+// Explanation tells how one query is answered and why: for the admin API's explain, and for
+// the debug log. Building it allocates freely; queries never do.
+type Explanation struct {
+	// Question is the name and type asked.
+	Question string
+	// Client is the address selection used (the ECS address or the transport source), and
+	// ClientFrom says which.
+	Client     netip.Addr
+	ClientFrom string
+	// Zone and Record are the names that matched; Record is empty when no record did.
+	Zone, Record string
+	// Mode is the record's selection mode, Fallback its fallback policy.
+	Mode, Fallback string
+	// Rcode and Answer are the response: its rcode and answer records in text form.
+	Rcode  string
+	Answer []string
+	// Scope is the EDNS Client Subnet scope of the reply, or -1 when the query had no ECS.
+	Scope int
+	// Steps say, in order, what was considered and what decided.
+	Steps []string
+}
+
+// String prints the explanation on a few lines.
+func (e Explanation) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s for %s (%s): %s %v", e.Question, e.Client, e.ClientFrom, e.Rcode, e.Answer)
+	if e.Scope >= 0 {
+		fmt.Fprintf(&b, " scope /%d", e.Scope)
+	}
+	for _, s := range e.Steps {
+		b.WriteString("\n  " + s)
+	}
+	return b.String()
+}
+
+// Explain answers q from snap like Respond and says how the answer was chosen.
+func Explain(snap *catalog.Snapshot, opts Options, q Query) Explanation {
+	m, res := Respond(snap, opts, q)
+	return Describe(snap, opts, q, m, res)
+}
+
+// Describe explains m and res, what Respond answered to q from snap, without answering again
+// (which would move a roundrobin rotation twice).
+func Describe(snap *catalog.Snapshot, opts Options, q Query, m *dns.Msg, res Result) Explanation {
+	e := Explanation{Scope: -1, Client: q.Source, ClientFrom: "transport source"}
+	if len(q.Msg.Question) == 1 {
+		e.Question = q.Msg.Question[0].Name + " " + dns.TypeToString[q.Msg.Question[0].Qtype]
+	}
+	if res == NotOurs {
+		e.Steps = append(e.Steps, "the name is in no zone served here (or the query is not one gslb answers): passed to the next plugin")
+		return e
+	}
+	e.Rcode = dns.RcodeToString[m.Rcode]
+	for _, rr := range m.Answer {
+		e.Answer = append(e.Answer, rr.String())
+	}
+	if ecs := findECS(m); ecs != nil {
+		e.Scope = int(ecs.SourceScope)
+	}
+
+	// Walk the same path as Respond, keeping what it decided.
+	b := builder{req: q.Msg, qtype: q.Msg.Question[0].Qtype, client: q.Source, geo: q.Geo}
+	b.qname = strings.ToLower(q.Msg.Question[0].Name)
+	b.zone = snap.Zone(b.qname)
+	e.Zone = b.zone.Origin
+	if b.readEDNS(opts.UseECS) != dns.RcodeSuccess {
+		e.Steps = append(e.Steps, "the query's EDNS is invalid: "+e.Rcode)
+		return e
+	}
+	switch {
+	case b.ecs != nil && b.client != q.Source:
+		e.Client, e.ClientFrom = b.client, fmt.Sprintf("EDNS Client Subnet /%d", b.ecs.SourceNetmask)
+	case !opts.UseECS && findECS(q.Msg) != nil:
+		e.Steps = append(e.Steps, "the query's EDNS Client Subnet is ignored: use_edns_csubnet is off")
+	}
+	rec, exists, wildcard := b.zone.Lookup(b.qname)
+	switch {
+	case !exists:
+		e.Steps = append(e.Steps, "no such name in zone "+b.zone.Origin)
+		return e
+	case rec == nil:
+		e.Steps = append(e.Steps, "the name holds no GSLB record: answered from the zone's own data")
+		return e
+	}
+	b.rec, b.owner = rec, rec.Name
+	e.Record, e.Mode, e.Fallback = rec.Name, string(rec.Config.Mode), string(rec.Config.Fallback.Mode)
+	if wildcard {
+		e.Steps = append(e.Steps, "matched the wildcard "+rec.Name)
+	}
+	families := []catalog.Family{catalog.IPv4, catalog.IPv6}
+	if f, ok := catalog.FamilyOf(b.qtype); ok {
+		families = []catalog.Family{f}
+	}
+	for _, f := range families {
+		e.Steps = append(e.Steps, explainFamily(&b, f)...)
+	}
+	return e
+}
+
+// findECS returns the EDNS Client Subnet option of m, or nil.
+func findECS(m *dns.Msg) *dns.EDNS0_SUBNET {
+	if opt := m.IsEdns0(); opt != nil {
+		for _, o := range opt.Option {
+			if ecs, ok := o.(*dns.EDNS0_SUBNET); ok {
+				return ecs
+			}
+		}
+	}
+	return nil
+}
+
+// explainFamily describes the backends of one family of b's record and how the mode chose.
+func explainFamily(b *builder, f catalog.Family) []string {
+	rec := b.rec
+	family := map[catalog.Family]string{catalog.IPv4: "IPv4", catalog.IPv6: "IPv6"}[f]
+	v := rec.View()
+	var steps []string
+	for _, be := range rec.Backends {
+		if be.Config.IP.IsValid() && be.Config.IP.Is4() != (f == catalog.IPv4) {
+			continue
+		}
+		steps = append(steps, fmt.Sprintf("%s backend %s: %s", family, be.Config.Address, backendState(be)))
+	}
+	if !v.Configured[f] {
+		return append(steps, fmt.Sprintf("%s: the record has no backend of this family", family))
+	}
+	if len(v.Healthy[f]) == 0 {
+		if v.FallbackApplies(f) {
+			steps = append(steps, fmt.Sprintf("%s: no backend is healthy: fallback policy %s answers", family, rec.Config.Fallback.Mode))
+		}
+		return steps
+	}
+	c := b.who()
+	if t := v.Geo[f]; t != nil {
+		ex := t.Explain(c.geo, c.loc)
+		for _, line := range strings.Split(ex.String(), "\n") {
+			steps = append(steps, fmt.Sprintf("%s %s", family, strings.TrimSpace(line)))
+		}
+		steps = append(steps, fmt.Sprintf("%s: candidate indexes are the record's %s backends in file order: %s", family, family, backendList(v.GeoBackends[f])))
+		return steps
+	}
+	rule := fmt.Sprintf("%s: %s over %s", family, modeRule(rec.Config.Mode, c.addr, len(v.Healthy[f])), backendList(v.Healthy[f]))
+	if rec.Config.Mode == config.ModeRoundRobin {
+		return append(steps, rule) // picking would move the rotation that queries share
+	}
+	var chosen []*catalog.Backend
+	for _, i := range v.Sets[f].Pick(c.addr, nil) {
+		chosen = append(chosen, v.Healthy[f][i])
+	}
+	return append(steps, rule+" chose "+backendList(chosen))
+}
+
+// modeRule says in a few words how mode picks among n healthy backends for client.
+func modeRule(mode config.Mode, client netip.Addr, n int) string {
+	switch mode {
+	case config.ModeRoundRobin:
+		return "roundrobin (one in turn)"
+	case config.ModeRandom:
+		return "random (all, shuffled)"
+	case config.ModeWeighted:
+		return "weighted (one at random, in proportion to weight)"
+	case config.ModeIPHash:
+		return fmt.Sprintf("ip-hash (FNV-1a of %s mod %d = %d, in address order)", client, n, policy.HashAddr(client)%uint32(max(n, 1)))
+	}
+	return "failover (every backend of the best priority)"
+}
+
+// backendState describes a backend's health and whether it may be served.
+func backendState(be *catalog.Backend) string {
+	s := be.Status().String()
+	if c := be.Config; c.AssumeHealthy || (len(c.HealthChecks) == 0 && !c.Passive) {
+		s += " (not probed)"
+	}
+	switch be.Override() {
+	case catalog.ForceDisable:
+		s += ", disabled by an operator"
+	case catalog.ForceEnable:
+		s += ", enabled by an operator"
+	default:
+		if !be.Config.Enable {
+			s += ", disabled in the configuration"
+		}
+	}
+	if be.Status() == health.Up && be.Enabled() {
+		s += ": a candidate"
+	}
+	return s
+}
+
+func backendList(bs []*catalog.Backend) string {
+	names := make([]string, len(bs))
+	for i, be := range bs {
+		names[i] = be.Config.Address
+	}
+	return "[" + strings.Join(names, " ") + "]"
+}
