@@ -368,7 +368,6 @@ func subnet(family uint16, prefix uint8, addr string) *dns.EDNS0_SUBNET {
 	return &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: family, SourceNetmask: prefix, Address: net.ParseIP(addr)}
 }
 
-
 func TestEDNSClientSubnet(t *testing.T) {
 	snap, _ := testSnapshot(t)
 	tests := []struct {
