@@ -31,6 +31,13 @@ func (l *quietLog) add(f string, a ...any) {
 	l.lines = append(l.lines, fmt.Sprintf(f, a...))
 }
 
+// text returns everything logged so far.
+func (l *quietLog) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
 func (l *quietLog) Infof(f string, a ...any)    { l.add(f, a...) }
 func (l *quietLog) Warningf(f string, a ...any) { l.add(f, a...) }
 func (l *quietLog) Errorf(f string, a ...any)   { l.add(f, a...) }
