@@ -4,6 +4,7 @@
 //	meridian -conf Corefile        serve
 //	meridian -version              print Meridian's and CoreDNS's versions
 //	meridian check -conf Corefile  validate a Corefile and the YAML files it names, then exit
+//	meridian ctl COMMAND ...       query and steer a running meridian through its admin API
 package main
 
 import (
@@ -67,6 +68,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "check" {
 		os.Exit(runCheck(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "ctl" {
+		os.Exit(runCtl(os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
 	}
 	for _, arg := range os.Args[1:] {
 		if arg == "version" || arg == "-version" || arg == "--version" {

@@ -1,0 +1,404 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/overlay"
+)
+
+// ctlUsage is printed for "meridian ctl" without a valid command.
+const ctlUsage = `usage: meridian ctl COMMAND [flags]
+
+Commands:
+  status   [selector] [-state up|down|unknown]      list backends, their health and overrides
+  enable   selector [-for DURATION] [-reason TEXT]  serve the backends, even if the YAML disables them
+  disable  selector [-for DURATION] [-reason TEXT]  take the backends out of every answer
+  drain    selector [-for DURATION] [-reason TEXT]  disable for maintenance, usually with -for
+  clear    selector                                 remove the overrides: the YAML decides again
+  explain  NAME [-type A] [-client IP] [-ecs PREFIX] the answer to a query, and how it was chosen
+  reload   reload the YAML files
+
+Selector (every flag given must match):
+  -key RECORD|ADDRESS|PORT (repeatable)  -zone ZONE  -record NAME  -location LOCATION
+  -address-prefix PREFIX (CIDR, or the beginning of the address)  -tags TAG[,TAG...] (any of them)
+
+Connection (flags, or the environment):
+  -api URL          MERIDIAN_API           default http://127.0.0.1:8080
+  -user NAME        MERIDIAN_API_USER      basic authentication
+  -password SECRET  MERIDIAN_API_PASSWORD
+  -token SECRET     MERIDIAN_API_TOKEN     bearer authentication
+  -cacert FILE      MERIDIAN_API_CACERT    CA certificate that signed the API's certificate
+  -insecure                                do not verify the API's certificate
+  -timeout 10s
+Output: -o table (default) or -o json.
+
+Run "meridian ctl COMMAND -h" for a command's flags.
+`
+
+// ctlCommand is one subcommand: it adds its flags to fs, and returns the function that runs it.
+type ctlCommand func(fs *flag.FlagSet) ctlRun
+
+// ctlRun runs a subcommand with its positional arguments, and returns what to print.
+type ctlRun func(ctx context.Context, c *admin.Client, args []string) (any, error)
+
+var ctlCommands = map[string]ctlCommand{
+	"status":  ctlStatus,
+	"enable":  ctlAction(overlay.Enable),
+	"disable": ctlAction(overlay.Disable),
+	"drain":   ctlAction(overlay.Drain),
+	"clear":   ctlAction(overlay.Clear),
+	"explain": ctlExplain,
+	"reload":  ctlReload,
+}
+
+// errUsage marks a command line that cannot run.
+var errUsage = errors.New("usage")
+
+// runCtl runs "meridian ctl COMMAND ..." with args (after "ctl"), reading the connection
+// settings left out of the flags from getenv. It returns the process exit code: 0, 1 when the
+// API refused or failed, 2 for a wrong command line.
+func runCtl(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || ctlCommands[args[0]] == nil {
+		if len(args) > 0 && args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
+			fmt.Fprintf(stderr, "meridian ctl: unknown command %q\n", args[0])
+		}
+		fmt.Fprint(stderr, ctlUsage)
+		return 2
+	}
+	fs := flag.NewFlagSet("meridian ctl "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	conn := addConnFlags(fs)
+	run := ctlCommands[args[0]](fs)
+	pos, err := parseInterleaved(fs, args[1:])
+	if err != nil {
+		return 2
+	}
+	client, err := conn.client(getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "meridian ctl: %v\n", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), conn.timeout)
+	defer cancel()
+	res, err := run(ctx, client, pos)
+	if errors.Is(err, errUsage) {
+		fmt.Fprintf(stderr, "meridian ctl %s: %v\n", args[0], err)
+		return 2
+	}
+	if res != nil {
+		if perr := printResult(stdout, res, conn.output); perr != nil {
+			fmt.Fprintf(stderr, "meridian ctl: %v\n", perr)
+			return 1
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "meridian ctl %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// parseInterleaved parses fs from args, allowing flags after positional arguments, and
+// returns the positional arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// connFlags are the connection and output flags every command takes.
+type connFlags struct {
+	api, user, password, token, cacert, output string
+	insecure                                   bool
+	timeout                                    time.Duration
+}
+
+func addConnFlags(fs *flag.FlagSet) *connFlags {
+	c := &connFlags{}
+	fs.StringVar(&c.api, "api", "", "admin API URL (env MERIDIAN_API, default http://127.0.0.1:8080)")
+	fs.StringVar(&c.user, "user", "", "basic authentication user (env MERIDIAN_API_USER)")
+	fs.StringVar(&c.password, "password", "", "basic authentication password (env MERIDIAN_API_PASSWORD)")
+	fs.StringVar(&c.token, "token", "", "bearer token (env MERIDIAN_API_TOKEN)")
+	fs.StringVar(&c.cacert, "cacert", "", "PEM file of the CA that signed the API's certificate (env MERIDIAN_API_CACERT)")
+	fs.BoolVar(&c.insecure, "insecure", false, "do not verify the API's TLS certificate")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "time limit of the request")
+	fs.StringVar(&c.output, "o", "table", "output: table or json")
+	return c
+}
+
+// client returns the API client the flags, or else the environment, describe.
+func (c *connFlags) client(getenv func(string) string) (*admin.Client, error) {
+	if c.output != "table" && c.output != "json" {
+		return nil, fmt.Errorf("-o %s: want table or json", c.output)
+	}
+	or := func(flag, env, def string) string {
+		if flag != "" {
+			return flag
+		}
+		if v := getenv(env); v != "" {
+			return v
+		}
+		return def
+	}
+	base := or(c.api, "MERIDIAN_API", "http://127.0.0.1:8080")
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	tlsConfig := &tls.Config{InsecureSkipVerify: c.insecure}
+	if file := or(c.cacert, "MERIDIAN_API_CACERT", ""); file != "" {
+		pem, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("-cacert: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("-cacert: no certificate in %s", file)
+		}
+		tlsConfig.RootCAs = pool
+	}
+	return &admin.Client{
+		BaseURL:  base,
+		HTTP:     &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: http.ProxyFromEnvironment}},
+		User:     or(c.user, "MERIDIAN_API_USER", ""),
+		Password: or(c.password, "MERIDIAN_API_PASSWORD", ""),
+		Token:    or(c.token, "MERIDIAN_API_TOKEN", ""),
+	}, nil
+}
+
+// listFlag is a flag that may repeat, each value a comma-separated list.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for part := range strings.SplitSeq(v, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*l = append(*l, part)
+		}
+	}
+	return nil
+}
+
+func addSelectorFlags(fs *flag.FlagSet, sel *admin.Selector) {
+	fs.Var((*listFlag)(&sel.Keys), "key", "backend key record|address|port (repeatable)")
+	fs.StringVar(&sel.Zone, "zone", "", "zone")
+	fs.StringVar(&sel.Record, "record", "", "record name")
+	fs.StringVar(&sel.Location, "location", "", "location, exactly")
+	fs.StringVar(&sel.AddressPrefix, "address-prefix", "", "CIDR prefix, or the beginning of the address as written")
+	fs.Var((*listFlag)(&sel.Tags), "tags", "comma-separated tags: a backend with any of them matches")
+}
+
+func noArgs(args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, args[0])
+	}
+	return nil
+}
+
+func ctlStatus(fs *flag.FlagSet) ctlRun {
+	var sel admin.Selector
+	addSelectorFlags(fs, &sel)
+	state := fs.String("state", "", "only backends in this state: up, down or unknown")
+	return func(ctx context.Context, c *admin.Client, args []string) (any, error) {
+		if err := noArgs(args); err != nil {
+			return nil, err
+		}
+		b, err := c.Backends(ctx, sel, admin.State(*state))
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+}
+
+func ctlAction(action overlay.Action) ctlCommand {
+	return func(fs *flag.FlagSet) ctlRun {
+		var req admin.ActionRequest
+		addSelectorFlags(fs, &req.Selector)
+		if action != overlay.Clear {
+			fs.StringVar(&req.Duration, "for", "", "how long the override lasts (30m, 2h); for ever when left out")
+			fs.StringVar(&req.Reason, "reason", "", "a note kept with the override")
+		}
+		return func(ctx context.Context, c *admin.Client, args []string) (any, error) {
+			if err := noArgs(args); err != nil {
+				return nil, err
+			}
+			res, err := c.Act(ctx, action, req)
+			if err != nil {
+				return nil, err
+			}
+			return res, nil
+		}
+	}
+}
+
+func ctlExplain(fs *flag.FlagSet) ctlRun {
+	qtype := fs.String("type", "A", "query type")
+	client := fs.String("client", "", "source address of the query (default: this machine's address as the API sees it)")
+	ecs := fs.String("ecs", "", "EDNS Client Subnet, a CIDR prefix")
+	return func(ctx context.Context, c *admin.Client, args []string) (any, error) {
+		if len(args) != 1 {
+			return nil, fmt.Errorf("%w: want one NAME, got %d arguments", errUsage, len(args))
+		}
+		q := admin.Query{Name: args[0], Type: *qtype}
+		var err error
+		if *client != "" {
+			if q.Client, err = netip.ParseAddr(*client); err != nil {
+				return nil, fmt.Errorf("%w: -client: %v", errUsage, err)
+			}
+		}
+		if *ecs != "" {
+			if q.ECS, err = netip.ParsePrefix(*ecs); err != nil {
+				return nil, fmt.Errorf("%w: -ecs: %v", errUsage, err)
+			}
+		}
+		exp, err := c.Explain(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		return exp, nil
+	}
+}
+
+func ctlReload(*flag.FlagSet) ctlRun {
+	return func(ctx context.Context, c *admin.Client, args []string) (any, error) {
+		if err := noArgs(args); err != nil {
+			return nil, err
+		}
+		res, err := c.Reload(ctx)
+		if len(res.Blocks) == 0 {
+			return nil, err
+		}
+		return res, err
+	}
+}
+
+// printResult writes res as JSON or as a table.
+func printResult(w io.Writer, res any, output string) error {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	switch v := res.(type) {
+	case []admin.BackendStatus:
+		printStatus(tw, v)
+	case admin.ActionResult:
+		printAction(tw, v)
+	case admin.Explanation:
+		printExplanation(tw, v)
+	case admin.ReloadResult:
+		fmt.Fprintln(tw, "ZONES\tRESULT")
+		for _, b := range v.Blocks {
+			fmt.Fprintf(tw, "%s\t%s\n", strings.Join(b.Zones, " "), cmp.Or(b.Error, "reloaded"))
+		}
+	}
+	return tw.Flush()
+}
+
+func printStatus(w io.Writer, backends []admin.BackendStatus) {
+	fmt.Fprintln(w, "RECORD\tBACKEND\tSTATE\tSERVED\tOVERRIDE\tLATENCY\tCHANGED\tREASON")
+	for _, b := range backends {
+		served := "no"
+		if b.Healthy {
+			served = "yes"
+		}
+		latency := "-"
+		if b.Latency > 0 {
+			latency = time.Duration(b.Latency).Round(10 * time.Microsecond).String()
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Record, hostPort(b.Address, b.Port), b.State, served,
+			overrideText(b.Override), latency, ago(b.LastChange), cmp.Or(b.Reason, "-"))
+	}
+}
+
+func printAction(w io.Writer, res admin.ActionResult) {
+	fmt.Fprintln(w, "RECORD\tBACKEND\tKEY")
+	for _, t := range res.Backends {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", t.Record, hostPort(t.Address, t.Port), t.Key)
+	}
+	until := ""
+	if !res.Expires.IsZero() {
+		until = " until " + res.Expires.Local().Format(time.RFC3339)
+	}
+	fmt.Fprintf(w, "%s: %d backends%s\n", res.Action, len(res.Backends), until)
+}
+
+func printExplanation(w io.Writer, e admin.Explanation) {
+	q := e.Query
+	fmt.Fprintf(w, "%s %s from %s", q.Name, q.Type, q.Client)
+	if q.ECS.IsValid() {
+		fmt.Fprintf(w, " (ECS %s)", q.ECS)
+	}
+	fmt.Fprintf(w, ": %s, zone %s, record %s\n\nANSWER\n", e.Rcode, e.Zone, cmp.Or(e.Record, "none"))
+	for _, rr := range e.Answer {
+		fmt.Fprintln(w, rr)
+	}
+	fmt.Fprintln(w, "\nSTEPS")
+	for i, s := range e.Steps {
+		fmt.Fprintf(w, "%d.\t%s\t%s\n", i+1, s.Stage, s.Text)
+		if len(s.Fields) > 0 {
+			var parts []string
+			for _, k := range slices.Sorted(maps.Keys(s.Fields)) {
+				parts = append(parts, k+"="+s.Fields[k])
+			}
+			fmt.Fprintf(w, "\t\t%s\n", strings.Join(parts, " "))
+		}
+		if len(s.Backends) > 0 {
+			fmt.Fprintf(w, "\t\tbackends: %s\n", strings.Join(s.Backends, ", "))
+		}
+	}
+}
+
+func hostPort(addr string, port int) string {
+	if port == 0 {
+		return addr
+	}
+	return net.JoinHostPort(addr, strconv.Itoa(port))
+}
+
+func overrideText(o *overlay.Override) string {
+	if o == nil {
+		return "-"
+	}
+	if o.Expires.IsZero() {
+		return string(o.Action)
+	}
+	return string(o.Action) + " until " + o.Expires.Local().Format(time.DateTime)
+}
+
+// ago tells how long ago t was, to the second; "-" for the zero time.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return time.Since(t).Round(time.Second).String() + " ago"
+}
