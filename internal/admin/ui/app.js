@@ -1,0 +1,283 @@
+// Meridian dashboard: polls the versioned admin API and renders zones -> records -> backends,
+// with overrides, a filter, the explain tool and the recent state changes. Plain DOM, no
+// dependencies; every value is inserted as text, never as HTML.
+"use strict";
+
+const POLL_MS = 2000;
+const AUTH_KEY = "meridian-auth";
+const $ = (id) => document.getElementById(id);
+
+let auth = sessionStorage.getItem(AUTH_KEY) || "";
+let zones = [];
+let lastStates = new Map(); // backend key -> state at the previous poll
+let changedAt = new Map(); // backend key -> when the dashboard saw its state change
+let shownKeys = [];
+let timer = null;
+
+// el builds an element; attrs may hold properties, "class", "data-*" attributes and event
+// handlers ("onclick"); children are nodes or strings (inserted as text).
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k.startsWith("data-") || k === "colspan" || k === "title") e.setAttribute(k, v);
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e[k] = v;
+  }
+  for (const c of children.flat()) {
+    if (c !== undefined && c !== null && c !== "") e.append(c instanceof Node ? c : String(c));
+  }
+  return e;
+}
+
+class SignInRequired extends Error {}
+
+async function api(path, body) {
+  const headers = { "Accept": "application/json", "X-Requested-With": "XMLHttpRequest" };
+  if (auth) headers["Authorization"] = auth;
+  const opts = { method: "GET", headers };
+  if (body !== undefined) {
+    opts.method = "POST";
+    headers["Content-Type"] = "application/json";
+    opts.body = JSON.stringify(body);
+  }
+  const resp = await fetch(path, opts);
+  if (resp.status === 401) {
+    showSignIn(auth ? "These credentials were refused." : "");
+    throw new SignInRequired("sign in first");
+  }
+  const data = await resp.json().catch(() => ({}));
+  if (!resp.ok) throw new Error(data.error || `${resp.status} ${resp.statusText}`);
+  return data;
+}
+
+function showSignIn(error) {
+  stopPolling();
+  $("app").hidden = true;
+  $("signin").hidden = false;
+  $("signin-error").textContent = error || "";
+}
+
+function encodeBasic(user, password) {
+  const bytes = new TextEncoder().encode(`${user}:${password}`);
+  return "Basic " + btoa(String.fromCharCode(...bytes));
+}
+
+$("signin-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const token = $("signin-token").value.trim();
+  auth = token ? `Bearer ${token}` : encodeBasic($("signin-user").value, $("signin-password").value);
+  sessionStorage.setItem(AUTH_KEY, auth);
+  start();
+});
+
+function ago(iso) {
+  if (!iso) return "-";
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m ago`;
+  return `${Math.floor(s / 86400)}d ago`;
+}
+
+function localTime(iso) {
+  return iso ? new Date(iso).toLocaleString() : "";
+}
+
+function hostPort(b) {
+  if (!b.port) return b.address;
+  return b.address.includes(":") ? `[${b.address}]:${b.port}` : `${b.address}:${b.port}`;
+}
+
+function overrideText(o) {
+  if (!o) return "";
+  return o.expires ? `${o.action} until ${new Date(o.expires).toLocaleTimeString()}` : o.action;
+}
+
+// matches reports whether backend b of record r in zone z passes the filter and state filter.
+function matches(z, r, b) {
+  const state = $("state-filter").value;
+  if (state === "override" ? !b.override : state && b.state !== state) return false;
+  const hay = [z.name, r.name, r.mode, b.key, b.address, hostPort(b), b.location, b.country, b.city,
+    b.continent, b.description, ...(b.tags || []), b.state, b.healthy ? "served" : "not-served",
+    b.override ? `override ${b.override.action}` : "", b.reason].join(" ").toLowerCase();
+  return $("filter").value.toLowerCase().split(/\s+/).filter(Boolean).every((t) => hay.includes(t));
+}
+
+function actionButtons(b) {
+  const act = (action) => () => runAction(action, [b.key]);
+  return el("td", { class: "actions" },
+    el("button", { "data-action": "enable", title: "serve, even if the YAML disables it", onclick: act("enable") }, "Enable"),
+    " ",
+    el("button", { "data-action": "disable", title: "take out of every answer", onclick: act("disable") }, "Disable"),
+    " ",
+    el("button", { "data-action": "drain", title: "disable for the time chosen above", onclick: act("drain") }, "Drain"),
+    " ",
+    b.override ? el("button", { "data-action": "clear", title: "the YAML decides again", onclick: act("clear") }, "Clear") : "");
+}
+
+function backendRow(b) {
+  const changed = changedAt.has(b.key) && Date.now() - changedAt.get(b.key) < 3000;
+  return el("tr", { class: changed ? "backend changed" : "backend", "data-key": b.key },
+    el("td", {}, ""),
+    el("td", { "data-field": "address", title: b.key }, hostPort(b), b.description ? el("div", { class: "muted" }, b.description) : ""),
+    el("td", {}, [b.location, b.country, b.city].filter(Boolean).join(" / ")),
+    el("td", {}, (b.tags || []).map((t) => el("span", { class: "tag" }, t))),
+    el("td", { "data-field": "state", class: `state state-${b.state}` }, b.state),
+    el("td", { "data-field": "served", class: b.healthy ? "" : "served-no" }, b.healthy ? "yes" : b.enabled ? "no" : "no (YAML)"),
+    el("td", { "data-field": "override", class: "override", title: b.override ? `${b.override.reason || ""} ${b.override.by ? "by " + b.override.by : ""}` : "" }, overrideText(b.override)),
+    el("td", { "data-field": "latency" }, b.latency_ms ? `${b.latency_ms.toFixed(1)} ms` : "-"),
+    el("td", { title: localTime(b.last_change) }, ago(b.last_change)),
+    el("td", { "data-field": "reason" }, b.reason || (b.last_check ? `ok ${ago(b.last_check)}` : "")),
+    actionButtons(b));
+}
+
+function render() {
+  const box = $("zones");
+  const counts = { up: 0, down: 0, unknown: 0, overridden: 0, records: 0 };
+  const sections = [];
+  shownKeys = [];
+  for (const z of zones) {
+    const rows = [];
+    for (const r of z.records || []) {
+      counts.records++;
+      const shown = [];
+      for (const b of r.backends || []) {
+        counts[b.state] = (counts[b.state] || 0) + 1;
+        if (b.override) counts.overridden++;
+        if (matches(z, r, b)) shown.push(b);
+      }
+      if (!shown.length) continue;
+      rows.push(el("tr", { class: "record", "data-record": r.name },
+        el("td", { colspan: 11 }, r.name, " ", el("span", { class: "mode" },
+          `${r.mode}, fallback ${r.fallback}, ${r.healthy} of ${(r.backends || []).length} served`))));
+      for (const b of shown) {
+        rows.push(backendRow(b));
+        shownKeys.push(b.key);
+      }
+    }
+    if (!rows.length) continue;
+    sections.push(el("section", { class: "zone", "data-zone": z.name },
+      el("h2", {}, z.name),
+      el("table", {},
+        el("thead", {}, el("tr", {}, ["Record", "Backend", "Location", "Tags", "State", "Served", "Override",
+          "Latency", "Changed", "Last result", ""].map((h) => el("th", {}, h)))),
+        el("tbody", {}, rows))));
+  }
+  box.replaceChildren(...(sections.length ? sections : [el("p", { class: "muted" }, zones.length ? "No backend matches the filter." : "No zone is served.")]));
+  const backends = counts.up + counts.down + counts.unknown;
+  $("summary").textContent = `${zones.length} zones, ${counts.records} records, ${backends} backends: ` +
+    `${counts.up} up, ${counts.down} down, ${counts.unknown} unknown, ${counts.overridden} overridden`;
+  $("shown").textContent = `${shownKeys.length} shown`;
+}
+
+function message(text, isError) {
+  $("message").textContent = text;
+  $("message").className = isError ? "error" : "";
+}
+
+async function runAction(action, keys) {
+  const body = { keys, reason: $("reason").value.trim() || undefined };
+  if (action === "drain" && $("drain-for").value) body.duration = $("drain-for").value;
+  try {
+    const res = await api(`/api/v1/backends/${action}`, body);
+    const until = res.expires ? ` until ${new Date(res.expires).toLocaleString()}` : "";
+    message(`${action}: ${res.backends.length} backend${res.backends.length === 1 ? "" : "s"}${until}`);
+    await refresh();
+  } catch (e) {
+    if (!(e instanceof SignInRequired)) message(`${action} failed: ${e.message}`, true);
+  }
+}
+
+for (const b of document.querySelectorAll("[data-bulk]")) {
+  b.addEventListener("click", () => {
+    const action = b.dataset.bulk;
+    if (!shownKeys.length) return message("No backend is shown.", true);
+    if (confirm(`${action} the ${shownKeys.length} backends shown?`)) runAction(action, shownKeys.slice());
+  });
+}
+
+async function refresh() {
+  const [z, t] = await Promise.all([api("/api/v1/zones"), api("/api/v1/transitions?limit=25")]);
+  const now = Date.now();
+  for (const zone of z) for (const r of zone.records || []) for (const b of r.backends || []) {
+    const before = lastStates.get(b.key);
+    if (before !== undefined && before !== b.state) changedAt.set(b.key, now);
+    lastStates.set(b.key, b.state);
+  }
+  zones = z;
+  render();
+  renderTransitions(t);
+  $("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
+}
+
+function renderTransitions(list) {
+  $("transitions").replaceChildren(...list.map((t) => el("li", { title: localTime(t.time) },
+    `${ago(t.time)}: ${t.backend.split("|").slice(0, 2).join(" ")} `,
+    el("span", { class: `state state-${t.from}` }, t.from), " \u2192 ",
+    el("span", { class: `state state-${t.to}` }, t.to),
+    t.reason ? ` (${t.reason})` : "")));
+  if (!list.length) $("transitions").replaceChildren(el("li", { class: "muted" }, "none yet"));
+}
+
+async function poll() {
+  try {
+    await refresh();
+    if ($("message").textContent.startsWith("API unreachable")) message("");
+  } catch (e) {
+    if (e instanceof SignInRequired) return;
+    message(`API unreachable: ${e.message}`, true);
+  }
+  schedule();
+}
+
+function schedule() {
+  stopPolling();
+  if ($("live").checked) timer = setTimeout(poll, POLL_MS);
+}
+
+function stopPolling() {
+  if (timer) clearTimeout(timer);
+  timer = null;
+}
+
+$("live").addEventListener("change", () => ($("live").checked ? poll() : stopPolling()));
+$("filter").addEventListener("input", render);
+$("state-filter").addEventListener("change", render);
+
+$("explain-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const q = new URLSearchParams({ name: $("explain-name").value.trim(), type: $("explain-type").value });
+  if ($("explain-client").value.trim()) q.set("client", $("explain-client").value.trim());
+  if ($("explain-ecs").value.trim()) q.set("ecs", $("explain-ecs").value.trim());
+  const out = $("explain-result");
+  try {
+    const e = await api(`/api/v1/explain?${q}`);
+    const query = e.query;
+    out.replaceChildren(
+      el("p", {}, `${query.name} ${query.type} from ${query.client}${query.ecs ? ` (ECS ${query.ecs})` : ""}: `,
+        el("strong", {}, e.rcode), `, zone ${e.zone}, record ${e.record || "none"}`),
+      el("pre", { "data-field": "answer" }, (e.answer || []).join("\n") || "(empty answer)"),
+      el("ol", {}, (e.steps || []).map((s) => el("li", {},
+        el("span", { class: "stage" }, s.stage), s.text,
+        s.fields ? el("div", { class: "muted" }, Object.entries(s.fields).map(([k, v]) => `${k}=${v}`).join(" ")) : "",
+        s.backends && s.backends.length ? el("div", { class: "muted" }, `backends: ${s.backends.join(", ")}`) : ""))));
+  } catch (e) {
+    if (!(e instanceof SignInRequired)) out.replaceChildren(el("p", { class: "error" }, e.message));
+  }
+});
+
+async function start() {
+  try {
+    await refresh();
+  } catch (e) {
+    if (e instanceof SignInRequired) return;
+    message(`API unreachable: ${e.message}`, true);
+  }
+  $("signin").hidden = true;
+  $("app").hidden = false;
+  schedule();
+}
+
+start();
