@@ -7,19 +7,26 @@
 # dnsperf sends the same query list (every name, type A) to each port, alternating, for
 # ROUNDS rounds of DURATION seconds. The budget (DESIGN.md section 4) is gslb >= 0.95x file.
 #
-# Usage: bench/run.sh [--quick]
+# With --geo, every gslb name is a geoip record (four sites: US, FR, JP, BR) served with a
+# generated City database, and every query carries the EDNS Client Subnet 198.18.0.0/24, which
+# the database places in San Jose: gslb looks the client up and answers the US site, the file
+# zone holds that same address. The budget for geo names is gslb >= 0.9x file.
+#
+# Usage: bench/run.sh [--quick] [--geo]
 # Environment: see bench/README.md.
 set -euo pipefail
 
 usage() {
-	echo "usage: $0 [--quick]" >&2
+	echo "usage: $0 [--quick] [--geo]" >&2
 	exit 2
 }
 
 QUICK=0
+GEO=0
 for arg in "$@"; do
 	case "$arg" in
 	--quick) QUICK=1 ;;
+	--geo) GEO=1 ;;
 	-h | --help) usage ;;
 	*) usage ;;
 	esac
@@ -37,7 +44,12 @@ fi
 CLIENTS="${CLIENTS:-4}"          # -c: UDP sockets (distinct source ports)
 THREADS="${THREADS:-1}"          # -T: dnsperf threads
 OUTSTANDING="${OUTSTANDING:-200}" # -q: queries in flight
-TARGET="${TARGET:-0.95}"         # gslb/file ratio to reach
+DEFAULT_TARGET=0.95
+((GEO)) && DEFAULT_TARGET=0.9
+TARGET="${TARGET:-$DEFAULT_TARGET}" # gslb/file ratio to reach
+# --geo: the client subnet of every query (ECS option 8: family 1, /24, scope 0, 198.18.0).
+GEO_SUBNET=198.18.0.0/24
+GEO_ECS=8:00011800c61200
 MAX_LOST_PCT="${MAX_LOST_PCT:-0.5}"
 READY_TIMEOUT="${READY_TIMEOUT:-30}" # seconds to wait for both listeners
 
@@ -149,6 +161,12 @@ ns:
 records:
 EOF
 	for ((i = 1; i <= NAMES; i++)); do
+		if ((GEO)); then
+			printf '  n%05d.bench.test.:\n    mode: geoip\n    record_ttl: %d\n    backends:\n' "$i" "$TTL"
+			printf '      - {address: %s, country: US}\n      - {address: %s, country: FR}\n' "$(addr "$i" 1)" "$(addr "$i" 2)"
+			printf '      - {address: %s, country: JP}\n      - {address: %s, country: BR}\n' "$(addr "$i" 3)" "$(addr "$i" 4)"
+			continue
+		fi
 		mode=failover
 		if ((i % 50 == 0)); then
 			mode=roundrobin
@@ -170,12 +188,21 @@ for ((i = 1; i <= NAMES; i++)); do
 	printf 'n%05d.bench.test. A\n' "$i"
 done | shuf --random-source=<(yes) >"$WORK/queries.txt"
 
+GEO_OPTIONS=""
+if ((GEO)); then
+	log "writing the City database"
+	(cd "$REPO" && go run ./bench/geodb "$WORK/city.mmdb")
+	GEO_OPTIONS="use_edns_csubnet
+        geoip_maxmind city_db $WORK/city.mmdb"
+fi
+
 write_corefile() {
 	cat >"$WORK/Corefile" <<EOF
 bench.test:$PORT_GSLB {
     bind 127.0.0.1
     gslb {
         zone bench.test. $WORK/gslb.yml
+        $GEO_OPTIONS
     }
 }
 bench.test:$PORT_FILE {
@@ -186,7 +213,9 @@ EOF
 }
 
 probe() { # port name -> first A address or empty
-	dig +short +time=1 +tries=1 @127.0.0.1 -p "$1" "$2" A 2>/dev/null | head -n1
+	local subnet=()
+	((GEO)) && subnet=(+subnet="$GEO_SUBNET")
+	dig +short +time=1 +tries=1 "${subnet[@]}" @127.0.0.1 -p "$1" "$2" A 2>/dev/null | head -n1
 }
 
 # start_server: starts meridian and waits until both listeners answer. Returns 1 if the
@@ -236,7 +265,7 @@ until start_server; do
 done
 # Spot-check that both listeners agree on a sample of failover names.
 for i in 2 3 $((NAMES / 2)) "$NAMES"; do
-	((i >= 1 && i <= NAMES && i % 25 != 0)) || continue
+	((i >= 1 && i <= NAMES && (GEO || i % 25 != 0))) || continue
 	n="$(printf 'n%05d.bench.test.' "$i")"
 	want="$(addr "$i" 1)"
 	g="$(probe "$PORT_GSLB" "$n")"
@@ -266,7 +295,9 @@ run_perf() {
 	out="$WORK/dnsperf-$label-$round.txt"
 	t0="$(server_cpu_ticks)"
 	# The time keyword reports dnsperf's own CPU use (to check it is not the bottleneck).
-	if ! { TIMEFORMAT='%R %U %S'; time dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" \
+	local ecs=()
+	((GEO)) && ecs=(-E "$GEO_ECS")
+	if ! { TIMEFORMAT='%R %U %S'; time dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" "${ecs[@]}" \
 		-l "$DURATION" -c "$CLIENTS" -T "$THREADS" -q "$OUTSTANDING" >"$out" 2>&1; } 2>"$WORK/time"; then
 		echo "dnsperf failed against $label (127.0.0.1:$port):" >&2
 		cat "$out" >&2
@@ -323,7 +354,9 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) 
 mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.2f\n", s / NR }'; }
 
 echo
-echo "Meridian gslb vs CoreDNS file: $NAMES names, $ROUNDS x ${DURATION}s, dnsperf -c $CLIENTS -T $THREADS -q $OUTSTANDING"
+KIND="mixed failover/roundrobin/ip-hash"
+((GEO)) && KIND="geoip with ECS $GEO_SUBNET"
+echo "Meridian gslb vs CoreDNS file: $NAMES names ($KIND), $ROUNDS x ${DURATION}s, dnsperf -c $CLIENTS -T $THREADS -q $OUTSTANDING"
 echo
 echo "| round | gslb qps | file qps | gslb/file | gslb us CPU/q | file us CPU/q | dnsperf CPU % (gslb/file) |"
 echo "|------:|---------:|---------:|----------:|--------------:|--------------:|--------------------------:|"

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -42,6 +43,16 @@ type ASNNetwork struct {
 // returns its path. Test networks (10.0.0.0/8, 192.0.2.0/24, 2001:db8::/32, ...) are allowed.
 func WriteCityDB(t testing.TB, nets []GeoNetwork) string {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), "GeoIP2-City.mmdb")
+	if err := WriteCityDBFile(path, nets); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// WriteCityDBFile writes a "GeoIP2-City" database holding nets to path, for programs (the
+// benchmarks) that have no testing.TB.
+func WriteCityDBFile(path string, nets []GeoNetwork) error {
 	recs := make([]mmdbRecord, len(nets))
 	for i, n := range nets {
 		m := geoMap(n)
@@ -60,7 +71,7 @@ func WriteCityDB(t testing.TB, nets []GeoNetwork) string {
 		}
 		recs[i] = mmdbRecord{n.Prefix, m}
 	}
-	return writeMMDB(t, "GeoIP2-City", recs)
+	return writeMMDBFile(path, "GeoIP2-City", recs)
 }
 
 // WriteCountryDB writes a "GeoIP2-Country" database holding the Country and Continent of nets
@@ -107,9 +118,20 @@ type mmdbRecord struct {
 	data   mmdbtype.Map
 }
 
-// writeMMDB writes an IPv6 database (which answers IPv4 lookups too) of the given type.
+// writeMMDB writes an IPv6 database (which answers IPv4 lookups too) of the given type into a
+// new temporary directory and returns its path.
 func writeMMDB(t testing.TB, dbType string, recs []mmdbRecord) string {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), dbType+".mmdb")
+	if err := writeMMDBFile(path, dbType, recs); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// writeMMDBFile writes an IPv6 database (which answers IPv4 lookups too) of the given type to
+// path.
+func writeMMDBFile(path, dbType string, recs []mmdbRecord) error {
 	tree, err := mmdbwriter.New(mmdbwriter.Options{
 		DatabaseType:            dbType,
 		Description:             map[string]string{"en": "Meridian test database"},
@@ -118,31 +140,30 @@ func writeMMDB(t testing.TB, dbType string, recs []mmdbRecord) string {
 		RecordSize:              28,
 	})
 	if err != nil {
-		t.Fatalf("mmdbwriter: %v", err)
+		return fmt.Errorf("mmdbwriter: %w", err)
 	}
 	for _, r := range recs {
 		p, err := netip.ParsePrefix(r.prefix)
 		if err != nil {
-			t.Fatalf("%s test database: %v", dbType, err)
+			return fmt.Errorf("%s test database: %w", dbType, err)
 		}
 		if p != p.Masked() {
-			t.Fatalf("%s test database: %s has host bits set", dbType, r.prefix)
+			return fmt.Errorf("%s test database: %s has host bits set", dbType, r.prefix)
 		}
 		if err := tree.Insert(netipx.PrefixIPNet(p), r.data); err != nil {
-			t.Fatalf("%s test database: insert %s: %v", dbType, r.prefix, err)
+			return fmt.Errorf("%s test database: insert %s: %w", dbType, r.prefix, err)
 		}
 	}
-	path := filepath.Join(t.TempDir(), dbType+".mmdb")
 	f, err := os.Create(path)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if _, err := tree.WriteTo(f); err != nil {
 		f.Close()
-		t.Fatalf("write %s: %v", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		t.Fatalf("write %s: %v", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return path
+	return nil
 }
