@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -154,20 +153,13 @@ func redisOptions(r *testutil.Redis, mode config.SyncMode) config.ClusterOptions
 	return config.ClusterOptions{Addrs: []string{r.Addr}, SyncMode: mode}
 }
 
-// perCycle counts probes per cycle: probes of one cycle happen within a few milliseconds of
-// each other (the fleet's phase), a cycle apart from the next cycle's.
+// perCycle counts probes per cycle (see testutil.PerCycle).
 func perCycle(probes []probe) []int {
-	var counts []int
-	last := math.MinInt
-	for _, p := range probes {
-		n := int(math.Round(float64(p.at.Sub(probes[0].at)) / float64(testInterval)))
-		if n != last {
-			counts = append(counts, 0)
-			last = n
-		}
-		counts[len(counts)-1]++
+	times := make([]time.Time, len(probes))
+	for i, p := range probes {
+		times[i] = p.at
 	}
-	return counts
+	return testutil.PerCycle(times, testInterval)
 }
 
 // agree waits until every instance sees the backend as want.

@@ -228,3 +228,18 @@ func (r *Redis) Restart(t testing.TB) {
 		t.Fatalf("restarting redis-server: %v", err)
 	}
 }
+
+// PerCycle groups event times (sorted) into cycles of interval, counted from the first: events
+// of one cycle happen about together (a fleet's probes at their phase), a cycle apart from the
+// next cycle's. It returns the count of each cycle, in order, 0 for a cycle without events.
+func PerCycle(times []time.Time, interval time.Duration) []int {
+	var counts []int
+	for _, at := range times {
+		n := int((at.Sub(times[0]) + interval/2) / interval)
+		for len(counts) <= n {
+			counts = append(counts, 0)
+		}
+		counts[n]++
+	}
+	return counts
+}

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,6 +44,30 @@ func TestRedisCluster(t *testing.T) {
 	for _, k := range []string{"a", "b", "c", "d"} { // keys of different slots and nodes
 		if err := c.Set(ctx, k, k, 0).Err(); err != nil {
 			t.Fatalf("set %s: %v", k, err)
+		}
+	}
+}
+
+func TestPerCycle(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms ...int) []time.Time {
+		var out []time.Time
+		for _, m := range ms {
+			out = append(out, t0.Add(time.Duration(m)*time.Millisecond))
+		}
+		return out
+	}
+	tests := []struct {
+		times []time.Time
+		want  []int
+	}{
+		{at(0, 5, 1003, 1990, 2010), []int{2, 1, 2}},
+		{at(0, 2995), []int{1, 0, 0, 1}},
+		{nil, nil},
+	}
+	for _, tt := range tests {
+		if got := PerCycle(tt.times, time.Second); !slices.Equal(got, tt.want) {
+			t.Errorf("PerCycle(%v) = %v, want %v", tt.times, got, tt.want)
 		}
 	}
 }
