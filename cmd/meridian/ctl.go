@@ -60,14 +60,19 @@ type ctlCommand func(fs *flag.FlagSet) ctlRun
 // ctlRun runs a subcommand with its positional arguments, and returns what to print.
 type ctlRun func(ctx context.Context, c *admin.Client, args []string) (any, error)
 
-var ctlCommands = map[string]ctlCommand{
-	"status":  ctlStatus,
-	"enable":  ctlAction(overlay.Enable),
-	"disable": ctlAction(overlay.Disable),
-	"drain":   ctlAction(overlay.Drain),
-	"clear":   ctlAction(overlay.Clear),
-	"explain": ctlExplain,
-	"reload":  ctlReload,
+// ctlCommandNamed returns the subcommand called name, or nil.
+func ctlCommandNamed(name string) ctlCommand {
+	switch name {
+	case "status":
+		return ctlStatus
+	case "enable", "disable", "drain", "clear":
+		return ctlAction(overlay.Action(name))
+	case "explain":
+		return ctlExplain
+	case "reload":
+		return ctlReload
+	}
+	return nil
 }
 
 // errUsage marks a command line that cannot run.
@@ -77,7 +82,11 @@ var errUsage = errors.New("usage")
 // settings left out of the flags from getenv. It returns the process exit code: 0, 1 when the
 // API refused or failed, 2 for a wrong command line.
 func runCtl(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || ctlCommands[args[0]] == nil {
+	var cmd ctlCommand
+	if len(args) > 0 {
+		cmd = ctlCommandNamed(args[0])
+	}
+	if cmd == nil {
 		if len(args) > 0 && args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
 			fmt.Fprintf(stderr, "meridian ctl: unknown command %q\n", args[0])
 		}
@@ -87,7 +96,7 @@ func runCtl(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	fs := flag.NewFlagSet("meridian ctl "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	conn := addConnFlags(fs)
-	run := ctlCommands[args[0]](fs)
+	run := cmd(fs)
 	pos, err := parseInterleaved(fs, args[1:])
 	if err != nil {
 		return 2

@@ -22,7 +22,8 @@ import (
 // Provider is what one gslb block gives the admin API. Its methods are called from HTTP
 // handlers, concurrently.
 type Provider interface {
-	// Status returns the block's zones, with every record and backend as they are now.
+	// Status returns the block's zones, with every record and backend as they are now. The
+	// result belongs to the caller, which may change it.
 	Status() []Zone
 	// Transitions returns up to limit of the most recent health state changes, newest first.
 	Transitions(limit int) []Transition

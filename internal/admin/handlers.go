@@ -18,6 +18,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 )
 
@@ -147,7 +148,7 @@ func (s *Server) status() []Zone {
 	zones := []Zone{}
 	for _, r := range s.active() {
 		for _, z := range r.p.Status() {
-			if slices.Contains(r.zones, canonical(z.Name)) {
+			if slices.Contains(r.zones, config.CanonicalName(z.Name)) {
 				zones = append(zones, z)
 			}
 		}
@@ -171,8 +172,8 @@ func (s *Server) status() []Zone {
 
 // findZone returns the zone named name (in any case, with or without the trailing dot).
 func findZone(zones []Zone, name string) (Zone, bool) {
-	name = canonical(name)
-	i := slices.IndexFunc(zones, func(z Zone) bool { return canonical(z.Name) == name })
+	name = config.CanonicalName(name)
+	i := slices.IndexFunc(zones, func(z Zone) bool { return config.CanonicalName(z.Name) == name })
 	if i < 0 {
 		return Zone{}, false
 	}
@@ -377,7 +378,7 @@ func explainQuery(r *http.Request) (Query, error) {
 	if _, ok := dns.IsDomainName(name); name == "" || !ok {
 		return Query{}, errorf(http.StatusBadRequest, "name %q is not a domain name", name)
 	}
-	q := Query{Name: canonical(name), Type: strings.ToUpper(cmp.Or(v.Get("type"), "A"))}
+	q := Query{Name: config.CanonicalName(name), Type: strings.ToUpper(cmp.Or(v.Get("type"), "A"))}
 	if _, ok := dns.StringToType[q.Type]; !ok {
 		return Query{}, errorf(http.StatusBadRequest, "type %q is not a DNS type", v.Get("type"))
 	}

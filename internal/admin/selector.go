@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/meridian-gslb/meridian/internal/config"
 )
 
 // Selector picks backends. Every criterion given must match; an empty Selector matches every
@@ -65,10 +67,10 @@ func (s Selector) compile() (matcher, error) {
 		}
 	}
 	if s.Zone != "" {
-		m.zone = canonical(s.Zone)
+		m.zone = config.CanonicalName(s.Zone)
 	}
 	if s.Record != "" {
-		m.record = canonical(s.Record)
+		m.record = config.CanonicalName(s.Record)
 	}
 	if strings.Contains(s.AddressPrefix, "/") {
 		p, err := netip.ParsePrefix(s.AddressPrefix)
@@ -87,8 +89,8 @@ func (s Selector) compile() (matcher, error) {
 func (m matcher) match(b BackendStatus) bool {
 	switch {
 	case m.keys != nil && !m.keys[b.Key],
-		m.zone != "" && canonical(b.Zone) != m.zone,
-		m.record != "" && canonical(b.Record) != m.record,
+		m.zone != "" && config.CanonicalName(b.Zone) != m.zone,
+		m.record != "" && config.CanonicalName(b.Record) != m.record,
 		m.sel.Location != "" && b.Location != m.sel.Location,
 		len(m.sel.Tags) > 0 && !slices.ContainsFunc(m.sel.Tags, func(t string) bool { return slices.Contains(b.Tags, t) }):
 		return false

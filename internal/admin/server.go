@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 )
 
@@ -54,13 +55,11 @@ type Server struct {
 
 	mu     sync.Mutex
 	regs   []*registration // in order of registration
-	nextID int
-	served chan struct{} // closed when Serve returns
+	served chan struct{}   // closed when Serve returns
 }
 
 // registration is one Provider and the zones it serves.
 type registration struct {
-	id    int
 	zones []string
 	p     Provider
 }
@@ -164,10 +163,9 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 func (s *Server) Register(zones []string, p Provider) (unregister func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := &registration{id: s.nextID, p: p}
-	s.nextID++
+	r := &registration{p: p}
 	for _, z := range zones {
-		r.zones = append(r.zones, canonical(z))
+		r.zones = append(r.zones, config.CanonicalName(z))
 	}
 	s.regs = append(s.regs, r)
 	return func() {
@@ -193,7 +191,7 @@ func (s *Server) active() []registration {
 			}
 		}
 		if len(zones) > 0 {
-			out = append(out, registration{id: r.id, zones: zones, p: r.p})
+			out = append(out, registration{zones: zones, p: r.p})
 		}
 	}
 	return out
@@ -230,13 +228,4 @@ func (l *switchingListener) Accept() (net.Conn, error) {
 		return tls.Server(c, cfg), nil
 	}
 	return c, nil
-}
-
-// canonical returns a DNS name in lower case with a trailing dot.
-func canonical(name string) string {
-	name = strings.ToLower(name)
-	if !strings.HasSuffix(name, ".") {
-		name += "."
-	}
-	return name
 }

@@ -176,7 +176,11 @@ func (r *apiRegistry) acquire(load caddy.Context, o config.APIOptions) (*apiUse,
 	if server == nil {
 		server, err = admin.Listen(addr, apiConfig(o), store, log)
 		if err == nil {
-			log.Infof("admin API and dashboard on %s (dashboard at /ui/), overrides in %s", addr, path)
+			scheme := "http"
+			if o.TLSCert != "" {
+				scheme = "https"
+			}
+			log.Infof("admin API at %s://%s/api/, dashboard at %[1]s://%[2]s/ui/, overrides in %[3]s", scheme, addr, path)
 		}
 	} else {
 		err = server.Configure(apiConfig(o), store)
