@@ -213,6 +213,7 @@ func TestProbesPerCycle(t *testing.T) {
 }
 
 func TestNewInstanceStartsFromTheFleetsState(t *testing.T) {
+	t.Parallel()
 	r := testutil.StartRedis(t)
 	b := &fakeBackend{} // down
 	first := fleet(t, redisOptions(r, config.SyncLock), b, 1)[0]
@@ -240,6 +241,7 @@ func TestNewInstanceStartsFromTheFleetsState(t *testing.T) {
 }
 
 func TestRedisLostAndBack(t *testing.T) {
+	t.Parallel()
 	r := testutil.StartRedis(t)
 	b := &fakeBackend{}
 	b.up.Store(true)
@@ -273,6 +275,7 @@ func TestRedisLostAndBack(t *testing.T) {
 }
 
 func TestDeadLockHolderIsReplacedNextCycle(t *testing.T) {
+	t.Parallel()
 	r := testutil.StartRedis(t)
 	b := &fakeBackend{}
 	b.up.Store(true)
@@ -314,6 +317,7 @@ func TestDeadLockHolderIsReplacedNextCycle(t *testing.T) {
 }
 
 func TestPassiveBackendFollowsAnAgent(t *testing.T) {
+	t.Parallel()
 	r := testutil.StartRedis(t)
 	in := startInstance(t, redisOptions(r, config.SyncLock), health.Spec{
 		Key: backendKey, Record: "www.example.org.", Backend: "192.0.2.10:80", Rise: 1, Fall: 1, Interval: testInterval, Passive: true,
@@ -342,6 +346,7 @@ func TestPassiveBackendFollowsAnAgent(t *testing.T) {
 }
 
 func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
 	primary := testutil.StartRedis(t)
 	replica := testutil.StartReplica(t, primary)
 	sentinel := testutil.StartSentinel(t, "main", primary, replica)
@@ -372,6 +377,7 @@ func TestSentinelFailover(t *testing.T) {
 }
 
 func TestRedisCluster(t *testing.T) {
+	t.Parallel()
 	nodes := testutil.StartRedisCluster(t, 3)
 	b := &fakeBackend{}
 	b.up.Store(true)

@@ -138,6 +138,7 @@ func writeCertificates(t *testing.T, dir string) (ca, cert, key string) {
 }
 
 func TestMutualTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca, cert, key := writeCertificates(t, dir)
 	tlsPort := testutil.FreePort(t)

@@ -113,10 +113,11 @@ func (t *Turn) Settled() bool {
 // Receive applies a result another instance (or an external agent) shared, through the
 // machines of the backends of its check. Results of checks not run here, older than the newest
 // applied, or already applied (per cycle in exclusive mode, per instance and cycle otherwise)
-// are dropped. It reports whether the result was applied; without a Coordinator it is never.
+// are dropped, and so is everything once the manager stops. It reports whether the result was
+// applied; without a Coordinator it is never.
 func (m *Manager) Receive(s Shared) bool {
 	m.mu.Lock()
-	if m.cluster == nil {
+	if m.cluster == nil || m.stopping.Load() {
 		m.mu.Unlock()
 		return false
 	}

@@ -193,9 +193,10 @@ func (r *Redis) start() error {
 	}
 }
 
-// Client returns a client of the server, closed when the test ends.
+// Client returns a client of the server, closed when the test ends. It does not retry: a
+// command to a stopped server fails at once.
 func (r *Redis) Client(t testing.TB) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: r.Addr})
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1, DialerRetries: 1})
 	t.Cleanup(func() { c.Close() })
 	return c
 }

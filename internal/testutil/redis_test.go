@@ -10,6 +10,7 @@ import (
 )
 
 func TestRedisKillAndRestart(t *testing.T) {
+	t.Parallel()
 	r := StartRedis(t)
 	ctx := context.Background()
 	c := r.Client(t)
@@ -28,6 +29,7 @@ func TestRedisKillAndRestart(t *testing.T) {
 }
 
 func TestSentinelFollowsAFailover(t *testing.T) {
+	t.Parallel()
 	primary := StartRedis(t)
 	replica := StartReplica(t, primary)
 	sentinel := StartSentinel(t, "main", primary, replica)
@@ -37,6 +39,7 @@ func TestSentinelFollowsAFailover(t *testing.T) {
 }
 
 func TestRedisCluster(t *testing.T) {
+	t.Parallel()
 	nodes := StartRedisCluster(t, 3)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].Addr}})
 	defer c.Close()
