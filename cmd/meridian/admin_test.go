@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -135,28 +133,6 @@ func (s *apiServer) waitState(t *testing.T, key string, state admin.State) {
 		"%s is %s, want %s\n%s", key, s.backend(t, key).State, state, s.Logs())
 }
 
-// request sends body (JSON when not empty) to the API and returns the status and the answer.
-func request(t *testing.T, c *http.Client, method, url, body string, header ...string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if method == http.MethodPost {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(data)
-}
-
 func TestAdminAPIEndToEnd(t *testing.T) {
 	requireAPI(t)
 	t.Parallel()
@@ -171,13 +147,13 @@ func TestAdminAPIEndToEnd(t *testing.T) {
 	}
 
 	// The endpoints of CoreDNS-GSLB.
-	if code, body := request(t, hc, "GET", s.url+"/api/overview", ""); code != 200 || !strings.Contains(body, `"www.example.org."`) || !strings.Contains(body, `"alive": "healthy"`) {
+	if code, body := admintest.Call(t, hc, "GET", s.url+"/api/overview", ""); code != 200 || !strings.Contains(body, `"www.example.org."`) || !strings.Contains(body, `"alive": "healthy"`) {
 		t.Fatalf("GET /api/overview: %d %s", code, body)
 	}
-	if code, body := request(t, hc, "GET", s.url+"/api/overview/example.net.", ""); code != 404 || !strings.Contains(body, "Zone not found") {
+	if code, body := admintest.Call(t, hc, "GET", s.url+"/api/overview/example.net.", ""); code != 404 || !strings.Contains(body, "Zone not found") {
 		t.Errorf("unknown zone: %d %s", code, body)
 	}
-	code, body := request(t, hc, "POST", s.url+"/api/backends/disable", `{"location":"dc-a"}`)
+	code, body := admintest.Call(t, hc, "POST", s.url+"/api/backends/disable", `{"location":"dc-a"}`)
 	if code != 200 || !strings.Contains(body, `"disabled": 1`) {
 		t.Fatalf("disable dc-a: %d %s", code, body)
 	}
@@ -200,15 +176,15 @@ func TestAdminAPIEndToEnd(t *testing.T) {
 		{"/api/v1/backends/drain", `{"keys":["` + secondaryKey + `","www.example.org.|192.0.2.99|0"]}`, http.StatusUnprocessableEntity},
 		{"/api/v1/backends/drain", `{"zone":"example.net.","tags":["prod"]}`, http.StatusUnprocessableEntity},
 	} {
-		if code, body := request(t, hc, "POST", s.url+c.path, c.body); code != c.code {
+		if code, body := admintest.Call(t, hc, "POST", s.url+c.path, c.body); code != c.code {
 			t.Errorf("POST %s %s: %d %s, want %d", c.path, c.body, code, body, c.code)
 		}
 	}
-	_, body = request(t, hc, "GET", s.url+"/api/v1/overrides", "")
-	if o := decodeJSON[[]overlay.Override](t, body); len(o) != 1 || o[0].Key != primaryKey {
+	_, body = admintest.Call(t, hc, "GET", s.url+"/api/v1/overrides", "")
+	if o := admintest.Decode[[]overlay.Override](t, body); len(o) != 1 || o[0].Key != primaryKey {
 		t.Fatalf("overrides after refused requests: %s", body)
 	}
-	code, _ = request(t, hc, "POST", s.url+"/api/backends/enable", `{"tags":["blue"]}`)
+	code, _ = admintest.Call(t, hc, "POST", s.url+"/api/backends/enable", `{"tags":["blue"]}`)
 	if code != 200 || !slices.Equal(s.answer(t), []string{"127.0.0.1"}) {
 		t.Fatalf("enable by tag: %d, answer %v", code, s.answer(t))
 	}
@@ -227,8 +203,8 @@ func TestAdminAPIEndToEnd(t *testing.T) {
 	if b := s.backend(t, primaryKey); b.Reason == "" || b.LastCheck.IsZero() || b.LastChange.IsZero() || b.LastOK {
 		t.Errorf("down primary: %+v", b)
 	}
-	_, body = request(t, hc, "GET", s.url+"/api/v1/transitions?limit=10", "")
-	if trans := decodeJSON[[]admin.Transition](t, body); len(trans) == 0 || trans[0].Backend != primaryKey || trans[0].To != admin.StateDown {
+	_, body = admintest.Call(t, hc, "GET", s.url+"/api/v1/transitions?limit=10", "")
+	if trans := admintest.Decode[[]admin.Transition](t, body); len(trans) == 0 || trans[0].Backend != primaryKey || trans[0].To != admin.StateDown {
 		t.Errorf("transitions = %s", body)
 	}
 
@@ -252,20 +228,10 @@ func TestAdminAPIEndToEnd(t *testing.T) {
 		t.Errorf("after a failed reload the answer is %v", got)
 	}
 	for _, probe := range []string{"/livez", "/readyz"} {
-		if code, body := request(t, hc, "GET", s.url+probe, ""); code != 200 {
+		if code, body := admintest.Call(t, hc, "GET", s.url+probe, ""); code != 200 {
 			t.Errorf("%s: %d %s", probe, code, body)
 		}
 	}
-}
-
-// decodeJSON decodes body into a T, failing the test when it cannot.
-func decodeJSON[T any](t *testing.T, body string) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal([]byte(body), &v); err != nil {
-		t.Fatalf("decode %T from %s: %v", v, body, err)
-	}
-	return v
 }
 
 func TestAdminAPIAuthenticationAndTLS(t *testing.T) {
@@ -284,7 +250,7 @@ func TestAdminAPIAuthenticationAndTLS(t *testing.T) {
 		{[]string{"Authorization", "Bearer wrong"}, http.StatusUnauthorized},
 		{[]string{"Authorization", "Bearer s3cret"}, http.StatusOK},
 	} {
-		if code, body := request(t, tlsClient, "GET", url+"/api/v1/zones", "", c.header...); code != c.code {
+		if code, body := admintest.Call(t, tlsClient, "GET", url+"/api/v1/zones", "", c.header...); code != c.code {
 			t.Errorf("%v: %d %s, want %d", c.header, code, body, c.code)
 		}
 	}

@@ -1,18 +1,17 @@
 package admin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/meridian-gslb/meridian/internal/admin/admintest"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 )
 
@@ -130,44 +129,14 @@ func startServer(t *testing.T, cfg Config, store overlay.Store, p *fakeProvider)
 	return s, scheme + "://" + s.Addr().String()
 }
 
-// call sends a request and returns the status and the body.
+// call sends a request with the default client and returns the status and the body.
 func call(t *testing.T, method, url, body string, header ...string) (int, string) {
 	t.Helper()
-	return callWith(t, http.DefaultClient, method, url, body, header...)
+	return admintest.Call(t, http.DefaultClient, method, url, body, header...)
 }
 
-func callWith(t *testing.T, c *http.Client, method, url, body string, header ...string) (int, string) {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if method == http.MethodPost {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(data)
-}
-
-// decode unmarshals body into a value of type T, failing the test if it cannot.
+// decode is admintest.Decode, shorter.
 func decode[T any](t *testing.T, body string) T {
 	t.Helper()
-	var v T
-	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("decode %T from %q: %v", v, body, err)
-	}
-	return v
+	return admintest.Decode[T](t, body)
 }

@@ -165,7 +165,7 @@ func TestTLSAndReconfiguration(t *testing.T) {
 	store := overlay.NewMemory(overlay.SystemClock{})
 	certFile, keyFile, tlsClient := admintest.Certificate(t, t.TempDir())
 	s, base := startServer(t, Config{TLSCert: certFile, TLSKey: keyFile, Token: "one"}, store, exampleProvider())
-	if code, body := callWith(t, tlsClient, "GET", base+"/api/v1/zones", "", "Authorization", "Bearer one"); code != http.StatusOK {
+	if code, body := admintest.Call(t, tlsClient, "GET", base+"/api/v1/zones", "", "Authorization", "Bearer one"); code != http.StatusOK {
 		t.Fatalf("over TLS: %d %s", code, body)
 	}
 	plain := "http://" + s.Addr().String()
@@ -197,7 +197,7 @@ func TestTLSAndReconfiguration(t *testing.T) {
 	if err := s.Configure(Config{TLSCert: certFile, TLSKey: keyFile, Token: "two"}, store); err != nil {
 		t.Fatal(err)
 	}
-	if code, _ := callWith(t, tlsClient, "GET", base+"/api/v1/zones", "", "Authorization", "Bearer two"); code != http.StatusOK {
+	if code, _ := admintest.Call(t, tlsClient, "GET", base+"/api/v1/zones", "", "Authorization", "Bearer two"); code != http.StatusOK {
 		t.Errorf("TLS again: %d", code)
 	}
 }

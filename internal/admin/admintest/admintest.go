@@ -8,12 +8,15 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -65,4 +68,40 @@ func writePEM(t testing.TB, path, typ string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Call sends a request with body (declared as JSON for a POST) and the header name and value
+// pairs, and returns the status and the answer.
+func Call(t testing.TB, c *http.Client, method, url, body string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read the answer: %v", method, url, err)
+	}
+	return resp.StatusCode, string(data)
+}
+
+// Decode unmarshals the JSON body into a T, failing the test when it cannot.
+func Decode[T any](t testing.TB, body string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("decode %T from %q: %v", v, body, err)
+	}
+	return v
 }
