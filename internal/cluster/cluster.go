@@ -102,6 +102,7 @@ func (c *Client) Start(r Receiver) {
 	if c.opts.DB != 0 && len(c.opts.Addrs) > 1 && c.opts.SentinelMaster == "" {
 		c.log.Warningf("cluster: redis_db %d is not used: a Redis Cluster has only database 0", c.opts.DB)
 	}
+	fallbackGauge.Inc() // until subscribed
 	c.mu.Lock()
 	c.ps = c.rdb.Subscribe(c.ctx, c.keys.channel())
 	ps := c.ps
@@ -117,8 +118,6 @@ func (c *Client) Start(r Receiver) {
 		}
 		c.log.Warningf("cluster: Redis unreachable (%v): probing every check here until it answers", err)
 		errorsTotal.WithLabelValues(opSubscribe).Inc()
-		connectedGauge.Set(0)
-		fallbackGauge.Set(1)
 	}
 	c.wg.Add(3)
 	go c.listen(subscribed)
@@ -150,8 +149,13 @@ func (c *Client) Close() {
 			}
 		default:
 			_ = c.rdb.Close()
-			connectedGauge.Set(0)
-			fallbackGauge.Set(0)
+			if c.recv != nil { // started: take this client's share out of the gauges
+				if c.up.Load() {
+					connectedGauge.Dec()
+				} else {
+					fallbackGauge.Dec()
+				}
+			}
 			return
 		}
 	}
@@ -286,8 +290,8 @@ func (c *Client) setUp() bool {
 	if c.up.Swap(true) {
 		return false
 	}
-	connectedGauge.Set(1)
-	fallbackGauge.Set(0)
+	connectedGauge.Inc()
+	fallbackGauge.Dec()
 	return true
 }
 
@@ -297,8 +301,8 @@ func (c *Client) setDown(err error) {
 	if !c.up.Swap(false) {
 		return
 	}
-	connectedGauge.Set(0)
-	fallbackGauge.Set(1)
+	connectedGauge.Dec()
+	fallbackGauge.Inc()
 	c.log.Warningf("cluster: lost Redis (%v): probing every check here until it returns", err)
 }
 

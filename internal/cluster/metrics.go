@@ -6,15 +6,16 @@ import (
 )
 
 // Cluster metrics, in CoreDNS's namespace and the gslb subsystem, in the default registry.
-// docs/cluster.md documents them.
+// docs/cluster.md documents them. Each client adds its share to the gauges (several gslb blocks,
+// or the overlap of a Corefile reload, run several clients).
 var (
 	connectedGauge = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_redis_connected",
-		Help: "1 while the instance is connected and subscribed to Redis, 0 otherwise.",
+		Help: "Cluster-mode gslb blocks connected and subscribed to Redis: 1 for one block while Redis is reachable.",
 	})
 	fallbackGauge = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_local_fallback",
-		Help: "1 while cluster mode is on but Redis is unreachable, so that this instance probes every check itself.",
+		Help: "Cluster-mode gslb blocks whose Redis is unreachable, so that they probe every check themselves: 1 for one block while Redis is down.",
 	})
 	operationsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_operations_total",
