@@ -79,6 +79,7 @@ type Manager struct {
 	wg       sync.WaitGroup
 
 	cluster *clusterState // nil without a Coordinator
+	history transitions   // the recent status changes, for the admin API
 }
 
 // backend is one probed backend and its checks' damping machines.
@@ -87,6 +88,8 @@ type backend struct {
 	state  *State
 	subs   []*subscription // one per check, in spec order
 	status Status
+	// details holds the last result and change (its Status field is unused: status is).
+	details Details
 }
 
 // subscription is one backend's view of one (possibly shared) check.
@@ -288,7 +291,10 @@ func (m *Manager) doneLocked(j *job) {
 // another one did.
 func (m *Manager) observeLocked(j *job, res Result, by string) []func() {
 	var notify []func()
+	now := time.Now()
 	for _, s := range j.subs {
+		d := &s.backend.details
+		d.LastCheck, d.LastOK, d.Reason, d.Latency = now, res.OK, res.Reason, res.Latency
 		if !s.machine.observe(res.OK) {
 			continue
 		}
@@ -315,6 +321,9 @@ func (m *Manager) updateLocked(b *backend, reason, by string) func() {
 	}
 	m.opts.Log.Infof("backend %s of %s is %s: %s (was %s)", b.spec.Backend, b.spec.Record, next, reason, b.status)
 	recordTransition(b.spec, b.status, next)
+	now := time.Now()
+	b.details.LastChange = now
+	m.history.add(Transition{Time: now, Record: b.spec.Record, Backend: b.spec.Backend, Key: b.spec.Key, From: b.status, To: next, Reason: reason})
 	b.status = next
 	b.state.Set(next)
 	return b.spec.OnChange

@@ -37,6 +37,8 @@ type Result struct {
 	// Reason says why a probe failed (or what it saw when it passed), short enough for a log
 	// line: "http 503", "connect: connection refused", "timeout after 5s".
 	Reason string
+	// Latency is how long the probe took, retries included; the scheduler sets it.
+	Latency time.Duration
 }
 
 // Fail returns a failed result with a formatted reason.

@@ -194,7 +194,8 @@ func (m *Manager) finish(j *job, res Result, start time.Time) {
 	if m.stopping.Load() {
 		return
 	}
-	observeProbe(j.typ, res, time.Since(start))
+	res.Latency = time.Since(start)
+	observeProbe(j.typ, res, res.Latency)
 	if j.shared != nil {
 		m.finishShared(j, res) // cluster mode: applied once per cycle, maybe published
 		return

@@ -1,0 +1,77 @@
+package health
+
+import (
+	"time"
+)
+
+// Details is what the manager knows of one probed backend beyond its status: for the admin
+// API and the dashboard.
+type Details struct {
+	Status Status
+	// LastCheck is when the last result of any of its checks arrived (zero before the first),
+	// LastOK and Reason what it said, and Latency how long the probe took (0 for results that
+	// another instance probed).
+	LastCheck time.Time
+	LastOK    bool
+	Reason    string
+	Latency   time.Duration
+	// LastChange is when the status last changed (zero while it never did).
+	LastChange time.Time
+}
+
+// Transition is one change of a backend's status.
+type Transition struct {
+	Time            time.Time
+	Record, Backend string // as Spec names them
+	Key             string // the backend's key
+	From, To        Status
+	Reason          string
+}
+
+// transitionHistory is how many recent transitions the manager keeps.
+const transitionHistory = 256
+
+// transitions is a ring of the most recent transitions.
+type transitions struct {
+	ring [transitionHistory]Transition
+	next int // index of the next write
+	n    int // how many are stored
+}
+
+func (t *transitions) add(tr Transition) {
+	t.ring[t.next] = tr
+	t.next = (t.next + 1) % transitionHistory
+	t.n = min(t.n+1, transitionHistory)
+}
+
+// newest returns up to limit transitions, newest first.
+func (t *transitions) newest(limit int) []Transition {
+	limit = min(limit, t.n)
+	out := make([]Transition, 0, max(limit, 0))
+	for i := 1; i <= limit; i++ {
+		out = append(out, t.ring[(t.next-i+transitionHistory)%transitionHistory])
+	}
+	return out
+}
+
+// Details returns the details of every probed backend, by key. Backends that are not probed
+// (no checks, assume_healthy, disabled) are absent.
+func (m *Manager) Details() map[string]Details {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]Details, len(m.backends))
+	for key, b := range m.backends {
+		d := b.details
+		d.Status = b.status
+		out[key] = d
+	}
+	return out
+}
+
+// Transitions returns up to limit of the most recent status changes, newest first. The manager
+// keeps the last 256.
+func (m *Manager) Transitions(limit int) []Transition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.history.newest(limit)
+}
