@@ -225,6 +225,8 @@ func (m *Manager) syncCluster(jobs map[string]*job, fresh []*job, now time.Time)
 // probing instance's machines had, or, where the result does not say, from the raw result.
 func (m *Manager) seedLocked(j *job, s Shared) {
 	for _, sub := range j.subs {
+		d := &sub.backend.details
+		d.LastCheck, d.LastOK, d.Reason = s.At, s.OK, s.Reason
 		if st := s.Status[sub.backend.spec.Key]; st != Unknown {
 			sub.machine.status, sub.machine.successes, sub.machine.failures = st, 0, 0
 		} else {
