@@ -17,7 +17,6 @@ import (
 // TestDashboardEndToEnd opens the dashboard of a running meridian in headless Chromium, sees
 // the primary go down when its health check fails, and disables it from its row.
 func TestDashboardEndToEnd(t *testing.T) {
-	requireAPI(t)
 	b := admintest.NewBrowser(t)
 	primary, secondary := startSite(t, "127.0.0.1"), startSite(t, "127.0.0.2")
 	s := startWithAPI(t, wwwZone(primary, secondary), filepath.Join(t.TempDir(), "overrides.json"))

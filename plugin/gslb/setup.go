@@ -12,7 +12,6 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
-	"github.com/meridian-gslb/meridian/internal/answer"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/engine"
 )
@@ -32,23 +31,46 @@ func setup(c *caddy.Controller) error {
 		managers.release(block.Options)
 		return plugin.Error(pluginName, err)
 	}
-	g := &GSLB{
-		Engine: eng,
-		Answer: answer.Options{UseECS: block.Options.UseEDNSClientSubnet, EnableTXT: block.Options.EnableTXT},
-		Fall:   block.Fall,
-	}
+	g := &GSLB{Engine: eng, Answer: eng.AnswerOptions(), Fall: block.Fall}
 	c.OnStartup(eng.Start)
 	c.OnShutdown(func() error {
 		err := eng.Stop()
 		managers.release(block.Options)
 		return err
 	})
+	if err := serveAPI(c, block.Options, eng); err != nil {
+		return plugin.Error(pluginName, err)
+	}
 	// A failed Corefile reload keeps this instance: give the manager its backends back.
 	c.OnRestartFailed(eng.Resync)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		g.Next = next
 		return g
 	})
+	return nil
+}
+
+// serveAPI gives the block's engine its share of the admin API, when the block enables it: the
+// engine answers the API for the block's zones and applies the operators' overrides, now and
+// on every change, before the API call that made the change returns.
+func serveAPI(c *caddy.Controller, o config.Options, eng *engine.Engine) error {
+	api, err := setupAPI(c, o.API)
+	if err != nil || api == nil {
+		return err
+	}
+	apply := func() {
+		if err := eng.SetOverrides(engine.CatalogOverrides(api.Store().List())); err != nil {
+			log.Errorf("applying overrides: %v", err)
+		}
+	}
+	apply()
+	cancel := api.Store().Subscribe(apply)
+	c.OnShutdown(func() error { cancel(); return nil })
+	zones := make([]string, len(o.Zones))
+	for i, z := range o.Zones {
+		zones[i] = z.Origin
+	}
+	api.Register(zones, eng)
 	return nil
 }
 
@@ -86,6 +108,9 @@ func ParseBlock(c *caddy.Controller, root string) (Block, error) {
 			return b, fmt.Errorf("zone %s is listed twice", z.Origin)
 		}
 		origins[z.Origin] = true
+	}
+	if err := checkAPIOptions(b.Options.API); err != nil {
+		return b, err
 	}
 	return b, nil
 }
@@ -166,6 +191,9 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 		o.HealthcheckProfilesFile = resolve(root, v)
 	default:
 		if ok, err := parseClusterOption(c, root, &o.Cluster); ok || err != nil {
+			return err
+		}
+		if ok, err := parseAPIOption(c, root, &o.API); ok || err != nil {
 			return err
 		}
 		return c.Errf("unknown option %q", name)

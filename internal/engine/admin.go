@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/answer"
+	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/overlay"
+)
+
+// Status implements admin.Provider: every zone, record and backend of the current snapshot
+// with its health details.
+func (e *Engine) Status() []admin.Zone {
+	snap := e.Snapshot()
+	details := e.health.Details()
+	var zones []admin.Zone
+	index := make(map[string]int)
+	for _, r := range snap.Records() {
+		i, ok := index[r.Zone.Origin]
+		if !ok {
+			i = len(zones)
+			index[r.Zone.Origin] = i
+			zones = append(zones, admin.Zone{Name: r.Zone.Origin})
+		}
+		rec := admin.Record{Name: r.Name, Mode: string(r.Config.Mode), Fallback: string(r.Config.Fallback.Mode)}
+		for _, b := range r.Backends {
+			ab := adminBackend(b, details)
+			if ab.Healthy {
+				rec.Healthy++
+			}
+			rec.Backends = append(rec.Backends, ab)
+		}
+		zones[i].Records = append(zones[i].Records, rec)
+	}
+	return zones
+}
+
+func adminBackend(b *catalog.Backend, details map[string]health.Details) admin.Backend {
+	c := b.Config
+	ab := admin.Backend{
+		Key: b.Key, Address: c.Address, Port: int(c.Port), Priority: c.Priority, Weight: c.Weight,
+		Description: c.Description, Location: c.Location, Country: c.Country, City: c.City,
+		Continent: c.Continent, Tags: c.Tags,
+		Enabled: c.Enable, Healthy: b.Healthy(), State: admin.State(b.Status().String()),
+	}
+	if d, ok := details[b.Key]; ok {
+		ab.LastCheck, ab.LastOK, ab.Reason = d.LastCheck, d.LastOK, d.Reason
+		ab.Latency, ab.LastChange = admin.Millis(d.Latency), d.LastChange
+	}
+	return ab
+}
+
+// Transitions implements admin.Provider: the latest status changes of the block's backends.
+func (e *Engine) Transitions(limit int) []admin.Transition {
+	trs := e.health.Transitions(limit)
+	out := make([]admin.Transition, len(trs))
+	for i, t := range trs {
+		out[i] = admin.Transition{Time: t.Time, Record: t.Record, Backend: t.Key,
+			From: admin.State(t.From.String()), To: admin.State(t.To.String()), Reason: t.Reason}
+	}
+	return out
+}
+
+// Explain implements admin.Provider: it answers the query as a client at q.Client (or behind
+// q.ECS) would be answered, and says why.
+func (e *Engine) Explain(_ context.Context, q admin.Query) (admin.Explanation, error) {
+	qtype, ok := dns.StringToType[q.Type]
+	if !ok {
+		return admin.Explanation{}, fmt.Errorf("unknown query type %q", q.Type)
+	}
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(q.Name), qtype)
+	if q.ECS.IsValid() {
+		m.SetEdns0(1232, false)
+		family := uint16(1)
+		if q.ECS.Addr().Is6() {
+			family = 2
+		}
+		opt := m.IsEdns0()
+		opt.Option = append(opt.Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: family,
+			SourceNetmask: uint8(q.ECS.Bits()), Address: net.IP(q.ECS.Masked().Addr().AsSlice())})
+	}
+	ex := answer.Explain(e.Snapshot(), e.AnswerOptions(), answer.Query{Msg: m, Source: q.Client, Geo: e.Geo()})
+	out := admin.Explanation{Query: q, Zone: ex.Zone, Record: ex.Record, Rcode: ex.Rcode, Answer: ex.Answer}
+	out.Steps = append(out.Steps, admin.Step{Stage: "client", Text: fmt.Sprintf("%s (%s)", ex.Client, ex.ClientFrom)})
+	if ex.Mode != "" {
+		out.Steps = append(out.Steps, admin.Step{Stage: "record", Text: fmt.Sprintf("%s, mode %s, fallback %s", ex.Record, ex.Mode, ex.Fallback)})
+	}
+	for _, s := range ex.Steps {
+		stage, text, found := strings.Cut(s, ": ")
+		if !found {
+			stage, text = "", s
+		}
+		out.Steps = append(out.Steps, admin.Step{Stage: stage, Text: text})
+	}
+	if ex.Scope >= 0 {
+		out.Steps = append(out.Steps, admin.Step{Stage: "ecs scope", Text: fmt.Sprintf("/%d", ex.Scope)})
+	}
+	return out, nil
+}
+
+// Ready implements admin.Provider: the engine serves once its first snapshot is loaded.
+func (e *Engine) Ready() bool { return e.Snapshot() != nil }
+
+// AnswerOptions returns the answer switches of the block.
+func (e *Engine) AnswerOptions() answer.Options {
+	return answer.Options{UseECS: e.opts.UseEDNSClientSubnet, EnableTXT: e.opts.EnableTXT}
+}
+
+// CatalogOverrides turns the override store's list into the engine's overrides: disable and
+// drain take a backend out, enable puts it in.
+func CatalogOverrides(list []overlay.Override) map[string]catalog.Override {
+	m := make(map[string]catalog.Override, len(list))
+	for _, o := range list {
+		if o.Action.Disables() {
+			m[o.Key] = catalog.ForceDisable
+		} else {
+			m[o.Key] = catalog.ForceEnable
+		}
+	}
+	return m
+}
