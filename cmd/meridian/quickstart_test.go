@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,14 +27,16 @@ func TestQuickstartAnswersAsTheREADMEShows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(corefile), ":1053") || !strings.Contains(string(corefile), "bind 127.0.0.1") || !strings.Contains(string(corefile), "examples/quickstart/") {
-		t.Fatal("the quick start no longer listens on 127.0.0.1:1053 as the README says")
+	if !strings.Contains(string(corefile), ":1053") || !strings.Contains(string(corefile), "bind 127.0.0.1") || !strings.Contains(string(corefile), "examples/quickstart/") ||
+		!strings.Contains(string(corefile), "api_listen_port 8053") {
+		t.Fatal("the quick start no longer listens on 127.0.0.1:1053 (DNS) and 127.0.0.1:8053 (dashboard) as the README says")
 	}
 	records, err := os.ReadFile(filepath.Join(root, "examples", "quickstart", "example.test.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	apiPort := strconv.Itoa(testutil.FreePort(t))
 	// The quick start's files, moved to a free port (the health check of its own port too).
 	s := testutil.Start(t, dir, func(port int) string {
 		p := strconv.Itoa(port)
@@ -42,8 +45,18 @@ func TestQuickstartAnswersAsTheREADMEShows(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := strings.ReplaceAll(string(corefile), ":1053", ":"+p)
+		c = strings.ReplaceAll(c, "api_listen_port 8053", "api_listen_port "+apiPort)
 		return strings.ReplaceAll(c, "examples/quickstart/", dir+"/")
 	})
+	// The dashboard the README points to.
+	resp, err := http.Get("http://127.0.0.1:" + apiPort + "/ui/")
+	if err != nil {
+		t.Fatalf("dashboard: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("dashboard: %s", resp.Status)
+	}
 	tests := []struct {
 		name  string
 		qtype uint16
