@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -387,27 +389,54 @@ func TestCtlAgainstTheBinary(t *testing.T) {
 }
 
 func TestOverridesApplyAcrossTheCluster(t *testing.T) {
-	t.Skip("waiting for the Redis overrides store of cluster mode (overlay.Store in Redis, chosen in setup_api.go)")
 	t.Parallel()
 	primary, secondary := startSite(t, "127.0.0.1"), startSite(t, "127.0.0.2")
 	r := testutil.StartRedis(t)
+	ctx := context.Background()
 	zone := wwwZone(primary, secondary)
-	cluster := "redis_enable"
-	fleet := []*apiServer{
-		startWithAPI(t, zone, filepath.Join(t.TempDir(), "overrides.json"), cluster, "redis_addr "+r.Addr),
-		startWithAPI(t, zone, filepath.Join(t.TempDir(), "overrides.json"), cluster, "redis_addr "+r.Addr),
+	files := []string{filepath.Join(t.TempDir(), "overrides.json"), filepath.Join(t.TempDir(), "overrides.json")}
+	start := func(i int) *apiServer {
+		return startWithAPI(t, zone, files[i], "redis_enable", "redis_addr "+r.Addr)
 	}
+	fleet := []*apiServer{start(0), start(1)}
 	for _, s := range fleet {
 		s.waitState(t, primaryKey, admin.StateUp)
 	}
-	if _, err := fleet[0].client.Act(context.Background(), overlay.Disable, admin.ActionRequest{Selector: admin.Selector{Location: "dc-a"}}); err != nil {
+	if _, err := fleet[0].client.Act(ctx, overlay.Disable, admin.ActionRequest{Selector: admin.Selector{Location: "dc-a"}}); err != nil {
 		t.Fatal(err)
+	}
+	// On the instance that made the change as soon as the API answered, on the others at once.
+	if got := fleet[0].answer(t); !slices.Equal(got, []string{"127.0.0.2"}) {
+		t.Fatalf("instance 0 answers %v when its API answered", got)
 	}
 	for i, s := range fleet {
 		testutil.Eventually(t, 5*time.Second, func() bool { return slices.Equal(s.answer(t), []string{"127.0.0.2"}) },
 			"instance %d answers %v after a disable on instance 0", i, s.answer(t))
 		if b := s.backend(t, primaryKey); b.Override == nil || b.Override.Action != overlay.Disable {
 			t.Errorf("instance %d: override %+v", i, b.Override)
+		}
+	}
+	if v, err := r.Client(t).HGet(ctx, "gslb:overrides", primaryKey).Result(); err != nil || !strings.Contains(v, `"disable"`) {
+		t.Fatalf("the override in Redis: %q, %v", v, err)
+	}
+
+	// A restarted instance reads the override back from Redis: out of its answers from the start.
+	fleet[1].Stop()
+	fleet[1] = start(1)
+	fleet[1].waitState(t, primaryKey, admin.StateUp)
+	if got := fleet[1].answer(t); !slices.Equal(got, []string{"127.0.0.2"}) {
+		t.Fatalf("the restarted instance answers %v", got)
+	}
+	// A clear through it reaches the other.
+	if _, err := fleet[1].client.Act(ctx, overlay.Clear, admin.ActionRequest{Selector: admin.Selector{Keys: []string{primaryKey}}}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool { return slices.Equal(fleet[0].answer(t), []string{"127.0.0.1"}) },
+		"instance 0 answers %v after a clear on instance 1", fleet[0].answer(t))
+	// The overrides are in Redis only: the overrides files are never written.
+	for _, f := range files {
+		if _, err := os.Stat(f); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("overrides file %s in cluster mode: %v", f, err)
 		}
 	}
 }

@@ -54,7 +54,7 @@ func setup(c *caddy.Controller) error {
 // engine answers the API for the block's zones and applies the operators' overrides, now and
 // on every change, before the API call that made the change returns.
 func serveAPI(c *caddy.Controller, o config.Options, eng *engine.Engine) error {
-	api, err := setupAPI(c, o.API)
+	api, err := setupAPI(c, o.API, o.Cluster)
 	if err != nil || api == nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/coredns/caddy"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/cluster"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 )
@@ -101,7 +102,7 @@ func apiConfig(o config.APIOptions) admin.Config {
 }
 
 // apis lets the gslb blocks of a Corefile load, and of the next load, share admin API
-// listeners (by address) and overrides stores (by file). A Corefile reload starts the new
+// listeners (by address) and overrides stores (by storeKey). A Corefile reload starts the new
 // instance before it stops the old one: the listener must neither be lost nor bound twice in
 // between, and the overrides must stay. Like managers, it is package-level state for the same
 // reason CoreDNS's own plugins keep their listeners in one.
@@ -110,7 +111,7 @@ var apis = &apiRegistry{servers: make(map[string]*admin.Server), stores: make(ma
 type apiRegistry struct {
 	mu      sync.Mutex
 	servers map[string]*admin.Server // by listen address
-	stores  map[string]overlay.Store // by overrides file
+	stores  map[string]overlay.Store // by storeKey
 	uses    []*apiUse                // in order of acquisition
 }
 
@@ -119,6 +120,7 @@ type apiRegistry struct {
 type apiUse struct {
 	load       caddy.Context // the Corefile load of the block
 	opts       config.APIOptions
+	storeKey   string
 	server     *admin.Server
 	store      overlay.Store
 	unregister func()
@@ -127,16 +129,16 @@ type apiUse struct {
 // Store returns the overrides store that the block's catalog applies.
 func (u *apiUse) Store() overlay.Store { return u.store }
 
-// setupAPI gives the gslb block at c, with options o, its share of the admin API: the listener
-// and the overrides store, which it opens or shares. It returns nil when o does not enable the
-// API. The share is released when the block's instance shuts down, and when a Corefile reload
-// fails, the shares of the failed load are released.
-func setupAPI(c *caddy.Controller, o config.APIOptions) (*apiUse, error) {
+// setupAPI gives the gslb block at c, with API options o and cluster options cl, its share of
+// the admin API: the listener and the overrides store, which it opens or shares. It returns nil
+// when o does not enable the API. The share is released when the block's instance shuts down,
+// and when a Corefile reload fails, the shares of the failed load are released.
+func setupAPI(c *caddy.Controller, o config.APIOptions, cl config.ClusterOptions) (*apiUse, error) {
 	if !o.Enable {
 		return nil, nil
 	}
 	load := c.Context()
-	u, err := apis.acquire(load, o)
+	u, err := apis.acquire(load, o, cl)
 	if err != nil {
 		return nil, err
 	}
@@ -152,24 +154,29 @@ func setupAPI(c *caddy.Controller, o config.APIOptions) (*apiUse, error) {
 	return u, nil
 }
 
-// acquire returns a new share of the listener and the store that o names, opening them when
-// no block holds them yet, and applying o's credentials and TLS to the listener.
-func (r *apiRegistry) acquire(load caddy.Context, o config.APIOptions) (*apiUse, error) {
+// acquire returns a new share of the listener that o names and of the store that o and cl
+// name, opening them when no block holds them yet, and applying o's credentials and TLS to the
+// listener.
+func (r *apiRegistry) acquire(load caddy.Context, o config.APIOptions, cl config.ClusterOptions) (*apiUse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	addr, path := o.Addr(), o.OverridesPath()
+	addr, key := o.Addr(), storeKey(o, cl)
 	for _, u := range r.uses {
-		if u.load == load && u.opts.Addr() == addr && u.opts != o {
+		switch {
+		case u.load != load || u.opts.Addr() != addr:
+		case u.opts != o:
 			return nil, fmt.Errorf("two gslb blocks serve the admin API on %s with different api_* options", addr)
+		case u.storeKey != key:
+			return nil, fmt.Errorf("two gslb blocks serve the admin API on %s with different overrides stores: give them the same redis_* options", addr)
 		}
 	}
-	store, opened := r.stores[path], false
+	store, where, opened := r.stores[key], "", false
 	if store == nil {
-		s, err := overlay.OpenFile(path, overlay.SystemClock{})
+		s, w, err := openStore(o, cl)
 		if err != nil {
-			return nil, fmt.Errorf("api_overrides_file: %w", err)
+			return nil, err
 		}
-		store, opened = s, true
+		store, where, opened = s, w, true
 	}
 	server := r.servers[addr]
 	var err error
@@ -180,7 +187,7 @@ func (r *apiRegistry) acquire(load caddy.Context, o config.APIOptions) (*apiUse,
 			if o.TLSCert != "" {
 				scheme = "https"
 			}
-			log.Infof("admin API at %s://%s/api/, dashboard at %[1]s://%[2]s/ui/, overrides in %[3]s", scheme, addr, path)
+			log.Infof("admin API at %s://%s/api/, dashboard at %[1]s://%[2]s/ui/", scheme, addr)
 		}
 	} else {
 		err = server.Configure(apiConfig(o), store)
@@ -191,8 +198,11 @@ func (r *apiRegistry) acquire(load caddy.Context, o config.APIOptions) (*apiUse,
 		}
 		return nil, err
 	}
-	r.servers[addr], r.stores[path] = server, store
-	u := &apiUse{load: load, opts: o, server: server, store: store}
+	if opened {
+		log.Infof("overrides in %s", where)
+	}
+	r.servers[addr], r.stores[key] = server, store
+	u := &apiUse{load: load, opts: o, storeKey: key, server: server, store: store}
 	r.uses = append(r.uses, u)
 	return u, nil
 }
@@ -242,7 +252,7 @@ func (r *apiRegistry) drop(u *apiUse) (*admin.Server, overlay.Store) {
 	if u.unregister != nil {
 		u.unregister()
 	}
-	addr, path := u.opts.Addr(), u.opts.OverridesPath()
+	addr := u.opts.Addr()
 	var server *admin.Server
 	if last := r.lastUse(func(x *apiUse) bool { return x.opts.Addr() == addr }); last == nil {
 		server = r.servers[addr]
@@ -251,9 +261,9 @@ func (r *apiRegistry) drop(u *apiUse) (*admin.Server, overlay.Store) {
 		log.Errorf("admin API on %s keeps its settings: %v", addr, err)
 	}
 	var store overlay.Store
-	if r.lastUse(func(x *apiUse) bool { return x.opts.OverridesPath() == path }) == nil {
-		store = r.stores[path]
-		delete(r.stores, path)
+	if r.lastUse(func(x *apiUse) bool { return x.storeKey == u.storeKey }) == nil {
+		store = r.stores[u.storeKey]
+		delete(r.stores, u.storeKey)
 	}
 	return server, store
 }
@@ -266,4 +276,38 @@ func (r *apiRegistry) lastUse(f func(*apiUse) bool) *apiUse {
 		}
 	}
 	return nil
+}
+
+// storeKey identifies the overrides store of a block among the blocks and loads that share it:
+// the overrides file, or in cluster mode the Redis options. Two stores of one Redis share the
+// overrides, so a reload that changes the Redis credentials or TLS files opens a new client
+// beside the old one rather than keep the old settings.
+func storeKey(o config.APIOptions, cl config.ClusterOptions) string {
+	if cl.Enable {
+		return fmt.Sprintf("redis %+v", cl.WithDefaults())
+	}
+	return "file " + o.OverridesPath()
+}
+
+// openStore opens the overrides store of a block: in Redis in cluster mode, so that every
+// instance applies the same overrides, in the overrides file otherwise. It returns where the
+// overrides are, for the log.
+func openStore(o config.APIOptions, cl config.ClusterOptions) (overlay.Store, string, error) {
+	if !cl.Enable {
+		s, err := overlay.OpenFile(o.OverridesPath(), overlay.SystemClock{})
+		if err != nil {
+			return nil, "", fmt.Errorf("api_overrides_file: %w", err)
+		}
+		return s, s.Path(), nil
+	}
+	if o.OverridesFile != "" {
+		log.Warningf("api_overrides_file %s is not used: in cluster mode the overrides are kept in Redis", o.OverridesFile)
+	}
+	id := cluster.InstanceID()
+	rdb, err := cluster.NewRedisClient(cl, "meridian-overrides-"+id)
+	if err != nil {
+		return nil, "", fmt.Errorf("overrides in Redis: %w", err)
+	}
+	s := overlay.OpenRedis(rdb, overlay.RedisOptions{Prefix: cl.WithDefaults().KeyPrefix, Name: id, Log: log})
+	return s, fmt.Sprintf("Redis hash %s (cluster mode)", s.Key()), nil
 }

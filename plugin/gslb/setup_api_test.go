@@ -2,6 +2,8 @@ package gslb
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -9,12 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coredns/caddy"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/overlay"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 // parseAPILines parses each line of input as an api_* option.
@@ -163,7 +167,7 @@ func TestAPISurvivesReload(t *testing.T) {
 	o := apiOptions(t, t.TempDir())
 	o.Token = "old"
 	first := newLoad()
-	u1, err := apis.acquire(first, o)
+	u1, err := apis.acquire(first, o, config.ClusterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +177,7 @@ func TestAPISurvivesReload(t *testing.T) {
 	o2 := o
 	o2.Token = "new"
 	second := newLoad()
-	u2, err := apis.acquire(second, o2)
+	u2, err := apis.acquire(second, o2, config.ClusterOptions{})
 	if err != nil {
 		t.Fatalf("second load: %v", err)
 	}
@@ -201,7 +205,7 @@ func TestAPIFailedReloadRestoresTheRunningLoad(t *testing.T) {
 	o := apiOptions(t, t.TempDir())
 	o.Token = "running"
 	running := newLoad()
-	u1, err := apis.acquire(running, o)
+	u1, err := apis.acquire(running, o, config.ClusterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +215,7 @@ func TestAPIFailedReloadRestoresTheRunningLoad(t *testing.T) {
 	failed := newLoad()
 	o2 := o
 	o2.Token = "failed"
-	u2, err := apis.acquire(failed, o2)
+	u2, err := apis.acquire(failed, o2, config.ClusterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +236,7 @@ func TestAPIAcquireErrors(t *testing.T) {
 	dir := t.TempDir()
 	o := apiOptions(t, dir)
 	load := newLoad()
-	u, err := apis.acquire(load, o)
+	u, err := apis.acquire(load, o, config.ClusterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,10 +245,10 @@ func TestAPIAcquireErrors(t *testing.T) {
 	// Two blocks of one load on one listener must agree.
 	other := o
 	other.Token = "x"
-	if _, err := apis.acquire(load, other); err == nil || !strings.Contains(err.Error(), "different api_* options") {
+	if _, err := apis.acquire(load, other, config.ClusterOptions{}); err == nil || !strings.Contains(err.Error(), "different api_* options") {
 		t.Errorf("conflicting blocks: %v", err)
 	}
-	same, err := apis.acquire(load, o)
+	same, err := apis.acquire(load, o, config.ClusterOptions{})
 	if err != nil {
 		t.Fatalf("a second block with the same options: %v", err)
 	}
@@ -258,7 +262,7 @@ func TestAPIAcquireErrors(t *testing.T) {
 	defer ln.Close()
 	busy := apiOptions(t, t.TempDir())
 	busy.ListenPort = ln.Addr().(*net.TCPAddr).Port
-	if _, err := apis.acquire(newLoad(), busy); err == nil || !strings.Contains(err.Error(), strconv.Itoa(busy.ListenPort)) {
+	if _, err := apis.acquire(newLoad(), busy, config.ClusterOptions{}); err == nil || !strings.Contains(err.Error(), strconv.Itoa(busy.ListenPort)) {
 		t.Errorf("busy port: %v", err)
 	}
 
@@ -267,7 +271,7 @@ func TestAPIAcquireErrors(t *testing.T) {
 	if err := os.WriteFile(corrupt.OverridesFile, []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := apis.acquire(newLoad(), corrupt); err == nil || !strings.Contains(err.Error(), corrupt.OverridesFile) {
+	if _, err := apis.acquire(newLoad(), corrupt, config.ClusterOptions{}); err == nil || !strings.Contains(err.Error(), corrupt.OverridesFile) {
 		t.Errorf("corrupt overrides file: %v", err)
 	}
 	if len(apis.uses) != 1 || len(apis.servers) != 1 || len(apis.stores) != 1 {
@@ -277,7 +281,7 @@ func TestAPIAcquireErrors(t *testing.T) {
 
 func TestAPIOverridesKeptAcrossRestart(t *testing.T) {
 	o := apiOptions(t, t.TempDir())
-	u, err := apis.acquire(newLoad(), o)
+	u, err := apis.acquire(newLoad(), o, config.ClusterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +290,7 @@ func TestAPIOverridesKeptAcrossRestart(t *testing.T) {
 	}
 	apis.release(u) // the process stops
 
-	again, err := apis.acquire(newLoad(), o)
+	again, err := apis.acquire(newLoad(), o, config.ClusterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,14 +301,76 @@ func TestAPIOverridesKeptAcrossRestart(t *testing.T) {
 }
 
 func TestSetupAPIOff(t *testing.T) {
-	u, err := setupAPI(caddy.NewTestController("dns", ""), config.APIOptions{ListenPort: 1})
+	u, err := setupAPI(caddy.NewTestController("dns", ""), config.APIOptions{ListenPort: 1}, config.ClusterOptions{})
 	if u != nil || err != nil {
 		t.Fatalf("API off: %v, %v", u, err)
 	}
 	o := apiOptions(t, t.TempDir())
-	u, err = setupAPI(caddy.NewTestController("dns", ""), o)
+	u, err = setupAPI(caddy.NewTestController("dns", ""), o, config.ClusterOptions{})
 	if err != nil || u == nil {
 		t.Fatalf("API on: %v", err)
 	}
 	apis.release(u)
+}
+
+func TestAPIOverridesInRedisInClusterMode(t *testing.T) {
+	r := testutil.StartRedis(t)
+	ctx := context.Background()
+	cl := config.ClusterOptions{Enable: true, Addrs: []string{r.Addr}, KeyPrefix: "api-test:"}
+	o := apiOptions(t, t.TempDir())
+	first := newLoad()
+	u1, err := apis.acquire(first, o, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := u1.Store().(*overlay.Redis); !ok {
+		t.Fatalf("cluster mode got a %T", u1.Store())
+	}
+	key := "www.example.org.|192.0.2.1|0"
+	if err := u1.Store().Apply(ctx, []overlay.Change{{Key: key, Action: overlay.Disable}}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.Client(t).HExists(ctx, "api-test:overrides", key).Result(); !ok || err != nil {
+		t.Fatalf("the override is not in Redis: %v, %v", ok, err)
+	}
+	if _, err := os.Stat(o.OverridesFile); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("cluster mode touched the overrides file: %v", err)
+	}
+
+	// Another block of the load on the same listener must use the same store.
+	if _, err := apis.acquire(first, o, config.ClusterOptions{}); err == nil || !strings.Contains(err.Error(), "different overrides stores") {
+		t.Errorf("a block with the file store beside one with Redis: %v", err)
+	}
+	// A reload with the same Redis options shares the store; with others, it opens a store of
+	// the same overrides.
+	u2, err := apis.acquire(newLoad(), o, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u2.Store() != u1.Store() {
+		t.Fatal("a reload opened a second store for the same Redis options")
+	}
+	none := cl
+	none.SyncMode = config.SyncNone
+	u3, err := apis.acquire(newLoad(), o, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u3.Store() == u1.Store() {
+		t.Fatal("other Redis options share the store")
+	}
+	if ov, ok := u3.Store().Get(key); !ok || ov.Action != overlay.Disable {
+		t.Fatalf("the new store reads %+v, %v", ov, ok)
+	}
+	if err := u3.Store().Apply(ctx, []overlay.Change{{Key: key, Action: overlay.Clear}}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 2*time.Second, func() bool { _, ok := u1.Store().Get(key); return !ok },
+		"a change through the new store did not reach the old one")
+	apis.release(u1)
+	apis.release(u2)
+	apis.release(u3)
+	if len(apis.servers) != 0 || len(apis.stores) != 0 || len(apis.uses) != 0 {
+		t.Errorf("registry not empty: %d servers, %d stores, %d uses", len(apis.servers), len(apis.stores), len(apis.uses))
+	}
 }
