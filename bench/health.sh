@@ -85,12 +85,22 @@ EOC
 	pid=$!
 	pids+=("$pid")
 	sleep "$WARMUP"
+	if [ -n "${PROFILE_DIR:-}" ]; then
+		# Profiles only: the CPU figure of a profiled run is a little high.
+		mkdir -p "$PROFILE_DIR"
+		curl -s "127.0.0.1:$pprof/debug/pprof/profile?seconds=$MEASURE" >"$PROFILE_DIR/cpu-$type.pprof" &
+		profiler=$!
+	fi
 	probes0=$(curl -s "127.0.0.1:$metrics/metrics" | awk '/^coredns_gslb_healthcheck_total\{/ {s += $2} END {print s + 0}')
 	t0=$(cpu_ticks "$pid")
 	sleep "$MEASURE"
 	t1=$(cpu_ticks "$pid")
 	probes1=$(curl -s "127.0.0.1:$metrics/metrics" | awk '/^coredns_gslb_healthcheck_total\{/ {s += $2} END {print s + 0}')
 	skipped=$(curl -s "127.0.0.1:$metrics/metrics" | awk '/^coredns_gslb_healthcheck_skipped_total\{/ {s += $2} END {print s + 0}')
+	if [ -n "${PROFILE_DIR:-}" ]; then
+		wait "$profiler"
+		curl -s "127.0.0.1:$pprof/debug/pprof/heap" >"$PROFILE_DIR/heap-$type.pprof"
+	fi
 	hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 	rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
 	threads=$(awk '/Threads/ {print $2}' "/proc/$pid/status")

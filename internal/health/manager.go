@@ -90,6 +90,8 @@ type backend struct {
 	status Status
 	// details holds the last result and change (its Status field is unused: status is).
 	details Details
+	// activity is when the backend's record was last queried (nil: always active).
+	activity *recordActivity
 }
 
 // subscription is one backend's view of one (possibly shared) check.
@@ -163,7 +165,6 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 		} else {
 			b = &backend{spec: spec, state: m.stateLocked(spec.Key)}
 			b.state.Set(Unknown)
-			setHealthyGauge(spec, Unknown)
 			backendsByState.WithLabelValues(Unknown.String()).Inc()
 			for range spec.Checks {
 				b.subs = append(b.subs, &subscription{backend: b, machine: newMachine(spec.Rise, spec.Fall)})
@@ -173,11 +174,12 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 		if spec.Activity != nil && m.activity[spec.Activity] == nil {
 			m.activity[spec.Activity] = &recordActivity{last: now}
 		}
+		b.activity = m.activity[spec.Activity]
 	}
 	for key, old := range m.backends {
 		switch {
 		case backends[key] == nil:
-			forgetBackend(old.spec, old.status)
+			forgetBackend(old.status)
 		case backends[key] != old: // same backend, new checks: it started over as unknown
 			backendsByState.WithLabelValues(old.status.String()).Dec()
 		}
@@ -320,7 +322,7 @@ func (m *Manager) updateLocked(b *backend, reason, by string) func() {
 		reason += ", probed by " + by
 	}
 	m.opts.Log.Infof("backend %s of %s is %s: %s (was %s)", b.spec.Backend, b.spec.Record, next, reason, b.status)
-	recordTransition(b.spec, b.status, next)
+	recordTransition(b.status, next)
 	now := time.Now()
 	b.details.LastChange = now
 	m.history.add(Transition{Time: now, Record: b.spec.Record, Backend: b.spec.Backend, Key: b.spec.Key, From: b.status, To: next, Reason: reason})
@@ -337,6 +339,7 @@ func (m *Manager) Start() {
 		return
 	}
 	m.started = true
+	backendHealthy.add(m)
 	if p, err := newPoller(); err == nil {
 		m.poller = p
 	} else {
@@ -357,6 +360,7 @@ func (m *Manager) Stop() {
 	m.stopping.Store(true)
 	close(m.done)
 	m.mu.Unlock()
+	backendHealthy.remove(m)
 	if m.poller != nil {
 		m.poller.close()
 	}
@@ -366,9 +370,7 @@ func (m *Manager) Stop() {
 	for _, j := range m.jobs {
 		closeProber(j.prober)
 	}
-	// The per-backend series stay: on a Corefile reload the next instance has already set
-	// the same series, and deleting them here would blank its gauges. Only the counts by
-	// state, which every instance adds to, give back this instance's share.
+	// The counts by state, which every manager adds to, give back this manager's share.
 	for _, b := range m.backends {
 		backendsByState.WithLabelValues(b.status.String()).Dec()
 	}

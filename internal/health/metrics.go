@@ -1,7 +1,10 @@
 package health
 
 import (
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,10 +30,6 @@ var (
 		Namespace: "coredns", Subsystem: "gslb", Name: "healthcheck_skipped_total",
 		Help: "Probe cycles skipped, by check type and cause: the previous probe still running, or the in-flight limit reached.",
 	}, []string{"type", "cause"})
-	backendHealthy = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "coredns", Subsystem: "gslb", Name: "backend_healthy",
-		Help: "1 when a probed backend is up, 0 when it is down; no series while it is unknown.",
-	}, []string{"record", "backend"})
 	backendsByState = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "coredns", Subsystem: "gslb", Name: "backends",
 		Help: "Probed backends by health state (up, down, unknown).",
@@ -78,30 +77,91 @@ func init() {
 }
 
 // recordTransition updates the state gauges of a backend and counts the transition.
-func recordTransition(spec Spec, from, to Status) {
-	setHealthyGauge(spec, to)
+func recordTransition(from, to Status) {
 	backendsByState.WithLabelValues(from.String()).Dec()
 	backendsByState.WithLabelValues(to.String()).Inc()
 	transitionsTotal.WithLabelValues(to.String()).Inc()
 }
 
-// setHealthyGauge sets the backend's healthy gauge for status st: 1 up, 0 down, and no series
-// while the backend is unknown.
-func setHealthyGauge(spec Spec, st Status) {
-	switch st {
-	case Up:
-		backendHealthy.WithLabelValues(spec.Record, spec.Backend).Set(1)
-	case Down:
-		backendHealthy.WithLabelValues(spec.Record, spec.Backend).Set(0)
-	default:
-		backendHealthy.DeleteLabelValues(spec.Record, spec.Backend)
+// forgetBackend gives back the count of a backend that is no longer probed.
+func forgetBackend(st Status) {
+	backendsByState.WithLabelValues(st.String()).Dec()
+}
+
+// backendHealthy exports coredns_gslb_backend_healthy{record, backend}: 1 for a probed backend
+// that is up, 0 for one that is down, no series while it is unknown. The series are made at
+// scrape time from the running managers' backends rather than kept in a GaugeVec: at 30,000
+// backends the kept label pairs cost about 10 MB, and series of removed backends cannot
+// linger.
+var backendHealthy = &healthyCollector{
+	desc: prometheus.NewDesc("coredns_gslb_backend_healthy",
+		"1 when a probed backend is up, 0 when it is down; no series while it is unknown.",
+		[]string{"record", "backend"}, nil),
+	managers: make(map[*Manager]bool),
+}
+
+func init() { prometheus.MustRegister(backendHealthy) }
+
+// healthyCollector is the prometheus.Collector of backend_healthy over the running managers.
+type healthyCollector struct {
+	desc     *prometheus.Desc
+	mu       sync.Mutex
+	managers map[*Manager]bool
+}
+
+// add and remove start and end a manager's share of the series.
+func (c *healthyCollector) add(m *Manager) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.managers[m] = true
+}
+
+func (c *healthyCollector) remove(m *Manager) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.managers, m)
+}
+
+// Describe implements prometheus.Collector.
+func (c *healthyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector. A backend that two managers probe (during a reload
+// that replaced a block's manager) is reported once.
+func (c *healthyCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	managers := slices.Collect(maps.Keys(c.managers))
+	c.mu.Unlock()
+	seen := make(map[[2]string]bool)
+	for _, m := range managers {
+		for _, s := range m.healthySeries() {
+			labels := [2]string{s.record, s.backend}
+			if seen[labels] {
+				continue
+			}
+			seen[labels] = true
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, s.value, s.record, s.backend)
+		}
 	}
 }
 
-// forgetBackend deletes the series of a backend that is no longer probed. It deletes by exact
-// labels: a partial match scans every series, which a reload of thousands of backends can't
-// afford.
-func forgetBackend(spec Spec, st Status) {
-	backendsByState.WithLabelValues(st.String()).Dec()
-	backendHealthy.DeleteLabelValues(spec.Record, spec.Backend)
+// healthySeries is one series of backend_healthy.
+type healthySeries struct {
+	record, backend string
+	value           float64
+}
+
+// healthySeries returns the backend_healthy series of m's backends that have a status.
+func (m *Manager) healthySeries() []healthySeries {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]healthySeries, 0, len(m.backends))
+	for _, b := range m.backends {
+		switch b.status {
+		case Up:
+			out = append(out, healthySeries{b.spec.Record, b.spec.Backend, 1})
+		case Down:
+			out = append(out, healthySeries{b.spec.Record, b.spec.Backend, 0})
+		}
+	}
+	return out
 }

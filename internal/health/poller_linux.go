@@ -20,7 +20,7 @@ type poller struct {
 	epfd   int
 	wake   [2]int // a non-blocking pipe: writing to wake[1] interrupts epoll_wait
 	mu     sync.Mutex
-	live   map[int]*exchange // by file descriptor
+	live   []*exchange // by file descriptor (descriptors are small integers)
 	queue  timeQueue[*exchange]
 	ended  []*exchange // finished outside the loop (start failures), to report from it
 	closed bool
@@ -61,7 +61,7 @@ func newPoller() (*poller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("epoll: %w", err)
 	}
-	p := &poller{epfd: epfd, live: make(map[int]*exchange), done: make(chan struct{})}
+	p := &poller{epfd: epfd, done: make(chan struct{})}
 	if err := syscall.Pipe2(p.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
 		syscall.Close(epfd)
 		return nil, fmt.Errorf("poller pipe: %w", err)
@@ -110,9 +110,12 @@ func (p *poller) start(addr netip.AddrPort, reuseFD int, out []byte, limit int, 
 		p.poke()
 		return
 	}
+	if ex.fd >= len(p.live) {
+		p.live = append(p.live, make([]*exchange, ex.fd+1-len(p.live))...)
+	}
 	p.live[ex.fd] = ex
 	p.queue.push(ex)
-	if p.queue[0] == ex {
+	if p.queue.first() == ex {
 		p.poke() // the loop may be sleeping past this deadline
 	}
 }
@@ -151,6 +154,14 @@ func dialNonBlocking(addr netip.AddrPort) (int, error) {
 	return fd, nil
 }
 
+// exchange returns the exchange on descriptor fd, or nil.
+func (p *poller) exchange(fd int) *exchange {
+	if fd < 0 || fd >= len(p.live) {
+		return nil
+	}
+	return p.live[fd]
+}
+
 // alive reports whether a kept-alive connection is still open: no EOF, error or stray data.
 func alive(fd int) bool {
 	var b [1]byte
@@ -177,7 +188,7 @@ func (p *poller) loop() {
 			// Deadlines are checked in 10 ms steps: a probe may time out up to 10 ms late,
 			// and thousands of deadlines a second cost a hundred wake-ups.
 			const step = 10
-			wait = max((int(time.Until(p.queue[0].deadline)/time.Millisecond)/step+1)*step, 0)
+			wait = max((int(time.Until(p.queue.first().deadline)/time.Millisecond)/step+1)*step, 0)
 		}
 		closed := p.closed
 		p.mu.Unlock()
@@ -200,13 +211,13 @@ func (p *poller) loop() {
 				}
 				continue
 			}
-			if ex := p.live[fd]; ex != nil && p.handle(ex, ev.Events) {
+			if ex := p.exchange(fd); ex != nil && p.handle(ex, ev.Events) {
 				finished = append(finished, p.retire(ex))
 			}
 		}
 		now := time.Now()
-		for len(p.queue) > 0 && !p.queue[0].deadline.After(now) {
-			ex := p.queue[0]
+		for len(p.queue) > 0 && !p.queue.first().deadline.After(now) {
+			ex := p.queue.first()
 			ex.result = ex.handler.expired(ex.in, connTimeoutReason(ex.timeout))
 			ex.keep = false
 			finished = append(finished, p.retire(ex))
@@ -305,7 +316,7 @@ func (p *poller) handle(ex *exchange, events uint32) bool {
 
 // retire removes ex from the poller; its socket is closed unless the handler keeps it.
 func (p *poller) retire(ex *exchange) *exchange {
-	delete(p.live, ex.fd)
+	p.live[ex.fd] = nil
 	p.queue.remove(ex.index)
 	if ex.keep {
 		_ = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, ex.fd, nil)
@@ -329,6 +340,9 @@ func (p *poller) close() {
 	p.mu.Lock()
 	var finished []*exchange
 	for _, ex := range p.live {
+		if ex == nil {
+			continue
+		}
 		ex.result, ex.keep = Fail("health checks stopped"), false
 		finished = append(finished, p.retire(ex))
 	}

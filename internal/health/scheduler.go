@@ -56,8 +56,8 @@ func (m *Manager) loop() {
 		}
 		m.mu.Lock()
 		now := time.Now()
-		for len(m.queue) > 0 && !m.queue[0].next.After(now.Add(dispatchSlack)) {
-			j := m.queue[0]
+		for len(m.queue) > 0 && !m.queue.first().next.After(now.Add(dispatchSlack)) {
+			j := m.queue.first()
 			due := j.next
 			j.next = m.nextRun(j, now)
 			m.queue.fixFirst()
@@ -73,7 +73,7 @@ func (m *Manager) loop() {
 		}
 		wait := time.Hour
 		if len(m.queue) > 0 {
-			wait = m.queue[0].next.Sub(now)
+			wait = m.queue.first().next.Sub(now)
 		}
 		m.mu.Unlock()
 		if m.cluster != nil {
@@ -113,15 +113,11 @@ func (m *Manager) nextRun(j *job, now time.Time) time.Time {
 // Activity is tracked per configured record: a query sets the record's flag, read here.
 func (m *Manager) idle(j *job, now time.Time) bool {
 	for _, s := range j.subs {
-		flag := s.backend.spec.Activity
-		if flag == nil {
-			return false
-		}
-		a := m.activity[flag]
+		a := s.backend.activity
 		if a == nil {
 			return false
 		}
-		if flag.Swap(false) {
+		if flag := s.backend.spec.Activity; flag.Swap(false) {
 			a.last = now
 		}
 		if now.Sub(a.last) < m.opts.IdleTimeout {
