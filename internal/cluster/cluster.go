@@ -3,8 +3,10 @@
 // writes the raw result to a key and publishes it, and every instance applies it through its
 // own rise/fall machines, so that all answer alike while each backend is probed once per cycle.
 // When Redis is unreachable every instance probes on its own, and it catches up by itself when
-// Redis returns. The Client implements health.Coordinator; docs/cluster.md describes the keys,
-// messages and failure modes.
+// Redis returns. In quorum mode every instance probes every cycle and publishes its result as a
+// vote, and each derives the same verdict from the fleet's fresh votes (quorum.go), leaving
+// out the votes of instances whose own network path fails (canary.go). The Client implements
+// health.Coordinator; docs/cluster.md describes the keys, messages and failure modes.
 package cluster
 
 import (
@@ -12,6 +14,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -23,9 +26,11 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 )
 
-// Receiver applies results that other instances shared; health.Manager is one.
+// Receiver applies results that other instances shared, and in quorum mode the verdicts of
+// the fleet's votes; health.Manager is one.
 type Receiver interface {
 	Receive(s health.Shared) bool
+	Decide(v health.Verdict) bool
 }
 
 // Client is one instance's membership in a cluster: its Redis connection, subscription, locks
@@ -42,16 +47,22 @@ type Client struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	up      atomic.Bool // connected and subscribed
-	failing atomic.Bool // an operation failed since the last success (logged once)
-	ops     chan op     // claims and publications for the writer
-	poke    chan struct{}
+	up       atomic.Bool // connected and subscribed
+	failing  atomic.Bool // an operation failed since the last success (logged once)
+	isolated atomic.Bool // quorum mode: most canaries failed in the last round (canary.go)
+	ops      chan op     // claims and publications for the writer
+	poke     chan struct{}
 
 	mu     sync.Mutex
 	ps     *redis.PubSub
 	checks map[string]health.Check
 	groups map[time.Duration]*group // the checks by interval, for the reconcile
 	waits  map[string]*wait         // lost turns waiting for the winner's result, by check
+	// Quorum mode (quorum.go): the votes of each check, the checks whose newest verdict had
+	// too few voters, and the canaries that failed in the last round.
+	ballots        map[string]*ballot
+	degraded       map[string]bool
+	canariesFailed int
 }
 
 // Logger is where the client reports changes of its connection.
@@ -70,11 +81,13 @@ func New(o config.ClusterOptions, log Logger) (*Client, error) {
 	return &Client{
 		opts: o, log: log, id: id, rdb: rdb, keys: keyspace{o.KeyPrefix},
 		ctx: ctx, cancel: cancel,
-		ops:    make(chan op, opQueue),
-		poke:   make(chan struct{}, 1),
-		checks: make(map[string]health.Check),
-		groups: make(map[time.Duration]*group),
-		waits:  make(map[string]*wait),
+		ops:      make(chan op, opQueue),
+		poke:     make(chan struct{}, 1),
+		checks:   make(map[string]health.Check),
+		groups:   make(map[time.Duration]*group),
+		waits:    make(map[string]*wait),
+		ballots:  make(map[string]*ballot),
+		degraded: make(map[string]bool),
 	}, nil
 }
 
@@ -98,13 +111,19 @@ func (c *Client) ID() string { return c.id }
 // retried in the background: until it answers, every check is probed here.
 func (c *Client) Start(r Receiver) {
 	c.recv = r
-	c.log.Infof("cluster mode: instance %s, %s, sync mode %s, key prefix %q", c.id, describe(c.opts), c.opts.SyncMode, c.opts.KeyPrefix)
+	c.log.Infof("cluster mode: instance %s, %s, sync mode %s, key prefix %q%s", c.id, describe(c.opts), c.opts.SyncMode, c.opts.KeyPrefix, c.describeVantage())
 	if c.opts.DB != 0 && len(c.opts.Addrs) > 1 && c.opts.SentinelMaster == "" {
 		c.log.Warningf("cluster: redis_db %d is not used: a Redis Cluster has only database 0", c.opts.DB)
 	}
+	loops := 3
+	if c.quorum() && len(c.opts.Quorum.Canaries) > 0 {
+		c.checkCanaries() // before the first vote, so that an isolated instance never counts
+		loops++
+		go c.watchCanaries()
+	}
 	fallbackGauge.Inc() // until subscribed
 	c.mu.Lock()
-	c.ps = c.rdb.Subscribe(c.ctx, c.keys.channel())
+	c.ps = c.rdb.Subscribe(c.ctx, c.channels()...)
 	ps := c.ps
 	c.mu.Unlock()
 	subscribed := false
@@ -119,7 +138,7 @@ func (c *Client) Start(r Receiver) {
 		c.log.Warningf("cluster: Redis unreachable (%v): probing every check here until it answers", err)
 		errorsTotal.WithLabelValues(opSubscribe).Inc()
 	}
-	c.wg.Add(3)
+	c.wg.Add(loops)
 	go c.listen(subscribed)
 	go c.write()
 	go c.reconcile()
@@ -135,6 +154,7 @@ func (c *Client) Close() {
 	}
 	waits := c.waits
 	c.waits = make(map[string]*wait)
+	c.dropBallotsLocked(nil)
 	c.mu.Unlock()
 	c.wg.Wait()
 	for _, w := range waits {
@@ -155,14 +175,33 @@ func (c *Client) Close() {
 				} else {
 					fallbackGauge.Dec()
 				}
+				c.dropCanaryGauges()
 			}
 			return
 		}
 	}
 }
 
-// Exclusive implements health.Coordinator: in lock mode one instance probes each cycle.
-func (c *Client) Exclusive() bool { return c.opts.SyncMode == config.SyncLock }
+// Exclusive implements health.Coordinator: in lock mode one instance probes each cycle, and in
+// quorum mode one verdict decides it.
+func (c *Client) Exclusive() bool {
+	return c.opts.SyncMode == config.SyncLock || c.quorum()
+}
+
+// quorum reports whether the instances vote (quorum mode).
+func (c *Client) quorum() bool { return c.opts.SyncMode == config.SyncQuorum }
+
+// Sources implements health.Coordinator: the addresses of probe_source.
+func (c *Client) Sources() []netip.Addr { return c.opts.ProbeSources }
+
+// channels are the pub/sub channels the client listens to: the results', and in quorum mode
+// the votes'.
+func (c *Client) channels() []string {
+	if c.quorum() {
+		return []string{c.keys.channel(), c.keys.voteChannel()}
+	}
+	return []string{c.keys.channel()}
+}
 
 // Watch implements health.Coordinator: it notes the checks the manager runs, for the reconcile
 // and to read the messages about them.
@@ -185,6 +224,7 @@ func (c *Client) Watch(checks []health.Check) {
 		}
 		g.ids = append(g.ids, ch.ID)
 	}
+	c.dropBallotsLocked(c.checks)
 	select {
 	case c.poke <- struct{}{}:
 	default:
@@ -192,7 +232,9 @@ func (c *Client) Watch(checks []health.Check) {
 }
 
 // Seed implements health.Coordinator: it reads the result keys of checks, within the operation
-// timeout. With Redis unreachable it returns nothing, and the checks start unknown.
+// timeout; in quorum mode the probed checks' votes instead, and it returns the status the
+// fleet's newest usable vote reports. With Redis unreachable it returns nothing, and the
+// checks start unknown.
 func (c *Client) Seed(checks []health.Check) []health.Shared {
 	if !c.up.Load() {
 		return nil
@@ -202,15 +244,21 @@ func (c *Client) Seed(checks []health.Check) []health.Shared {
 		ids[i] = ch.ID
 	}
 	var out []health.Shared
-	c.read(ids, sourceKey, func(s health.Shared) { out = append(out, s) })
+	c.fetch(ids, sourceKey, func(s health.Shared) { out = append(out, s) })
+	if c.quorum() {
+		out = append(out, c.seedVotes(ids)...)
+	}
 	return out
 }
 
 // Due implements health.Coordinator. In lock mode the turn's claim goes to the writer, which
 // sends the claims of one moment in one round trip; in none mode this instance probes and
-// publishes. Without Redis it probes and keeps the result.
+// publishes. Without Redis it probes and keeps the result. In quorum mode it votes, with Redis
+// or without.
 func (c *Client) Due(t *health.Turn) {
 	switch {
+	case c.quorum():
+		t.Vote()
 	case !c.up.Load():
 		if c.Exclusive() {
 			localProbesTotal.WithLabelValues("redis_down").Inc()
@@ -232,10 +280,14 @@ func (c *Client) Due(t *health.Turn) {
 // twice the interval, and publishes it. A result that finds the writer's queue full is dropped
 // (and counted): the other instances then probe that cycle themselves.
 func (c *Client) Publish(s health.Shared) {
+	if c.quorum() {
+		c.vote(s)
+		return
+	}
 	if !c.up.Load() {
 		return
 	}
-	payload, err := encode(s, c.id)
+	payload, err := encode(s, c.id, voteInfo{})
 	if err != nil {
 		errorsTotal.WithLabelValues(opPublish).Inc()
 		return
@@ -264,25 +316,31 @@ func (c *Client) intervalOf(check string) (time.Duration, bool) {
 	return ch.Interval, ok
 }
 
-// decode parses a result from source. It reports false for a message that is not a result,
-// is about a check not run here, or is this instance's own; it counts the others.
-func (c *Client) decode(payload []byte, source string) (health.Shared, bool) {
-	s, err := decode(payload, c.intervalOf)
+// decode parses a result or vote from source. It reports false for a message that is not
+// one, is about a check not run here, or is this instance's own; it counts the others.
+func (c *Client) decode(payload []byte, source string) (health.Shared, voteInfo, bool) {
+	s, vi, err := decode(payload, c.intervalOf)
 	if err != nil {
 		errorsTotal.WithLabelValues(opDecode).Inc()
-		return s, false
+		return s, vi, false
 	}
 	if _, watched := c.intervalOf(s.Check); !watched || s.Instance == c.id {
-		return s, false
+		return s, vi, false
 	}
 	receivedTotal.WithLabelValues(source).Inc()
-	return s, true
+	return s, vi, true
 }
 
-// apply applies a received result and ends the wait it settles.
-func (c *Client) apply(s health.Shared) {
-	c.recv.Receive(s)
+// apply applies a received result and ends the wait it settles; in quorum mode a result of a
+// probed check is a vote, which it records. It reports whether the result was applied or the
+// vote recorded.
+func (c *Client) apply(s health.Shared, vi voteInfo) bool {
+	if c.isVote(s.Check) {
+		return c.record(s, vi)
+	}
+	applied := c.recv.Receive(s)
 	c.settle(s.Check, s.Cycle)
+	return applied
 }
 
 // setUp notes that the client is connected and subscribed, and reports whether it was not.

@@ -22,13 +22,17 @@ const (
 	minLockTTL = 2 * time.Second
 )
 
-// op is one operation for the writer: a claim of a turn's lock, or the publication of a result.
+// op is one operation for the writer: a claim of a turn's lock, or the publication of a result
+// or a vote.
 type op struct {
 	turn *health.Turn
-	// The publication: the result key, its value (also the message) and TTL.
+	// The publication: the result key (or the vote hash), its value (also the message) and TTL.
 	key     string
 	payload []byte
 	ttl     time.Duration
+	// vote marks a vote: the value goes to this instance's field of the hash, and the message
+	// to the votes channel.
+	vote bool
 }
 
 // wait is a lost turn waiting for the winner's result.
@@ -71,15 +75,20 @@ func (c *Client) exec(batch []op) {
 	defer cancel()
 	pipe := c.rdb.Pipeline()
 	claims := make([]*redis.BoolCmd, len(batch))
-	sets := make([]*redis.StatusCmd, len(batch))
-	pubs := make([]*redis.IntCmd, len(batch))
+	writes := make([][]redis.Cmder, len(batch))
 	for i, o := range batch {
-		if o.turn != nil {
+		switch {
+		case o.turn != nil:
 			claims[i] = pipe.SetNX(ctx, c.keys.lock(o.turn.Check.ID, o.turn.Cycle), c.id, lockTTL(o.turn.Check.Interval))
-			continue
+		case o.vote:
+			writes[i] = []redis.Cmder{
+				pipe.HSet(ctx, o.key, c.id, o.payload),
+				pipe.PExpire(ctx, o.key, o.ttl),
+				pipe.Publish(ctx, c.keys.voteChannel(), o.payload),
+			}
+		default:
+			writes[i] = []redis.Cmder{pipe.Set(ctx, o.key, o.payload, o.ttl), pipe.Publish(ctx, c.keys.channel(), o.payload)}
 		}
-		sets[i] = pipe.Set(ctx, o.key, o.payload, o.ttl)
-		pubs[i] = pipe.Publish(ctx, c.keys.channel(), o.payload)
 	}
 	_, _ = pipe.Exec(ctx) // every command carries its own error
 	for i, o := range batch {
@@ -88,15 +97,27 @@ func (c *Client) exec(batch []op) {
 			c.claimed(o.turn, claims[i])
 			continue
 		}
-		operationsTotal.WithLabelValues(opPublish).Inc()
-		if err := sets[i].Err(); err != nil {
-			c.failed(opPublish, err)
-		} else if err := pubs[i].Err(); err != nil {
-			c.failed(opPublish, err)
+		kind := opPublish
+		if o.vote {
+			kind = opVote
+		}
+		operationsTotal.WithLabelValues(kind).Inc()
+		if err := firstErr(writes[i]); err != nil {
+			c.failed(kind, err)
 		} else {
 			c.succeeded()
 		}
 	}
+}
+
+// firstErr returns the first error of cmds, nil when all succeeded.
+func firstErr(cmds []redis.Cmder) error {
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // claimed acts on the reply to a turn's claim: the winner probes and publishes, a loser waits

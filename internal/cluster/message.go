@@ -27,6 +27,15 @@ func (k keyspace) lock(check string, n int64) string {
 // channel is the pub/sub channel of raw results.
 func (k keyspace) channel() string { return k.prefix + "health:updates" }
 
+// votes is the hash holding the votes of cycle n of a check (quorum mode), one field per
+// instance.
+func (k keyspace) votes(check string, n int64) string {
+	return k.prefix + "votes:" + check + ":" + strconv.FormatInt(n, 10)
+}
+
+// voteChannel is the pub/sub channel of votes (quorum mode).
+func (k keyspace) voteChannel() string { return k.prefix + "votes:updates" }
+
 // message is the JSON form of a raw result, the value of the result keys and the payload of the
 // channel's messages.
 type message struct {
@@ -47,11 +56,24 @@ type message struct {
 	Time int64 `json:"time"`
 	// Instance names who probed: a Meridian instance's id, or an agent's name.
 	Instance string `json:"instance"`
+	// Site is the voter's label (redis_site), in votes.
+	Site string `json:"site,omitempty"`
+	// Isolated marks a vote of an instance that failed most of its canaries: it counts in no
+	// verdict.
+	Isolated bool `json:"isolated,omitempty"`
 }
 
-// encode returns the JSON message of s probed by instance.
-func encode(s health.Shared, instance string) ([]byte, error) {
-	m := message{Check: s.Check, Cycle: s.Cycle, OK: s.OK, Reason: s.Reason, Time: s.At.UnixMilli(), Instance: instance}
+// voteInfo is what a vote says beyond a result.
+type voteInfo struct {
+	site     string
+	isolated bool
+}
+
+// encode returns the JSON message of s probed by instance; vi is empty for a result that is no
+// vote.
+func encode(s health.Shared, instance string, vi voteInfo) ([]byte, error) {
+	m := message{Check: s.Check, Cycle: s.Cycle, OK: s.OK, Reason: s.Reason, Time: s.At.UnixMilli(), Instance: instance,
+		Site: vi.site, Isolated: vi.isolated}
 	if len(s.Status) > 0 {
 		m.Backends = slices.Sorted(maps.Keys(s.Status))
 		m.Status = make(map[string]string, len(s.Status))
@@ -68,15 +90,15 @@ func encode(s health.Shared, instance string) ([]byte, error) {
 
 var errIncomplete = errors.New("check, time and instance are required")
 
-// decode parses a message. A missing cycle is derived from the time, with the check's interval
-// (interval).
-func decode(data []byte, interval func(check string) (time.Duration, bool)) (health.Shared, error) {
+// decode parses a message, a result or a vote. A missing cycle is derived from the time, with
+// the check's interval (interval).
+func decode(data []byte, interval func(check string) (time.Duration, bool)) (health.Shared, voteInfo, error) {
 	var m message
 	if err := json.Unmarshal(data, &m); err != nil {
-		return health.Shared{}, fmt.Errorf("decode a result: %w", err)
+		return health.Shared{}, voteInfo{}, fmt.Errorf("decode a result: %w", err)
 	}
 	if m.Check == "" || m.Time <= 0 || m.Instance == "" {
-		return health.Shared{}, fmt.Errorf("decode a result of %q: %w", m.Check, errIncomplete)
+		return health.Shared{}, voteInfo{}, fmt.Errorf("decode a result of %q: %w", m.Check, errIncomplete)
 	}
 	s := health.Shared{Check: m.Check, Cycle: m.Cycle, OK: m.OK, Reason: m.Reason, At: time.UnixMilli(m.Time), Instance: m.Instance}
 	if len(m.Status) > 0 {
@@ -95,5 +117,5 @@ func decode(data []byte, interval func(check string) (time.Duration, bool)) (hea
 			s.Cycle = s.At.UnixNano() / int64(d)
 		}
 	}
-	return s, nil
+	return s, voteInfo{site: m.Site, isolated: m.Isolated}, nil
 }

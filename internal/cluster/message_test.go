@@ -15,6 +15,8 @@ func TestKeyNames(t *testing.T) {
 		{k.result("abc"), "gslb:health:abc"},
 		{k.lock("abc", 42), "gslb:lock:abc:42"},
 		{k.channel(), "gslb:health:updates"},
+		{k.votes("abc", 42), "gslb:votes:abc:42"},
+		{k.voteChannel(), "gslb:votes:updates"},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("key %q, want %q", tt.got, tt.want)
@@ -26,7 +28,7 @@ func TestMessageRoundTrip(t *testing.T) {
 	at := time.UnixMilli(1_700_000_000_123)
 	s := health.Shared{Check: "abc", Cycle: 170000000, OK: true, Reason: "http 200", At: at,
 		Status: map[string]health.Status{"www.example.org.|192.0.2.10|0": health.Up, "www.example.org.|192.0.2.11|0": health.Down}}
-	payload, err := encode(s, "host-1-abcdef")
+	payload, err := encode(s, "host-1-abcdef", voteInfo{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,10 +38,29 @@ func TestMessageRoundTrip(t *testing.T) {
 	if string(payload) != want {
 		t.Fatalf("message %s\nwant    %s (docs/cluster.md documents this format)", payload, want)
 	}
-	got, err := decode(payload, noInterval)
+	got, vi, err := decode(payload, noInterval)
 	s.Instance = "host-1-abcdef"
-	if err != nil || !reflect.DeepEqual(got, s) {
-		t.Fatalf("decoded %+v, %v; want %+v", got, err, s)
+	if err != nil || !reflect.DeepEqual(got, s) || vi != (voteInfo{}) {
+		t.Fatalf("decoded %+v, %+v, %v; want %+v", got, vi, err, s)
+	}
+}
+
+func TestVoteRoundTrip(t *testing.T) {
+	s := health.Shared{Check: "abc", Cycle: 170000000, OK: false, Reason: "connect: connection refused", At: time.UnixMilli(1_700_000_000_123)}
+	vi := voteInfo{site: "eu-west", isolated: true}
+	payload, err := encode(s, "host-2-abcdef", vi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"check":"abc","cycle":170000000,"ok":false,"reason":"connect: connection refused","time":1700000000123,` +
+		`"instance":"host-2-abcdef","site":"eu-west","isolated":true}`
+	if string(payload) != want {
+		t.Fatalf("vote %s\nwant %s (docs/cluster.md documents this format)", payload, want)
+	}
+	got, gotVI, err := decode(payload, noInterval)
+	s.Instance = "host-2-abcdef"
+	if err != nil || !reflect.DeepEqual(got, s) || gotVI != vi {
+		t.Fatalf("decoded %+v, %+v, %v; want %+v, %+v", got, gotVI, err, s, vi)
 	}
 }
 
@@ -62,13 +83,13 @@ func TestDecode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := decode([]byte(tt.payload), interval)
+			s, _, err := decode([]byte(tt.payload), interval)
 			if !errors.Is(err, tt.wantErr) || (err == nil && s.Cycle != tt.wantCycle) {
 				t.Fatalf("decode: cycle %d, error %v; want cycle %d, error %v", s.Cycle, err, tt.wantCycle, tt.wantErr)
 			}
 		})
 	}
-	if _, err := decode([]byte("not json"), interval); err == nil {
+	if _, _, err := decode([]byte("not json"), interval); err == nil {
 		t.Fatal("decoded a message that is not JSON")
 	}
 }

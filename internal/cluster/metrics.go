@@ -3,6 +3,8 @@ package cluster
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/meridian-gslb/meridian/internal/health"
 )
 
 // Cluster metrics, in CoreDNS's namespace and the gslb subsystem, in the default registry.
@@ -19,11 +21,11 @@ var (
 	})
 	operationsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_operations_total",
-		Help: "Redis operations, by kind: claim (SET NX of a lock), publish (SET and PUBLISH of a result), read (GET of a result).",
+		Help: "Redis operations, by kind: claim (SET NX of a lock), publish (SET and PUBLISH of a result), vote (HSET, PEXPIRE and PUBLISH of a vote), read (GET of a result or HGETALL of a cycle's votes).",
 	}, []string{"op"})
 	errorsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_errors_total",
-		Help: "Failed Redis operations by kind (claim, publish, read, subscribe), and messages that could not be decoded (decode).",
+		Help: "Failed Redis operations by kind (claim, publish, vote, read, subscribe), and messages that could not be decoded (decode).",
 	}, []string{"op"})
 	locksTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_locks_total",
@@ -31,7 +33,7 @@ var (
 	}, []string{"result"})
 	receivedTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_results_received_total",
-		Help: "Results of other instances received, by source: pubsub, key (read at start or after a lost lock), reconcile.",
+		Help: "Results and votes of other instances received, by source: pubsub, key (read at start or after a lost lock), reconcile.",
 	}, []string{"source"})
 	propagationDelay = promauto.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_propagation_delay_seconds",
@@ -42,12 +44,29 @@ var (
 		Namespace: "coredns", Subsystem: "gslb", Name: "cluster_local_probes_total",
 		Help: "Lock-mode cycles probed here without a lock, by cause: redis_down, claim_error, no_result (the winner's result did not come in time), queue_full.",
 	}, []string{"cause"})
+	verdictsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "quorum_verdicts_total",
+		Help: "Quorum-mode verdicts taken here, one per check and cycle, by verdict: up, down, unknown (no usable vote).",
+	}, []string{"verdict"})
+	degradedGauge = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "quorum_degraded_checks",
+		Help: "Quorum-mode checks whose newest verdict had fewer fresh voters than redis_min_voters, so that this instance decided them from its own result.",
+	})
+	isolatedGauge = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "quorum_isolated",
+		Help: "1 while this quorum-mode instance failed most of its canaries: its votes count in no verdict and it follows the others'.",
+	})
+	canariesFailedGauge = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: "coredns", Subsystem: "gslb", Name: "quorum_canaries_failed",
+		Help: "Canaries (redis_canary) that failed in the newest round of this quorum-mode instance.",
+	})
 )
 
 // Label values.
 const (
 	opClaim     = "claim"
 	opPublish   = "publish"
+	opVote      = "vote"
 	opRead      = "read"
 	opSubscribe = "subscribe"
 	opDecode    = "decode"
@@ -58,7 +77,7 @@ const (
 )
 
 func init() {
-	for _, op := range []string{opClaim, opPublish, opRead} {
+	for _, op := range []string{opClaim, opPublish, opVote, opRead} {
 		operationsTotal.WithLabelValues(op)
 		errorsTotal.WithLabelValues(op)
 	}
@@ -69,5 +88,8 @@ func init() {
 	}
 	for _, s := range []string{sourcePubSub, sourceKey, sourceReconcile} {
 		receivedTotal.WithLabelValues(s)
+	}
+	for _, s := range []health.Status{health.Up, health.Down, health.Unknown} {
+		verdictsTotal.WithLabelValues(s.String())
 	}
 }

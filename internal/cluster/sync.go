@@ -77,11 +77,8 @@ func (c *Client) listen(subscribed bool) {
 			pinged = false
 		case *redis.Message:
 			pinged = false
-			if s, ok := c.decode([]byte(m.Payload), sourcePubSub); ok {
-				if c.recv.Receive(s) {
-					propagationDelay.Observe(time.Since(s.At).Seconds())
-				}
-				c.settle(s.Check, s.Cycle)
+			if s, vi, ok := c.decode([]byte(m.Payload), sourcePubSub); ok && c.apply(s, vi) {
+				propagationDelay.Observe(time.Since(s.At).Seconds())
 			}
 		}
 	}
@@ -92,7 +89,7 @@ func (c *Client) resubscribe(old *redis.PubSub) *redis.PubSub {
 	_ = old.Close()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.ps = c.rdb.Subscribe(c.ctx, c.keys.channel())
+	c.ps = c.rdb.Subscribe(c.ctx, c.channels()...)
 	return c.ps
 }
 
@@ -101,19 +98,38 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// resync reads the result key of every watched check and applies what is newer. It returns
-// how many results it found.
+// resync reads the result key (in quorum mode the votes) of every watched check and applies
+// what is newer. It returns how many results and votes it found.
 func (c *Client) resync() int {
 	c.mu.Lock()
 	ids := slices.Collect(maps.Keys(c.checks))
 	c.mu.Unlock()
-	n := 0
-	c.read(ids, sourceReconcile, func(s health.Shared) { n++; c.apply(s) })
-	return n
+	return c.fetch(ids, sourceReconcile, func(s health.Shared) { c.apply(s, voteInfo{}) })
 }
 
-// reconcile re-reads the result keys of each interval's checks once per interval, to heal
-// messages lost on the way (pub/sub delivers at most once).
+// fetch reads what Redis holds for checks ids: their result keys, whose results it hands to
+// fn, and in quorum mode the vote hashes of the probed checks instead, whose votes it records.
+// It returns how many results and votes it found.
+func (c *Client) fetch(ids []string, source string, fn func(health.Shared)) int {
+	var votes []string
+	if c.quorum() {
+		results := ids[:0:0]
+		for _, id := range ids {
+			if c.isVote(id) {
+				votes = append(votes, id)
+			} else {
+				results = append(results, id)
+			}
+		}
+		ids = results
+	}
+	n := 0
+	c.read(ids, source, func(s health.Shared) { n++; fn(s) })
+	return n + c.readVotes(votes, source)
+}
+
+// reconcile re-reads the result keys (in quorum mode the votes) of each interval's checks once
+// per interval, to heal messages lost on the way (pub/sub delivers at most once).
 func (c *Client) reconcile() {
 	defer c.wg.Done()
 	timer := time.NewTimer(time.Hour)
@@ -134,7 +150,7 @@ func (c *Client) reconcile() {
 		}
 		c.mu.Unlock()
 		if len(due) > 0 && c.up.Load() {
-			c.read(due, sourceReconcile, c.apply)
+			c.fetch(due, sourceReconcile, func(s health.Shared) { c.apply(s, voteInfo{}) })
 		}
 		timer.Reset(time.Until(next))
 		select {
@@ -169,7 +185,7 @@ func (c *Client) read(ids []string, source string, fn func(health.Shared)) {
 				continue
 			}
 			c.succeeded()
-			if s, ok := c.decode(payload, source); ok {
+			if s, _, ok := c.decode(payload, source); ok {
 				fn(s)
 			}
 		}

@@ -16,10 +16,11 @@ import (
 )
 
 // Status implements admin.Provider: every zone, record and backend of the current snapshot
-// with its health details.
+// with its health details, and in cluster quorum mode the votes behind its state.
 func (e *Engine) Status() []admin.Zone {
 	snap := e.Snapshot()
 	details := e.health.Details()
+	votes := e.health.Votes()
 	var zones []admin.Zone
 	index := make(map[string]int)
 	for _, r := range snap.Records() {
@@ -31,7 +32,7 @@ func (e *Engine) Status() []admin.Zone {
 		}
 		rec := admin.Record{Name: r.Name, Mode: string(r.Config.Mode), Fallback: string(r.Config.Fallback.Mode)}
 		for _, b := range r.Backends {
-			ab := adminBackend(b, details)
+			ab := adminBackend(b, details, votes[b.Key])
 			if ab.Healthy {
 				rec.Healthy++
 			}
@@ -42,7 +43,7 @@ func (e *Engine) Status() []admin.Zone {
 	return zones
 }
 
-func adminBackend(b *catalog.Backend, details map[string]health.Details) admin.Backend {
+func adminBackend(b *catalog.Backend, details map[string]health.Details, votes []health.Vote) admin.Backend {
 	c := b.Config
 	ab := admin.Backend{
 		Key: b.Key, Address: c.Address, Port: int(c.Port), Priority: c.Priority, Weight: c.Weight,
@@ -54,7 +55,23 @@ func adminBackend(b *catalog.Backend, details map[string]health.Details) admin.B
 		ab.LastCheck, ab.LastOK, ab.Reason = d.LastCheck, d.LastOK, d.Reason
 		ab.Latency, ab.LastChange = admin.Millis(d.Latency), d.LastChange
 	}
+	for _, v := range votes {
+		ab.Votes = append(ab.Votes, adminVote(v))
+	}
 	return ab
+}
+
+// adminVote returns a quorum vote as the admin API shows it. The API's vote has no fields for
+// the voter's site and isolation: they lead its reason ("[site] isolated, not counted: ...").
+func adminVote(v health.Vote) admin.Vote {
+	reason := v.Reason
+	if v.Isolated {
+		reason = "isolated, not counted: " + reason
+	}
+	if v.Site != "" {
+		reason = "[" + v.Site + "] " + reason
+	}
+	return admin.Vote{Instance: v.Instance, OK: v.OK, Reason: reason, At: v.At}
 }
 
 // Transitions implements admin.Provider: the latest status changes of the block's backends.

@@ -45,9 +45,9 @@ func connDeadline(ctx context.Context, timeout time.Duration) (time.Time, time.D
 // probers: bounded by timeout even when the context has no
 // deadline, and without TCP keep-alive (probe connections are short, or reused at the check's
 // interval, which is shorter than keep-alive's idle time), which saves four setsockopt calls
-// per connection.
+// per connection. Its sockets leave from the probe's probe_source, if any (see source.go).
 func connDialer(timeout time.Duration) net.Dialer {
-	return net.Dialer{Timeout: timeout, KeepAlive: -1}
+	return net.Dialer{Timeout: timeout, KeepAlive: -1, ControlContext: bindSource}
 }
 
 // connTimeoutReason is the reason of a probe that ran out of time.

@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash/fnv"
+	"net/netip"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -17,11 +20,20 @@ import (
 // check of interval I is the span [n*I, (n+1)*I) of Unix time, and every instance runs it at
 // the same offset in the cycle (a hash of the check's id), so that all of them ask for the
 // same cycle at about the same moment.
+//
+// In quorum mode every instance probes every cycle and hands its raw result over as a vote
+// (Turn.Vote); the coordinator gathers the fleet's votes and applies one verdict per cycle
+// through Manager.Decide.
 type Coordinator interface {
-	// Exclusive reports whether one instance probes each cycle of a check (lock mode). The
-	// manager then applies at most one result per check and cycle; otherwise (every instance
-	// probes) one per instance and cycle.
+	// Exclusive reports whether the manager applies at most one result per check and cycle:
+	// one instance probes each cycle (lock mode), or the cycle's verdict decides (quorum
+	// mode). Otherwise (every instance probes and applies every result) one result per
+	// instance and cycle is applied.
 	Exclusive() bool
+	// Sources returns the local addresses this instance's probes leave from (probe_source), at
+	// most one per address family: the tcp and http checks without a probe_source of their own
+	// bind to them. None lets the system choose. The manager asks once, when it is made.
+	Sources() []netip.Addr
 	// Seed returns the newest shared result of each of checks that has one. The manager calls
 	// it, holding its lock, for the checks it starts to run, before their first probe: Seed
 	// must bound its own time and must not call back into the manager.
@@ -30,11 +42,11 @@ type Coordinator interface {
 	// lock: Watch must only take note.
 	Watch(checks []Check)
 	// Due hands over one due cycle of a check. It must not block, and it must end the turn with
-	// exactly one call of its Probe or End, from any goroutine. The manager does not run the
-	// check again while a turn of it is open.
+	// exactly one call of its Probe, Vote or End, from any goroutine. The manager does not run
+	// the check again while a turn of it is open.
 	Due(t *Turn)
-	// Publish shares the result of a probe this instance ran for a turn with Probe(true). It
-	// must not block.
+	// Publish shares the result of a probe this instance ran for a turn with Probe(true), or
+	// hands over this instance's vote of a turn with Vote. It must not block.
 	Publish(s Shared)
 }
 
@@ -46,6 +58,9 @@ type Check struct {
 	ID string
 	// Interval is the check's scrape_interval, Timeout its probe timeout.
 	Interval, Timeout time.Duration
+	// Phase is the offset of the check's runs in each of its cycles, the same on every
+	// instance: cycle n runs at Unix time n*Interval + Phase.
+	Phase time.Duration
 	// Passive checks are never probed here: their results come from other instances or agents,
 	// and their backends turn unknown when the newest result is older than twice the interval.
 	Passive bool
@@ -83,7 +98,15 @@ type Turn struct {
 // Probe runs the turn's check here, like an ordinary scheduled probe: the result is applied
 // through this instance's machines and, with publish, handed to Coordinator.Publish. It ends
 // the turn. A probe that finds no in-flight slot is skipped.
-func (t *Turn) Probe(publish bool) {
+func (t *Turn) Probe(publish bool) { t.run(publish, false) }
+
+// Vote runs the turn's check here, like Probe, but does not apply the result: it goes to
+// Coordinator.Publish as this instance's vote, and the coordinator applies the cycle's verdict
+// with Decide (quorum mode). It ends the turn. A probe that finds no in-flight slot is skipped.
+func (t *Turn) Vote() { t.run(true, true) }
+
+// run starts the turn's probe, which publishes its result or hands it over as a vote.
+func (t *Turn) run(publish, vote bool) {
 	m, j := t.m, t.j
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -91,7 +114,7 @@ func (t *Turn) Probe(publish bool) {
 		m.doneLocked(j)
 		return
 	}
-	j.shared.publish, j.shared.runCycle = publish, t.Cycle
+	j.shared.publish, j.shared.vote, j.shared.runCycle = publish, vote, t.Cycle
 	j.running = false // start marks it running again, if a slot is free
 	m.start(j)
 }
@@ -134,10 +157,115 @@ func (m *Manager) Receive(s Shared) bool {
 	return true
 }
 
+// Verdict is the fleet's decision on one cycle of a check in quorum mode, derived from the
+// instances' votes.
+type Verdict struct {
+	// Check is the check's ID, Cycle the cycle decided.
+	Check string
+	Cycle int64
+	// Status is Up or Down; Unknown when no usable vote was fresh.
+	Status Status
+	// Reason says how the votes went, for the log lines of transitions and the admin API.
+	Reason string
+	// Votes are the fresh votes the verdict saw, isolated ones included.
+	Votes []Vote
+}
+
+// Vote is one instance's raw result of a check in quorum mode.
+type Vote struct {
+	// Instance names the voter, Site is its optional label (redis_site).
+	Instance, Site string
+	OK             bool
+	Reason         string
+	// At is when the voter's probe finished.
+	At time.Time
+	// Isolated votes come from an instance that failed most of its canaries: they count in
+	// no verdict.
+	Isolated bool
+}
+
+// Decide applies a quorum verdict through the machines of the backends of its check: Up and
+// Down as a raw result, Unknown by resetting them. Verdicts of checks not run here, of passive
+// checks, or of a cycle no newer than the newest applied are dropped, and so is everything once
+// the manager stops. It reports whether the verdict was applied; without a Coordinator it is
+// never.
+func (m *Manager) Decide(v Verdict) bool {
+	m.mu.Lock()
+	if m.cluster == nil || m.stopping.Load() {
+		m.mu.Unlock()
+		return false
+	}
+	j := m.cluster.byID[v.Check]
+	if j == nil || j.shared.check.Passive || v.Cycle <= j.shared.cycle {
+		m.mu.Unlock()
+		return false
+	}
+	sh := j.shared
+	sh.cycle, sh.votes = v.Cycle, v.Votes
+	var notify []func()
+	if v.Status == Unknown {
+		notify = m.resetLocked(j, v.Reason)
+	} else {
+		notify = m.observeLocked(j, Result{OK: v.Status == Up, Reason: v.Reason, Latency: sh.latency}, "")
+	}
+	m.mu.Unlock()
+	for _, f := range notify {
+		f()
+	}
+	return true
+}
+
+// Votes returns, by backend key, the votes behind the newest verdicts of the backends' checks
+// in quorum mode, one per instance, sorted by instance; nil otherwise. The vote of an instance
+// on a backend with several checks passed when all its votes did, and gives the reason of a
+// failed one.
+func (m *Manager) Votes() map[string][]Vote {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cluster == nil {
+		return nil
+	}
+	out := make(map[string][]Vote)
+	for _, j := range m.jobs {
+		if j.shared == nil {
+			continue
+		}
+		for _, v := range j.shared.votes {
+			for _, sub := range j.subs {
+				key := sub.backend.spec.Key
+				out[key] = mergeVote(out[key], v)
+			}
+		}
+	}
+	for _, votes := range out {
+		slices.SortFunc(votes, func(a, b Vote) int { return strings.Compare(a.Instance, b.Instance) })
+	}
+	return out
+}
+
+// mergeVote adds v to votes, merged with the vote of the same instance if there is one.
+func mergeVote(votes []Vote, v Vote) []Vote {
+	i := slices.IndexFunc(votes, func(o Vote) bool { return o.Instance == v.Instance })
+	if i < 0 {
+		return append(votes, v)
+	}
+	o := &votes[i]
+	if o.OK && !v.OK {
+		o.Reason = v.Reason
+	}
+	o.OK = o.OK && v.OK
+	o.Isolated = o.Isolated || v.Isolated
+	if v.At.After(o.At) {
+		o.At = v.At
+	}
+	return votes
+}
+
 // clusterState is the manager's side of cluster mode.
 type clusterState struct {
 	coord     Coordinator
 	exclusive bool
+	sources   []netip.Addr    // the instance's probe_source
 	byID      map[string]*job // the jobs by check id
 	// Filled by the scheduler loop under the manager's lock, handed over after it unlocks.
 	turns  []*Turn
@@ -152,9 +280,15 @@ type sharedJob struct {
 	at    time.Time     // when the newest applied result was probed
 	// seen holds the newest cycle applied per instance (not exclusive mode).
 	seen map[string]int64
-	// The probe in flight: its cycle, and whether its result is published.
+	// The probe in flight: its cycle, whether its result is published, and whether it is a
+	// vote (quorum mode: applied by the cycle's verdict, not here).
 	runCycle int64
 	publish  bool
+	vote     bool
+	// Quorum mode: the latency of this instance's newest vote, and the votes behind the newest
+	// verdict.
+	latency time.Duration
+	votes   []Vote
 }
 
 // passiveType is the type of the stand-in check of a passive backend; it has no prober.
@@ -184,6 +318,7 @@ func (m *Manager) syncCluster(jobs map[string]*job, fresh []*job, now time.Time)
 	for _, j := range jobs {
 		if j.shared == nil {
 			j.shared = newSharedJob(j)
+			j.prober = withInstanceSources(j.prober, j.typ, c.sources)
 		}
 		c.byID[j.shared.check.ID] = j
 		all = append(all, j.shared.check)
@@ -245,7 +380,8 @@ func newSharedJob(j *job) *sharedJob {
 	}
 	h := fnv.New64a()
 	h.Write([]byte(check.ID))
-	return &sharedJob{check: check, phase: time.Duration(h.Sum64() % uint64(j.interval))}
+	check.Phase = time.Duration(h.Sum64() % uint64(j.interval))
+	return &sharedJob{check: check, phase: check.Phase}
 }
 
 // checkID is the fleet-wide id of the job with key jobKey (its check's compiled key, interval
@@ -328,7 +464,7 @@ func (m *Manager) dueShared(j *job, due time.Time) {
 	sh := j.shared
 	if sh.check.Passive {
 		if !sh.staleAt().After(due) {
-			m.cluster.notify = append(m.cluster.notify, m.expireLocked(j)...)
+			m.cluster.notify = append(m.cluster.notify, m.resetLocked(j, "no result for twice the interval")...)
 		}
 		return
 	}
@@ -352,12 +488,13 @@ func (m *Manager) handOver() {
 	c.notify = c.notify[:0]
 }
 
-// expireLocked turns the backends of a passive job whose newest result is stale unknown.
-func (m *Manager) expireLocked(j *job) []func() {
+// resetLocked turns the backends of j unknown, for reason: a passive job whose newest result
+// is stale, or a quorum verdict without usable votes.
+func (m *Manager) resetLocked(j *job, reason string) []func() {
 	var notify []func()
 	for _, s := range j.subs {
 		s.machine = newMachine(s.machine.rise, s.machine.fall)
-		if f := m.updateLocked(s.backend, "no result for twice the interval", ""); f != nil {
+		if f := m.updateLocked(s.backend, reason, ""); f != nil {
 			notify = append(notify, f)
 		}
 	}
@@ -372,7 +509,9 @@ func (m *Manager) finishShared(j *job, res Result) {
 	m.mu.Lock()
 	m.doneLocked(j)
 	var notify []func()
-	if m.cluster.accept(j, s) {
+	if sh.vote {
+		sh.latency = res.Latency // a vote is applied by the cycle's verdict (Decide)
+	} else if m.cluster.accept(j, s) {
 		notify = m.observeLocked(j, res, "")
 	}
 	publish := sh.publish && !j.removed

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ type fakeCoordinator struct {
 	exclusive bool
 	seeds     []Shared
 	decide    func(*Turn)
+	sources   []netip.Addr
 
 	mu        sync.Mutex
 	watched   []Check
@@ -23,6 +25,8 @@ type fakeCoordinator struct {
 }
 
 func (f *fakeCoordinator) Exclusive() bool { return f.exclusive }
+
+func (f *fakeCoordinator) Sources() []netip.Addr { return f.sources }
 
 func (f *fakeCoordinator) Seed(checks []Check) []Shared {
 	var out []Shared
@@ -294,5 +298,66 @@ func TestPassiveBackends(t *testing.T) {
 	}
 	if turns, _ := f.snapshot(); len(turns) != 0 {
 		t.Fatalf("a passive backend was handed %d turns: it must never be probed", len(turns))
+	}
+}
+
+func TestQuorumVotesWaitForTheVerdict(t *testing.T) {
+	f := &fakeCoordinator{exclusive: true, decide: func(t *Turn) { t.Vote() }}
+	m := NewManager(Options{Log: testLog{}, Coordinator: f})
+	s := spec("a", &scriptedProber{script: []bool{false}}, "voted", time.Hour)
+	m.Sync([]Spec{s}, keys(s))
+	m.Start()
+	defer m.Stop()
+	waitFor(t, "the vote", func() bool { _, published := f.snapshot(); return len(published) == 1 })
+	_, published := f.snapshot()
+	vote := published[0]
+	if vote.OK || vote.Status["a"] != Unknown {
+		t.Fatalf("vote %+v, want the failed probe with the status before it", vote)
+	}
+	// The vote is not applied here: the verdict is.
+	if st := m.State("a").Status(); st != Unknown {
+		t.Fatalf("the backend is %s after this instance's vote alone, want unknown until the verdict", st)
+	}
+	at := time.Now()
+	votes := []Vote{{Instance: "b", Site: "eu", OK: true, At: at}, {Instance: "c", OK: false, Reason: "refused", At: at, Isolated: true}}
+	if !m.Decide(Verdict{Check: vote.Check, Cycle: vote.Cycle, Status: Up, Reason: "0 of 1 voters down", Votes: votes}) {
+		t.Fatal("the verdict was not applied")
+	}
+	if st := m.State("a").Status(); st != Up {
+		t.Fatalf("the backend is %s after an up verdict, want up", st)
+	}
+	if got := m.Votes()["a"]; len(got) != 2 || got[0].Instance != "b" || !got[1].Isolated {
+		t.Fatalf("votes %+v, want the verdict's", got)
+	}
+	if d := m.Details()["a"]; d.Reason != "0 of 1 voters down" || !d.LastOK {
+		t.Fatalf("details %+v, want the verdict's reason", d)
+	}
+	if m.Decide(Verdict{Check: vote.Check, Cycle: vote.Cycle, Status: Down}) {
+		t.Fatal("a second verdict on one cycle was applied")
+	}
+	if m.Decide(Verdict{Check: "unknown", Cycle: vote.Cycle + 1, Status: Down}) {
+		t.Fatal("a verdict on a check not run here was applied")
+	}
+	// No usable vote: unknown, not down.
+	if !m.Decide(Verdict{Check: vote.Check, Cycle: vote.Cycle + 1, Status: Unknown, Reason: "no fresh vote"}) {
+		t.Fatal("the unknown verdict was not applied")
+	}
+	if st := m.State("a").Status(); st != Unknown {
+		t.Fatalf("the backend is %s after an unknown verdict, want unknown", st)
+	}
+	if trs := m.Transitions(1); len(trs) != 1 || trs[0].To != Unknown || trs[0].Reason != "no fresh vote" {
+		t.Fatalf("transitions %+v, want the change to unknown with its reason", trs)
+	}
+}
+
+func TestMergeVote(t *testing.T) {
+	at := time.Now()
+	votes := mergeVote(nil, Vote{Instance: "a", OK: true, Reason: "connected", At: at})
+	votes = mergeVote(votes, Vote{Instance: "b", OK: true, At: at})
+	votes = mergeVote(votes, Vote{Instance: "a", OK: false, Reason: "refused", At: at.Add(time.Second)})
+	votes = mergeVote(votes, Vote{Instance: "a", OK: true, Reason: "http 200", At: at})
+	want := []Vote{{Instance: "a", OK: false, Reason: "refused", At: at.Add(time.Second)}, {Instance: "b", OK: true, At: at}}
+	if len(votes) != 2 || votes[0] != want[0] || votes[1] != want[1] {
+		t.Fatalf("merged %+v, want %+v", votes, want)
 	}
 }

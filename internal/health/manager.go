@@ -121,7 +121,8 @@ func NewManager(opts Options) *Manager {
 		done:     make(chan struct{}),
 	}
 	if opts.Coordinator != nil {
-		m.cluster = &clusterState{coord: opts.Coordinator, exclusive: opts.Coordinator.Exclusive()}
+		m.cluster = &clusterState{coord: opts.Coordinator, exclusive: opts.Coordinator.Exclusive(),
+			sources: opts.Coordinator.Sources()} // the instance's probe_source, bound in syncCluster
 	}
 	return m
 }
@@ -217,7 +218,8 @@ func (m *Manager) rebuildJobs(now time.Time) {
 				}
 				jobs[jk] = j
 			}
-			if j.prober != c.Prober {
+			// (compiledProber: a job's prober may carry the instance's probe_source, see source.go)
+			if compiledProber(j.prober) != c.Prober {
 				closeProber(c.Prober) // an identical check already runs this probe
 			}
 			j.subs = append(j.subs, b.subs[i])

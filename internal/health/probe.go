@@ -108,6 +108,7 @@ func (c *Compiler) Compile(hc config.HealthCheck, t Target, defaultTimeout time.
 	p := NewParams(hc.Params)
 	p.regexps = c.regexps
 	timeout := p.Duration("timeout", defaultTimeout)
+	source := checkSource(p, hc.Type, t) // probe_source, see source.go
 	prober, err := newProbe(p, t, timeout)
 	if err == nil {
 		err = p.Err()
@@ -133,7 +134,7 @@ func (c *Compiler) Compile(hc config.HealthCheck, t Target, defaultTimeout time.
 	}
 	// Kept as a digest: tens of thousands of checks would otherwise each keep a long key.
 	sum := sha256.Sum256([]byte(key))
-	return &Compiled{Prober: prober, Type: hc.Type, Timeout: timeout, Key: string(sum[:16])}, nil
+	return &Compiled{Prober: withCheckSource(prober, source), Type: hc.Type, Timeout: timeout, Key: string(sum[:16])}, nil
 }
 
 // checkKey is the identity of a check: two backends of different records with the same

@@ -2,7 +2,10 @@ package gslb
 
 import (
 	"net"
+	"net/netip"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/coredns/caddy"
 
@@ -10,9 +13,10 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 )
 
-// parseClusterOption parses the redis_* option at c into o. It reports false for an option
-// that is not one of them. Relative TLS file names are resolved against root; the TLS files are
-// read here, so that a bad one is reported with its Corefile line.
+// parseClusterOption parses the redis_* option (or probe_source, this instance's vantage point)
+// at c into o. It reports false for an option that is not one of them. Relative TLS file names
+// are resolved against root; the TLS files are read here, so that a bad one is reported with
+// its Corefile line.
 func parseClusterOption(c *caddy.Controller, root string, o *config.ClusterOptions) (bool, error) {
 	name := c.Val()
 	var err error
@@ -51,6 +55,23 @@ func parseClusterOption(c *caddy.Controller, root string, o *config.ClusterOptio
 		if o.TLS.ServerName, err = single(c); err == nil {
 			err = checkTLS(c, o.TLS)
 		}
+	case "redis_quorum":
+		err = quorumThreshold(c, &o.Quorum)
+	case "redis_min_voters":
+		err = positive(c, &o.Quorum.MinVoters)
+	case "redis_site":
+		if o.Quorum.Site, err = single(c); err == nil && o.Quorum.Site == "" {
+			err = c.Err("redis_site: the label must not be empty")
+		}
+	case "redis_canary":
+		var addrs []string
+		if addrs, err = hostPorts(c); err == nil {
+			o.Quorum.Canaries = append(o.Quorum.Canaries, addrs...)
+		}
+	case "redis_canary_interval":
+		err = duration(c, &o.Quorum.CanaryInterval, minCanaryInterval)
+	case "probe_source":
+		err = probeSources(c, o)
 	default:
 		return false, nil
 	}
@@ -59,17 +80,76 @@ func parseClusterOption(c *caddy.Controller, root string, o *config.ClusterOptio
 
 // redisAddrs reads "redis_addr HOST:PORT..."; every line adds its addresses.
 func redisAddrs(c *caddy.Controller, o *config.ClusterOptions) error {
+	args, err := hostPorts(c)
+	o.Addrs = append(o.Addrs, args...)
+	return err
+}
+
+// hostPorts reads the HOST:PORT arguments of the option at c, at least one.
+func hostPorts(c *caddy.Controller) ([]string, error) {
+	name := c.Val()
 	args := c.RemainingArgs()
 	if len(args) == 0 {
-		return c.Err("redis_addr: want at least one HOST:PORT")
+		return nil, c.Errf("%s: want at least one HOST:PORT", name)
 	}
 	for _, a := range args {
 		host, port, err := net.SplitHostPort(a)
 		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			return c.Errf("redis_addr: %q is not HOST:PORT", a)
+			return nil, c.Errf("%s: %q is not HOST:PORT", name, a)
 		}
 	}
-	o.Addrs = append(o.Addrs, args...)
+	return args, nil
+}
+
+// minCanaryInterval is the shortest redis_canary_interval.
+const minCanaryInterval = 100 * time.Millisecond
+
+// quorumThreshold reads "redis_quorum majority|N|P%".
+func quorumThreshold(c *caddy.Controller, q *config.QuorumOptions) error {
+	v, err := single(c)
+	if err != nil {
+		return err
+	}
+	if v == "majority" {
+		q.Threshold = config.Threshold{}
+		return nil
+	}
+	if p, ok := strings.CutSuffix(v, "%"); ok {
+		if n, err := strconv.Atoi(p); err == nil && n >= 1 && n <= 100 {
+			q.Threshold = config.Threshold{Percent: n}
+			return nil
+		}
+		return c.Errf("redis_quorum: %q is not a percentage from 1%% to 100%%", v)
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 1 {
+		q.Threshold = config.Threshold{Count: n}
+		return nil
+	}
+	return c.Errf("redis_quorum: %q is not majority, a number of voters or a percentage", v)
+}
+
+// probeSources reads "probe_source ADDRESS [ADDRESS]": IP addresses of this host, at most one
+// per address family.
+func probeSources(c *caddy.Controller, o *config.ClusterOptions) error {
+	args := c.RemainingArgs()
+	if len(args) == 0 || len(args) > 2 {
+		return c.Errf("probe_source: want one address, or one IPv4 and one IPv6 address, got %d arguments", len(args))
+	}
+	var out []netip.Addr
+	for _, a := range args {
+		ip, err := netip.ParseAddr(a)
+		if err != nil || ip.Zone() != "" {
+			return c.Errf("probe_source: %q is not an IP address", a)
+		}
+		ip = ip.Unmap()
+		for _, prev := range out {
+			if prev.Is4() == ip.Is4() {
+				return c.Errf("probe_source: %s and %s are of the same address family", prev, ip)
+			}
+		}
+		out = append(out, ip)
+	}
+	o.ProbeSources = out
 	return nil
 }
 
@@ -92,13 +172,11 @@ func syncMode(c *caddy.Controller, o *config.ClusterOptions) error {
 		return err
 	}
 	switch m := config.SyncMode(v); m {
-	case config.SyncLock, config.SyncNone:
+	case config.SyncLock, config.SyncNone, config.SyncQuorum:
 		o.SyncMode = m
 		return nil
-	case config.SyncQuorum:
-		return c.Err("redis_sync_mode: quorum is reserved for quorum health, which this version does not have; use lock or none")
 	default:
-		return c.Errf("redis_sync_mode: %q is not lock or none", v)
+		return c.Errf("redis_sync_mode: %q is not lock, none or quorum", v)
 	}
 }
 

@@ -1,6 +1,7 @@
 package gslb
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -41,8 +42,28 @@ func TestParseClusterOptions(t *testing.T) {
 		},
 		{name: "enable false", lines: "redis_enable false", want: config.ClusterOptions{}},
 		{name: "lock mode", lines: "redis_enable true\n redis_sync_mode lock", want: config.ClusterOptions{Enable: true, SyncMode: config.SyncLock}},
-		{name: "quorum is reserved", lines: "redis_sync_mode quorum", wantErr: "Testfile:3 - Error during parsing: redis_sync_mode: quorum is reserved"},
-		{name: "unknown sync mode", lines: "redis_sync_mode majority", wantErr: `redis_sync_mode: "majority" is not lock or none`},
+		{
+			name: "quorum mode",
+			lines: "redis_enable\n redis_sync_mode quorum\n redis_quorum 60%\n redis_min_voters 3\n redis_site eu-west\n" +
+				" redis_canary 10.0.0.2:53 [2001:db8::2]:443\n redis_canary dns.example:53\n redis_canary_interval 2s\n probe_source 192.0.2.1 2001:db8::1",
+			want: config.ClusterOptions{Enable: true, SyncMode: config.SyncQuorum, Quorum: config.QuorumOptions{
+				Threshold: config.Threshold{Percent: 60}, MinVoters: 3, Site: "eu-west",
+				Canaries: []string{"10.0.0.2:53", "[2001:db8::2]:443", "dns.example:53"}, CanaryInterval: 2 * time.Second},
+				ProbeSources: []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")}},
+		},
+		{name: "quorum of a number", lines: "redis_quorum 2", want: config.ClusterOptions{Quorum: config.QuorumOptions{Threshold: config.Threshold{Count: 2}}}},
+		{name: "quorum majority", lines: "redis_quorum 2\n redis_quorum majority", want: config.ClusterOptions{}},
+		{name: "probe source mapped", lines: "probe_source ::ffff:127.0.0.2", want: config.ClusterOptions{ProbeSources: []netip.Addr{netip.MustParseAddr("127.0.0.2")}}},
+		{name: "unknown sync mode", lines: "redis_sync_mode majority", wantErr: `redis_sync_mode: "majority" is not lock, none or quorum`},
+		{name: "quorum of zero", lines: "redis_quorum 0", wantErr: `Testfile:3 - Error during parsing: redis_quorum: "0" is not majority, a number of voters or a percentage`},
+		{name: "quorum above 100%", lines: "redis_quorum 101%", wantErr: `redis_quorum: "101%" is not a percentage from 1% to 100%`},
+		{name: "min voters", lines: "redis_min_voters 0", wantErr: `redis_min_voters: "0" is not a positive integer`},
+		{name: "empty site", lines: "redis_site \"\"", wantErr: "redis_site: the label must not be empty"},
+		{name: "canary without port", lines: "redis_canary 10.0.0.2", wantErr: `redis_canary: "10.0.0.2" is not HOST:PORT`},
+		{name: "canary interval", lines: "redis_canary_interval 10ms", wantErr: "redis_canary_interval: 10ms is shorter than 100ms"},
+		{name: "probe source name", lines: "probe_source eth0", wantErr: `probe_source: "eth0" is not an IP address`},
+		{name: "probe sources of one family", lines: "probe_source 192.0.2.1 192.0.2.2", wantErr: "probe_source: 192.0.2.1 and 192.0.2.2 are of the same address family"},
+		{name: "probe sources arity", lines: "probe_source", wantErr: "probe_source: want one address, or one IPv4 and one IPv6 address, got 0 arguments"},
 		{name: "address without port", lines: "redis_addr 10.0.0.1", wantErr: `Testfile:3 - Error during parsing: redis_addr: "10.0.0.1" is not HOST:PORT`},
 		{name: "address with a bad port", lines: "redis_addr redis:http", wantErr: "is not HOST:PORT"},
 		{name: "no address", lines: "redis_addr", wantErr: "want at least one HOST:PORT"},
