@@ -100,6 +100,7 @@ EOC
 	if [ -n "${PROFILE_DIR:-}" ]; then
 		wait "$profiler"
 		curl -s "127.0.0.1:$pprof/debug/pprof/heap" >"$PROFILE_DIR/heap-$type.pprof"
+		curl -s "127.0.0.1:$pprof/debug/pprof/heap?debug=1" | grep '^# ' >"$PROFILE_DIR/memstats-$type.txt"
 	fi
 	hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 	rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
