@@ -33,8 +33,9 @@ func connDeadline(ctx context.Context, timeout time.Duration) (time.Time, time.D
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 		// The scheduler sets the deadline to the timeout just before calling Probe; tolerate
-		// the few microseconds (up to 2%) spent in between.
-		if rest := d.Sub(now); rest < timeout-timeout/50 {
+		// the time spent in between (2% of the timeout, at least 25 ms: a loaded machine, or
+		// the race detector, can take milliseconds), so that the reason names the timeout.
+		if rest := d.Sub(now); rest < timeout-max(timeout/50, 25*time.Millisecond) {
 			budget = max(rest.Round(time.Millisecond), time.Millisecond)
 		}
 	}
