@@ -210,7 +210,7 @@ func TestQuorumIsolatedInstance(t *testing.T) {
 		}
 		for _, v := range bs[0].Votes {
 			if v.Instance == id {
-				return !v.OK && strings.HasPrefix(v.Reason, "[site-3] isolated, not counted: tcp: expect")
+				return !v.OK && v.Isolated && v.Site == "site-3" && strings.HasPrefix(v.Reason, "tcp: expect")
 			}
 		}
 		return false

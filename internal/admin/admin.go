@@ -104,10 +104,15 @@ type Backend struct {
 
 // Vote is one instance's view of a backend in quorum mode.
 type Vote struct {
-	Instance string    `json:"instance"`
-	OK       bool      `json:"ok"`
-	Reason   string    `json:"reason,omitempty"`
-	At       time.Time `json:"at"`
+	Instance string `json:"instance"`
+	// Site is the voter's redis_site label, if any.
+	Site   string    `json:"site,omitempty"`
+	OK     bool      `json:"ok"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+	// Isolated is set when the voter failed most of its canaries: its vote counts in no
+	// verdict.
+	Isolated bool `json:"isolated,omitempty"`
 }
 
 // Transition is one change of a backend's health state.

@@ -61,17 +61,9 @@ func adminBackend(b *catalog.Backend, details map[string]health.Details, votes [
 	return ab
 }
 
-// adminVote returns a quorum vote as the admin API shows it. The API's vote has no fields for
-// the voter's site and isolation: they lead its reason ("[site] isolated, not counted: ...").
+// adminVote returns a quorum vote as the admin API shows it.
 func adminVote(v health.Vote) admin.Vote {
-	reason := v.Reason
-	if v.Isolated {
-		reason = "isolated, not counted: " + reason
-	}
-	if v.Site != "" {
-		reason = "[" + v.Site + "] " + reason
-	}
-	return admin.Vote{Instance: v.Instance, OK: v.OK, Reason: reason, At: v.At}
+	return admin.Vote{Instance: v.Instance, Site: v.Site, OK: v.OK, Reason: v.Reason, At: v.At, Isolated: v.Isolated}
 }
 
 // Transitions implements admin.Provider: the latest status changes of the block's backends.
