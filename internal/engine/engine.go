@@ -106,6 +106,7 @@ func HealthOptions(opts config.Options, log Logger) health.Options {
 		BatchSizeStart:  opts.BatchSizeStart,
 		IdleTimeout:     opts.ResolutionIdleTimeout,
 		IdleMultiplier:  opts.HealthcheckIdleMultiplier,
+		ProbeSources:    opts.Cluster.ProbeSources,
 		Log:             log,
 	}
 }

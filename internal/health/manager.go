@@ -3,6 +3,7 @@ package health
 import (
 	"io"
 	"maps"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,9 @@ type Options struct {
 	// decides who probes each cycle, and results are shared (see coordinator.go). Nil: every
 	// check is probed here on its own jittered schedule.
 	Coordinator Coordinator
+	// ProbeSources are the local addresses (at most one per family) that tcp and http checks
+	// without a probe_source of their own connect from (the Corefile's probe_source).
+	ProbeSources []netip.Addr
 }
 
 // DefaultMaxInFlight bounds concurrent probes (and so memory) when Options sets no limit.
@@ -214,6 +218,7 @@ func (m *Manager) rebuildJobs(now time.Time) {
 					j.subs = j.subs[:0]
 				} else {
 					j = newJob(jk, c, b.spec)
+					j.prober = withInstanceSources(j.prober, j.typ, m.opts.ProbeSources)
 					fresh = append(fresh, j)
 				}
 				jobs[jk] = j

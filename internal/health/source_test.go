@@ -187,3 +187,23 @@ func testWait(t *testing.T, cond func() bool, format string, args ...any) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestInstanceProbeSourceWithoutCluster: the Corefile's probe_source binds the probes of a
+// manager without cluster mode too.
+func TestInstanceProbeSourceWithoutCluster(t *testing.T) {
+	l := listenSources(t)
+	plain, err := compileSourced(t, "tcp", map[string]any{"port": l.port()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(Options{Log: testLog{}, ProbeSources: []netip.Addr{netip.MustParseAddr("127.0.0.4")}})
+	s := Spec{Key: "k", Record: "r.", Backend: "b", Checks: []*Compiled{plain}, Rise: 1, Fall: 1, Interval: time.Hour}
+	m.Sync([]Spec{s}, keys(s))
+	m.Start()
+	defer m.Stop()
+	want := netip.MustParseAddr("127.0.0.4")
+	testWait(t, func() bool { return l.last() == want }, "probe connected from %s, want %s", l.last(), want)
+	if st := m.State("k").Status(); st != Up && st != Unknown {
+		t.Fatalf("backend is %s", st)
+	}
+}
