@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"time"
 )
 
@@ -15,12 +16,12 @@ const httpAsyncLimit = httpBodyLimit + 16<<10
 
 // startAsync runs the probe on the poller instead of a goroutine: plain HTTP to an address,
 // without redirects. TLS, redirects and host names need blocking I/O and decline.
-func (hp *httpProbe) startAsync(p *poller, deadline time.Time, done func(Result)) bool {
+func (hp *httpProbe) startAsync(p *poller, sources []netip.Addr, deadline time.Time, done func(Result)) bool {
 	if hp.tls != nil || hp.follow || !hp.ap.Addr().IsValid() {
 		return false
 	}
 	x := &httpExchange{hp: hp, readReq: httpReadRequest(hp.method)}
-	p.start(hp.ap, hp.takeIdleFD(), hp.req, httpAsyncLimit, deadline, hp.timeout, x, func(res Result, kept int) {
+	p.start(hp.ap, hp.takeIdleFD(), sources, hp.req, httpAsyncLimit, deadline, hp.timeout, x, func(res Result, kept int) {
 		if kept >= 0 {
 			hp.putIdleFD(kept)
 		}

@@ -77,14 +77,14 @@ func newPoller() (*poller, error) {
 
 // start begins an exchange with addr, on reuseFD when it is a kept-alive connection (>= 0).
 // finish is called exactly once, from the poller's goroutine; only after close, from start.
-func (p *poller) start(addr netip.AddrPort, reuseFD int, out []byte, limit int, deadline time.Time, timeout time.Duration, h exchangeHandler, finish func(Result, int)) {
+func (p *poller) start(addr netip.AddrPort, reuseFD int, sources []netip.Addr, out []byte, limit int, deadline time.Time, timeout time.Duration, h exchangeHandler, finish func(Result, int)) {
 	// The timeout a timeout reason names: the check's, or what is left of it for a retry.
 	if rest := time.Until(deadline); rest < timeout-timeout/50 {
 		timeout = max(rest.Round(time.Millisecond), time.Millisecond)
 	}
 	ex := &exchange{fd: reuseFD, deadline: deadline, timeout: timeout, out: out, limit: limit, handler: h, finish: finish, connected: reuseFD >= 0, index: -1}
 	if ex.fd < 0 {
-		fd, err := dialNonBlocking(addr)
+		fd, err := dialNonBlocking(addr, sources)
 		if err != nil {
 			ex.fd, ex.result = -1, Result{Reason: err.Error()}
 			p.endEarly(ex)
@@ -132,8 +132,9 @@ func (p *poller) endEarly(ex *exchange) {
 	p.poke()
 }
 
-// dialNonBlocking opens a non-blocking socket and starts connecting it to addr.
-func dialNonBlocking(addr netip.AddrPort) (int, error) {
+// dialNonBlocking opens a non-blocking socket, binds it to the source of its family among
+// sources (probe_source) if there is one, and starts connecting it to addr.
+func dialNonBlocking(addr netip.AddrPort, sources []netip.Addr) (int, error) {
 	family := syscall.AF_INET6
 	var sa syscall.Sockaddr = &syscall.SockaddrInet6{Port: int(addr.Port()), Addr: addr.Addr().As16()}
 	if addr.Addr().Is4() {
@@ -147,6 +148,12 @@ func dialNonBlocking(addr netip.AddrPort) (int, error) {
 	// Close with a reset, as load balancers' health checkers do: no FIN exchange and no
 	// TIME_WAIT socket left behind for every probe (3,000 a second at 30,000 checks).
 	_ = syscall.SetsockoptLinger(fd, syscall.SOL_SOCKET, syscall.SO_LINGER, &syscall.Linger{Onoff: 1, Linger: 0})
+	if src := sourceSockaddr(sources, family == syscall.AF_INET6); src != nil {
+		if err := syscall.Bind(fd, src); err != nil {
+			syscall.Close(fd)
+			return -1, fmt.Errorf("connect: bind: %w", err)
+		}
+	}
 	if err := syscall.Connect(fd, sa); err != nil && !errors.Is(err, syscall.EINPROGRESS) {
 		syscall.Close(fd)
 		return -1, fmt.Errorf("connect: %w", err)

@@ -20,7 +20,7 @@ type exchangeHandler interface {
 
 func newPoller() (*poller, error) { return nil, errors.New("no epoll on this system") }
 
-func (p *poller) start(netip.AddrPort, int, []byte, int, time.Time, time.Duration, exchangeHandler, func(Result, int)) {
+func (p *poller) start(netip.AddrPort, int, []netip.Addr, []byte, int, time.Time, time.Duration, exchangeHandler, func(Result, int)) {
 	panic("poller: not available on this system")
 }
 

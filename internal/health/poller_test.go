@@ -25,7 +25,7 @@ func probeVia(t testing.TB, via string, pr Prober, d time.Duration) (Result, tim
 	defer p.close()
 	results := make(chan Result, 1)
 	start := time.Now()
-	if !as.startAsync(p, start.Add(d), func(r Result) { results <- r }) {
+	if !as.startAsync(p, nil, start.Add(d), func(r Result) { results <- r }) {
 		return probeWithin(pr, d)
 	}
 	select {
@@ -80,7 +80,7 @@ func TestPollerStopsWithProbesInFlight(t *testing.T) {
 	pr := compileProbe(t, "tcp", map[string]any{"expect": "never"}, silent).(asyncStarter)
 	results := make(chan Result, 3)
 	for range 3 {
-		pr.startAsync(p, time.Now().Add(time.Hour), func(r Result) { results <- r })
+		pr.startAsync(p, nil, time.Now().Add(time.Hour), func(r Result) { results <- r })
 	}
 	p.close()
 	for range 3 {
@@ -89,7 +89,7 @@ func TestPollerStopsWithProbesInFlight(t *testing.T) {
 		}
 	}
 	// After close, a probe is refused at once rather than left hanging.
-	pr.startAsync(p, time.Now().Add(time.Hour), func(r Result) { results <- r })
+	pr.startAsync(p, nil, time.Now().Add(time.Hour), func(r Result) { results <- r })
 	if res := <-results; res.OK {
 		t.Fatalf("after close: %+v", res)
 	}

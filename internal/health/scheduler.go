@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math/rand/v2"
+	"net/netip"
 	"time"
 )
 
@@ -148,7 +149,7 @@ func (m *Manager) start(j *job) {
 // returns false when this probe cannot (a host name to resolve, TLS), and otherwise calls done
 // exactly once, from the poller's goroutine.
 type asyncStarter interface {
-	startAsync(p *poller, deadline time.Time, done func(Result)) bool
+	startAsync(p *poller, sources []netip.Addr, deadline time.Time, done func(Result)) bool
 }
 
 // run probes j on a goroutine, retrying failures within the same timeout.
@@ -173,13 +174,13 @@ func (m *Manager) runAsync(j *job, as asyncStarter) bool {
 	done = func(res Result) {
 		if !res.OK && attempts < j.retries && time.Until(deadline) > 0 && !m.stopping.Load() {
 			attempts++
-			if as.startAsync(m.poller, deadline, done) {
+			if as.startAsync(m.poller, nil, deadline, done) {
 				return
 			}
 		}
 		m.finish(j, res, start)
 	}
-	return as.startAsync(m.poller, deadline, done)
+	return as.startAsync(m.poller, nil, deadline, done)
 }
 
 // finish records a probe's result and frees its in-flight slot. Results that arrive while the

@@ -6,8 +6,8 @@ package health
 // checks bind their source: their dialer (connDialer) binds each socket, before it connects, to
 // the source of its address family that the probe's context carries.
 //
-// A bound probe runs on a goroutine: the poller does not bind its sockets, and sourced does not
-// offer startAsync, so the scheduler never hands it to the poller.
+// A bound probe runs on the poller like any other plain tcp or http probe: sourced's startAsync
+// hands its sources to the poller, which binds each socket before it connects.
 
 import (
 	"context"
@@ -32,6 +32,12 @@ type sourced struct {
 	// instance marks the instance's probe_source, which the manager adds over the prober the
 	// engine compiled (see compiledProber); a check's own probe_source is part of that prober.
 	instance bool
+}
+
+// startAsync runs the wrapped probe on the poller with the sources, when it can run there.
+func (s *sourced) startAsync(p *poller, _ []netip.Addr, deadline time.Time, done func(Result)) bool {
+	as, ok := s.Prober.(asyncStarter)
+	return ok && as.startAsync(p, s.sources, deadline, done)
 }
 
 // Probe runs the wrapped probe with the sources in its context.

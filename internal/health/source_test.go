@@ -138,15 +138,23 @@ func TestInstanceProbeSource(t *testing.T) {
 		s := Spec{Key: "k", Record: "r.", Backend: "b", Checks: []*Compiled{tt.c}, Rise: 1, Fall: 1, Interval: time.Hour}
 		m.Sync([]Spec{s}, keys(s))
 		j := m.cluster.byID[checkOf(t, f).ID]
-		if _, async := j.prober.(asyncStarter); async && tt.c == plain {
-			t.Fatal("a bound probe may run on the poller, which does not bind")
-		}
 		if compiledProber(j.prober) != tt.c.Prober {
 			t.Fatal("the job's prober is not the compiled one")
 		}
 		l.reset()
 		j.prober.Probe(context.Background())
 		testWait(t, func() bool { return l.last() == tt.want }, "probe connected from %s, want %s", l.last(), tt.want)
+		// The same on the poller, which binds its own sockets.
+		if p, err := newPoller(); err == nil {
+			l.reset()
+			done := make(chan Result, 1)
+			if !j.prober.(asyncStarter).startAsync(p, nil, time.Now().Add(time.Second), func(r Result) { done <- r }) {
+				t.Fatal("a bound tcp probe to an address does not run on the poller")
+			}
+			<-done
+			p.close()
+			testWait(t, func() bool { return l.last() == tt.want }, "poller probe connected from %s, want %s", l.last(), tt.want)
+		}
 	}
 	m.Stop()
 }

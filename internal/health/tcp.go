@@ -107,11 +107,11 @@ func (tp *tcpProbe) readExpect(ctx context.Context, conn net.Conn, budget time.D
 
 // startAsync runs the probe on the poller instead of a goroutine; it declines host-name
 // targets, which need a resolver.
-func (tp *tcpProbe) startAsync(p *poller, deadline time.Time, done func(Result)) bool {
+func (tp *tcpProbe) startAsync(p *poller, sources []netip.Addr, deadline time.Time, done func(Result)) bool {
 	if !tp.ap.Addr().IsValid() {
 		return false
 	}
-	p.start(tp.ap, -1, tp.send, tcpExpectLimit, deadline, tp.timeout, tcpExchange{tp}, func(res Result, _ int) { done(res) })
+	p.start(tp.ap, -1, sources, tp.send, tcpExpectLimit, deadline, tp.timeout, tcpExchange{tp}, func(res Result, _ int) { done(res) })
 	return true
 }
 
