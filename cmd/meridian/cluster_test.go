@@ -128,6 +128,43 @@ func appAnswer(t *testing.T, s *testutil.Server) []string {
 }
 
 // allAnswer waits until every server answers want.
+// queryAllAlong asks every server of fleet for name every 10 ms until the returned function is
+// called, which fails the test if any query failed or got no answer.
+func queryAllAlong(t *testing.T, fleet []*testutil.Server, name string) (stop func()) {
+	t.Helper()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	for i, s := range fleet {
+		wg.Go(func() {
+			c := &dns.Client{Timeout: time.Second}
+			m := new(dns.Msg)
+			m.SetQuestion(name, dns.TypeA)
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
+				resp, _, err := c.Exchange(m, s.Addr)
+				if err != nil || resp.Rcode != dns.RcodeSuccess || len(resp.Answer) == 0 {
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("instance %d: %v %v", i, err, resp))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	return func() {
+		close(done)
+		wg.Wait()
+		if len(failures) > 0 {
+			t.Errorf("%d queries failed, first: %s", len(failures), failures[0])
+		}
+	}
+}
+
 func allAnswer(t *testing.T, fleet []*testutil.Server, want string) {
 	t.Helper()
 	for i, s := range fleet {
@@ -180,39 +217,7 @@ func TestClusterKeepsAnsweringWithoutRedis(t *testing.T) {
 	allAnswer(t, fleet, "127.0.0.1")
 
 	// Query both instances all along: not one query may fail.
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var failures []string
-	var mu sync.Mutex
-	for _, s := range fleet {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := &dns.Client{Timeout: time.Second}
-			m := new(dns.Msg)
-			m.SetQuestion("app.example.org.", dns.TypeA)
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(10 * time.Millisecond):
-				}
-				resp, _, err := c.Exchange(m, s.Addr)
-				if err != nil || resp.Rcode != dns.RcodeSuccess || len(resp.Answer) == 0 {
-					mu.Lock()
-					failures = append(failures, fmt.Sprintf("%v %v", err, resp))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	defer func() {
-		close(stop)
-		wg.Wait()
-		if len(failures) > 0 {
-			t.Errorf("%d queries failed, first: %s", len(failures), failures[0])
-		}
-	}()
+	defer queryAllAlong(t, fleet, "app.example.org.")()
 
 	r.Kill()
 	// Each instance probes on its own, and follows the backend.

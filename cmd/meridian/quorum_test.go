@@ -9,13 +9,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/admin/admintest"
@@ -287,37 +284,7 @@ func TestQuorumWithoutRedis(t *testing.T) {
 	allAnswer(t, servers(fleet), "127.0.0.1")
 
 	// Query every instance all along: not one query may fail.
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failures []string
-	for _, v := range fleet {
-		wg.Go(func() {
-			c := &dns.Client{Timeout: time.Second}
-			m := new(dns.Msg)
-			m.SetQuestion("app.example.org.", dns.TypeA)
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(10 * time.Millisecond):
-				}
-				resp, _, err := c.Exchange(m, v.Addr)
-				if err != nil || resp.Rcode != dns.RcodeSuccess || len(resp.Answer) == 0 {
-					mu.Lock()
-					failures = append(failures, fmt.Sprintf("instance %d: %v %v", v.n, err, resp))
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	defer func() {
-		close(stop)
-		wg.Wait()
-		if len(failures) > 0 {
-			t.Errorf("%d queries failed, first: %s", len(failures), failures[0])
-		}
-	}()
+	defer queryAllAlong(t, servers(fleet), "app.example.org.")()
 
 	r.Kill()
 	// Alone, each instance decides from its own results: instance 3 fails over, the others not.
