@@ -47,6 +47,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseZone -fuzztime $(FUZZTIME) ./internal/config/
 	$(GO) test -run '^$$' -fuzz FuzzRespond -fuzztime $(FUZZTIME) ./internal/answer/
 	$(GO) test -run '^$$' -fuzz FuzzServeDNS -fuzztime $(FUZZTIME) ./plugin/gslb/
+	$(GO) test -run '^$$' -fuzz FuzzParseLocationMap -fuzztime $(FUZZTIME) ./internal/geo/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./internal/cluster/
 
 bench: build
 	bench/run.sh

@@ -93,3 +93,31 @@ func TestDecode(t *testing.T) {
 		t.Fatal("decoded a message that is not JSON")
 	}
 }
+
+// FuzzDecode feeds arbitrary messages, as an external agent or a broken peer could publish
+// them, to decode: it must never panic, and what it accepts must encode and decode to itself.
+func FuzzDecode(f *testing.F) {
+	for _, seed := range []string{
+		`{"check":"abc","cycle":7,"ok":true,"reason":"ok","time":1700000000000,"instance":"i1"}`,
+		`{"check":"web|10.0.0.1|80","ok":false,"time":1700000000000,"instance":"agent","status":{"web|10.0.0.1|80":"down"}}`,
+		`{"check":"abc","time":1,"instance":"i","site":"eu","isolated":true}`,
+		`{"check":"abc","time":-5,"instance":"i"}`, `[]`, `{"status":{"a":"sideways"}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	interval := func(check string) (time.Duration, bool) { return 10 * time.Second, len(check)%2 == 0 }
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, vi, err := decode(data, interval)
+		if err != nil {
+			return
+		}
+		again, err := encode(s, s.Instance, vi)
+		if err != nil {
+			t.Fatalf("an accepted message does not encode: %v", err)
+		}
+		s2, vi2, err := decode(again, interval)
+		if err != nil || s2.Check != s.Check || s2.Cycle != s.Cycle || s2.OK != s.OK || s2.Instance != s.Instance || vi2 != vi || len(s2.Status) != len(s.Status) {
+			t.Fatalf("round trip changed the message: %+v %+v -> %+v %+v (%v)", s, vi, s2, vi2, err)
+		}
+	})
+}
