@@ -31,8 +31,20 @@ type Explanation struct {
 	Answer []string
 	// Scope is the EDNS Client Subnet scope of the reply, or -1 when the query had no ECS.
 	Scope int
+	// Backends are the record's backends of the families asked, with their state.
+	Backends []BackendNote
 	// Steps say, in order, what was considered and what decided.
 	Steps []string
+}
+
+// BackendNote is one backend as an explanation shows it.
+type BackendNote struct {
+	Family  string // IPv4 or IPv6
+	Key     string // the backend's key (record|address|port)
+	Address string
+	// State is its health and whether it may be served: "down", "up: a candidate",
+	// "up, disabled by an operator".
+	State string
 }
 
 // String prints the explanation on a few lines.
@@ -41,6 +53,9 @@ func (e Explanation) String() string {
 	fmt.Fprintf(&b, "%s for %s (%s): %s %v", e.Question, e.Client, e.ClientFrom, e.Rcode, e.Answer)
 	if e.Scope >= 0 {
 		fmt.Fprintf(&b, " scope /%d", e.Scope)
+	}
+	for _, n := range e.Backends {
+		fmt.Fprintf(&b, "\n  %s backend %s: %s", n.Family, n.Address, n.State)
 	}
 	for _, s := range e.Steps {
 		b.WriteString("\n  " + s)
@@ -107,6 +122,7 @@ func Describe(snap *catalog.Snapshot, opts Options, q Query, m *dns.Msg, res Res
 		families = []catalog.Family{f}
 	}
 	for _, f := range families {
+		e.Backends = append(e.Backends, backendNotes(rec, f)...)
 		e.Steps = append(e.Steps, explainFamily(&b, f)...)
 	}
 	return e
@@ -124,18 +140,12 @@ func findECS(m *dns.Msg) *dns.EDNS0_SUBNET {
 	return nil
 }
 
-// explainFamily describes the backends of one family of b's record and how the mode chose.
+// explainFamily says how the mode of b's record chose among its backends of family f.
 func explainFamily(b *builder, f catalog.Family) []string {
 	rec := b.rec
-	family := map[catalog.Family]string{catalog.IPv4: "IPv4", catalog.IPv6: "IPv6"}[f]
+	family := familyName(f)
 	v := rec.View()
 	var steps []string
-	for _, be := range rec.Backends {
-		if be.Config.IP.IsValid() && be.Config.IP.Is4() != (f == catalog.IPv4) {
-			continue
-		}
-		steps = append(steps, fmt.Sprintf("%s backend %s: %s", family, be.Config.Address, backendState(be)))
-	}
 	if !v.Configured[f] {
 		return append(steps, fmt.Sprintf("%s: the record has no backend of this family", family))
 	}
@@ -178,6 +188,25 @@ func modeRule(mode config.Mode, client netip.Addr, n int) string {
 		return fmt.Sprintf("ip-hash (FNV-1a of %s mod %d = %d, in address order)", client, n, policy.HashAddr(client)%uint32(max(n, 1)))
 	}
 	return "failover (every backend of the best priority)"
+}
+
+func familyName(f catalog.Family) string {
+	if f == catalog.IPv4 {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// backendNotes describes the backends of rec that serve family f.
+func backendNotes(rec *catalog.Record, f catalog.Family) []BackendNote {
+	var notes []BackendNote
+	for _, be := range rec.Backends {
+		if be.Config.IP.IsValid() && be.Config.IP.Is4() != (f == catalog.IPv4) {
+			continue
+		}
+		notes = append(notes, BackendNote{Family: familyName(f), Key: be.Key, Address: be.Config.Address, State: backendState(be)})
+	}
+	return notes
 }
 
 // backendState describes a backend's health and whether it may be served.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -101,6 +102,14 @@ func (e *Engine) Explain(_ context.Context, q admin.Query) (admin.Explanation, e
 	out.Steps = append(out.Steps, admin.Step{Stage: "client", Text: fmt.Sprintf("%s (%s)", ex.Client, ex.ClientFrom)})
 	if ex.Mode != "" {
 		out.Steps = append(out.Steps, admin.Step{Stage: "record", Text: fmt.Sprintf("%s, mode %s, fallback %s", ex.Record, ex.Mode, ex.Fallback)})
+	}
+	details := e.health.Details()
+	for _, n := range ex.Backends {
+		text := n.State
+		if d, ok := details[n.Key]; ok && !d.LastCheck.IsZero() {
+			text += fmt.Sprintf(" (last check %s: %s)", d.LastCheck.UTC().Format(time.RFC3339), d.Reason)
+		}
+		out.Steps = append(out.Steps, admin.Step{Stage: n.Family + " backend " + n.Address, Text: text, Backends: []string{n.Key}})
 	}
 	for _, s := range ex.Steps {
 		stage, text, found := strings.Cut(s, ": ")
