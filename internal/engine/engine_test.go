@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +15,7 @@ import (
 
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
@@ -232,4 +235,40 @@ records:
 		t.Fatal(err)
 	}
 	waitFor([]string{"127.0.0.1"})
+}
+
+func TestExplainGivesEachBackendsLastResult(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := closed.Addr().(*net.TCPAddr).Port
+	closed.Close() // nothing listens: the check is refused
+	e, _ := newTestEngine(t, fmt.Sprintf(`
+records:
+  www.example.org.:
+    scrape_interval: 1s
+    backends:
+      - {address: 127.0.0.1, healthchecks: [{type: tcp, params: {port: %d}}]}
+`, port))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		return backendState(t, e, "www.example.org.", "127.0.0.1").Status() == health.Down
+	}, "the backend did not go down")
+	ex, err := e.Explain(context.Background(), admin.Query{Name: "www.example.org.", Type: "A", Client: netip.MustParseAddr("192.0.2.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ex.Steps {
+		if s.Stage == "IPv4 backend 127.0.0.1" {
+			if !strings.Contains(s.Text, "down") || !strings.Contains(s.Text, "connection refused") || len(s.Backends) != 1 || s.Backends[0] != "www.example.org.|127.0.0.1|0" {
+				t.Fatalf("backend step %+v, want its state, last result and key", s)
+			}
+			return
+		}
+	}
+	t.Fatalf("no step for the backend: %+v", ex.Steps)
 }
