@@ -82,18 +82,18 @@ func selectFamily(rec *catalog.Record, c client, f catalog.Family, dst []*catalo
 	}
 }
 
-// who returns the client of the query for the record's mode, looking it up in the GeoIP sources
-// the first time a geo mode needs it.
-func (r *builder) who() client {
+// pick runs selectFamily for the query's client. A geo mode first looks the client up in the
+// GeoIP sources, into a Location on this function's stack: queries of the other modes neither
+// zero nor carry it.
+func (r *builder) pick(f catalog.Family, dst []*catalog.Backend) selection {
 	c := client{addr: r.client}
-	if policy.IsGeo(r.rec.Config.Mode) {
-		if !r.located {
-			r.geo.Lookup(r.client, &r.loc)
-			r.located = true
-		}
-		c.geo, c.loc = r.geo, &r.loc
+	if !policy.IsGeo(r.rec.Config.Mode) {
+		return selectFamily(r.rec, c, f, dst)
 	}
-	return c
+	var loc geo.Location
+	r.geo.Lookup(r.client, &loc)
+	c.geo, c.loc = r.geo, &loc
+	return selectFamily(r.rec, c, f, dst)
 }
 
 // rrs returns the answer records of a selection. A host-name backend chosen first answers alone,
@@ -121,7 +121,7 @@ func (r *builder) address(qtype uint16) {
 		f = catalog.IPv4 // CNAME: a host-name backend or a fallback CNAME answers it
 	}
 	var buf [maxInlinePicks]*catalog.Backend
-	sel := selectFamily(r.rec, r.who(), f, buf[:0])
+	sel := r.pick(f, buf[:0])
 	r.scope = max(r.scope, sel.scope)
 	if sel.closed {
 		r.failClosed(sel.rcode)

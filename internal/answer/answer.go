@@ -86,11 +86,8 @@ type builder struct {
 	ecs *dns.EDNS0_SUBNET
 	// scope is the EDNS Client Subnet scope of the answer (see selection.scope).
 	scope int
-	// geo are the GeoIP sources of the query; loc is the client looked up in them, once
-	// located is set.
-	geo     *geo.Sources
-	loc     geo.Location
-	located bool
+	// geo are the GeoIP sources of the query.
+	geo *geo.Sources
 
 	msg *dns.Msg
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/policy"
 )
@@ -155,21 +156,22 @@ func explainFamily(b *builder, f catalog.Family) []string {
 		}
 		return steps
 	}
-	c := b.who()
 	if t := v.Geo[f]; t != nil {
-		ex := t.Explain(c.geo, c.loc)
+		var loc geo.Location
+		b.geo.Lookup(b.client, &loc)
+		ex := t.Explain(b.geo, &loc)
 		for _, line := range strings.Split(ex.String(), "\n") {
 			steps = append(steps, fmt.Sprintf("%s %s", family, strings.TrimSpace(line)))
 		}
 		steps = append(steps, fmt.Sprintf("%s: candidate indexes are the record's %s backends in file order: %s", family, family, backendList(v.GeoBackends[f])))
 		return steps
 	}
-	rule := fmt.Sprintf("%s: %s over %s", family, modeRule(rec.Config.Mode, c.addr, len(v.Healthy[f])), backendList(v.Healthy[f]))
+	rule := fmt.Sprintf("%s: %s over %s", family, modeRule(rec.Config.Mode, b.client, len(v.Healthy[f])), backendList(v.Healthy[f]))
 	if rec.Config.Mode == config.ModeRoundRobin {
 		return append(steps, rule) // picking would move the rotation that queries share
 	}
 	var chosen []*catalog.Backend
-	for _, i := range v.Sets[f].Pick(c.addr, nil) {
+	for _, i := range v.Sets[f].Pick(b.client, nil) {
 		chosen = append(chosen, v.Healthy[f][i])
 	}
 	return append(steps, rule+" chose "+backendList(chosen))

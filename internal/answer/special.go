@@ -15,7 +15,7 @@ func (r *builder) chosen() []*catalog.Backend {
 	var picked []*catalog.Backend
 	seen := make(map[*catalog.Backend]bool)
 	for f := catalog.IPv4; f <= catalog.IPv6; f++ {
-		sel := selectFamily(r.rec, r.who(), f, nil)
+		sel := r.pick(f, nil)
 		r.scope = max(r.scope, sel.scope)
 		for _, be := range sel.backends {
 			if !seen[be] {
