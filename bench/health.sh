@@ -40,8 +40,9 @@ mapfile -t ports <"$work/ports"
 
 clk=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+sys_ticks() { awk '{print $15}' "/proc/$1/stat"; }
 
-echo "| type | checks | interval | timeout | CPU (one core) | peak RSS | RSS at end | probes completed | cycles skipped | threads |"
+echo "| type | checks | interval | timeout | CPU (one core; of it system) | peak RSS | RSS at end | probes completed | cycles skipped | threads |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for type in $TYPES; do
 	# One record per 3 backends, each backend with one distinct check (a distinct uri or
@@ -93,8 +94,10 @@ EOC
 	fi
 	probes0=$(curl -s "127.0.0.1:$metrics/metrics" | awk '/^coredns_gslb_healthcheck_total\{/ {s += $2} END {print s + 0}')
 	t0=$(cpu_ticks "$pid")
+	s0=$(sys_ticks "$pid")
 	sleep "$MEASURE"
 	t1=$(cpu_ticks "$pid")
+	s1=$(sys_ticks "$pid")
 	probes1=$(curl -s "127.0.0.1:$metrics/metrics" | awk '/^coredns_gslb_healthcheck_total\{/ {s += $2} END {print s + 0}')
 	skipped=$(curl -s "127.0.0.1:$metrics/metrics" | awk '/^coredns_gslb_healthcheck_skipped_total\{/ {s += $2} END {print s + 0}')
 	if [ -n "${PROFILE_DIR:-}" ]; then
@@ -106,10 +109,11 @@ EOC
 	rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
 	threads=$(awk '/Threads/ {print $2}' "/proc/$pid/status")
 	cpu=$(awk -v a="$t0" -v b="$t1" -v c="$clk" -v m="$MEASURE" 'BEGIN {printf "%.1f", 100 * (b - a) / c / m}')
+	sys=$(awk -v a="$s0" -v b="$s1" -v c="$clk" -v m="$MEASURE" 'BEGIN {printf "%.1f", 100 * (b - a) / c / m}')
 	rate=$(awk -v a="$probes0" -v b="$probes1" -v m="$MEASURE" 'BEGIN {printf "%.0f", (b - a) / m}')
 	expected=$(awk -v n="$CHECKS" -v i="${INTERVAL%s}" 'BEGIN {printf "%.0f", n / i}')
 	kill "$pid"
 	wait "$pid" 2>/dev/null || true
-	printf '| %s | %d | %s | %s | %s%% | %d MB | %d MB | %s/s (expected %s/s) | %s | %s |\n' \
-		"$type" "$CHECKS" "$INTERVAL" "$TIMEOUT" "$cpu" $((hwm / 1024)) $((rss / 1024)) "$rate" "$expected" "$skipped" "$threads"
+	printf '| %s | %d | %s | %s | %s%% (%s%%) | %d MB | %d MB | %s/s (expected %s/s) | %s | %s |\n' \
+		"$type" "$CHECKS" "$INTERVAL" "$TIMEOUT" "$cpu" "$sys" $((hwm / 1024)) $((rss / 1024)) "$rate" "$expected" "$skipped" "$threads"
 done
