@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"fmt"
-
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/policy"
@@ -13,11 +11,9 @@ func openGeo(opts config.GeoIPOptions) (*geo.Store, error) {
 	if opts == (config.GeoIPOptions{}) {
 		return nil, nil
 	}
-	st, err := geo.NewStore(opts)
-	if err != nil {
-		return nil, fmt.Errorf("geoip: %w", err)
-	}
-	return st, nil
+	// The errors name their option (geoip_maxmind ..., geoip_custom) or the map's file and
+	// line already, and stay a list that `meridian check` prints one per line.
+	return geo.NewStore(opts)
 }
 
 // Geo returns the current GeoIP sources, or nil when none are configured. It never blocks.

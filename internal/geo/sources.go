@@ -29,34 +29,36 @@ var (
 )
 
 // Open opens the databases and loads the location map named in opts; empty paths are sources
-// not used. The databases are memory-mapped. An error names the option and the file; nothing
-// stays open then.
-func Open(opts config.GeoIPOptions) (_ *Sources, err error) {
+// not used. The databases are memory-mapped. On error, every source that failed is reported,
+// each with its option and file, and nothing stays open.
+func Open(opts config.GeoIPOptions) (*Sources, error) {
 	s := &Sources{opts: opts}
-	defer func() {
+	var errs []error
+	note := func(err error) {
 		if err != nil {
-			s.Close()
+			errs = append(errs, err)
 		}
-	}()
+	}
+	var err error
 	if opts.CityDB != "" {
-		if s.city, err = openDB("city_db", opts.CityDB, cityKinds, decodeCity); err != nil {
-			return nil, err
-		}
+		s.city, err = openDB("city_db", opts.CityDB, cityKinds, decodeCity)
+		note(err)
 	}
 	if opts.CountryDB != "" {
-		if s.country, err = openDB("country_db", opts.CountryDB, countryKinds, decodeCountry); err != nil {
-			return nil, err
-		}
+		s.country, err = openDB("country_db", opts.CountryDB, countryKinds, decodeCountry)
+		note(err)
 	}
 	if opts.ASNDB != "" {
-		if s.asn, err = openDB("asn_db", opts.ASNDB, asnKinds, decodeASN); err != nil {
-			return nil, err
-		}
+		s.asn, err = openDB("asn_db", opts.ASNDB, asnKinds, decodeASN)
+		note(err)
 	}
 	if opts.CustomMap != "" {
-		if s.locmap, err = LoadLocationMap(opts.CustomMap); err != nil {
-			return nil, err
-		}
+		s.locmap, err = LoadLocationMap(opts.CustomMap)
+		note(err)
+	}
+	if len(errs) > 0 {
+		s.Close()
+		return nil, errors.Join(errs...) // every source's errors, not only the first one's
 	}
 	return s, nil
 }

@@ -140,6 +140,8 @@ func TestOpenErrors(t *testing.T) {
 		{"city database as asn_db", config.GeoIPOptions{CityDB: city, ASNDB: city}, []string{"geoip_maxmind asn_db " + city, `"GeoIP2-City" is not one of ASN, ISP`}},
 		{"missing map", config.GeoIPOptions{CityDB: city, CustomMap: missing}, []string{"geoip_custom: open " + missing}},
 		{"bad map", config.GeoIPOptions{CustomMap: badMap}, []string{badMap + ":2:13: subnets[0].subnet: 10.0.0.1/24 has host bits set: the subnet is 10.0.0.0/24"}},
+		{"every broken source is reported", config.GeoIPOptions{CityDB: missing, CountryDB: garbage, CustomMap: badMap}, []string{
+			"geoip_maxmind city_db " + missing, "geoip_maxmind country_db " + garbage, badMap + ":2:13:"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
