@@ -135,7 +135,14 @@ func bigBackends() string {
 
 func testSnapshot(t testing.TB) (*catalog.Snapshot, states) {
 	t.Helper()
-	z, err := config.ParseZone("example.org.yml", []byte(zoneYAML), "example.org", nil, 1)
+	return snapshotOf(t, "example.org.yml", zoneYAML)
+}
+
+// snapshotOf compiles yaml, the zone example.org. read from file, with health words the test
+// can set.
+func snapshotOf(t testing.TB, file, yaml string) (*catalog.Snapshot, states) {
+	t.Helper()
+	z, err := config.ParseZone(file, []byte(yaml), "example.org", nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,16 +49,7 @@ func geoSources(t testing.TB) *geo.Sources {
 
 func geoSnapshot(t testing.TB) (*catalog.Snapshot, states) {
 	t.Helper()
-	z, err := config.ParseZone("geo.yml", []byte(geoZone), "example.org", nil, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := states{}
-	snap, err := catalog.Build([]*config.Zone{z}, hs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snap, hs
+	return snapshotOf(t, "geo.yml", geoZone)
 }
 
 func TestGeoAnswersAndScopes(t *testing.T) {
