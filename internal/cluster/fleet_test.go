@@ -59,38 +59,11 @@ func (p prober) Probe(context.Context) health.Result {
 	return health.Fail("down")
 }
 
-// logBuffer keeps an instance's log lines.
-type logBuffer struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logBuffer) Infof(f string, a ...any)    { l.add("INFO " + fmt.Sprintf(f, a...)) }
-func (l *logBuffer) Warningf(f string, a ...any) { l.add("WARNING " + fmt.Sprintf(f, a...)) }
-func (l *logBuffer) add(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, s)
-}
-
-// count returns how many lines contain s.
-func (l *logBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.lines {
-		if strings.Contains(line, s) {
-			n++
-		}
-	}
-	return n
-}
-
 // instance is one member of a test fleet.
 type instance struct {
 	m    *health.Manager
 	c    *Client
-	log  *logBuffer
+	log  *testutil.Log
 	once sync.Once
 }
 
@@ -114,7 +87,7 @@ func fleet(t *testing.T, o config.ClusterOptions, b *fakeBackend, n int) []*inst
 func startInstance(t *testing.T, o config.ClusterOptions, specs ...health.Spec) *instance {
 	t.Helper()
 	o.Enable = true
-	log := &logBuffer{}
+	log := &testutil.Log{}
 	c, err := New(o, log)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +195,7 @@ func TestNewInstanceStartsFromTheFleetsState(t *testing.T) {
 	}
 	b.up.Store(true) // a probe of its own would now say up
 
-	log := &logBuffer{}
+	log := &testutil.Log{}
 	c, err := New(config.ClusterOptions{Enable: true, Addrs: []string{r.Addr}}, log)
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +208,7 @@ func TestNewInstanceStartsFromTheFleetsState(t *testing.T) {
 	if st := m.State(backendKey).Status(); st != health.Down {
 		t.Fatalf("a new instance sees the backend %s before its first probe, want down as the fleet", st)
 	}
-	if n := log.count("probed by " + first.c.ID()); n != 1 {
+	if n := log.Count("probed by " + first.c.ID()); n != 1 {
 		t.Fatalf("%d log lines name the instance that probed, want 1", n)
 	}
 }
@@ -258,7 +231,7 @@ func TestRedisLostAndBack(t *testing.T) {
 	b.up.Store(false)
 	agree(t, f, health.Down)
 	for i, in := range f {
-		if n := in.log.count("lost Redis"); n != 1 {
+		if n := in.log.Count("lost Redis"); n != 1 {
 			t.Fatalf("instance %d logged the lost connection %d times, want once", i, n)
 		}
 	}

@@ -195,7 +195,7 @@ func TestQuorumIsolatedInstance(t *testing.T) {
 		}
 		return []string{canary.Addr().String()}
 	})
-	if !f[2].c.isolated.Load() || f[2].log.count("this instance is isolated") != 1 {
+	if !f[2].c.isolated.Load() || f[2].log.Count("this instance is isolated") != 1 {
 		t.Fatal("the instance whose canaries fail is not isolated")
 	}
 	agree(t, f, health.Up)
@@ -219,15 +219,15 @@ func TestQuorumWithoutRedis(t *testing.T) {
 	stays(t, f, health.Up)
 	var before [2]int
 	for i, in := range f {
-		before[i] = in.log.count("decided from this instance's own results") // the first instance was alone for a moment
+		before[i] = in.log.Count("decided from this instance's own results") // the first instance was alone for a moment
 	}
 	r.Kill()
 	// Alone, each instance decides from its own results.
 	testutil.Eventually(t, 5*time.Second, func() bool { return f[1].status(backendKey) == health.Down }, "instance 1 does not follow its own result")
 	stays(t, f[:1], health.Up)
 	for i, in := range f {
-		if n := in.log.count("decided from this instance's own results"); n != before[i]+1 {
-			t.Fatalf("instance %d logged its fallback %d times, want once:\n%s", i, n-before[i], strings.Join(in.log.lines, "\n"))
+		if n := in.log.Count("decided from this instance's own results"); n != before[i]+1 {
+			t.Fatalf("instance %d logged its fallback %d times, want once:\n%s", i, n-before[i], in.log.String())
 		}
 	}
 	r.Restart(t)
@@ -235,7 +235,7 @@ func TestQuorumWithoutRedis(t *testing.T) {
 	// The voters come back one by one after the restart (each reconnects on its own backoff):
 	// a series may end, and start and end again, before all have, so the end is logged at
 	// least once.
-	testutil.Eventually(t, 10*time.Second, func() bool { return f[1].log.count("enough voters again") >= 1 }, "instance 1 did not log the voters' return")
+	testutil.Eventually(t, 10*time.Second, func() bool { return f[1].log.Count("enough voters again") >= 1 }, "instance 1 did not log the voters' return")
 }
 
 func indexOf(votes []health.Vote, instance string) int {
@@ -259,7 +259,7 @@ func TestQuorumNewInstanceStartsFromTheVotes(t *testing.T) {
 	// fleet's votes say.
 	mine := &vantage{}
 	mine.set(true)
-	log := &logBuffer{}
+	log := &testutil.Log{}
 	o := redisOptions(r, config.SyncQuorum)
 	o.Enable = true
 	c, err := New(o, log)
@@ -274,9 +274,9 @@ func TestQuorumNewInstanceStartsFromTheVotes(t *testing.T) {
 	spec.Checks[0].Prober = vantageProber{mine, 0}
 	m.Sync([]health.Spec{spec}, map[string]bool{backendKey: true})
 	if st := m.State(backendKey).Status(); st != health.Down {
-		t.Fatalf("a new instance sees the backend %s before its first probe, want down as the fleet\n%s", st, strings.Join(log.lines, "\n"))
+		t.Fatalf("a new instance sees the backend %s before its first probe, want down as the fleet\n%s", st, log.String())
 	}
-	if log.count("probed by ") != 1 {
-		t.Fatalf("the new instance did not start from a voter's status:\n%s", strings.Join(log.lines, "\n"))
+	if log.Count("probed by ") != 1 {
+		t.Fatalf("the new instance did not start from a voter's status:\n%s", log.String())
 	}
 }

@@ -152,7 +152,7 @@ func TestMutualTLS(t *testing.T) {
 		TLS: config.ClusterTLS{CA: ca, Cert: cert, Key: key, ServerName: "redis.internal"}}
 	in := fleet(t, o, b, 1)[0]
 	if !in.c.up.Load() {
-		t.Fatalf("not connected over TLS: %v", in.log.lines)
+		t.Fatalf("not connected over TLS: %v", in.log.String())
 	}
 	rc := r.Client(t)
 	testutil.Eventually(t, time.Second, func() bool {

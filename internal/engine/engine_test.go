@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,29 +21,6 @@ import (
 	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
-// quietLog records what the engine logs, from any goroutine.
-type quietLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *quietLog) add(f string, a ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(f, a...))
-}
-
-// text returns everything logged so far.
-func (l *quietLog) text() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
-
-func (l *quietLog) Infof(f string, a ...any)    { l.add(f, a...) }
-func (l *quietLog) Warningf(f string, a ...any) { l.add(f, a...) }
-func (l *quietLog) Errorf(f string, a ...any)   { l.add(f, a...) }
-
 func newTestEngine(t *testing.T, yaml string) (*Engine, string) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "zone.yml")
@@ -53,7 +29,7 @@ func newTestEngine(t *testing.T, yaml string) (*Engine, string) {
 	}
 	opts := config.DefaultOptions()
 	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: file}}
-	e, err := New(opts, &quietLog{})
+	e, err := New(opts, &testutil.Log{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +134,7 @@ func BenchmarkLoad10kRecords(b *testing.B) {
 	opts := config.DefaultOptions()
 	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: file}}
 	for b.Loop() {
-		if _, err := New(opts, &quietLog{}); err != nil {
+		if _, err := New(opts, &testutil.Log{}); err != nil {
 			b.Fatal(err)
 		}
 	}

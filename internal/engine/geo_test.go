@@ -31,7 +31,7 @@ func TestGeoSourcesFollowTheirFiles(t *testing.T) {
 	opts := config.DefaultOptions()
 	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: zone}}
 	opts.GeoIP.CountryDB = country
-	log := &quietLog{}
+	log := &testutil.Log{}
 	e, err := New(opts, log)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestGeoSourcesFollowTheirFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	install(broken)
-	testutil.Eventually(t, 5*time.Second, func() bool { return strings.Contains(log.text(), "geoip reload failed") }, "the broken database was not reported:\n%s", log.text())
+	testutil.Eventually(t, 5*time.Second, func() bool { return strings.Contains(log.String(), "geoip reload failed") }, "the broken database was not reported:\n%s", log.String())
 	if got := countryOf(); got != "FR" {
 		t.Fatalf("client in %q after a broken update, want the previous data (FR)", got)
 	}

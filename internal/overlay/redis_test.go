@@ -16,55 +16,19 @@ import (
 	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
-// testLog is a Logger that keeps its lines.
-type testLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *testLog) Infof(format string, args ...any) { l.add("INFO " + fmt.Sprintf(format, args...)) }
-func (l *testLog) Warningf(format string, args ...any) {
-	l.add("WARNING " + fmt.Sprintf(format, args...))
-}
-
-func (l *testLog) add(line string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, line)
-}
-
-// count returns how many lines contain s.
-func (l *testLog) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.lines {
-		if strings.Contains(line, s) {
-			n++
-		}
-	}
-	return n
-}
-
-func (l *testLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
-
 // newRedisStore opens a store of the overrides in r under the prefix "gslb:", polling every
 // poll, with clock.
-func newRedisStore(t *testing.T, r *testutil.Redis, poll time.Duration, clock Clock) (*Redis, *testLog) {
+func newRedisStore(t *testing.T, r *testutil.Redis, poll time.Duration, clock Clock) (*Redis, *testutil.Log) {
 	rdb := redis.NewClient(&redis.Options{
 		Addr: r.Addr, Protocol: 2, MaxRetries: -1, DialerRetries: 1,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true,
 	})
-	log := &testLog{}
+	log := &testutil.Log{}
 	return OpenRedis(rdb, RedisOptions{Prefix: "gslb:", Name: t.Name(), Poll: poll, Clock: clock, Log: log}), log
 }
 
 // openRedis is newRedisStore, with the store closed when the test ends.
-func openRedis(t *testing.T, r *testutil.Redis, poll time.Duration, clock Clock) (*Redis, *testLog) {
+func openRedis(t *testing.T, r *testutil.Redis, poll time.Duration, clock Clock) (*Redis, *testutil.Log) {
 	t.Helper()
 	s, log := newRedisStore(t, r, poll, clock)
 	t.Cleanup(func() {
@@ -178,7 +142,7 @@ func TestRedisApplyIsAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1})
-	log := &testLog{}
+	log := &testutil.Log{}
 	other := OpenRedis(rdb, RedisOptions{Prefix: "other:", Poll: time.Hour, Clock: clock, Log: log})
 	defer other.Close()
 	err := other.Apply(ctx, []Change{{Key: "a|192.0.2.1|0", Action: Clear}, good})
@@ -188,7 +152,7 @@ func TestRedisApplyIsAllOrNothing(t *testing.T) {
 	if v, _ := c.Get(ctx, "other:overrides").Result(); v != "not a hash" || len(other.List()) != 0 {
 		t.Fatalf("after the refused change: key %q, overrides %v", v, other.List())
 	}
-	if n := log.count("WARNING overrides: Redis failed"); n != 1 {
+	if n := log.Count("WARNING overrides: Redis failed"); n != 1 {
 		t.Fatalf("%d warnings for two failures, want 1:\n%s", n, log)
 	}
 }
@@ -229,12 +193,12 @@ func TestRedisStoresSeeEachOther(t *testing.T) {
 	}
 	waitFor(t, a, "k|192.0.2.3|0", true, 2*time.Second)
 	waitFor(t, b, "k|192.0.2.3|0", true, 2*time.Second)
-	if _, ok := b.Get("junk"); ok || blog.count(`ignoring field "junk"`) != 1 {
+	if _, ok := b.Get("junk"); ok || blog.Count(`ignoring field "junk"`) != 1 {
 		t.Fatalf("an invalid field: served %v, log:\n%s", ok, blog)
 	}
 	mustApply(t, a, Change{Key: "k|192.0.2.4|0", Action: Disable}) // everyone reads the hash again
 	waitFor(t, b, "k|192.0.2.4|0", true, 2*time.Second)
-	if n := blog.count(`ignoring field "junk"`); n != 1 || len(hash(t, c)) != 4 {
+	if n := blog.Count(`ignoring field "junk"`); n != 1 || len(hash(t, c)) != 4 {
 		t.Fatalf("the invalid field was reported %d times, or removed:\n%s", n, blog)
 	}
 
@@ -359,8 +323,8 @@ func TestRedisRestart(t *testing.T) {
 	if notified.Load() != 0 {
 		t.Fatal("a failed change told the subscribers")
 	}
-	for name, log := range map[string]*testLog{"a": alog, "b": blog} {
-		if n := log.count("WARNING overrides: Redis failed"); n != 1 {
+	for name, log := range map[string]*testutil.Log{"a": alog, "b": blog} {
+		if n := log.Count("WARNING overrides: Redis failed"); n != 1 {
 			t.Fatalf("%s logged %d failures, want 1:\n%s", name, n, log)
 		}
 	}
@@ -375,7 +339,7 @@ func TestRedisRestart(t *testing.T) {
 	if _, ok := b.Get("k|192.0.2.1|0"); !ok {
 		t.Fatal("the override kept by Redis through its restart is gone")
 	}
-	testutil.Eventually(t, 2*time.Second, func() bool { return blog.count("INFO overrides: Redis answers again") == 1 },
+	testutil.Eventually(t, 2*time.Second, func() bool { return blog.Count("INFO overrides: Redis answers again") == 1 },
 		"b did not log the recovery:\n%s", blog)
 }
 
@@ -415,7 +379,7 @@ func TestRedisOnARedisCluster(t *testing.T) {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: []string{nodes[0].Addr, nodes[1].Addr, nodes[2].Addr}, Protocol: 2, MaxRetries: -1, ContextTimeoutEnabled: true,
 		})
-		s := OpenRedis(rdb, RedisOptions{Prefix: "gslb:", Poll: time.Hour, Log: &testLog{}})
+		s := OpenRedis(rdb, RedisOptions{Prefix: "gslb:", Poll: time.Hour, Log: &testutil.Log{}})
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
