@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -286,7 +287,13 @@ func TestClusterLockHolderKilled(t *testing.T) {
 	}
 	// A probe is in flight: kill the instance that holds its cycle's lock.
 	<-requests
-	cycle, holder := newestLock(t, rc, check)
+	var cycle int64
+	var holder string
+	testutil.Eventually(t, interval, func() bool {
+		var ok bool
+		cycle, holder, ok = newestLock(t, rc, check)
+		return ok
+	}, "no lock of the primary's check while it is probed")
 	victim := byID[holder]
 	if victim == nil {
 		t.Fatalf("the lock of cycle %d is held by %q, no instance of the fleet", cycle, holder)
@@ -295,11 +302,12 @@ func TestClusterLockHolderKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The next cycle is probed by a survivor.
+	var next int64
 	testutil.Eventually(t, 3*interval, func() bool {
-		next, by := newestLock(t, rc, check)
-		return next > cycle && by != holder && byID[by] != nil
+		n, by, ok := newestLock(t, rc, check)
+		next = n
+		return ok && n > cycle && by != holder && byID[by] != nil
 	}, "no survivor took the lock of cycle %d", cycle+1)
-	next, _ := newestLock(t, rc, check)
 	start := time.Unix(0, next*int64(interval))
 	testutil.Eventually(t, interval, func() bool {
 		return len(requests) > 0 && (<-requests).After(start)
@@ -336,25 +344,31 @@ func primaryCheck(t *testing.T, rc *redis.Client) string {
 	return id
 }
 
-// newestLock returns the newest cycle of check with a lock, and who holds it.
-func newestLock(t *testing.T, rc *redis.Client, check string) (int64, string) {
+// newestLock returns the newest cycle of check with a lock, and who holds it; ok is false when
+// no lock is there now (between two cycles, or one that expired since it was listed).
+func newestLock(t *testing.T, rc *redis.Client, check string) (cycle int64, holder string, ok bool) {
 	t.Helper()
 	ctx := context.Background()
 	keys, err := rc.Keys(ctx, "gslb:lock:"+check+":*").Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("no lock of the primary's check (%v)", err)
+	if err != nil {
+		t.Fatalf("list the locks of the primary's check: %v", err)
 	}
-	var newest int64
 	for _, k := range keys {
 		var n int64
 		fmt.Sscan(k[strings.LastIndexByte(k, ':')+1:], &n)
-		newest = max(newest, n)
+		cycle = max(cycle, n)
 	}
-	holder, err := rc.Get(ctx, fmt.Sprintf("gslb:lock:%s:%d", check, newest)).Result()
+	if cycle == 0 {
+		return 0, "", false // between two cycles' locks
+	}
+	holder, err = rc.Get(ctx, fmt.Sprintf("gslb:lock:%s:%d", check, cycle)).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, "", false // it expired since it was listed
+	}
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("read the lock of cycle %d: %v", cycle, err)
 	}
-	return newest, holder
+	return cycle, holder, true
 }
 
 func TestClusterNewInstanceAnswersTheFleetsView(t *testing.T) {
