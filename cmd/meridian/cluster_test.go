@@ -45,25 +45,14 @@ func listenCounting(t *testing.T, addr string) *countingListener {
 // open listens (again) on the listener's address.
 func (c *countingListener) open(t *testing.T) {
 	t.Helper()
-	l, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testutil.ServeTCP(t, c.addr, func(net.Conn) {
+		c.mu.Lock()
+		c.at = append(c.at, time.Now())
+		c.mu.Unlock()
+	})
 	c.mu.Lock()
 	c.l = l
 	c.mu.Unlock()
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.mu.Lock()
-			c.at = append(c.at, time.Now())
-			c.mu.Unlock()
-			conn.Close()
-		}
-	}()
 }
 
 func (c *countingListener) close() {

@@ -39,25 +39,13 @@ type selective struct {
 
 func listenSelective(t *testing.T) *selective {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &selective{l: l}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			from := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap().As4()
-			if n := from[3]; from[0] == 127 && int(n) < len(s.allow) && s.allow[n].Load() {
-				_, _ = c.Write([]byte("ok\n"))
-			}
-			c.Close()
+	s := &selective{}
+	s.l = testutil.ServeTCP(t, "127.0.0.1:0", func(c net.Conn) {
+		from := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap().As4()
+		if n := from[3]; from[0] == 127 && int(n) < len(s.allow) && s.allow[n].Load() {
+			_, _ = c.Write([]byte("ok\n"))
 		}
-	}()
+	})
 	return s
 }
 

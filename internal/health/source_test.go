@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 // sourceListener accepts connections on 127.0.0.1 and notes the address each came from.
@@ -21,24 +22,12 @@ type sourceListener struct {
 
 func listenSources(t *testing.T) *sourceListener {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &sourceListener{l: l}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.from = append(s.from, c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap())
-			s.mu.Unlock()
-			c.Close()
-		}
-	}()
+	s := &sourceListener{}
+	s.l = testutil.ServeTCP(t, "127.0.0.1:0", func(c net.Conn) {
+		s.mu.Lock()
+		s.from = append(s.from, c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap())
+		s.mu.Unlock()
+	})
 	return s
 }
 

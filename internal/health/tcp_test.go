@@ -9,29 +9,16 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 // tcpServer serves each connection with handle on a loopback port until the test ends.
 func tcpServer(t testing.TB, handle func(net.Conn)) Target {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				handle(c)
-			}()
-		}
-	}()
+	ln := testutil.ServeTCP(t, "127.0.0.1:0", func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		handle(c)
+	})
 	return probeTarget(t, ln.Addr())
 }
 
