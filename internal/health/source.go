@@ -136,13 +136,22 @@ func bindRaw(c syscall.RawConn, network string, sources []netip.Addr) error {
 // sourceSockaddr returns the address (port 0) that a socket of the family (IPv6 or not) binds
 // to: the source of that family, or nil when sources have none.
 func sourceSockaddr(sources []netip.Addr, v6 bool) syscall.Sockaddr {
+	s, ok := sourceFor(sources, v6)
+	switch {
+	case !ok:
+		return nil
+	case v6:
+		return &syscall.SockaddrInet6{Addr: s.As16()}
+	}
+	return &syscall.SockaddrInet4{Addr: s.As4()}
+}
+
+// sourceFor returns the source among sources of the family (IPv6 or not), if there is one.
+func sourceFor(sources []netip.Addr, v6 bool) (netip.Addr, bool) {
 	for _, s := range sources {
-		switch {
-		case s.Is4() && !v6:
-			return &syscall.SockaddrInet4{Addr: s.As4()}
-		case s.Is6() && v6:
-			return &syscall.SockaddrInet6{Addr: s.As16()}
+		if s.Is6() == v6 {
+			return s, true
 		}
 	}
-	return nil
+	return netip.Addr{}, false
 }
