@@ -32,9 +32,8 @@ type Engine struct {
 	health *health.Manager
 	// ownsHealth is set when Stop must stop the manager (it is not shared with a next load).
 	ownsHealth bool
-	// specs and keep are what the current snapshot gave the health manager.
+	// specs are what the current snapshot gave the health manager (which points into them).
 	specs []health.Spec
-	keep  map[string]bool
 	snap  atomic.Pointer[catalog.Snapshot]
 	// overrides are the operators' overrides by backend key, applied to every snapshot.
 	overrides map[string]catalog.Override
@@ -90,7 +89,7 @@ func Check(opts config.Options) error {
 	if err != nil {
 		return fmt.Errorf("compile zones: %w", err)
 	}
-	specs, _, err := healthSpecs(snap)
+	specs, err := healthSpecs(snap)
 	for _, s := range specs {
 		for _, c := range s.Checks {
 			health.Release(c.Prober)
@@ -142,7 +141,7 @@ func newEngine(opts config.Options, log Logger, m *health.Manager, owned bool) (
 func (e *Engine) Resync() error {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
-	e.health.Sync(e.specs, e.keep)
+	e.health.Sync(e.specs, backendKeys(e.Snapshot()))
 	for _, r := range e.Snapshot().Records() {
 		r.Refresh()
 	}
@@ -185,12 +184,12 @@ func (e *Engine) load() error {
 			b.SetOverride(e.overrides[b.Key])
 		}
 	}
-	specs, keep, err := healthSpecs(snap)
+	specs, err := healthSpecs(snap)
 	if err != nil {
 		return err
 	}
-	e.health.Sync(specs, keep)
-	e.specs, e.keep = specs, keep
+	e.health.Sync(specs, backendKeys(snap))
+	e.specs = specs
 	for _, r := range snap.Records() {
 		r.Refresh() // Sync may have reset the state of backends whose checks changed
 		publishRecordHealth(r)

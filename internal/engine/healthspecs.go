@@ -12,17 +12,18 @@ import (
 // that are neither assume_healthy nor passive, and enabled by their configuration or by an
 // operator's override. Backends an operator disabled (drained) are still probed, so that their
 // health is known before they are enabled again. Passive backends get a spec without checks:
-// in cluster mode their results come from the fleet. It also returns the keys of every
-// backend, whose health words the manager keeps. Errors name the check's file position.
-func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, map[string]bool, error) {
-	var specs []health.Spec
+// in cluster mode their results come from the fleet. Errors name the check's file position.
+func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
+	n := 0
+	for _, rec := range snap.Records() {
+		n += len(rec.Backends)
+	}
+	specs := make([]health.Spec, 0, n) // kept for the engine's life: no append slack
 	var errs []error
-	keep := make(map[string]bool)
 	compiler := health.NewCompiler()
 	for _, rec := range snap.Records() {
 		rc := rec.Config
 		for _, b := range rec.Backends {
-			keep[b.Key] = true
 			bc := b.Config
 			if !probed(b) || bc.AssumeHealthy || (!bc.Passive && len(bc.HealthChecks) == 0) {
 				continue
@@ -65,9 +66,21 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, map[string]bool, error)
 		}
 	}
 	if len(errs) > 0 {
-		return nil, nil, errors.Join(errs...)
+		return nil, errors.Join(errs...)
 	}
-	return specs, keep, nil
+	return specs, nil
+}
+
+// backendKeys returns the keys of every backend of snap, whose health words the manager keeps.
+// It is built for each Sync and dropped: 30,000 backends make a map of a few megabytes.
+func backendKeys(snap *catalog.Snapshot) map[string]bool {
+	keep := make(map[string]bool)
+	for _, rec := range snap.Records() {
+		for _, b := range rec.Backends {
+			keep[b.Key] = true
+		}
+	}
+	return keep
 }
 
 // probed reports whether b's configuration or its override asks for it to be served at all.

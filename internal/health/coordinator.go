@@ -294,16 +294,17 @@ type sharedJob struct {
 // passiveType is the type of the stand-in check of a passive backend; it has no prober.
 const passiveType = "passive"
 
-// acceptPassive readies the spec of a passive backend, which has no checks of its own, with a
-// stand-in check that only receives shared results. Without a Coordinator nobody could send
-// them: the spec is refused and the backend stays unknown.
-func (m *Manager) acceptPassive(spec *Spec) bool {
+// acceptPassive returns a copy of the spec of a passive backend, which has no checks of its own,
+// with a stand-in check that only receives shared results. Without a Coordinator nobody could
+// send them: the spec is refused (nil) and the backend stays unknown.
+func (m *Manager) acceptPassive(spec *Spec) *Spec {
 	if m.cluster == nil {
-		return false
+		return nil
 	}
 	sum := sha256.Sum256([]byte(passiveType + "|" + spec.Key))
-	spec.Checks = []*Compiled{{Type: passiveType, Key: string(sum[:16])}}
-	return true
+	ready := *spec
+	ready.Checks = []*Compiled{{Type: passiveType, Key: string(sum[:16])}}
+	return &ready
 }
 
 // syncCluster gives jobs their cluster identity, tells the coordinator the current checks, and

@@ -93,7 +93,7 @@ func TestCheckIDIsStableAcrossProcesses(t *testing.T) {
 	a := compile(map[string]any{"port": 8443, "send": "ping", "expect": "pong"})
 	b := compile(map[string]any{"expect": "pong", "send": "ping", "port": 8443})
 	id := func(c *Compiled, interval time.Duration, retries int) string {
-		return checkID(jobKey(c, Spec{Interval: interval, Retries: retries}))
+		return checkID(jobKey(c, &Spec{Interval: interval, Retries: retries}))
 	}
 	// Pinned: another process (another build, another host) must compute the same id for the
 	// same configuration, or instances would never contend for the same locks. A change of the
@@ -124,7 +124,7 @@ func TestClusterTurnsRunOnTheFleetsCycles(t *testing.T) {
 	s := spec("a", p, "aligned", interval)
 	m.Sync([]Spec{s}, keys(s))
 	check := checkOf(t, f)
-	if check.ID != checkID(jobKey(s.Checks[0], s)) || check.Interval != interval || check.Passive {
+	if check.ID != checkID(jobKey(s.Checks[0], &s)) || check.Interval != interval || check.Passive {
 		t.Fatalf("watched %+v", check)
 	}
 	m.Start()
@@ -208,7 +208,7 @@ func TestClusterSeedsBeforeTheFirstProbe(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := spec("a", &scriptedProber{script: []bool{true}}, "seeded", interval)
-			id := checkID(jobKey(s.Checks[0], s))
+			id := checkID(jobKey(s.Checks[0], &s))
 			tt.seed.Check, tt.seed.At, tt.seed.Instance = id, time.Now(), "b"
 			m := NewManager(Options{Log: testLog{}, Coordinator: &fakeCoordinator{exclusive: true, seeds: []Shared{tt.seed}}})
 			m.Sync([]Spec{s}, keys(s))
@@ -223,7 +223,7 @@ func TestClusterSeedsBeforeTheFirstProbe(t *testing.T) {
 			// coordinator.
 			u := spec("u", &scriptedProber{script: []bool{true}}, "unseeded", interval)
 			m.Sync([]Spec{s, u}, keys(s, u))
-			if j := m.cluster.byID[checkID(jobKey(u.Checks[0], u))]; time.Until(j.next) > time.Second {
+			if j := m.cluster.byID[checkID(jobKey(u.Checks[0], &u))]; time.Until(j.next) > time.Second {
 				t.Fatalf("unseeded check runs in %s, want at once", time.Until(j.next))
 			}
 		})

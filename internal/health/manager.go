@@ -88,7 +88,7 @@ type Manager struct {
 
 // backend is one probed backend and its checks' damping machines.
 type backend struct {
-	spec   Spec
+	spec   *Spec // the caller's, see Sync
 	state  *State
 	subs   []*subscription // one per check, in spec order
 	status Status
@@ -151,15 +151,19 @@ func (m *Manager) stateLocked(key string) *State {
 // Sync makes specs the set of probed backends. Backends whose checks are unchanged keep their
 // state and schedule; changed ones start over as unknown; new checks are probed at once (or,
 // before Start, spread over the start-up stagger); checks nobody uses any more stop. States of
-// keys not in keep are forgotten.
+// keys not in keep are forgotten. The manager keeps pointers to the elements of specs (tens of
+// thousands of backends would otherwise be held twice): the caller must not change them.
 func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
 	backends := make(map[string]*backend, len(specs))
-	for _, spec := range specs {
-		if spec.Passive && !m.acceptPassive(&spec) {
-			continue
+	for i := range specs {
+		spec := &specs[i]
+		if spec.Passive {
+			if spec = m.acceptPassive(spec); spec == nil {
+				continue
+			}
 		}
 		b := m.backends[spec.Key]
 		if b != nil && sameChecks(b.spec.Checks, spec.Checks) {

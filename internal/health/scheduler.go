@@ -26,12 +26,12 @@ type job struct {
 	shared *sharedJob // cluster mode only
 }
 
-func newJob(key string, c *Compiled, spec Spec) *job {
+func newJob(key string, c *Compiled, spec *Spec) *job {
 	return &job{key: key, prober: c.Prober, typ: c.Type, timeout: c.Timeout, interval: spec.Interval, retries: spec.Retries, index: -1}
 }
 
 // jobKey groups identical checks: same probe, same interval and retries.
-func jobKey(c *Compiled, spec Spec) string {
+func jobKey(c *Compiled, spec *Spec) string {
 	var b [16 + 8 + 8]byte
 	copy(b[:], c.Key)
 	binary.LittleEndian.PutUint64(b[16:], uint64(spec.Interval))
