@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Health metrics, in CoreDNS's namespace and the gslb subsystem, in the default registry.
@@ -131,17 +132,61 @@ func (c *healthyCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	managers := slices.Collect(maps.Keys(c.managers))
 	c.mu.Unlock()
-	seen := make(map[[2]string]bool)
+	var seen map[[2]string]bool // only needed with two managers: 30,000 keys weigh megabytes
+	if len(managers) > 1 {
+		seen = make(map[[2]string]bool)
+	}
 	for _, m := range managers {
-		for _, s := range m.healthySeries() {
-			labels := [2]string{s.record, s.backend}
-			if seen[labels] {
-				continue
+		series := m.healthySeries()
+		metrics := make([]healthyMetric, len(series)) // one allocation for the scrape
+		for i := range series {
+			s := &series[i]
+			if seen != nil {
+				labels := [2]string{s.record, s.backend}
+				if seen[labels] {
+					continue
+				}
+				seen[labels] = true
 			}
-			seen[labels] = true
-			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, s.value, s.record, s.backend)
+			ch <- metrics[i].set(c.desc, s)
 		}
 	}
+}
+
+// healthyMetric is one backend_healthy series of a scrape. Unlike prometheus.NewConstMetric,
+// which copies every label into pairs of its own (seven allocations a series), it points at the
+// series' strings, and a scrape allocates the metrics of all backends at once.
+type healthyMetric struct {
+	desc   *prometheus.Desc
+	pairs  [2]dto.LabelPair
+	labels [2]*dto.LabelPair
+	gauge  dto.Gauge
+}
+
+// The label names of backend_healthy, in the sorted order the exposition wants.
+var (
+	labelBackend = "backend"
+	labelRecord  = "record"
+)
+
+// set makes h the series s, which must outlive the scrape, and returns it.
+func (h *healthyMetric) set(desc *prometheus.Desc, s *healthySeries) *healthyMetric {
+	h.desc = desc
+	h.pairs[0].Name, h.pairs[0].Value = &labelBackend, &s.backend
+	h.pairs[1].Name, h.pairs[1].Value = &labelRecord, &s.record
+	h.labels = [2]*dto.LabelPair{&h.pairs[0], &h.pairs[1]}
+	h.gauge.Value = &s.value
+	return h
+}
+
+// Desc implements prometheus.Metric.
+func (h *healthyMetric) Desc() *prometheus.Desc { return h.desc }
+
+// Write implements prometheus.Metric.
+func (h *healthyMetric) Write(out *dto.Metric) error {
+	out.Label = h.labels[:]
+	out.Gauge = &h.gauge
+	return nil
 }
 
 // healthySeries is one series of backend_healthy.
