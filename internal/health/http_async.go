@@ -17,10 +17,10 @@ const httpAsyncLimit = httpBodyLimit + 16<<10
 // startAsync runs the probe on the poller instead of a goroutine: plain HTTP to an address,
 // without redirects. TLS, redirects and host names need blocking I/O and decline.
 func (hp *httpProbe) startAsync(p *poller, sources []netip.Addr, deadline time.Time, done func(Result)) bool {
-	if hp.tls != nil || hp.follow || !hp.ap.Addr().IsValid() {
+	if hp.tls != nil || hp.redirect != nil || !hp.ap.Addr().IsValid() {
 		return false
 	}
-	x := &httpExchange{hp: hp, readReq: httpReadRequest(hp.method)}
+	x := &httpExchange{hp: hp, readReq: httpReadRequest(hp.head)}
 	p.start(hp.ap, hp.takeIdleFD(), sources, hp.req, httpAsyncLimit, deadline, hp.timeout, x, func(res Result, kept int) {
 		if kept >= 0 {
 			hp.putIdleFD(kept)

@@ -2,6 +2,7 @@ package health
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -441,17 +442,22 @@ func TestHTTPDefaultPort(t *testing.T) {
 		{map[string]any{"port": 8443, "enable_tls": true, "host": "api.example.com"}, "example.com:8443", "api.example.com", "api.example.com", true},
 	} {
 		hp := compileProbe(t, "http", tc.params, tg).(*httpProbe)
-		if hp.addr != tc.addr || hp.host != tc.host || (hp.tls != nil) != tc.wantTLSConf {
-			t.Errorf("%v: addr %q host %q tls %v", tc.params, hp.addr, hp.host, hp.tls != nil)
+		if hp.addr != tc.addr || !hostHeaderIs(hp, tc.host) || (hp.tls != nil) != tc.wantTLSConf {
+			t.Errorf("%v: addr %q request %q tls %v", tc.params, hp.addr, hp.req, hp.tls != nil)
 		}
 		if hp.tls != nil && hp.tls.ServerName != tc.serverName {
 			t.Errorf("%v: server name %q", tc.params, hp.tls.ServerName)
 		}
 	}
 	hp := compileProbe(t, "http", nil, Target{Host: "2001:db8::1", Port: 8080}).(*httpProbe)
-	if hp.addr != "[2001:db8::1]:8080" || hp.host != "[2001:db8::1]:8080" {
-		t.Errorf("IPv6: addr %q host %q", hp.addr, hp.host)
+	if hp.addr != "[2001:db8::1]:8080" || !hostHeaderIs(hp, "[2001:db8::1]:8080") {
+		t.Errorf("IPv6: addr %q request %q", hp.addr, hp.req)
 	}
+}
+
+// hostHeaderIs reports whether the prebuilt request of hp has the Host header host.
+func hostHeaderIs(hp *httpProbe, host string) bool {
+	return bytes.Contains(hp.req, []byte("\r\nHost: "+host+"\r\n"))
 }
 
 // rawOK is the response of rawKeepAliveServer.
