@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/coremain"
@@ -38,6 +37,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/template"
 	_ "github.com/coredns/coredns/plugin/whoami"
 
+	"github.com/meridian-gslb/meridian/internal/gctune"
 	_ "github.com/meridian-gslb/meridian/plugin/gslb"
 )
 
@@ -56,15 +56,11 @@ func init() {
 	dnsserver.Directives = directives
 }
 
-// defaultGCPercent is the garbage collector's target unless GOGC is set: the heap may grow by
-// half its live size between collections instead of doubling. With tens of thousands of
-// health-checked backends the live heap is large and the allocation rate low, so collecting
-// more often costs little and keeps the resident size well below twice the live heap.
-const defaultGCPercent = 50
-
 func main() {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
+		// The GC percentage follows the live heap (see gctune): a small deployment collects
+		// less often, one with tens of thousands of health checks does not double its heap.
+		gctune.Start()
 	}
 	if len(os.Args) > 1 && os.Args[1] == "check" {
 		os.Exit(runCheck(os.Args[2:], os.Stdout, os.Stderr))

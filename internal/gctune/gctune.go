@@ -1,0 +1,98 @@
+// Package gctune keeps the garbage collector's headroom near a fixed number of bytes instead of
+// a fixed share of the live heap.
+//
+// GOGC's headroom is a share of the live heap: at 100 the heap may double between collections.
+// What the headroom buys is room for the allocations made between collections, and Meridian's
+// allocation rate (query responses, probe results) does not grow with its live heap, which is
+// mostly configuration and health state. A small deployment can afford to double its heap and
+// collect less often; one with tens of thousands of health checks holds a live heap of about
+// 100 MB that never needs doubling, nor growing by half. After every collection the tuner sets the GC percentage to
+// Headroom divided by the live heap, within [MinPercent, MaxPercent].
+package gctune
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+)
+
+const (
+	// Headroom is the growth between collections the tuner aims for. Meridian allocates a few
+	// megabytes a second with 30,000 health checks (probe results, metric scrapes), and about
+	// 15 MB a second answering 50,000 queries a second: 16 MiB is a collection every few
+	// seconds at most, each marking the live heap once.
+	Headroom = 16 << 20
+	// MinPercent and MaxPercent bound the GC percentage it sets: at most Go's default of 100,
+	// at least 10 for very large heaps.
+	MinPercent = 10
+	MaxPercent = 100
+)
+
+// Percent returns the GC percentage that gives a live heap of live bytes headroom bytes of
+// growth, within [lo, hi].
+func Percent(live, headroom uint64, lo, hi int) int {
+	if live == 0 {
+		return hi
+	}
+	p := headroom * 100 / live
+	switch {
+	case p < uint64(lo):
+		return lo
+	case p > uint64(hi):
+		return hi
+	}
+	return int(p)
+}
+
+// tuner re-arms itself after every collection until stopped.
+type tuner struct {
+	mu      sync.Mutex
+	stopped bool
+	percent int // the last percentage set; 0 before the first
+	sample  []metrics.Sample
+}
+
+// sentinel is allocated unreachable so that its cleanup runs after the next collection.
+type sentinel struct{ _ *int }
+
+// Start sets the GC percentage now and after every collection, from the live heap the last
+// collection found; the returned function stops it. The caller should not start it when the
+// operator set GOGC.
+func Start() (stop func()) {
+	t := &tuner{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t.adjust()
+	t.arm()
+	return func() {
+		t.mu.Lock()
+		t.stopped = true
+		t.mu.Unlock()
+	}
+}
+
+func (t *tuner) arm() {
+	runtime.AddCleanup(&sentinel{}, func(t *tuner) {
+		if t.adjust() {
+			t.arm()
+		}
+	}, t)
+}
+
+// adjust sets the percentage for the current live heap; it reports false once stopped.
+func (t *tuner) adjust() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return false
+	}
+	metrics.Read(t.sample)
+	var live uint64
+	if t.sample[0].Value.Kind() == metrics.KindUint64 {
+		live = t.sample[0].Value.Uint64()
+	}
+	if p := Percent(live, Headroom, MinPercent, MaxPercent); p != t.percent {
+		debug.SetGCPercent(p)
+		t.percent = p
+	}
+	return true
+}
