@@ -227,6 +227,7 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 		p.errorf(at, bpath, "a record needs at least one backend")
 	}
 	first := map[string]*yaml.Node{}
+	rec.Backends = make([]Backend, 0, len(items)) // kept for the configuration's life: no slack
 	for i, item := range items {
 		b, ok := p.backend(item, index(bpath, i), profiles)
 		if b.Address == "" {

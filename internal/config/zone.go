@@ -74,6 +74,10 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 		}
 	}
 	slices.SortFunc(z.Records, func(a, b Record) int { return strings.Compare(a.Name, b.Name) })
+	if cap(z.Records) > len(z.Records)+len(z.Records)/8 {
+		// The records live as long as the configuration: drop append's slack (up to half).
+		z.Records = slices.Clone(z.Records)
+	}
 	if chunks != nil && p.unreadable {
 		// A syntax error in one part may be the continuation of another part: only the whole
 		// file tells what YAML makes of it.
