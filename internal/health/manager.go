@@ -104,7 +104,11 @@ type subscription struct {
 	machine machine
 }
 
-type recordActivity struct{ last time.Time }
+// recordActivity is when a record was last queried, and the flag its queries set.
+type recordActivity struct {
+	flag *atomic.Bool
+	last time.Time
+}
 
 // NewManager returns a manager that probes nothing until Sync and Start.
 func NewManager(opts Options) *Manager {
@@ -181,7 +185,7 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 		}
 		backends[spec.Key] = b
 		if spec.Activity != nil && m.activity[spec.Activity] == nil {
-			m.activity[spec.Activity] = &recordActivity{last: now}
+			m.activity[spec.Activity] = &recordActivity{flag: spec.Activity, last: now}
 		}
 		b.activity = m.activity[spec.Activity]
 	}

@@ -118,7 +118,7 @@ func (m *Manager) idle(j *job, now time.Time) bool {
 		if a == nil {
 			return false
 		}
-		if flag := s.backend.spec.Activity; flag.Swap(false) {
+		if a.flag.Load() && a.flag.Swap(false) { // no write while nobody queries
 			a.last = now
 		}
 		if now.Sub(a.last) < m.opts.IdleTimeout {
