@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -20,8 +21,13 @@ func main() {
 	if ip == nil || !ip.IsLoopback() {
 		log.Fatalf("blackhole: %q is not a loopback address", *addr)
 	}
+	// Plain TCP, as the servers a GSLB checks listen: Go's listeners use MPTCP by default
+	// where the kernel has it, and on loopback the MPTCP listener's work for every accepted
+	// plain connection runs in the prober's system calls.
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
 	for range *n {
-		l, err := net.Listen("tcp", net.JoinHostPort(*addr, "0"))
+		l, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(*addr, "0"))
 		if err != nil {
 			log.Fatalf("blackhole: %v", err)
 		}
