@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -41,33 +43,89 @@ var (
 	}, []string{"to"})
 )
 
-func observeProbe(typ string, res Result, d time.Duration) {
-	checkDuration.WithLabelValues(typ).Observe(d.Seconds())
+func observeProbe(pm *probeMetrics, res Result, d time.Duration) {
+	pm.duration().Observe(d.Seconds())
 	if res.OK {
-		checksTotal.WithLabelValues(typ, "success").Inc()
+		pm.counter(&pm.success, checksTotal, "success").Inc()
 		return
 	}
-	checksTotal.WithLabelValues(typ, "failure").Inc()
-	failuresTotal.WithLabelValues(typ, reasonClass(res.Reason)).Inc()
+	pm.counter(&pm.failure, checksTotal, "failure").Inc()
+	class := reasonClassIndex(res.Reason)
+	pm.counter(&pm.failures[class], failuresTotal, reasonClasses[class]).Inc()
+}
+
+// probeMetrics are the series of one check type, resolved on first use: looking series up by
+// their label values hashes the labels every time, thousands of times a second.
+type probeMetrics struct {
+	typ      string
+	observer atomic.Pointer[prometheus.Observer]
+	success  atomic.Pointer[prometheus.Counter]
+	failure  atomic.Pointer[prometheus.Counter]
+	failures [len(reasonClasses)]atomic.Pointer[prometheus.Counter]
+}
+
+// probeMetricsByType holds the probeMetrics of each check type.
+var probeMetricsByType sync.Map // string -> *probeMetrics
+
+// probeMetricsFor returns the series of check type typ.
+func probeMetricsFor(typ string) *probeMetrics {
+	if pm, ok := probeMetricsByType.Load(typ); ok {
+		return pm.(*probeMetrics)
+	}
+	pm, _ := probeMetricsByType.LoadOrStore(typ, &probeMetrics{typ: typ})
+	return pm.(*probeMetrics)
+}
+
+func (pm *probeMetrics) duration() prometheus.Observer {
+	if o := pm.observer.Load(); o != nil {
+		return *o
+	}
+	o := checkDuration.WithLabelValues(pm.typ)
+	pm.observer.Store(&o)
+	return o
+}
+
+// counter returns the series of vec for the type and label, resolved once into slot.
+func (pm *probeMetrics) counter(slot *atomic.Pointer[prometheus.Counter], vec *prometheus.CounterVec, label string) prometheus.Counter {
+	if c := slot.Load(); c != nil {
+		return *c
+	}
+	c := vec.WithLabelValues(pm.typ, label)
+	slot.Store(&c)
+	return c
+}
+
+// reasonClasses are the label values of failures by reason; reasonClassIndex picks one.
+var reasonClasses = [...]string{"mismatch", "status", "timeout", "refused", "reset", "unreachable", "tls", "other"}
+
+// reasonClassWords map words of a failure reason (lower case) to their reasonClasses index.
+// Order matters: a body mismatch is not a status, "dns rcode REFUSED" is no refused connection,
+// and "grpc unavailable: ... connection refused" is one.
+var reasonClassWords = []struct {
+	word  string
+	class int
+}{
+	{"match", 0}, {"rcode", 1},
+	{"timeout", 2}, {"timed out", 2}, {"deadline", 2}, {"no reply", 2},
+	{"refused", 3}, {"reset", 4}, {"unreachable", 5}, {"no route", 5},
+	{"tls", 6}, {"x509", 6}, {"certificate", 6},
+	{"http ", 1}, {"grpc ", 1}, {"exit status", 1},
 }
 
 // reasonClass maps a failure reason to a small, fixed set of label values.
-func reasonClass(reason string) string {
-	r := strings.ToLower(reason)
-	for _, c := range []struct{ word, class string }{
-		// Order matters: a body mismatch is not a status, "dns rcode REFUSED" is no refused
-		// connection, and "grpc unavailable: ... connection refused" is one.
-		{"match", "mismatch"}, {"rcode", "status"},
-		{"timeout", "timeout"}, {"timed out", "timeout"}, {"deadline", "timeout"}, {"no reply", "timeout"},
-		{"refused", "refused"}, {"reset", "reset"}, {"unreachable", "unreachable"}, {"no route", "unreachable"},
-		{"tls", "tls"}, {"x509", "tls"}, {"certificate", "tls"},
-		{"http ", "status"}, {"grpc ", "status"}, {"exit status", "status"},
-	} {
-		if strings.Contains(r, c.word) {
-			return c.class
+func reasonClass(reason string) string { return reasonClasses[reasonClassIndex(reason)] }
+
+func reasonClassIndex(reason string) int {
+	r := reason
+	if strings.ContainsFunc(r, unicode.IsUpper) {
+		r = strings.ToLower(r)
+	}
+	for _, w := range reasonClassWords {
+		if strings.Contains(r, w.word) {
+			return w.class
 		}
 	}
-	return "other"
+	return len(reasonClasses) - 1 // other
 }
 
 func init() {

@@ -1,6 +1,13 @@
 package health
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+)
 
 func TestReasonClass(t *testing.T) {
 	tests := map[string]string{
@@ -24,5 +31,34 @@ func TestReasonClass(t *testing.T) {
 		if got := reasonClass(reason); got != want {
 			t.Errorf("reasonClass(%q) = %q, want %q", reason, got, want)
 		}
+	}
+}
+
+func TestObserveProbeCountsByTypeAndReason(t *testing.T) {
+	const typ = "observe-test" // a type of its own: the series start at zero
+	pm := probeMetricsFor(typ)
+	if probeMetricsFor(typ) != pm {
+		t.Fatal("a type's series are resolved twice")
+	}
+	for _, res := range []Result{Pass("ok"), Fail("timeout after 5s"), Fail("Connect: Connection Refused"), Fail("timeout after 1s")} {
+		observeProbe(pm, res, time.Millisecond)
+	}
+	for _, tc := range []struct {
+		c    prometheus.Collector
+		want float64
+	}{
+		{checksTotal.WithLabelValues(typ, "success"), 1},
+		{checksTotal.WithLabelValues(typ, "failure"), 3},
+		{failuresTotal.WithLabelValues(typ, "timeout"), 2},
+		{failuresTotal.WithLabelValues(typ, "refused"), 1},
+		{failuresTotal.WithLabelValues(typ, "other"), 0},
+	} {
+		if got := promtest.ToFloat64(tc.c); got != tc.want {
+			t.Errorf("%v: %v, want %v", tc.c.(prometheus.Metric).Desc(), got, tc.want)
+		}
+	}
+	var m dto.Metric
+	if err := checkDuration.WithLabelValues(typ).(prometheus.Metric).Write(&m); err != nil || m.GetHistogram().GetSampleCount() != 4 {
+		t.Errorf("durations observed: %v (%v)", m.GetHistogram().GetSampleCount(), err)
 	}
 }

@@ -23,11 +23,12 @@ type job struct {
 	running bool // a probe of this job is in flight
 	removed bool // no backend uses the job any more
 
-	shared *sharedJob // cluster mode only
+	shared  *sharedJob    // cluster mode only
+	metrics *probeMetrics // the series of its type
 }
 
 func newJob(key string, c *Compiled, spec *Spec) *job {
-	return &job{key: key, prober: c.Prober, typ: c.Type, timeout: c.Timeout, interval: spec.Interval, retries: spec.Retries, index: -1}
+	return &job{key: key, prober: c.Prober, typ: c.Type, timeout: c.Timeout, interval: spec.Interval, retries: spec.Retries, index: -1, metrics: probeMetricsFor(c.Type)}
 }
 
 // jobKey groups identical checks: same probe, same interval and retries.
@@ -192,7 +193,7 @@ func (m *Manager) finish(j *job, res Result, start time.Time) {
 		return
 	}
 	res.Latency = time.Since(start)
-	observeProbe(j.typ, res, res.Latency)
+	observeProbe(j.metrics, res, res.Latency)
 	if j.shared != nil {
 		m.finishShared(j, res) // cluster mode: applied once per cycle, maybe published
 		return
