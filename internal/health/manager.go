@@ -223,7 +223,7 @@ func (m *Manager) rebuildJobs(now time.Time) {
 			j := jobs[jk]
 			if j == nil {
 				if j = m.jobs[jk]; j != nil {
-					j.subs = j.subs[:0]
+					j.subs, j.activity = j.subs[:0], j.activity[:0]
 				} else {
 					j = newJob(jk, c, b.spec)
 					j.prober = withInstanceSources(j.prober, j.typ, m.opts.ProbeSources)
@@ -236,6 +236,9 @@ func (m *Manager) rebuildJobs(now time.Time) {
 				closeProber(c.Prober) // an identical check already runs this probe
 			}
 			j.subs = append(j.subs, b.subs[i])
+			if !slices.Contains(j.activity, b.activity) {
+				j.activity = append(j.activity, b.activity)
+			}
 		}
 	}
 	for jk, j := range m.jobs {

@@ -17,6 +17,7 @@ type job struct {
 	interval time.Duration
 	retries  int
 	subs     []*subscription
+	activity []*recordActivity // of its backends' records, each once; nil: always active
 
 	next    time.Time
 	index   int  // position in the queue, -1 when not queued
@@ -114,8 +115,7 @@ func (m *Manager) nextRun(j *job, now time.Time) time.Time {
 // idle reports whether none of the records behind j was queried within the idle timeout.
 // Activity is tracked per configured record: a query sets the record's flag, read here.
 func (m *Manager) idle(j *job, now time.Time) bool {
-	for _, s := range j.subs {
-		a := s.backend.activity
+	for _, a := range j.activity {
 		if a == nil {
 			return false
 		}
