@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -53,8 +54,23 @@ func connDialer(timeout time.Duration) net.Dialer {
 
 // connTimeoutReason is the reason of a probe that ran out of time.
 func connTimeoutReason(budget time.Duration) string {
-	return "timeout after " + budget.String()
+	if last := lastTimeoutReason.Load(); last != nil && last.budget == budget {
+		return last.reason
+	}
+	r := &timeoutReason{budget, "timeout after " + budget.String()}
+	lastTimeoutReason.Store(r)
+	return r.reason
 }
+
+// timeoutReason is a budget and its timeout reason. Most probes time out after the same few
+// budgets: the last one made is kept, so that thousands of silent backends a second share one
+// string (each backend keeps its last reason) instead of building it each time.
+type timeoutReason struct {
+	budget time.Duration
+	reason string
+}
+
+var lastTimeoutReason atomic.Pointer[timeoutReason]
 
 // connIsTimeout reports whether err (or ctx) means the probe ran out of time. A cancelled
 // context counts as a timeout too: the probe did not get to finish.
