@@ -6,8 +6,8 @@
 // allocation rate (query responses, probe results) does not grow with its live heap, which is
 // mostly configuration and health state. A small deployment can afford to double its heap and
 // collect less often; one with tens of thousands of health checks holds a live heap of about
-// 100 MB that never needs doubling, nor growing by half. After every collection the tuner sets the GC percentage to
-// Headroom divided by the live heap, within [MinPercent, MaxPercent].
+// 80 MB that needs neither doubling nor growing by half. After every collection the tuner sets
+// the GC percentage to Headroom divided by the live heap, within [MinPercent, MaxPercent].
 package gctune
 
 import (
