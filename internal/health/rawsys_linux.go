@@ -71,22 +71,16 @@ func rawConnect(fd int, ap netip.AddrPort) error {
 	return rawErr(e)
 }
 
-func rawWrite(fd int, b []byte) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	if e != 0 {
-		return -1, e
-	}
-	return int(n), nil
-}
+func rawWrite(fd int, b []byte) (int, error) { return rawIO(syscall.SYS_WRITE, fd, b) }
 
-func rawRead(fd int, b []byte) (int, error) {
+func rawRead(fd int, b []byte) (int, error) { return rawIO(syscall.SYS_READ, fd, b) }
+
+// rawIO reads into or writes from b (trap SYS_READ or SYS_WRITE); -1 with the error on failure.
+func rawIO(trap uintptr, fd int, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	n, _, e := syscall.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	if e != 0 {
 		return -1, e
 	}
