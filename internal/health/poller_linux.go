@@ -116,6 +116,22 @@ func (p *poller) start(addr netip.AddrPort, reuseFD int, sources []netip.Addr, o
 		}
 		ex.fd = fd
 	}
+	// Edge-triggered, for writing and reading at once: one epoll_ctl per probe. When the
+	// request went out at once (a kept-alive connection, or a connect that completed within
+	// the call, as on a near network), the socket joins for reading only: it is not ready
+	// when added, so adding it wakes nobody.
+	events := uint32(syscall.EPOLLOUT | syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET)
+	if len(ex.out) > 0 {
+		if ex.writeEarly() {
+			rawClose(ex.fd)
+			ex.fd = -1
+			p.endEarly(ex)
+			return
+		}
+		if ex.wrote {
+			events = syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -125,8 +141,7 @@ func (p *poller) start(addr netip.AddrPort, reuseFD int, sources []netip.Addr, o
 		defer finish(Fail("health checks stopped"), -1)
 		return
 	}
-	// Edge-triggered, for writing and reading at once: one epoll_ctl per probe.
-	ev := syscall.EpollEvent{Events: syscall.EPOLLOUT | syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET, Fd: int32(ex.fd)}
+	ev := syscall.EpollEvent{Events: events, Fd: int32(ex.fd)}
 	if err := rawEpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, ex.fd, &ev); err != nil {
 		rawClose(ex.fd)
 		ex.fd, ex.result = -1, Fail("epoll: %v", err)
@@ -142,6 +157,34 @@ func (p *poller) start(addr netip.AddrPort, reuseFD int, sources []netip.Addr, o
 	if p.queue.first() == ex {
 		p.poke() // the loop may be sleeping past this deadline
 	}
+}
+
+// writeEarly tries to send the request before the socket joins the epoll set, and reports
+// whether that already ended the exchange (a failed connect, or a handler done once written).
+// A socket still connecting refuses the write (EAGAIN) and waits for EPOLLOUT as usual.
+func (ex *exchange) writeEarly() bool {
+	k, err := rawSend(ex.fd, ex.out)
+	switch {
+	case errors.Is(err, syscall.EAGAIN):
+		return false
+	case err != nil && ex.connected:
+		ex.result = Fail("write: %v", err)
+		return true
+	case err != nil: // the connect's error, which the write reports
+		ex.result = Fail("connect: %v", err)
+		return true
+	}
+	ex.connected = true
+	ex.out = ex.out[k:]
+	if len(ex.out) > 0 {
+		return false
+	}
+	ex.wrote = true
+	res, done := ex.handler.written()
+	if done {
+		ex.result = res
+	}
+	return done
 }
 
 func (p *poller) endEarly(ex *exchange) {
@@ -310,7 +353,7 @@ func (p *poller) handle(ex *exchange, events uint32) bool {
 	}
 	if !ex.wrote && events&syscall.EPOLLOUT != 0 {
 		if len(ex.out) > 0 {
-			k, err := rawWrite(ex.fd, ex.out)
+			k, err := rawSend(ex.fd, ex.out)
 			if err != nil && !errors.Is(err, syscall.EAGAIN) {
 				ex.result = Fail("write: %v", err)
 				return true

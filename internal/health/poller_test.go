@@ -1,8 +1,11 @@
 package health
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -92,5 +95,56 @@ func TestPollerStopsWithProbesInFlight(t *testing.T) {
 	pr.startAsync(p, nil, time.Now().Add(time.Hour), func(r Result) { results <- r })
 	if res := <-results; res.OK {
 		t.Fatalf("after close: %+v", res)
+	}
+}
+
+// fullListener returns the address of a loopback listener whose accept queue is full: it drops
+// new SYNs, so connects to it stay in progress (SYN_SENT) until their probes time out.
+func fullListener(t *testing.T) net.Addr {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil { // room for one connection, never accepted
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: sa.(*syscall.SockaddrInet4).Port}
+	for range 8 {
+		c, err := net.DialTimeout("tcp4", addr.String(), 300*time.Millisecond)
+		if err != nil {
+			return addr // this connect's SYN was dropped: the queue is full
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	t.Fatal("the accept queue never filled")
+	return nil
+}
+
+func TestPollerWaitsForAConnectInProgress(t *testing.T) {
+	// The poller sends the request as soon as it connects, which on loopback is usually within
+	// connect itself. A connect still in progress refuses that write (EAGAIN); the probe must
+	// then wait for the connection, here until its timeout, not fail on the refused write.
+	tg := probeTarget(t, fullListener(t))
+	for _, tc := range []struct {
+		typ    string
+		params map[string]any
+	}{
+		{"tcp", map[string]any{"send": "ping", "expect": "pong"}},
+		{"http", nil},
+	} {
+		pr := compileProbe(t, tc.typ, tc.params, tg)
+		res, took := probeVia(t, "poller", pr, 300*time.Millisecond)
+		if res.OK || !strings.HasPrefix(res.Reason, "timeout after") || took < 250*time.Millisecond {
+			t.Errorf("%s: %+v after %v, want a timeout after 300ms", tc.typ, res, took)
+		}
 	}
 }

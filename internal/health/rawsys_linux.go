@@ -71,16 +71,22 @@ func rawConnect(fd int, ap netip.AddrPort) error {
 	return rawErr(e)
 }
 
-func rawWrite(fd int, b []byte) (int, error) { return rawIO(syscall.SYS_WRITE, fd, b) }
+func rawWrite(fd int, b []byte) (int, error) { return rawIO(syscall.SYS_WRITE, fd, b, 0) }
 
-func rawRead(fd int, b []byte) (int, error) { return rawIO(syscall.SYS_READ, fd, b) }
+func rawRead(fd int, b []byte) (int, error) { return rawIO(syscall.SYS_READ, fd, b, 0) }
 
-// rawIO reads into or writes from b (trap SYS_READ or SYS_WRITE); -1 with the error on failure.
-func rawIO(trap uintptr, fd int, b []byte) (int, error) {
+// rawSend writes b to the socket fd without raising SIGPIPE when the peer is gone.
+func rawSend(fd int, b []byte) (int, error) {
+	return rawIO(syscall.SYS_SENDTO, fd, b, syscall.MSG_NOSIGNAL)
+}
+
+// rawIO reads into or writes from b (trap SYS_READ, SYS_WRITE, or SYS_SENDTO with flags); -1
+// with the error on failure.
+func rawIO(trap uintptr, fd int, b []byte, flags uintptr) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	n, _, e := syscall.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	n, _, e := syscall.RawSyscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), flags, 0, 0)
 	if e != 0 {
 		return -1, e
 	}
