@@ -193,7 +193,11 @@ func TestNewInstanceStartsFromTheFleetsState(t *testing.T) {
 	if st := first.status(backendKey); st != health.Down {
 		t.Fatalf("the first instance sees %s", st)
 	}
-	b.up.Store(true) // a probe of its own would now say up
+	// The new instance's own probe would say up: it probes a backend of its own under the same
+	// check, while the fleet keeps probing b and seeing it down. (Turning b up instead raced
+	// with the first instance's next cycle, whose result the new one then rightly took.)
+	own := &fakeBackend{}
+	own.up.Store(true)
 
 	log := &testutil.Log{}
 	c, err := New(config.ClusterOptions{Enable: true, Addrs: []string{r.Addr}}, log)
@@ -203,7 +207,7 @@ func TestNewInstanceStartsFromTheFleetsState(t *testing.T) {
 	defer c.Close()
 	m := health.NewManager(health.Options{Log: log, Coordinator: c})
 	c.Start(m)
-	m.Sync([]health.Spec{checkSpec(b, 1)}, map[string]bool{backendKey: true})
+	m.Sync([]health.Spec{checkSpec(own, 1)}, map[string]bool{backendKey: true})
 	// Not started: no probe has run here, yet the backend is what the fleet saw.
 	if st := m.State(backendKey).Status(); st != health.Down {
 		t.Fatalf("a new instance sees the backend %s before its first probe, want down as the fleet", st)
