@@ -228,10 +228,7 @@ func TestRedisLostAndBack(t *testing.T) {
 	r.Kill()
 	// Every instance probes on its own: two probes a cycle, and each still follows the backend.
 	since := time.Now().Add(2 * testInterval)
-	testutil.Eventually(t, 20*testInterval, func() bool { return len(perCycle(b.probesSince(since))) >= 4 }, "no probes without Redis")
-	if counts := perCycle(b.probesSince(since)); !slices.Equal(counts[:3], []int{2, 2, 2}) {
-		t.Fatalf("without Redis, probes per cycle %v, want 2 (each instance)", counts)
-	}
+	wantPerCycle(t, b, since, 2, "without Redis")
 	b.up.Store(false)
 	agree(t, f, health.Down)
 	for i, in := range f {
@@ -243,10 +240,7 @@ func TestRedisLostAndBack(t *testing.T) {
 	r.Restart(t)
 	testutil.Eventually(t, 10*time.Second, func() bool { return f[0].c.up.Load() && f[1].c.up.Load() }, "the instances did not reconnect")
 	since = time.Now().Add(testInterval)
-	testutil.Eventually(t, 20*testInterval, func() bool { return len(perCycle(b.probesSince(since))) >= 4 }, "no probes after Redis came back")
-	if counts := perCycle(b.probesSince(since)); !slices.Equal(counts[:3], []int{1, 1, 1}) {
-		t.Fatalf("after Redis came back, probes per cycle %v, want 1", counts)
-	}
+	wantPerCycle(t, b, since, 1, "after Redis came back")
 	b.up.Store(true)
 	agree(t, f, health.Up)
 }
@@ -347,10 +341,7 @@ func TestSentinelFailover(t *testing.T) {
 		return err == nil && strings.Contains(v, `"ok":false`)
 	}, "the new primary has no down result")
 	since := time.Now().Add(testInterval)
-	testutil.Eventually(t, 20*testInterval, func() bool { return len(perCycle(b.probesSince(since))) >= 4 }, "no probes after the failover")
-	if counts := perCycle(b.probesSince(since)); !slices.Equal(counts[:3], []int{1, 1, 1}) {
-		t.Fatalf("after the failover, probes per cycle %v, want 1", counts)
-	}
+	wantPerCycle(t, b, since, 1, "after the failover")
 }
 
 func TestRedisCluster(t *testing.T) {
@@ -362,10 +353,17 @@ func TestRedisCluster(t *testing.T) {
 	f := fleet(t, o, b, 2)
 	agree(t, f, health.Up)
 	since := time.Now().Add(testInterval)
-	testutil.Eventually(t, 20*testInterval, func() bool { return len(perCycle(b.probesSince(since))) >= 4 }, "no probes")
-	if counts := perCycle(b.probesSince(since)); !slices.Equal(counts[:3], []int{1, 1, 1}) {
-		t.Fatalf("on a Redis Cluster, probes per cycle %v, want 1", counts)
-	}
+	wantPerCycle(t, b, since, 1, "on a Redis Cluster")
 	b.up.Store(false)
 	agree(t, f, health.Down)
+}
+
+// wantPerCycle waits for four cycles of probes of b since since (twenty intervals at most) and
+// fails unless each of the first three, all complete, had n probes; when names the situation.
+func wantPerCycle(t *testing.T, b *fakeBackend, since time.Time, n int, when string) {
+	t.Helper()
+	testutil.Eventually(t, 20*testInterval, func() bool { return len(perCycle(b.probesSince(since))) >= 4 }, "no four cycles of probes "+when)
+	if counts := perCycle(b.probesSince(since)); !slices.Equal(counts[:3], []int{n, n, n}) {
+		t.Fatalf("%s, probes per cycle %v, want %d", when, counts, n)
+	}
 }
