@@ -108,6 +108,19 @@ func secondary(t *testing.T) int {
 }
 
 // member starts one instance of the fleet on r.
+// startFleet starts Redis, a counting primary and the first member of a fleet serving
+// fleetZone over them (the primary, then a secondary), and waits until that member answers the
+// primary.
+func startFleet(t *testing.T, interval, timeout time.Duration, fall int) (*testutil.Redis, *countingListener, string, *testutil.Server) {
+	t.Helper()
+	r := testutil.StartRedis(t)
+	primary := listenCounting(t, "127.0.0.1:0")
+	zone := fleetZone(interval, timeout, fall, tcpCheck(primary.port()), secondary(t))
+	first := member(t, zone, r)
+	allAnswer(t, []*testutil.Server{first}, "127.0.0.1")
+	return r, primary, zone, first
+}
+
 func member(t *testing.T, zone string, r *testutil.Redis) *testutil.Server {
 	t.Helper()
 	return serveZone(t, zone, fmt.Sprintf("  redis_enable\n  redis_addr %s\n", r.Addr))
@@ -178,11 +191,8 @@ func instanceID(t *testing.T, s *testutil.Server) string {
 func TestClusterProbesEachBackendOncePerCycle(t *testing.T) {
 	t.Parallel()
 	const interval = time.Second
-	r := testutil.StartRedis(t)
-	primary := listenCounting(t, "127.0.0.1:0")
-	zone := fleetZone(interval, 500*time.Millisecond, 1, tcpCheck(primary.port()), secondary(t))
-	fleet := []*testutil.Server{member(t, zone, r)}
-	allAnswer(t, fleet, "127.0.0.1")
+	r, primary, zone, first := startFleet(t, interval, 500*time.Millisecond, 1)
+	fleet := []*testutil.Server{first}
 	fleet = append(fleet, member(t, zone, r), member(t, zone, r))
 
 	since := time.Now().Add(interval)
@@ -198,11 +208,8 @@ func TestClusterProbesEachBackendOncePerCycle(t *testing.T) {
 func TestClusterKeepsAnsweringWithoutRedis(t *testing.T) {
 	t.Parallel()
 	const interval = time.Second
-	r := testutil.StartRedis(t)
-	primary := listenCounting(t, "127.0.0.1:0")
-	zone := fleetZone(interval, 500*time.Millisecond, 1, tcpCheck(primary.port()), secondary(t))
-	fleet := []*testutil.Server{member(t, zone, r)}
-	allAnswer(t, fleet, "127.0.0.1")
+	r, primary, zone, first := startFleet(t, interval, 500*time.Millisecond, 1)
+	fleet := []*testutil.Server{first}
 	fleet = append(fleet, member(t, zone, r))
 	allAnswer(t, fleet, "127.0.0.1")
 
@@ -363,12 +370,8 @@ func newestLock(t *testing.T, rc *redis.Client, check string) (cycle int64, hold
 func TestClusterNewInstanceAnswersTheFleetsView(t *testing.T) {
 	t.Parallel()
 	const interval = 5 * time.Second
-	r := testutil.StartRedis(t)
-	primary := listenCounting(t, "127.0.0.1:0")
 	// The primary goes down after two failures: a fall that takes a whole interval.
-	zone := fleetZone(interval, time.Second, 2, tcpCheck(primary.port()), secondary(t))
-	first := member(t, zone, r)
-	allAnswer(t, []*testutil.Server{first}, "127.0.0.1")
+	r, primary, zone, first := startFleet(t, interval, time.Second, 2)
 
 	// The primary dies. The fleet still counts it up (one failure at most, of two), while a
 	// probe of a new instance would find it down, and an instance without a result would not
