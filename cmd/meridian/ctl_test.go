@@ -66,6 +66,7 @@ func startCtlAPI(t *testing.T, cfg admin.Config) (*ctlProvider, *overlay.Memory,
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Serve()
 	t.Cleanup(func() { s.Close() })
 	p := &ctlProvider{}
 	s.Register([]string{"example.org."}, p)

@@ -114,6 +114,7 @@ func startServer(t *testing.T, cfg Config, store overlay.Store, p *fakeProvider)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Serve()
 	t.Cleanup(func() { s.Close() })
 	if p != nil {
 		var zones []string

@@ -55,7 +55,8 @@ type Server struct {
 
 	mu     sync.Mutex
 	regs   []*registration // in order of registration
-	served chan struct{}   // closed when Serve returns
+	serve  sync.Once       // starts serving, or marks a server closed before it served
+	served chan struct{}   // closed when serving ended
 }
 
 // registration is one Provider and the zones it serves.
@@ -64,8 +65,8 @@ type registration struct {
 	p     Provider
 }
 
-// Listen checks cfg for addr (host:port), binds addr and serves the API on it until Close,
-// keeping the overrides in store.
+// Listen checks cfg for addr (host:port) and binds addr, keeping the overrides in store. The
+// server answers once Serve is called, until Close.
 func Listen(addr string, cfg Config, store overlay.Store, log Logger) (*Server, error) {
 	s := &Server{addr: addr, log: log, served: make(chan struct{})}
 	if err := s.Configure(cfg, store); err != nil {
@@ -83,13 +84,20 @@ func Listen(addr string, cfg Config, store overlay.Store, log Logger) (*Server, 
 		WriteTimeout:      time.Minute,
 		IdleTimeout:       2 * time.Minute,
 	}
-	go func() {
-		defer close(s.served)
-		if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Errorf("admin API on %s stopped: %v", addr, err)
-		}
-	}()
 	return s, nil
+}
+
+// Serve starts answering on the bound listener, in the background. Calls after the first do
+// nothing.
+func (s *Server) Serve() {
+	s.serve.Do(func() {
+		go func() {
+			defer close(s.served)
+			if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Errorf("admin API on %s stopped: %v", s.addr, err)
+			}
+		}()
+	})
 }
 
 // Configure replaces the server's credentials, TLS certificate and store. Requests and
@@ -206,6 +214,10 @@ func (s *Server) Close() error {
 	if err != nil {
 		err = s.http.Close()
 	}
+	s.serve.Do(func() { // never served: close the listener that Shutdown did not know of
+		_ = s.ln.Close()
+		close(s.served)
+	})
 	<-s.served
 	return err
 }

@@ -34,8 +34,9 @@ type Receiver interface {
 }
 
 // Client is one instance's membership in a cluster: its Redis connection, subscription, locks
-// and waits. Create it with New, hand it to the health manager as its Coordinator, then Start it
-// with the manager before the first Sync, and Close it after the manager stopped.
+// and waits. Create it with New, hand it to the health manager as its Coordinator, then Connect it
+// to the manager before the first Sync, Run it when the server starts, and Close it after the
+// manager stopped.
 type Client struct {
 	opts   config.ClusterOptions
 	log    health.Logger
@@ -47,11 +48,12 @@ type Client struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	up       atomic.Bool // connected and subscribed
-	failing  atomic.Bool // an operation failed since the last success (logged once)
-	isolated atomic.Bool // quorum mode: most canaries failed in the last round (canary.go)
-	ops      chan op     // claims and publications for the writer
-	poke     chan struct{}
+	subscribed bool        // Connect's subscription was confirmed, for the listener
+	up         atomic.Bool // connected and subscribed
+	failing    atomic.Bool // an operation failed since the last success (logged once)
+	isolated   atomic.Bool // quorum mode: most canaries failed in the last round (canary.go)
+	ops        chan op     // claims and publications for the writer
+	poke       chan struct{}
 
 	mu     sync.Mutex
 	ps     *redis.PubSub
@@ -106,43 +108,55 @@ func InstanceID() string {
 // ID returns the instance's id, the value of its locks and the instance of its results.
 func (c *Client) ID() string { return c.id }
 
-// Start connects and subscribes to the results channel, waiting up to the dial timeout, and
-// starts the client's loops; results are delivered to r. An unreachable Redis is logged once and
-// retried in the background: until it answers, every check is probed here.
-func (c *Client) Start(r Receiver) {
+// Connect connects and subscribes to the results channel, waiting up to the dial timeout, so
+// that the manager's first Sync seeds its checks from the fleet; results will be delivered to
+// r. An unreachable Redis is logged once and retried by the loops: until it answers, every
+// check is probed here. In quorum mode with canaries it checks them first, so that an isolated
+// instance never counts. Call Run to start the loops.
+func (c *Client) Connect(r Receiver) {
 	c.recv = r
 	c.log.Infof("cluster mode: instance %s, %s, sync mode %s, key prefix %q%s", c.id, describe(c.opts), c.opts.SyncMode, c.opts.KeyPrefix, c.describeVantage())
 	if c.opts.DB != 0 && len(c.opts.Addrs) > 1 && c.opts.SentinelMaster == "" {
 		c.log.Warningf("cluster: redis_db %d is not used: a Redis Cluster has only database 0", c.opts.DB)
 	}
-	loops := 3
-	if c.quorum() && len(c.opts.Quorum.Canaries) > 0 {
-		c.checkCanaries() // before the first vote, so that an isolated instance never counts
-		loops++
-		go c.watchCanaries()
+	if c.canaries() {
+		c.checkCanaries()
 	}
 	fallbackGauge.Inc() // until subscribed
 	c.mu.Lock()
 	c.ps = c.rdb.Subscribe(c.ctx, c.channels()...)
 	ps := c.ps
 	c.mu.Unlock()
-	subscribed := false
 	msg, err := ps.ReceiveTimeout(c.ctx, dialTimeout)
 	if _, ok := msg.(*redis.Subscription); ok && err == nil {
-		subscribed = true
+		c.subscribed = true
 		c.setUp()
-	} else {
-		if err == nil {
-			err = fmt.Errorf("unexpected %T instead of the subscription", msg)
-		}
-		c.log.Warningf("cluster: Redis unreachable (%v): probing every check here until it answers", err)
-		errorsTotal.WithLabelValues(opSubscribe).Inc()
+		return
+	}
+	if err == nil {
+		err = fmt.Errorf("unexpected %T instead of the subscription", msg)
+	}
+	c.log.Warningf("cluster: Redis unreachable (%v): probing every check here until it answers", err)
+	errorsTotal.WithLabelValues(opSubscribe).Inc()
+}
+
+// Run starts the client's loops: the listener of the subscription, the writer of claims and
+// results, the reconcile, and in quorum mode with canaries their watch. Call it once, after
+// Connect.
+func (c *Client) Run() {
+	loops := 3
+	if c.canaries() {
+		loops++
+		go c.watchCanaries()
 	}
 	c.wg.Add(loops)
-	go c.listen(subscribed)
+	go c.listen(c.subscribed)
 	go c.write()
 	go c.reconcile()
 }
+
+// canaries reports whether the instance checks canaries (quorum mode with redis_canary).
+func (c *Client) canaries() bool { return c.quorum() && len(c.opts.Quorum.Canaries) > 0 }
 
 // Close stops the loops, ends the turns still open and closes the connections. Stop the health
 // manager first.

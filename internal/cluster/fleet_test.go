@@ -93,7 +93,8 @@ func startInstance(t *testing.T, o config.ClusterOptions, specs ...health.Spec) 
 		t.Fatal(err)
 	}
 	m := health.NewManager(health.Options{Log: log, Coordinator: c})
-	c.Start(m)
+	c.Connect(m)
+	c.Run()
 	keep := map[string]bool{}
 	for _, s := range specs {
 		keep[s.Key] = true
@@ -206,7 +207,8 @@ func TestNewInstanceStartsFromTheFleetsState(t *testing.T) {
 	}
 	defer c.Close()
 	m := health.NewManager(health.Options{Log: log, Coordinator: c})
-	c.Start(m)
+	c.Connect(m)
+	c.Run()
 	m.Sync([]health.Spec{checkSpec(own, 1)}, map[string]bool{backendKey: true})
 	// Not started: no probe has run here, yet the backend is what the fleet saw.
 	if st := m.State(backendKey).Status(); st != health.Down {

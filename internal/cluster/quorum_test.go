@@ -269,7 +269,8 @@ func TestQuorumNewInstanceStartsFromTheVotes(t *testing.T) {
 	defer c.Close()
 	m := health.NewManager(health.Options{Log: log, Coordinator: c})
 	defer m.Stop()
-	c.Start(m)
+	c.Connect(m)
+	c.Run()
 	spec := checkSpec(nil, 0)
 	spec.Checks[0].Prober = vantageProber{mine, 0}
 	m.Sync([]health.Spec{spec}, map[string]bool{backendKey: true})

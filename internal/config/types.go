@@ -84,6 +84,15 @@ type Options struct {
 	API APIOptions
 }
 
+// ZoneOrigins returns the origins of the block's zones, in Corefile order.
+func (o Options) ZoneOrigins() []string {
+	origins := make([]string, len(o.Zones))
+	for i, z := range o.Zones {
+		origins[i] = z.Origin
+	}
+	return origins
+}
+
 // GeoIPOptions are the data sources of the geo modes. Empty paths are sources not used.
 type GeoIPOptions struct {
 	CityDB, CountryDB, ASNDB string // MaxMind databases (geoip_maxmind)

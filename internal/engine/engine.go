@@ -1,7 +1,9 @@
-// Package engine wires Meridian's parts for one gslb block: it loads and validates the zone
-// files, owns the current catalog snapshot that queries read, keeps backend health across
-// reloads, and reloads the files when they change on disk, keeping the old snapshot when a new
-// file is invalid.
+// Package engine is Meridian's one wiring point. For each gslb block it merges the sources of
+// backend sets (the zone files, and the inputs that follow) and the source of health verdicts
+// (the health manager, with the Redis fleet behind it) into the immutable catalog snapshot
+// that queries read; it owns the snapshot, the sources' lifecycle, the operators' overrides
+// and the admin API's view, and its Registry keeps what must survive a Corefile reload. The
+// CoreDNS adapter talks to nothing else.
 package engine
 
 import (
@@ -16,6 +18,8 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/source"
+	"github.com/meridian-gslb/meridian/internal/source/files"
 )
 
 // Logger is where the engine reports state changes: what the health manager logs, and errors.
@@ -27,11 +31,14 @@ type Logger interface {
 
 // Engine serves one gslb block's zones.
 type Engine struct {
-	opts   config.Options
-	log    Logger
-	health *health.Manager
-	// ownsHealth is set when Stop must stop the manager (it is not shared with a next load).
-	ownsHealth bool
+	opts config.Options
+	log  Logger
+	// backends are the sources of backend sets, merged in order; the zone files come first.
+	backends []source.Backends
+	// verdicts holds the health words; health is the same manager, for the admin API's view
+	// of its details, transitions and votes.
+	verdicts source.Verdicts
+	health   *health.Manager
 	// specs are what the current snapshot gave the health manager (which points into them).
 	specs []health.Spec
 	snap  atomic.Pointer[catalog.Snapshot]
@@ -39,43 +46,24 @@ type Engine struct {
 	overrides map[string]catalog.Override
 
 	reloadMu sync.Mutex // serialises reloads
-	watch    *watcher
-	// geo holds the GeoIP sources, nil when none are configured; geoWatch follows their files.
-	geo      *geo.Store
-	geoWatch *watcher
-}
+	// stops end what Start started: the sources' watches, the geo files' watch, the override
+	// subscription.
+	stops []func()
+	// geo holds the GeoIP sources, nil when none are configured.
+	geo *geo.Store
 
-// LoadZones reads the shared health-check profiles and every zone file of opts, and returns
-// the zones or every error found in any of the files.
-func LoadZones(opts config.Options) ([]*config.Zone, error) {
-	var errs []error
-	var shared map[string]config.HealthCheck
-	if opts.HealthcheckProfilesFile != "" {
-		p, err := config.LoadProfiles(opts.HealthcheckProfilesFile)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		shared = p
-	}
-	zones := make([]*config.Zone, 0, len(opts.Zones))
-	for _, src := range opts.Zones {
-		z, err := config.LoadZone(src, shared)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		zones = append(zones, z)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return zones, nil
+	// The engine's shares of the registry: its Corefile load, its health manager and its
+	// admin API (nil when the block does not enable it).
+	reg          *Registry
+	corefileLoad any
+	shared       *sharedHealth
+	api          *apiUse
 }
 
 // Check validates everything New would load, health checks included (their parameters,
 // scripts and programs), without serving or probing. It returns every error found.
 func Check(opts config.Options) error {
-	zones, err := LoadZones(opts)
+	zones, err := files.Load(opts)
 	if st, geoErr := openGeo(opts.GeoIP); geoErr != nil {
 		err = errors.Join(err, geoErr)
 	} else if st != nil {
@@ -110,38 +98,63 @@ func HealthOptions(opts config.Options, log Logger) health.Options {
 	}
 }
 
-// New loads every file of opts and compiles the first snapshot, with a health manager of its
-// own that Stop stops. It fails when any file is invalid. Call Start to follow file changes
-// and probe, and Stop when done.
+// New loads every file of opts and compiles the first snapshot, with a health manager and an
+// admin API of its own (when opts enables it) that Stop stops. It fails when any file is
+// invalid. Call Start to follow file changes and probe, and Stop when done.
 func New(opts config.Options, log Logger) (*Engine, error) {
-	return newEngine(opts, log, health.NewManager(HealthOptions(opts, log)), true)
+	return NewRegistry().Open(nil, opts, log)
 }
 
-// NewShared is New with a health manager that outlives the engine: the plugin hands the same
-// manager to the engine of the next Corefile load, so that health state and probes carry over.
-// Stop leaves it running.
-func NewShared(opts config.Options, log Logger, m *health.Manager) (*Engine, error) {
-	return newEngine(opts, log, m, false)
-}
-
-func newEngine(opts config.Options, log Logger, m *health.Manager, owned bool) (*Engine, error) {
+// Open is New with the health manager and the admin API taken from r, shared with the other
+// engines of r: a Corefile reload opens the engine of the new load (load identifies it)
+// before it stops the old one, and the new engine takes over the health state, the probes and
+// the admin listener without a gap. It binds the admin API's listener, opens the overrides
+// store and, in cluster mode, subscribes to Redis and seeds the health states from it (see
+// newSharedHealth), but starts no goroutine of its own: Start does.
+func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, error) {
 	st, err := openGeo(opts.GeoIP)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{opts: opts, log: log, health: m, ownsHealth: owned, geo: st}
+	e := &Engine{opts: opts, log: log, geo: st, reg: r, corefileLoad: load,
+		backends: []source.Backends{files.New(opts)}}
+	e.shared = r.acquireHealth(opts, log)
+	e.health, e.verdicts = e.shared.manager, e.shared.manager
+	if opts.API.Enable {
+		if e.api, err = r.acquireAPI(load, opts.API, opts.Cluster, log); err != nil {
+			e.abandon()
+			return nil, &APIError{err}
+		}
+		e.overrides = CatalogOverrides(e.api.store.List())
+	}
 	if err := e.load(); err != nil {
+		e.abandon()
 		return nil, err
 	}
+	r.track(e)
 	return e, nil
 }
 
-// Resync hands the engine's current backends to its health manager again: after a Corefile
-// reload failed, the manager may hold the backends of the load that was abandoned.
+// abandon gives back the shares of an engine that failed to open.
+func (e *Engine) abandon() {
+	if e.api != nil {
+		e.reg.releaseAPI(e.api, e.log)
+	}
+	e.reg.releaseHealth(e.shared)
+	if e.geo != nil {
+		_ = e.geo.Sources().Close()
+	}
+}
+
+// Resync hands the engine's current backends to its health manager again, and keeps only the
+// shares of the registry that belong to the engine's load: after a Corefile reload failed, the
+// manager may hold the backends of the load that was abandoned, whose engines never start nor
+// stop.
 func (e *Engine) Resync() error {
+	e.reg.KeepOnly(e.corefileLoad)
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
-	e.health.Sync(e.specs, backendKeys(e.Snapshot()))
+	e.verdicts.Sync(e.specs, backendKeys(e.Snapshot()))
 	for _, r := range e.Snapshot().Records() {
 		r.Refresh()
 	}
@@ -170,12 +183,15 @@ func (e *Engine) Reload() error {
 func (e *Engine) load() error {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
-	zones, err := LoadZones(e.opts)
-	if err != nil {
-		return err
+	var zones []*config.Zone
+	for _, src := range e.backends {
+		var err error
+		if zones, err = src.Merge(zones); err != nil {
+			return fmt.Errorf("%s: %w", src.Name(), err)
+		}
 	}
 	warnGeoless(zones, e.opts.GeoIP, e.log)
-	snap, err := catalog.Build(zones, e.health)
+	snap, err := catalog.Build(zones, e.verdicts)
 	if err != nil {
 		return fmt.Errorf("compile zones: %w", err)
 	}
@@ -188,7 +204,7 @@ func (e *Engine) load() error {
 	if err != nil {
 		return err
 	}
-	e.health.Sync(specs, backendKeys(snap))
+	e.verdicts.Sync(specs, backendKeys(snap))
 	e.specs = specs
 	for _, r := range snap.Records() {
 		r.Refresh() // Sync may have reset the state of backends whose checks changed
@@ -229,45 +245,61 @@ func (e *Engine) SetOverrides(overrides map[string]catalog.Override) error {
 	return nil
 }
 
-// Start follows changes of the configuration files. A file change triggers a reload.
+// Start starts what the engine runs in the background: the sources' watches (a change of a
+// zone file reloads), the watch of the GeoIP files, the health manager's scheduler and its
+// Redis loops, the overrides store's subscription, and the admin API. CoreDNS calls it when the
+// server starts.
 func (e *Engine) Start() error {
-	w, err := newWatcher(e.watchedFiles(), func() { _ = e.Reload() }, e.log)
-	if err != nil {
-		return fmt.Errorf("watch configuration files: %w", err)
+	for _, src := range e.backends {
+		stop, err := src.Watch(func() { _ = e.Reload() }, e.log)
+		if err != nil {
+			return fmt.Errorf("watch the %s: %w", src.Name(), err)
+		}
+		e.stops = append(e.stops, stop)
 	}
-	e.watch = w
 	if e.geo != nil {
-		gw, err := newWatcher(e.geo.Sources().Files(), e.reloadGeo, e.log)
+		stop, err := files.Watch(e.geo.Sources().Files(), e.reloadGeo, e.log)
 		if err != nil {
 			return fmt.Errorf("watch geoip files: %w", err)
 		}
-		e.geoWatch = gw
+		e.stops = append(e.stops, stop)
 	}
-	e.health.Start()
+	e.reg.startHealth(e.shared)
+	if e.api != nil {
+		// Overrides changed since Open are applied once subscribed.
+		e.stops = append(e.stops, e.api.store.Subscribe(e.applyOverrides))
+		e.applyOverrides()
+		e.reg.startAPI(e.api, e.opts.ZoneOrigins(), e)
+	}
 	return nil
 }
 
-// Stop ends file watching. It is safe to call more than once and without Start.
+// applyOverrides applies the overrides store's current list.
+func (e *Engine) applyOverrides() {
+	if err := e.SetOverrides(CatalogOverrides(e.api.store.List())); err != nil {
+		e.log.Errorf("applying overrides: %v", err)
+	}
+}
+
+// Stop ends what Start started and gives back the engine's shares of the registry: the last
+// engine of a health manager or an admin listener stops it. It is safe to call more than once
+// and without Start.
 func (e *Engine) Stop() error {
-	for _, w := range []**watcher{&e.watch, &e.geoWatch} {
-		if *w != nil {
-			(*w).close()
-			*w = nil
-		}
+	for _, stop := range e.stops {
+		stop()
 	}
-	if e.ownsHealth {
-		e.health.Stop()
-	}
+	e.stops = nil
+	e.release()
 	return nil
 }
 
-func (e *Engine) watchedFiles() []string {
-	files := make([]string, 0, len(e.opts.Zones)+1)
-	for _, z := range e.opts.Zones {
-		files = append(files, z.File)
+// release gives back the engine's shares of the registry, once.
+func (e *Engine) release() {
+	if !e.reg.untrack(e) {
+		return
 	}
-	if e.opts.HealthcheckProfilesFile != "" {
-		files = append(files, e.opts.HealthcheckProfilesFile)
+	if e.api != nil {
+		e.reg.releaseAPI(e.api, e.log)
 	}
-	return files
+	e.reg.releaseHealth(e.shared)
 }

@@ -108,6 +108,9 @@ func (m *Memory) Subscribe(fn func()) (cancel func()) {
 	}
 }
 
+// Start implements Store: a store of this process alone has nothing to follow.
+func (m *Memory) Start() {}
+
 // Close implements Store.
 func (m *Memory) Close() error {
 	m.mu.Lock()

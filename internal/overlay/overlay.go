@@ -85,6 +85,10 @@ type Store interface {
 	// expired, and returns a function that ends the subscription. fn runs on the goroutine that
 	// made the change, possibly on several at once; it should read the store again and be quick.
 	Subscribe(fn func()) (cancel func())
+	// Start begins following the overrides that other processes change, when the store is
+	// shared (Redis); it does nothing for a store of this process alone. Calls after the first
+	// do nothing. Get and List answer before it, with the overrides read when it was opened.
+	Start()
 	// Close stops the expiry of overrides. The store must not be used afterwards.
 	Close() error
 }

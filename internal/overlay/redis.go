@@ -95,6 +95,7 @@ type Redis struct {
 	log     Logger
 	ctx     context.Context
 	cancel  context.CancelFunc
+	start   sync.Once     // starts the listener, or marks a store closed before it started
 	done    chan struct{} // closed when listen returns
 	failing atomic.Bool   // the last operation on Redis failed (logged once)
 
@@ -109,7 +110,8 @@ type Redis struct {
 
 // OpenRedis returns the store of the overrides in rdb, which it takes over: Close closes it. It
 // reads the overrides, waiting as long as rdb's timeouts allow; when Redis is unreachable it
-// starts without overrides, logs it, and reads them as soon as Redis answers.
+// starts without overrides, logs it, and reads them as soon as Redis answers (once Start has
+// started following the changes).
 func OpenRedis(rdb redis.UniversalClient, o RedisOptions) *Redis {
 	if o.Clock == nil {
 		o.Clock = SystemClock{}
@@ -126,9 +128,19 @@ func OpenRedis(rdb redis.UniversalClient, o RedisOptions) *Redis {
 		s.poll = DefaultRedisPoll
 	}
 	s.reread()
-	s.ps = rdb.Subscribe(ctx, s.channel)
-	go s.listen()
 	return s
+}
+
+// Start implements Store: it subscribes to the channel of changes and starts the listener,
+// which reads the overrides again on every change, on every (re)subscription and every poll
+// interval.
+func (s *Redis) Start() {
+	s.start.Do(func() {
+		s.mu.Lock()
+		s.ps = s.rdb.Subscribe(s.ctx, s.channel)
+		s.mu.Unlock()
+		go s.listen()
+	})
 }
 
 // Key returns the name of the hash that holds the overrides.
@@ -187,8 +199,11 @@ func (s *Redis) Apply(ctx context.Context, changes []Change) error {
 // client.
 func (s *Redis) Close() error {
 	s.cancel()
+	s.start.Do(func() { close(s.done) }) // never started: there is no listener to wait for
 	s.mu.Lock()
-	_ = s.ps.Close()
+	if s.ps != nil {
+		_ = s.ps.Close()
+	}
 	s.mu.Unlock()
 	<-s.done
 	s.mem.Close()

@@ -24,7 +24,9 @@ func newRedisStore(t *testing.T, r *testutil.Redis, poll time.Duration, clock Cl
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true,
 	})
 	log := &testutil.Log{}
-	return OpenRedis(rdb, RedisOptions{Prefix: "gslb:", Name: t.Name(), Poll: poll, Clock: clock, Log: log}), log
+	s := OpenRedis(rdb, RedisOptions{Prefix: "gslb:", Name: t.Name(), Poll: poll, Clock: clock, Log: log})
+	s.Start()
+	return s, log
 }
 
 // openRedis is newRedisStore, with the store closed when the test ends.
@@ -380,6 +382,7 @@ func TestRedisOnARedisCluster(t *testing.T) {
 			Addrs: []string{nodes[0].Addr, nodes[1].Addr, nodes[2].Addr}, Protocol: 2, MaxRetries: -1, ContextTimeoutEnabled: true,
 		})
 		s := OpenRedis(rdb, RedisOptions{Prefix: "gslb:", Poll: time.Hour, Log: &testutil.Log{}})
+		s.Start()
 		t.Cleanup(func() { s.Close() })
 		return s
 	}

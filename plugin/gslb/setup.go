@@ -1,9 +1,11 @@
 package gslb
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coredns/caddy"
@@ -20,28 +22,23 @@ var log = clog.NewWithPlugin(pluginName)
 
 func init() { plugin.Register(pluginName, setup) }
 
+// setup opens the engine of the gslb block at c and hooks it into the server's lifecycle. The
+// engine of a reloaded Corefile takes its health manager and admin API from the previous
+// load's through engine.Default, so that health state, probes and the listener carry over.
 func setup(c *caddy.Controller) error {
 	block, err := ParseBlock(c, dnsserver.GetConfig(c).Root)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	mgr := managers.acquire(block.Options)
-	eng, err := engine.NewShared(block.Options, log, mgr)
+	eng, err := engine.Default.Open(c.Context(), block.Options, log)
 	if err != nil {
-		managers.release(block.Options)
-		return plugin.Error(pluginName, err)
+		return plugin.Error(pluginName, block.openError(err))
 	}
 	g := &GSLB{Engine: eng, Answer: eng.AnswerOptions(), Fall: block.Fall}
 	c.OnStartup(eng.Start)
-	c.OnShutdown(func() error {
-		err := eng.Stop()
-		managers.release(block.Options)
-		return err
-	})
-	if err := serveAPI(c, block.Options, eng); err != nil {
-		return plugin.Error(pluginName, err)
-	}
-	// A failed Corefile reload keeps this instance: give the manager its backends back.
+	c.OnShutdown(eng.Stop)
+	// A failed Corefile reload keeps this instance: give the manager its backends back, and
+	// release what the failed load's engines took.
 	c.OnRestartFailed(eng.Resync)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		g.Next = next
@@ -50,34 +47,31 @@ func setup(c *caddy.Controller) error {
 	return nil
 }
 
-// serveAPI gives the block's engine its share of the admin API, when the block enables it: the
-// engine answers the API for the block's zones and applies the operators' overrides, now and
-// on every change, before the API call that made the change returns.
-func serveAPI(c *caddy.Controller, o config.Options, eng *engine.Engine) error {
-	api, err := setupAPI(c, o.API, o.Cluster)
-	if err != nil || api == nil {
-		return err
-	}
-	apply := func() {
-		if err := eng.SetOverrides(engine.CatalogOverrides(api.Store().List())); err != nil {
-			log.Errorf("applying overrides: %v", err)
-		}
-	}
-	apply()
-	cancel := api.Store().Subscribe(apply)
-	c.OnShutdown(func() error { cancel(); return nil })
-	zones := make([]string, len(o.Zones))
-	for i, z := range o.Zones {
-		zones[i] = z.Origin
-	}
-	api.Register(zones, eng)
-	return nil
-}
-
 // Block is a parsed gslb directive.
 type Block struct {
 	Options config.Options
 	Fall    fall.F
+	// file and line are where the directive is; apiLine is the line of its first api_*
+	// option, which errors of the admin API name.
+	file          string
+	line, apiLine int
+}
+
+// errorAt returns err as an error of the Corefile at line, in the form caddy gives the errors
+// it finds while parsing.
+func (b Block) errorAt(line int, err error) error {
+	return fmt.Errorf("%s:%d - Error during parsing: %w", b.file, line, err)
+}
+
+// openError names the Corefile line that err, an error of opening the block's engine, is about:
+// the api_* option for the admin API's errors, the gslb directive for the others (the errors of
+// a zone file name its file and line too).
+func (b Block) openError(err error) error {
+	var apiErr *engine.APIError
+	if errors.As(err, &apiErr) && b.apiLine > 0 {
+		return b.errorAt(b.apiLine, err)
+	}
+	return b.errorAt(b.line, err)
 }
 
 // ParseBlock parses the gslb directive at c. Relative file names are resolved against root
@@ -85,32 +79,40 @@ type Block struct {
 func ParseBlock(c *caddy.Controller, root string) (Block, error) {
 	b := Block{Options: config.DefaultOptions()}
 	seen := false
+	zoneLines := make(map[string]int) // the line of each zone's first listing
 	for c.Next() {
 		if seen {
 			return b, plugin.ErrOnce
 		}
 		seen = true
+		b.file, b.line = c.File(), c.Line()
 		if err := parseShortForm(c, root, &b); err != nil {
 			return b, err
 		}
+		for _, z := range b.Options.Zones {
+			zoneLines[z.Origin] = b.line
+		}
 		for c.NextBlock() {
+			zones, line := len(b.Options.Zones), c.Line()
+			if b.apiLine == 0 && strings.HasPrefix(c.Val(), "api_") {
+				b.apiLine = line
+			}
 			if err := parseOption(c, root, &b); err != nil {
 				return b, err
+			}
+			for _, z := range b.Options.Zones[zones:] {
+				if first, ok := zoneLines[z.Origin]; ok {
+					return b, c.Errf("zone %s is listed twice (first at line %d)", z.Origin, first)
+				}
+				zoneLines[z.Origin] = line
 			}
 		}
 	}
 	if len(b.Options.Zones) == 0 {
 		return b, c.Err("no zones: use 'gslb FILE [ZONE]' or a 'zone ORIGIN FILE' line")
 	}
-	origins := make(map[string]bool)
-	for _, z := range b.Options.Zones {
-		if origins[z.Origin] {
-			return b, fmt.Errorf("zone %s is listed twice", z.Origin)
-		}
-		origins[z.Origin] = true
-	}
-	if err := checkAPIOptions(b.Options.API); err != nil {
-		return b, err
+	if err := engine.CheckAPIOptions(b.Options.API); err != nil {
+		return b, b.errorAt(max(b.apiLine, b.line), err)
 	}
 	return b, nil
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/coredns/caddy"
 
-	"github.com/meridian-gslb/meridian/internal/cluster"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/engine"
 )
 
 // parseClusterOption parses the redis_* option (or probe_source, this instance's vantage point)
@@ -192,7 +192,7 @@ func clientCert(c *caddy.Controller, root string, o *config.ClusterOptions) erro
 
 // checkTLS reads the TLS files named so far, reporting a problem at the current line.
 func checkTLS(c *caddy.Controller, t config.ClusterTLS) error {
-	if _, err := cluster.TLSConfig(t); err != nil {
+	if err := engine.CheckRedisTLS(t); err != nil {
 		return c.Errf("%v", err)
 	}
 	return nil

@@ -12,7 +12,6 @@ import (
 	"github.com/coredns/caddy"
 
 	"github.com/meridian-gslb/meridian/internal/config"
-	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 func TestParseClusterOptions(t *testing.T) {
@@ -94,66 +93,4 @@ func TestParseClusterOptions(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestManagerKeyFollowsTheClusterOptions(t *testing.T) {
-	base := config.DefaultOptions()
-	base.Zones = []config.ZoneSource{{Origin: "example.org.", File: "a.yml"}}
-	with := func(f func(*config.ClusterOptions)) config.Options {
-		o := base
-		f(&o.Cluster)
-		return o
-	}
-	on := func(c *config.ClusterOptions) { c.Enable = true }
-	tests := []struct {
-		name string
-		a, b config.Options
-		same bool
-	}{
-		{"cluster mode off: redis options do not matter", base, with(func(c *config.ClusterOptions) { c.Addrs = []string{"10.0.0.1:6379"} }), true},
-		{"cluster mode on", base, with(on), false},
-		{"defaults spelled out", with(on), with(func(c *config.ClusterOptions) {
-			on(c)
-			c.Addrs, c.KeyPrefix, c.SyncMode = []string{config.DefaultRedisAddr}, config.DefaultRedisKeyPrefix, config.SyncLock
-		}), true},
-		{"another Redis", with(on), with(func(c *config.ClusterOptions) { on(c); c.Addrs = []string{"10.0.0.1:6379"} }), false},
-		{"another password", with(on), with(func(c *config.ClusterOptions) { on(c); c.Password = "x" }), false},
-	}
-	for _, tt := range tests {
-		if same := managerKey(tt.a) == managerKey(tt.b); same != tt.same {
-			t.Errorf("%s: same manager %v, want %v", tt.name, same, tt.same)
-		}
-	}
-}
-
-func TestSharedManagerOwnsTheClusterClient(t *testing.T) {
-	r := testutil.StartRedis(t)
-	o := config.DefaultOptions()
-	o.Zones = []config.ZoneSource{{Origin: "cluster.test.", File: "a.yml"}}
-	o.Cluster = config.ClusterOptions{Enable: true, Addrs: []string{r.Addr}}
-	m := managers.acquire(o)
-	if again := managers.acquire(o); again != m {
-		t.Fatal("a reload with the same options got another manager")
-	}
-	sm := managers.byKey[managerKey(o)]
-	if sm.cluster == nil {
-		t.Fatal("cluster mode without a cluster client")
-	}
-	rc := r.Client(t)
-	clients := func() int {
-		list, err := rc.ClientList(t.Context()).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Count(list, "name=meridian-"+sm.cluster.ID())
-	}
-	if clients() == 0 {
-		t.Fatal("the cluster client is not connected")
-	}
-	managers.release(o)
-	if clients() == 0 {
-		t.Fatal("the cluster client was closed while the manager still has a user")
-	}
-	managers.release(o)
-	testutil.Eventually(t, 2*time.Second, func() bool { return clients() == 0 }, "the last release left the cluster client connected")
 }

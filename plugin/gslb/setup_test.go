@@ -1,8 +1,11 @@
 package gslb
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +106,9 @@ func TestParseBlock(t *testing.T) {
 		{name: "bad duration", input: "gslb {\n zone example.org. a.yml\n max_stagger_start soon\n}", wantErr: "Testfile:3"},
 		{name: "bad count", input: "gslb {\n zone example.org. a.yml\n batch_size_start 0\n}", wantErr: "not a positive integer"},
 		{name: "zone line arity", input: "gslb {\n zone example.org.\n}", wantErr: "want 'zone ORIGIN FILE'"},
-		{name: "duplicate zone", input: "gslb {\n zone example.org. a.yml\n zone EXAMPLE.org b.yml\n}", wantErr: "listed twice"},
+		{name: "duplicate zone names its line", input: "gslb {\n zone example.org. a.yml\n zone EXAMPLE.org b.yml\n}", wantErr: "Testfile:3 - Error during parsing: zone example.org. is listed twice (first at line 2)"},
+		{name: "zone of the short form listed again", input: "gslb a.yml example.org {\n zone example.org. b.yml\n}", wantErr: "Testfile:2 - Error during parsing: zone example.org. is listed twice (first at line 1)"},
+		{name: "admin API without authentication names its line", input: "gslb {\n zone example.org. a.yml\n api_enable\n api_listen_addr 0.0.0.0\n}", wantErr: "Testfile:3 - Error during parsing: admin API on 0.0.0.0:8080: refusing to serve"},
 		{name: "short form with several server zones", input: "gslb a.yml", keys: []string{"a.org.", "b.org."}, wantErr: "needs exactly one zone"},
 		{name: "gslb twice", input: "gslb a.yml a.org\ngslb b.yml b.org", wantErr: "only be used once"},
 	}
@@ -136,5 +141,28 @@ func TestSetupFailsOnAnInvalidZoneFile(t *testing.T) {
 	err := setup(c)
 	if err == nil || !strings.Contains(err.Error(), "bad.yml:3:11") || !strings.Contains(err.Error(), "roundrobin") {
 		t.Fatalf("setup error %v, want the file position and a suggestion", err)
+	}
+}
+
+func TestSetupErrorsNameTheirCorefileLine(t *testing.T) {
+	dir := t.TempDir()
+	zone := filepath.Join(dir, "zone.yml")
+	if err := os.WriteFile(zone, []byte("records:\n  www.example.org.:\n    backends: [{address: 192.0.2.1}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	corefile := fmt.Sprintf("gslb {\n zone example.org. %s\n api_enable\n api_listen_port %d\n api_overrides_file %s\n}", zone, port, filepath.Join(dir, "o.json"))
+	err = setup(caddy.NewTestController("dns", corefile))
+	if err == nil || !strings.Contains(err.Error(), "Testfile:3 - Error during parsing: ") || !strings.Contains(err.Error(), strconv.Itoa(port)) {
+		t.Fatalf("setup with the admin port in use: %v, want the api_* line and the port", err)
+	}
+	err = setup(caddy.NewTestController("dns", "\ngslb "+filepath.Join(dir, "missing.yml")+" example.org"))
+	if err == nil || !strings.Contains(err.Error(), "Testfile:2 - Error during parsing: ") || !strings.Contains(err.Error(), "missing.yml") {
+		t.Fatalf("setup with a missing zone file: %v, want the gslb line and the file", err)
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package files
 
 import (
 	"path/filepath"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/meridian-gslb/meridian/internal/source"
 )
 
 // settleDelay lets an editor or a deployment tool finish writing before a reload starts.
@@ -21,7 +23,18 @@ type watcher struct {
 	wg   sync.WaitGroup
 }
 
-func newWatcher(files []string, onChange func(), log Logger) (*watcher, error) {
+// Watch calls onChange, from a goroutine of its own, once files have changed on disk and then
+// stayed unchanged for a moment (an editor or a deployment tool has finished writing), until
+// stop is called. Problems of the watch itself go to log.
+func Watch(files []string, onChange func(), log source.Logger) (stop func(), err error) {
+	w, err := newWatcher(files, onChange, log)
+	if err != nil {
+		return nil, err
+	}
+	return w.close, nil
+}
+
+func newWatcher(files []string, onChange func(), log source.Logger) (*watcher, error) {
 	fs, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
@@ -49,7 +62,7 @@ func newWatcher(files []string, onChange func(), log Logger) (*watcher, error) {
 	return w, nil
 }
 
-func (w *watcher) loop(wanted map[string]bool, onChange func(), log Logger) {
+func (w *watcher) loop(wanted map[string]bool, onChange func(), log source.Logger) {
 	defer w.wg.Done()
 	settle := time.NewTimer(time.Hour)
 	settle.Stop()
