@@ -352,7 +352,7 @@ func (m *Manager) syncCluster(jobs map[string]*job, fresh []*job, now time.Time)
 			rest = append(rest, j) // nothing shared yet: probe as soon as a new check would
 			continue
 		}
-		m.queue.push(j)
+		m.queue.Push(j)
 	}
 	return rest
 }

@@ -243,7 +243,7 @@ func (m *Manager) rebuildJobs(now time.Time) {
 	}
 	for jk, j := range m.jobs {
 		if jobs[jk] == nil {
-			m.queue.remove(j.index)
+			m.queue.Remove(j.index)
 			j.removed = true
 			if !j.running {
 				closeProber(j.prober)
@@ -270,7 +270,7 @@ func (m *Manager) schedule(fresh []*job, now time.Time) {
 	}
 	for i, j := range fresh {
 		j.next = now.Add(time.Duration(i/m.opts.BatchSizeStart) * spacing)
-		m.queue.push(j)
+		m.queue.Push(j)
 	}
 }
 

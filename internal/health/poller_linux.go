@@ -153,8 +153,8 @@ func (p *poller) start(addr netip.AddrPort, reuseFD int, sources []netip.Addr, o
 		p.live = append(p.live, make([]*exchange, ex.fd+1-len(p.live))...)
 	}
 	p.live[ex.fd] = ex
-	p.queue.push(ex)
-	if p.queue.first() == ex {
+	p.queue.Push(ex)
+	if p.queue.First() == ex {
 		p.poke() // the loop may be sleeping past this deadline
 	}
 }
@@ -260,7 +260,7 @@ func (p *poller) loop() {
 			// and thousands of deadlines a second cost a hundred wake-ups.
 			const step = 10 * time.Millisecond
 			now := time.Now()
-			wake = now.Add((max(p.queue.first().deadline.Sub(now), 0)/step + 1) * step)
+			wake = now.Add((max(p.queue.First().deadline.Sub(now), 0)/step + 1) * step)
 		}
 		closed := p.closed
 		p.mu.Unlock()
@@ -288,8 +288,8 @@ func (p *poller) loop() {
 			}
 		}
 		now := time.Now()
-		for len(p.queue) > 0 && !p.queue.first().deadline.After(now) {
-			ex := p.queue.first()
+		for len(p.queue) > 0 && !p.queue.First().deadline.After(now) {
+			ex := p.queue.First()
 			ex.result = ex.handler.expired(ex.in, connTimeoutReason(ex.timeout))
 			ex.keep = false
 			finished = append(finished, p.retire(ex))
@@ -413,7 +413,7 @@ func (p *poller) handle(ex *exchange, events uint32) bool {
 // retire removes ex from the poller; its socket is closed unless the handler keeps it.
 func (p *poller) retire(ex *exchange) *exchange {
 	p.live[ex.fd] = nil
-	p.queue.remove(ex.index)
+	p.queue.Remove(ex.index)
 	if ex.keep {
 		_ = rawEpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, ex.fd, nil)
 	} else {
@@ -460,5 +460,6 @@ func (p *poller) closeFDs() {
 // epollET is EPOLLET as the unsigned event mask (the syscall package declares it negative).
 const epollET = 1 << 31
 
-func (ex *exchange) due() time.Time { return ex.deadline }
-func (ex *exchange) setIndex(i int) { ex.index = i }
+// Due and SetIndex make an exchange an item of a time queue.
+func (ex *exchange) Due() time.Time { return ex.deadline }
+func (ex *exchange) SetIndex(i int) { ex.index = i }

@@ -59,11 +59,11 @@ func (m *Manager) loop() {
 		}
 		m.mu.Lock()
 		now := time.Now()
-		for len(m.queue) > 0 && !m.queue.first().next.After(now.Add(dispatchSlack)) {
-			j := m.queue.first()
+		for len(m.queue) > 0 && !m.queue.First().next.After(now.Add(dispatchSlack)) {
+			j := m.queue.First()
 			due := j.next
 			j.next = m.nextRun(j, now)
-			m.queue.fixFirst()
+			m.queue.FixFirst()
 			if j.running {
 				skippedTotal.WithLabelValues(j.typ, "running").Inc()
 				continue
@@ -76,7 +76,7 @@ func (m *Manager) loop() {
 		}
 		wait := time.Hour
 		if len(m.queue) > 0 {
-			wait = m.queue.first().next.Sub(now)
+			wait = m.queue.First().next.Sub(now)
 		}
 		m.mu.Unlock()
 		if m.cluster != nil {
@@ -201,5 +201,6 @@ func (m *Manager) finish(j *job, res Result, start time.Time) {
 	m.apply(j, res)
 }
 
-func (j *job) due() time.Time { return j.next }
-func (j *job) setIndex(i int) { j.index = i }
+// Due and SetIndex make a job an item of a time queue.
+func (j *job) Due() time.Time { return j.next }
+func (j *job) SetIndex(i int) { j.index = i }

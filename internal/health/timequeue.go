@@ -6,8 +6,10 @@ import (
 
 // timed is an item of a timeQueue: it knows when it is due and where it sits in the queue.
 type timed interface {
-	due() time.Time
-	setIndex(int)
+	// Due returns when the item is due.
+	Due() time.Time
+	// SetIndex records the item's position in the queue, -1 once it left it.
+	SetIndex(int)
 }
 
 // timeQueue is a min-heap of items by due time; the scheduler's jobs and the poller's
@@ -25,13 +27,13 @@ type queued[T timed] struct {
 // Len returns the number of items queued.
 func (q timeQueue[T]) Len() int { return len(q) }
 
-// first returns the item due first; the queue must not be empty.
-func (q timeQueue[T]) first() T { return q[0].item }
+// First returns the item due first; the queue must not be empty.
+func (q timeQueue[T]) First() T { return q[0].item }
 
 func (q timeQueue[T]) swap(a, b int) {
 	q[a], q[b] = q[b], q[a]
-	q[a].item.setIndex(a)
-	q[b].item.setIndex(b)
+	q[a].item.SetIndex(a)
+	q[b].item.SetIndex(b)
 }
 
 // up moves the entry at i towards the root until its parent is due no later.
@@ -67,16 +69,16 @@ func (q timeQueue[T]) down(i int) bool {
 	return i > start
 }
 
-// push queues item at its due time.
-func (q *timeQueue[T]) push(item T) {
-	*q = append(*q, queued[T]{at: item.due().UnixNano(), item: item})
+// Push queues item at its due time.
+func (q *timeQueue[T]) Push(item T) {
+	*q = append(*q, queued[T]{at: item.Due().UnixNano(), item: item})
 	i := len(*q) - 1
-	item.setIndex(i)
+	item.SetIndex(i)
 	q.up(i)
 }
 
-// remove takes the item at index i (its own record of where it sits) out of the queue.
-func (q *timeQueue[T]) remove(i int) {
+// Remove takes the item at index i (its own record of where it sits) out of the queue.
+func (q *timeQueue[T]) Remove(i int) {
 	if i < 0 {
 		return
 	}
@@ -85,7 +87,7 @@ func (q *timeQueue[T]) remove(i int) {
 	if i != last {
 		old.swap(i, last)
 	}
-	old[last].item.setIndex(-1)
+	old[last].item.SetIndex(-1)
 	old[last] = queued[T]{}
 	*q = old[:last]
 	if i != last && !q.down(i) {
@@ -93,8 +95,8 @@ func (q *timeQueue[T]) remove(i int) {
 	}
 }
 
-// fixFirst restores the order after the first item's due time changed.
-func (q timeQueue[T]) fixFirst() {
-	q[0].at = q[0].item.due().UnixNano()
+// FixFirst restores the order after the first item's due time changed.
+func (q timeQueue[T]) FixFirst() {
+	q[0].at = q[0].item.Due().UnixNano()
 	q.down(0)
 }
