@@ -16,6 +16,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 )
 
 // Logger is where the engine reports state changes: what the health manager logs, and errors.
@@ -92,7 +93,7 @@ func Check(opts config.Options) error {
 	specs, err := healthSpecs(snap)
 	for _, s := range specs {
 		for _, c := range s.Checks {
-			health.Release(c.Prober)
+			probe.Release(c.Prober)
 		}
 	}
 	return err

@@ -1,4 +1,4 @@
-package health
+package timequeue
 
 import (
 	"math/rand/v2"
@@ -22,7 +22,7 @@ func TestTimeQueueOrdersByDueTime(t *testing.T) {
 	base := time.Now()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 50 {
-		var q timeQueue[*item]
+		var q Queue[*item]
 		var live []*item
 		for range 200 {
 			switch op := rng.IntN(4); {
@@ -63,7 +63,7 @@ func TestTimeQueueOrdersByDueTime(t *testing.T) {
 }
 
 func BenchmarkTimeQueue(b *testing.B) {
-	var q timeQueue[*item]
+	var q Queue[*item]
 	base := time.Now()
 	for i := range 30000 {
 		q.Push(&item{at: base.Add(time.Duration(i*7919%30000) * time.Millisecond)})

@@ -1,43 +1,45 @@
-package health
+// Package timequeue is the min-heap by due time that the health scheduler's jobs and the probe
+// poller's exchanges wait in. It is a package of its own because both use it: package health
+// imports package probe, so neither can hold it for the other.
+package timequeue
 
 import (
 	"time"
 )
 
-// timed is an item of a timeQueue: it knows when it is due and where it sits in the queue.
-type timed interface {
+// Item is an item of a Queue: it knows when it is due and where it sits in the queue.
+type Item interface {
 	// Due returns when the item is due.
 	Due() time.Time
 	// SetIndex records the item's position in the queue, -1 once it left it.
 	SetIndex(int)
 }
 
-// timeQueue is a min-heap of items by due time; the scheduler's jobs and the poller's
-// exchanges both wait in one. Each entry keeps its item's due time next to it, so that
-// ordering 30,000 items compares integers in one array instead of following a pointer (a cache
-// miss) and an interface call per comparison.
-type timeQueue[T timed] []queued[T]
+// Queue is a min-heap of items by due time. Each entry keeps its item's due time next to it,
+// so that ordering 30,000 items compares integers in one array instead of following a pointer
+// (a cache miss) and an interface call per comparison.
+type Queue[T Item] []queued[T]
 
-// queued is one entry of a timeQueue: the item and its due time in Unix nanoseconds.
-type queued[T timed] struct {
+// queued is one entry of a Queue: the item and its due time in Unix nanoseconds.
+type queued[T Item] struct {
 	at   int64
 	item T
 }
 
 // Len returns the number of items queued.
-func (q timeQueue[T]) Len() int { return len(q) }
+func (q Queue[T]) Len() int { return len(q) }
 
 // First returns the item due first; the queue must not be empty.
-func (q timeQueue[T]) First() T { return q[0].item }
+func (q Queue[T]) First() T { return q[0].item }
 
-func (q timeQueue[T]) swap(a, b int) {
+func (q Queue[T]) swap(a, b int) {
 	q[a], q[b] = q[b], q[a]
 	q[a].item.SetIndex(a)
 	q[b].item.SetIndex(b)
 }
 
 // up moves the entry at i towards the root until its parent is due no later.
-func (q timeQueue[T]) up(i int) {
+func (q Queue[T]) up(i int) {
 	for i > 0 {
 		parent := (i - 1) / 2
 		if q[parent].at <= q[i].at {
@@ -50,7 +52,7 @@ func (q timeQueue[T]) up(i int) {
 
 // down moves the entry at i towards the leaves until its children are due no earlier, and
 // reports whether it moved.
-func (q timeQueue[T]) down(i int) bool {
+func (q Queue[T]) down(i int) bool {
 	start, n := i, len(q)
 	for {
 		child := 2*i + 1
@@ -70,7 +72,7 @@ func (q timeQueue[T]) down(i int) bool {
 }
 
 // Push queues item at its due time.
-func (q *timeQueue[T]) Push(item T) {
+func (q *Queue[T]) Push(item T) {
 	*q = append(*q, queued[T]{at: item.Due().UnixNano(), item: item})
 	i := len(*q) - 1
 	item.SetIndex(i)
@@ -78,7 +80,7 @@ func (q *timeQueue[T]) Push(item T) {
 }
 
 // Remove takes the item at index i (its own record of where it sits) out of the queue.
-func (q *timeQueue[T]) Remove(i int) {
+func (q *Queue[T]) Remove(i int) {
 	if i < 0 {
 		return
 	}
@@ -96,7 +98,7 @@ func (q *timeQueue[T]) Remove(i int) {
 }
 
 // FixFirst restores the order after the first item's due time changed.
-func (q timeQueue[T]) FixFirst() {
+func (q Queue[T]) FixFirst() {
 	q[0].at = q[0].item.Due().UnixNano()
 	q.down(0)
 }
