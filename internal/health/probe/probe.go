@@ -11,9 +11,9 @@
 // Package health imports this package, never the other way round: the health Manager
 // schedules compiled checks, owns the Poller's lifetime and feeds Results to its rise/fall
 // machines, while a prober knows nothing of schedules, backends, state or cluster mode. The
-// other direction would have the protocols depend on the manager they are run by, and the
-// manager reach its poller through an interface the engine wires up. The min-heap both the
-// scheduler and the Poller wait in is package timequeue, which neither owns.
+// other direction would make the protocols depend on the machinery that runs them, and leave
+// the manager unable to make its own Poller. The min-heap that both the scheduler and the
+// Poller wait in is package health/timequeue, which neither of them owns.
 //
 // To add a protocol, write one file (with its tests beside it) holding a constructor
 //
@@ -23,9 +23,9 @@
 // unknown) and returns a Prober that is safe for concurrent use and returns by its context's
 // deadline; then register it under its type name in constructors. A prober that holds
 // resources implements io.Closer (see Release); one that can run on the Poller implements
-// asyncStarter. The configuration loader has its own list of the type names
-// (config.CheckTypes), which must not import this package: TestRegistryMatchesConfig fails
-// until the new name is there too.
+// asyncStarter. The configuration loader, which cannot import this package (this one imports
+// it), has a list of the type names of its own, config.CheckTypes: TestRegistryMatchesConfig
+// fails until the new name is there too.
 package probe
 
 import (
