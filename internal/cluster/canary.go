@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 )
 
 // canaryTimeout returns how long one canary connection may take: half the canary interval, at
@@ -40,7 +40,7 @@ func (c *Client) watchCanaries() {
 func (c *Client) checkCanaries() {
 	canaries := c.opts.Quorum.Canaries
 	timeout := canaryTimeout(c.opts.Quorum.CanaryInterval)
-	dialer := health.SourceDialer(c.opts.ProbeSources, timeout)
+	dialer := probe.SourceDialer(c.opts.ProbeSources, timeout)
 	errs := make([]error, len(canaries))
 	var wg sync.WaitGroup
 	for i, addr := range canaries {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
@@ -28,18 +29,19 @@ const (
 type fakeBackend struct {
 	up     atomic.Bool
 	mu     sync.Mutex
-	probes []probe
+	probes []probeRecord
 }
 
-type probe struct {
+// probeRecord is one probe of a fakeBackend: when it ran and on which instance.
+type probeRecord struct {
 	at       time.Time
 	instance int
 }
 
-func (b *fakeBackend) probesSince(t time.Time) []probe {
+func (b *fakeBackend) probesSince(t time.Time) []probeRecord {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i, _ := slices.BinarySearchFunc(b.probes, t, func(p probe, t time.Time) int { return p.at.Compare(t) })
+	i, _ := slices.BinarySearchFunc(b.probes, t, func(p probeRecord, t time.Time) int { return p.at.Compare(t) })
 	return slices.Clone(b.probes[i:])
 }
 
@@ -49,14 +51,14 @@ type prober struct {
 	instance int
 }
 
-func (p prober) Probe(context.Context) health.Result {
+func (p prober) Probe(context.Context) probe.Result {
 	p.b.mu.Lock()
-	p.b.probes = append(p.b.probes, probe{time.Now(), p.instance})
+	p.b.probes = append(p.b.probes, probeRecord{time.Now(), p.instance})
 	p.b.mu.Unlock()
 	if p.b.up.Load() {
-		return health.Pass("ok")
+		return probe.Pass("ok")
 	}
-	return health.Fail("down")
+	return probe.Fail("down")
 }
 
 // instance is one member of a test fleet.
@@ -118,7 +120,7 @@ func (in *instance) stop() {
 func checkSpec(b *fakeBackend, i int) health.Spec {
 	return health.Spec{
 		Key: backendKey, Record: "www.example.org.", Backend: "192.0.2.10:80",
-		Checks: []*health.Compiled{{Prober: prober{b, i}, Type: "test", Timeout: testTimeout, Key: "0123456789abcdef"}},
+		Checks: []*probe.Compiled{{Prober: prober{b, i}, Type: "test", Timeout: testTimeout, Key: "0123456789abcdef"}},
 		Rise:   1, Fall: 1, Interval: testInterval,
 	}
 }
@@ -128,7 +130,7 @@ func redisOptions(r *testutil.Redis, mode config.SyncMode) config.ClusterOptions
 }
 
 // perCycle counts probes per cycle (see testutil.PerCycle).
-func perCycle(probes []probe) []int {
+func perCycle(probes []probeRecord) []int {
 	times := make([]time.Time, len(probes))
 	for i, p := range probes {
 		times[i] = p.at

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
@@ -84,11 +85,11 @@ type vantageProber struct {
 	i int
 }
 
-func (p vantageProber) Probe(context.Context) health.Result {
+func (p vantageProber) Probe(context.Context) probe.Result {
 	if p.v.reach[p.i].Load() {
-		return health.Pass("connected")
+		return probe.Pass("connected")
 	}
-	return health.Fail("connect: connection refused")
+	return probe.Fail("connect: connection refused")
 }
 
 // quorumFleet starts three quorum-mode instances on r probing v, the instance i with the

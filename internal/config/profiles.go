@@ -11,8 +11,14 @@ import (
 )
 
 // checkTypes are the health-check types a check or profile may name. The legacy type "custom"
-// is accepted as "exec".
+// is accepted as "exec". They are the names package health/probe registers a prober under;
+// this package cannot import that one (it imports this one), so probe's tests compare the two
+// lists (TestRegistryMatchesConfig).
 var checkTypes = []string{"http", "tcp", "icmp", "dns", "grpc", "mysql", "lua", "exec"}
+
+// CheckTypes returns the health-check types a check or profile may name, in the order error
+// messages list them.
+func CheckTypes() []string { return slices.Clone(checkTypes) }
 
 // ParseProfiles parses a file whose only top-level key is healthcheck_profiles, as named by the
 // Corefile's healthcheck_profiles option. The result is never nil when the error is nil.

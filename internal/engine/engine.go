@@ -18,6 +18,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/files"
 )
@@ -80,7 +81,7 @@ func Check(opts config.Options) error {
 	specs, err := healthSpecs(snap)
 	for _, s := range specs {
 		for _, c := range s.Checks {
-			health.Release(c.Prober)
+			probe.Release(c.Prober)
 		}
 	}
 	return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 )
 
 // healthSpecs compiles the health checks of every probed backend of snap: backends with checks
@@ -20,7 +21,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 	}
 	specs := make([]health.Spec, 0, n) // kept for the engine's life: no append slack
 	var errs []error
-	compiler := health.NewCompiler()
+	compiler := probe.NewCompiler()
 	for _, rec := range snap.Records() {
 		rc := rec.Config
 		for _, b := range rec.Backends {
@@ -28,7 +29,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 			if !probed(b) || bc.AssumeHealthy || (!bc.Passive && len(bc.HealthChecks) == 0) {
 				continue
 			}
-			target := health.Target{Host: strings.TrimSuffix(bc.Address, "."), IP: bc.IP, Port: bc.Port}
+			target := probe.Target{Host: strings.TrimSuffix(bc.Address, "."), IP: bc.IP, Port: bc.Port}
 			if bc.IP.IsValid() {
 				target.Host = bc.IP.String()
 			}

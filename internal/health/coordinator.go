@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 )
 
 // Coordinator shares health-check results between the instances of a fleet (cluster mode):
@@ -149,7 +151,7 @@ func (m *Manager) Receive(s Shared) bool {
 		m.mu.Unlock()
 		return false
 	}
-	notify := m.observeLocked(j, Result{OK: s.OK, Reason: s.Reason}, s.Instance)
+	notify := m.observeLocked(j, probe.Result{OK: s.OK, Reason: s.Reason}, s.Instance)
 	m.mu.Unlock()
 	for _, f := range notify {
 		f()
@@ -206,7 +208,7 @@ func (m *Manager) Decide(v Verdict) bool {
 	if v.Status == Unknown {
 		notify = m.resetLocked(j, v.Reason)
 	} else {
-		notify = m.observeLocked(j, Result{OK: v.Status == Up, Reason: v.Reason, Latency: sh.latency}, "")
+		notify = m.observeLocked(j, probe.Result{OK: v.Status == Up, Reason: v.Reason, Latency: sh.latency}, "")
 	}
 	m.mu.Unlock()
 	for _, f := range notify {
@@ -303,7 +305,7 @@ func (m *Manager) acceptPassive(spec *Spec) *Spec {
 	}
 	sum := sha256.Sum256([]byte(passiveType + "|" + spec.Key))
 	ready := *spec
-	ready.Checks = []*Compiled{{Type: passiveType, Key: string(sum[:16])}}
+	ready.Checks = []*probe.Compiled{{Type: passiveType, Key: string(sum[:16])}}
 	return &ready
 }
 
@@ -319,7 +321,7 @@ func (m *Manager) syncCluster(jobs map[string]*job, fresh []*job, now time.Time)
 	for _, j := range jobs {
 		if j.shared == nil {
 			j.shared = newSharedJob(j)
-			j.prober = withInstanceSources(j.prober, j.typ, c.sources)
+			j.prober = probe.WithInstanceSources(j.prober, j.typ, c.sources)
 		}
 		c.byID[j.shared.check.ID] = j
 		all = append(all, j.shared.check)
@@ -352,7 +354,7 @@ func (m *Manager) syncCluster(jobs map[string]*job, fresh []*job, now time.Time)
 			rest = append(rest, j) // nothing shared yet: probe as soon as a new check would
 			continue
 		}
-		m.queue.push(j)
+		m.queue.Push(j)
 	}
 	return rest
 }
@@ -504,7 +506,7 @@ func (m *Manager) resetLocked(j *job, reason string) []func() {
 
 // finishShared applies the result of a probe of a shared job and publishes it when the turn
 // asked for that.
-func (m *Manager) finishShared(j *job, res Result) {
+func (m *Manager) finishShared(j *job, res probe.Result) {
 	sh := j.shared
 	s := Shared{Check: sh.check.ID, Cycle: sh.runCycle, OK: res.OK, Reason: res.Reason, At: time.Now()}
 	m.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 )
 
 // fakeCoordinator stands in for the Redis coordinator: the manager's side of cluster mode is
@@ -81,9 +82,9 @@ func checkOf(t *testing.T, f *fakeCoordinator) Check {
 }
 
 func TestCheckIDIsStableAcrossProcesses(t *testing.T) {
-	target := Target{Host: "192.0.2.10", Port: 443}
-	compile := func(params map[string]any) *Compiled {
-		c, err := Compile(config.HealthCheck{Type: "tcp", Params: params}, target, 2*time.Second)
+	target := probe.Target{Host: "192.0.2.10", Port: 443}
+	compile := func(params map[string]any) *probe.Compiled {
+		c, err := probe.Compile(config.HealthCheck{Type: "tcp", Params: params}, target, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +93,7 @@ func TestCheckIDIsStableAcrossProcesses(t *testing.T) {
 	// The same parameters, inserted in another order: map order must not matter.
 	a := compile(map[string]any{"port": 8443, "send": "ping", "expect": "pong"})
 	b := compile(map[string]any{"expect": "pong", "send": "ping", "port": 8443})
-	id := func(c *Compiled, interval time.Duration, retries int) string {
+	id := func(c *probe.Compiled, interval time.Duration, retries int) string {
 		return checkID(jobKey(c, &Spec{Interval: interval, Retries: retries}))
 	}
 	// Pinned: another process (another build, another host) must compute the same id for the
@@ -111,8 +112,8 @@ func TestCheckIDIsStableAcrossProcesses(t *testing.T) {
 			t.Error("a different interval, retries or check has the same id")
 		}
 	}
-	for _, c := range []*Compiled{a, b} {
-		Release(c.Prober)
+	for _, c := range []*probe.Compiled{a, b} {
+		probe.Release(c.Prober)
 	}
 }
 

@@ -1,13 +1,15 @@
 package health
 
 import (
-	"io"
 	"maps"
 	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/health/probe"
+	"github.com/meridian-gslb/meridian/internal/health/timequeue"
 )
 
 // Logger is where the manager reports transitions; CoreDNS's plugin logger satisfies it.
@@ -23,7 +25,7 @@ type Spec struct {
 	// Record and Backend name the backend in logs and metrics.
 	Record, Backend string
 	// Checks must all pass for the backend to be up.
-	Checks     []*Compiled
+	Checks     []*probe.Compiled
 	Rise, Fall int
 	// Interval is the record's scrape_interval; Retries its scrape_retries.
 	Interval time.Duration
@@ -71,11 +73,11 @@ type Manager struct {
 	states   map[string]*State
 	backends map[string]*backend
 	jobs     map[string]*job
-	queue    timeQueue[*job]
+	queue    timequeue.Queue[*job]
 	activity map[*atomic.Bool]*recordActivity
 	started  bool
 
-	poller   *poller // nil where epoll is unavailable: every probe runs on a goroutine
+	poller   *probe.Poller // nil where epoll is unavailable: every probe runs on a goroutine
 	stopping atomic.Bool
 	inFlight chan struct{}
 	wake     chan struct{}
@@ -208,8 +210,8 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 	m.poke()
 }
 
-func sameChecks(a, b []*Compiled) bool {
-	return slices.EqualFunc(a, b, func(x, y *Compiled) bool { return x.Key == y.Key })
+func sameChecks(a, b []*probe.Compiled) bool {
+	return slices.EqualFunc(a, b, func(x, y *probe.Compiled) bool { return x.Key == y.Key })
 }
 
 // rebuildJobs regroups the backends' checks into jobs, one per distinct check and schedule.
@@ -226,14 +228,14 @@ func (m *Manager) rebuildJobs(now time.Time) {
 					j.subs, j.activity = j.subs[:0], j.activity[:0]
 				} else {
 					j = newJob(jk, c, b.spec)
-					j.prober = withInstanceSources(j.prober, j.typ, m.opts.ProbeSources)
+					j.prober = probe.WithInstanceSources(j.prober, j.typ, m.opts.ProbeSources)
 					fresh = append(fresh, j)
 				}
 				jobs[jk] = j
 			}
-			// (compiledProber: a job's prober may carry the instance's probe_source, see source.go)
-			if compiledProber(j.prober) != c.Prober {
-				closeProber(c.Prober) // an identical check already runs this probe
+			// (a job's prober may carry the instance's probe_source, see probe.WithInstanceSources)
+			if probe.WithoutInstanceSources(j.prober) != c.Prober {
+				probe.Release(c.Prober) // an identical check already runs this probe
 			}
 			j.subs = append(j.subs, b.subs[i])
 			if !slices.Contains(j.activity, b.activity) {
@@ -243,10 +245,10 @@ func (m *Manager) rebuildJobs(now time.Time) {
 	}
 	for jk, j := range m.jobs {
 		if jobs[jk] == nil {
-			m.queue.remove(j.index)
+			m.queue.Remove(j.index)
 			j.removed = true
 			if !j.running {
-				closeProber(j.prober)
+				probe.Release(j.prober)
 			}
 		}
 	}
@@ -270,7 +272,7 @@ func (m *Manager) schedule(fresh []*job, now time.Time) {
 	}
 	for i, j := range fresh {
 		j.next = now.Add(time.Duration(i/m.opts.BatchSizeStart) * spacing)
-		m.queue.push(j)
+		m.queue.Push(j)
 	}
 }
 
@@ -288,7 +290,7 @@ func (m *Manager) pruneActivity() {
 }
 
 // apply feeds one raw result of j to every subscriber's machine and publishes the changes.
-func (m *Manager) apply(j *job, res Result) {
+func (m *Manager) apply(j *job, res probe.Result) {
 	m.mu.Lock()
 	m.doneLocked(j)
 	notify := m.observeLocked(j, res, "")
@@ -302,14 +304,14 @@ func (m *Manager) apply(j *job, res Result) {
 func (m *Manager) doneLocked(j *job) {
 	j.running = false
 	if j.removed {
-		closeProber(j.prober)
+		probe.Release(j.prober)
 	}
 }
 
 // observeLocked feeds res to the machines of j's subscribers and returns the OnChange
 // functions of the backends whose status changed. by names the instance that probed, when
 // another one did.
-func (m *Manager) observeLocked(j *job, res Result, by string) []func() {
+func (m *Manager) observeLocked(j *job, res probe.Result, by string) []func() {
 	var notify []func()
 	now := time.Now()
 	for _, s := range j.subs {
@@ -358,7 +360,7 @@ func (m *Manager) Start() {
 	}
 	m.started = true
 	backendHealthy.add(m)
-	if p, err := newPoller(); err == nil {
+	if p, err := probe.NewPoller(); err == nil {
 		m.poller = p
 	} else {
 		m.opts.Log.Warningf("health checks run one goroutine per probe: %v", err)
@@ -380,13 +382,13 @@ func (m *Manager) Stop() {
 	m.mu.Unlock()
 	backendHealthy.remove(m)
 	if m.poller != nil {
-		m.poller.close()
+		m.poller.Close()
 	}
 	m.wg.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, j := range m.jobs {
-		closeProber(j.prober)
+		probe.Release(j.prober)
 	}
 	// The counts by state, which every manager adds to, give back this manager's share.
 	for _, b := range m.backends {
@@ -399,14 +401,5 @@ func (m *Manager) poke() {
 	select {
 	case m.wake <- struct{}{}:
 	default:
-	}
-}
-
-// Release frees what a compiled prober holds (connections, pools) when it will never run.
-func Release(p Prober) { closeProber(p) }
-
-func closeProber(p Prober) {
-	if c, ok := p.(io.Closer); ok {
-		_ = c.Close()
 	}
 }

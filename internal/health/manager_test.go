@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 )
 
 // scriptedProber is a test double for the probe seam: the scheduler is under test here, not a
@@ -20,7 +22,7 @@ type scriptedProber struct {
 	times  []time.Time
 }
 
-func (p *scriptedProber) Probe(ctx context.Context) Result {
+func (p *scriptedProber) Probe(ctx context.Context) probe.Result {
 	n := p.calls.Add(1)
 	p.mu.Lock()
 	p.times = append(p.times, time.Now())
@@ -28,13 +30,13 @@ func (p *scriptedProber) Probe(ctx context.Context) Result {
 	p.mu.Unlock()
 	if script == nil {
 		<-ctx.Done()
-		return Fail("timeout after %s", "test")
+		return probe.Fail("timeout after %s", "test")
 	}
 	ok := script[min(int(n)-1, len(script)-1)]
 	if ok {
-		return Pass("ok")
+		return probe.Pass("ok")
 	}
-	return Fail("scripted failure %d", n)
+	return probe.Fail("scripted failure %d", n)
 }
 
 // firstCall returns when the prober was first called.
@@ -51,10 +53,10 @@ type testLog struct{}
 func (testLog) Infof(string, ...any)    {}
 func (testLog) Warningf(string, ...any) {}
 
-func spec(key string, p Prober, checkKey string, interval time.Duration) Spec {
+func spec(key string, p probe.Prober, checkKey string, interval time.Duration) Spec {
 	return Spec{
 		Key: key, Record: "www.example.org.", Backend: key,
-		Checks: []*Compiled{{Prober: p, Type: "test", Timeout: 200 * time.Millisecond, Key: checkKey}},
+		Checks: []*probe.Compiled{{Prober: p, Type: "test", Timeout: 200 * time.Millisecond, Key: checkKey}},
 		Rise:   1, Fall: 1, Interval: interval,
 	}
 }

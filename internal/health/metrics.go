@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	dto "github.com/prometheus/client_model/go"
@@ -43,7 +44,7 @@ var (
 	}, []string{"to"})
 )
 
-func observeProbe(pm *probeMetrics, res Result, d time.Duration) {
+func observeProbe(pm *probeMetrics, res probe.Result, d time.Duration) {
 	pm.duration().Observe(d.Seconds())
 	if res.OK {
 		pm.counter(&pm.success, checksTotal, "success").Inc()

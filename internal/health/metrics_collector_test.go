@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -39,12 +40,12 @@ func healthyGauges(t *testing.T) map[string]float64 {
 // blockedProber gives no result until it receives from its channel (or the channel closes).
 type blockedProber chan struct{}
 
-func (p blockedProber) Probe(ctx context.Context) Result {
+func (p blockedProber) Probe(ctx context.Context) probe.Result {
 	select {
 	case <-p:
 	case <-ctx.Done():
 	}
-	return Fail("released")
+	return probe.Fail("released")
 }
 
 func TestBackendHealthySeriesFollowTheManagers(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -40,7 +41,7 @@ func TestObserveProbeCountsByTypeAndReason(t *testing.T) {
 	if probeMetricsFor(typ) != pm {
 		t.Fatal("a type's series are resolved twice")
 	}
-	for _, res := range []Result{Pass("ok"), Fail("timeout after 5s"), Fail("Connect: Connection Refused"), Fail("timeout after 1s")} {
+	for _, res := range []probe.Result{probe.Pass("ok"), probe.Fail("timeout after 5s"), probe.Fail("Connect: Connection Refused"), probe.Fail("timeout after 1s")} {
 		observeProbe(pm, res, time.Millisecond)
 	}
 	for _, tc := range []struct {

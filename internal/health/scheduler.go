@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/binary"
 	"math/rand/v2"
-	"net/netip"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 )
 
 // job is one distinct check on one schedule, shared by every backend that has it.
 type job struct {
 	key      string
-	prober   Prober
+	prober   probe.Prober
 	typ      string
 	timeout  time.Duration
 	interval time.Duration
@@ -28,12 +29,12 @@ type job struct {
 	metrics *probeMetrics // the series of its type
 }
 
-func newJob(key string, c *Compiled, spec *Spec) *job {
+func newJob(key string, c *probe.Compiled, spec *Spec) *job {
 	return &job{key: key, prober: c.Prober, typ: c.Type, timeout: c.Timeout, interval: spec.Interval, retries: spec.Retries, index: -1, metrics: probeMetricsFor(c.Type)}
 }
 
 // jobKey groups identical checks: same probe, same interval and retries.
-func jobKey(c *Compiled, spec *Spec) string {
+func jobKey(c *probe.Compiled, spec *Spec) string {
 	var b [16 + 8 + 8]byte
 	copy(b[:], c.Key)
 	binary.LittleEndian.PutUint64(b[16:], uint64(spec.Interval))
@@ -59,11 +60,11 @@ func (m *Manager) loop() {
 		}
 		m.mu.Lock()
 		now := time.Now()
-		for len(m.queue) > 0 && !m.queue.first().next.After(now.Add(dispatchSlack)) {
-			j := m.queue.first()
+		for len(m.queue) > 0 && !m.queue.First().next.After(now.Add(dispatchSlack)) {
+			j := m.queue.First()
 			due := j.next
 			j.next = m.nextRun(j, now)
-			m.queue.fixFirst()
+			m.queue.FixFirst()
 			if j.running {
 				skippedTotal.WithLabelValues(j.typ, "running").Inc()
 				continue
@@ -76,7 +77,7 @@ func (m *Manager) loop() {
 		}
 		wait := time.Hour
 		if len(m.queue) > 0 {
-			wait = m.queue.first().next.Sub(now)
+			wait = m.queue.First().next.Sub(now)
 		}
 		m.mu.Unlock()
 		if m.cluster != nil {
@@ -140,17 +141,10 @@ func (m *Manager) start(j *job) {
 	}
 	j.running = true
 	m.wg.Add(1)
-	if as, ok := j.prober.(asyncStarter); ok && m.poller != nil && m.runAsync(j, as) {
+	if m.poller != nil && m.runAsync(j) {
 		return
 	}
 	go m.run(j)
-}
-
-// asyncStarter is a Prober that can also run on the poller, without a goroutine. startAsync
-// returns false when this probe cannot (a host name to resolve, TLS), and otherwise calls done
-// exactly once, from the poller's goroutine.
-type asyncStarter interface {
-	startAsync(p *poller, sources []netip.Addr, deadline time.Time, done func(Result)) bool
 }
 
 // run probes j on a goroutine, retrying failures within the same timeout.
@@ -167,26 +161,26 @@ func (m *Manager) run(j *job) {
 
 // runAsync probes j on the poller, retrying failures within the same timeout. It reports
 // false when the probe cannot run there.
-func (m *Manager) runAsync(j *job, as asyncStarter) bool {
+func (m *Manager) runAsync(j *job) bool {
 	start := time.Now()
 	deadline := start.Add(j.timeout)
 	attempts := 0
-	var done func(Result)
-	done = func(res Result) {
+	var done func(probe.Result)
+	done = func(res probe.Result) {
 		if !res.OK && attempts < j.retries && time.Until(deadline) > 0 && !m.stopping.Load() {
 			attempts++
-			if as.startAsync(m.poller, nil, deadline, done) {
+			if m.poller.Run(j.prober, deadline, done) {
 				return
 			}
 		}
 		m.finish(j, res, start)
 	}
-	return as.startAsync(m.poller, nil, deadline, done)
+	return m.poller.Run(j.prober, deadline, done)
 }
 
 // finish records a probe's result and frees its in-flight slot. Results that arrive while the
 // manager stops are dropped: "stopped" is no verdict on a backend.
-func (m *Manager) finish(j *job, res Result, start time.Time) {
+func (m *Manager) finish(j *job, res probe.Result, start time.Time) {
 	defer m.wg.Done()
 	defer func() { <-m.inFlight }()
 	if m.stopping.Load() {
@@ -201,5 +195,6 @@ func (m *Manager) finish(j *job, res Result, start time.Time) {
 	m.apply(j, res)
 }
 
-func (j *job) due() time.Time { return j.next }
-func (j *job) setIndex(i int) { j.index = i }
+// Due and SetIndex make a job a timequeue.Item.
+func (j *job) Due() time.Time { return j.next }
+func (j *job) SetIndex(i int) { j.index = i }

@@ -1,5 +1,8 @@
 // Package health holds what Meridian knows about the health of each backend: the state words
-// the query path reads, and (in later files) the probes and the rise/fall machine that write them.
+// the query path reads, the rise/fall machines that write them, and the Manager whose scheduler
+// runs each distinct check (alone, or with the fleet through a Coordinator) and owns the probe
+// poller's lifetime. The checks themselves, one prober per protocol, are package health/probe,
+// which this package imports and which never imports it (see its package comment).
 package health
 
 import "sync/atomic"

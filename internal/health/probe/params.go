@@ -1,4 +1,4 @@
-package health
+package probe
 
 import (
 	"errors"
@@ -14,21 +14,21 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 )
 
-// Params reads a check's `params:` map with types and defaults, collecting every error. Keys
+// params reads a check's `params:` map with types and defaults, collecting every error. Keys
 // that no reader asked for are reported by Err as unknown, so typos do not pass silently.
-type Params struct {
+type params struct {
 	m       map[string]any
 	used    map[string]bool
 	errs    []error
 	regexps map[string]*regexp.Regexp // shared by the checks of one Compiler
 }
 
-// NewParams wraps a check's parameters (plain values as the config loader produces them).
-func NewParams(m map[string]any) *Params {
-	return &Params{m: m, used: make(map[string]bool), regexps: make(map[string]*regexp.Regexp)}
+// newParams wraps a check's parameters (plain values as the config loader produces them).
+func newParams(m map[string]any) *params {
+	return &params{m: m, used: make(map[string]bool), regexps: make(map[string]*regexp.Regexp)}
 }
 
-func (p *Params) get(key string) (any, bool) {
+func (p *params) get(key string) (any, bool) {
 	p.used[key] = true
 	v, ok := p.m[key]
 	if !ok || v == nil {
@@ -37,15 +37,15 @@ func (p *Params) get(key string) (any, bool) {
 	return v, true
 }
 
-func (p *Params) fail(key, format string, args ...any) {
+func (p *params) fail(key, format string, args ...any) {
 	p.errs = append(p.errs, fmt.Errorf("params.%s: %s", key, fmt.Sprintf(format, args...)))
 }
 
 // Errorf records an error about key that a probe's own validation found.
-func (p *Params) Errorf(key, format string, args ...any) { p.fail(key, format, args...) }
+func (p *params) Errorf(key, format string, args ...any) { p.fail(key, format, args...) }
 
 // Err returns every error recorded, and one for each parameter nobody read.
-func (p *Params) Err() error {
+func (p *params) Err() error {
 	for _, k := range slices.Sorted(maps.Keys(p.m)) {
 		if !p.used[k] {
 			known := slices.Sorted(maps.Keys(p.used))
@@ -56,7 +56,7 @@ func (p *Params) Err() error {
 }
 
 // String returns a string parameter, or def.
-func (p *Params) String(key, def string) string {
+func (p *params) String(key, def string) string {
 	v, ok := p.get(key)
 	if !ok {
 		return def
@@ -72,7 +72,7 @@ func (p *Params) String(key, def string) string {
 }
 
 // Int returns an integer parameter within [lo, hi], or def.
-func (p *Params) Int(key string, def, lo, hi int) int {
+func (p *params) Int(key string, def, lo, hi int) int {
 	v, ok := p.get(key)
 	if !ok {
 		return def
@@ -101,7 +101,7 @@ func toInt(v any) (int, bool) {
 }
 
 // Port returns the `port` parameter, else the target's port, else def.
-func (p *Params) Port(t Target, def int) int {
+func (p *params) Port(t Target, def int) int {
 	if t.Port != 0 {
 		def = int(t.Port)
 	}
@@ -109,7 +109,7 @@ func (p *Params) Port(t Target, def int) int {
 }
 
 // Bool returns a boolean parameter, or def.
-func (p *Params) Bool(key string, def bool) bool {
+func (p *params) Bool(key string, def bool) bool {
 	v, ok := p.get(key)
 	if !ok {
 		return def
@@ -127,7 +127,7 @@ func (p *Params) Bool(key string, def bool) bool {
 }
 
 // Duration returns a duration parameter (a Go duration or a number of seconds) above zero, or def.
-func (p *Params) Duration(key string, def time.Duration) time.Duration {
+func (p *params) Duration(key string, def time.Duration) time.Duration {
 	v, ok := p.get(key)
 	if !ok {
 		return def
@@ -141,7 +141,7 @@ func (p *Params) Duration(key string, def time.Duration) time.Duration {
 }
 
 // Strings returns a parameter given as one string or a list of strings.
-func (p *Params) Strings(key string) []string {
+func (p *params) Strings(key string) []string {
 	v, ok := p.get(key)
 	if !ok {
 		return nil
@@ -166,7 +166,7 @@ func (p *Params) Strings(key string) []string {
 }
 
 // Ints returns a parameter given as one integer or a list of integers within [lo, hi], or def.
-func (p *Params) Ints(key string, def []int, lo, hi int) []int {
+func (p *params) Ints(key string, def []int, lo, hi int) []int {
 	v, ok := p.get(key)
 	if !ok {
 		return def
@@ -188,7 +188,7 @@ func (p *Params) Ints(key string, def []int, lo, hi int) []int {
 }
 
 // StringMap returns a mapping of strings (for example HTTP headers).
-func (p *Params) StringMap(key string) map[string]string {
+func (p *params) StringMap(key string) map[string]string {
 	v, ok := p.get(key)
 	if !ok {
 		return nil
@@ -206,7 +206,7 @@ func (p *Params) StringMap(key string) map[string]string {
 }
 
 // Regexp compiles a regular expression parameter; nil when it is absent or empty.
-func (p *Params) Regexp(key string) *regexp.Regexp {
+func (p *params) Regexp(key string) *regexp.Regexp {
 	s := p.String(key, "")
 	if s == "" {
 		return nil

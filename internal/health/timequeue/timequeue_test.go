@@ -1,4 +1,4 @@
-package health
+package timequeue
 
 import (
 	"math/rand/v2"
@@ -13,8 +13,8 @@ type item struct {
 	index int
 }
 
-func (i *item) due() time.Time { return i.at }
-func (i *item) setIndex(n int) { i.index = n }
+func (i *item) Due() time.Time { return i.at }
+func (i *item) SetIndex(n int) { i.index = n }
 
 // TestTimeQueueOrdersByDueTime pushes, removes and reschedules random items and checks that
 // the queue hands them out in due order and that every item knows where it sits.
@@ -22,24 +22,24 @@ func TestTimeQueueOrdersByDueTime(t *testing.T) {
 	base := time.Now()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 50 {
-		var q timeQueue[*item]
+		var q Queue[*item]
 		var live []*item
 		for range 200 {
 			switch op := rng.IntN(4); {
 			case op < 2 || len(live) == 0:
 				it := &item{at: base.Add(time.Duration(rng.IntN(1000)) * time.Millisecond)}
-				q.push(it)
+				q.Push(it)
 				live = append(live, it)
 			case op == 2:
 				k := rng.IntN(len(live))
-				q.remove(live[k].index)
+				q.Remove(live[k].index)
 				if live[k].index != -1 {
 					t.Fatalf("round %d: a removed item keeps index %d", round, live[k].index)
 				}
 				live = slices.Delete(live, k, k+1)
 			default:
-				q.first().at = base.Add(time.Duration(rng.IntN(1000)) * time.Millisecond)
-				q.fixFirst()
+				q.First().at = base.Add(time.Duration(rng.IntN(1000)) * time.Millisecond)
+				q.FixFirst()
 			}
 			for i, e := range q {
 				if e.item.index != i {
@@ -52,25 +52,25 @@ func TestTimeQueueOrdersByDueTime(t *testing.T) {
 		}
 		var last time.Time
 		for q.Len() > 0 {
-			it := q.first()
+			it := q.First()
 			if it.at.Before(last) {
 				t.Fatalf("round %d: %v came after %v", round, it.at, last)
 			}
 			last = it.at
-			q.remove(0)
+			q.Remove(0)
 		}
 	}
 }
 
 func BenchmarkTimeQueue(b *testing.B) {
-	var q timeQueue[*item]
+	var q Queue[*item]
 	base := time.Now()
 	for i := range 30000 {
-		q.push(&item{at: base.Add(time.Duration(i*7919%30000) * time.Millisecond)})
+		q.Push(&item{at: base.Add(time.Duration(i*7919%30000) * time.Millisecond)})
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		q.first().at = q.first().at.Add(10 * time.Second)
-		q.fixFirst()
+		q.First().at = q.First().at.Add(10 * time.Second)
+		q.FixFirst()
 	}
 }

@@ -1,4 +1,4 @@
-package health
+package probe
 
 import (
 	"bytes"
@@ -95,7 +95,7 @@ const icmpMaxCount = 10
 
 // newICMPProbe compiles an icmp check for target t. It opens (and closes) a socket of the
 // target's family to fail at load time, not at every probe, when the process may not ping.
-func newICMPProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
+func newICMPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	pr := &icmpProbe{
 		ip:      t.IP.Unmap(),
 		host:    t.Host,

@@ -1,4 +1,4 @@
-package health
+package probe
 
 import (
 	"context"
@@ -46,7 +46,7 @@ type mysqlProbe struct {
 }
 
 // newMySQLProbe compiles a mysql check. It does not connect: the first probe does.
-func newMySQLProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
+func newMySQLProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	host := p.String("host", t.Host)
 	port := p.Port(t, 3306)
 	cfg := mysql.NewConfig()

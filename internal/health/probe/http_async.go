@@ -1,4 +1,4 @@
-package health
+package probe
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ const httpAsyncLimit = httpBodyLimit + 16<<10
 
 // startAsync runs the probe on the poller instead of a goroutine: plain HTTP to an address,
 // without redirects. TLS, redirects and host names need blocking I/O and decline.
-func (hp *httpProbe) startAsync(p *poller, sources []netip.Addr, deadline time.Time, done func(Result)) bool {
+func (hp *httpProbe) startAsync(p *Poller, sources []netip.Addr, deadline time.Time, done func(Result)) bool {
 	if hp.tls != nil || hp.redirect != nil || !hp.ap.Addr().IsValid() {
 		return false
 	}

@@ -1,4 +1,4 @@
-package health
+package probe
 
 import (
 	"bytes"
@@ -52,7 +52,7 @@ type execProbe struct {
 
 // newExecProbe compiles an exec check; it fails when the command cannot be found or is not
 // executable.
-func newExecProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
+func newExecProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	command := p.String("command", "")
 	script := p.String("script", "")
 	args := p.Strings("args")

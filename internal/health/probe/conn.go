@@ -1,4 +1,4 @@
-package health
+package probe
 
 // Helpers shared by the connection-oriented probes (http, tcp): deadlines, short failure
 // reasons, and pooled read buffers that a probe takes only once its peer has started to answer.

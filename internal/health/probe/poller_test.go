@@ -1,4 +1,4 @@
-package health
+package probe
 
 import (
 	"net"
@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 // probeWays are the two ways a probe runs: Probe on a goroutine, and on the poller.
@@ -21,11 +23,11 @@ func probeVia(t testing.TB, via string, pr Prober, d time.Duration) (Result, tim
 	if via == "goroutine" || !ok {
 		return probeWithin(pr, d)
 	}
-	p, err := newPoller()
+	p, err := NewPoller()
 	if err != nil {
 		t.Skipf("no poller here: %v", err)
 	}
-	defer p.close()
+	defer p.Close()
 	results := make(chan Result, 1)
 	start := time.Now()
 	if !as.startAsync(p, nil, start.Add(d), func(r Result) { results <- r }) {
@@ -54,10 +56,10 @@ func TestPollerReusesKeptAliveConnections(t *testing.T) {
 	}
 	// The server drops idle connections: the next probe notices and connects again.
 	srv.CloseClientConnections()
-	waitFor(t, "the closed connection to be seen", func() bool {
+	testutil.Eventually(t, 5*time.Second, func() bool {
 		res, _ := probeVia(t, "poller", pr, 2*time.Second)
 		return res.OK && conns.Load() == 2
-	})
+	}, "the closed connection to be seen")
 }
 
 func TestPollerCloseDelimitedBody(t *testing.T) {
@@ -75,7 +77,7 @@ func TestPollerCloseDelimitedBody(t *testing.T) {
 }
 
 func TestPollerStopsWithProbesInFlight(t *testing.T) {
-	p, err := newPoller()
+	p, err := NewPoller()
 	if err != nil {
 		t.Skip(err)
 	}
@@ -85,7 +87,7 @@ func TestPollerStopsWithProbesInFlight(t *testing.T) {
 	for range 3 {
 		pr.startAsync(p, nil, time.Now().Add(time.Hour), func(r Result) { results <- r })
 	}
-	p.close()
+	p.Close()
 	for range 3 {
 		if res := <-results; res.OK || res.Reason != "health checks stopped" {
 			t.Fatalf("in flight at close: %+v", res)

@@ -1,4 +1,4 @@
-package health
+package probe
 
 import (
 	"context"
@@ -95,7 +95,7 @@ type luaProbe struct {
 }
 
 // newLuaProbe compiles a lua check's script.
-func newLuaProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
+func newLuaProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	src := p.String("script", "")
 	file := p.String("script_file", "")
 	key, name := "script", "script"

@@ -1,4 +1,4 @@
-package health
+package probe
 
 // The http probe is a lean HTTP/1.1 client written for health checks at scale (tens of
 // thousands of checks, many of them waiting on dead backends), not net/http's Transport:
@@ -77,7 +77,7 @@ var (
 
 // newHTTPProbe compiles an http check: port, uri, method, host, headers, expected_code,
 // expected_body, enable_tls, skip_tls_verify, follow_redirects.
-func newHTTPProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
+func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	useTLS := p.Bool("enable_tls", false)
 	defPort, scheme := 80, "http"
 	if useTLS {

@@ -1,4 +1,4 @@
-package health
+package probe
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type tcpProbe struct {
 }
 
 // newTCPProbe compiles a tcp check: port (required unless the target has one), send, expect.
-func newTCPProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
+func newTCPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	port := p.Port(t, 0)
 	if port == 0 {
 		p.Errorf("port", "required: the target has no port")
@@ -107,7 +107,7 @@ func (tp *tcpProbe) readExpect(ctx context.Context, conn net.Conn, budget time.D
 
 // startAsync runs the probe on the poller instead of a goroutine; it declines host-name
 // targets, which need a resolver.
-func (tp *tcpProbe) startAsync(p *poller, sources []netip.Addr, deadline time.Time, done func(Result)) bool {
+func (tp *tcpProbe) startAsync(p *Poller, sources []netip.Addr, deadline time.Time, done func(Result)) bool {
 	if !tp.ap.Addr().IsValid() {
 		return false
 	}

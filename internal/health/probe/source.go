@@ -1,4 +1,4 @@
-package health
+package probe
 
 // Probe sources (probe_source): the local address that a probe's connections leave from, so
 // that an instance probes from a chosen vantage point (an interface, an uplink, a loopback
@@ -30,12 +30,12 @@ type sourced struct {
 	Prober
 	sources []netip.Addr
 	// instance marks the instance's probe_source, which the manager adds over the prober the
-	// engine compiled (see compiledProber); a check's own probe_source is part of that prober.
+	// engine compiled (see WithoutInstanceSources); a check's own probe_source is part of that prober.
 	instance bool
 }
 
 // startAsync runs the wrapped probe on the poller with the sources, when it can run there.
-func (s *sourced) startAsync(p *poller, _ []netip.Addr, deadline time.Time, done func(Result)) bool {
+func (s *sourced) startAsync(p *Poller, _ []netip.Addr, deadline time.Time, done func(Result)) bool {
 	as, ok := s.Prober.(asyncStarter)
 	return ok && as.startAsync(p, s.sources, deadline, done)
 }
@@ -47,14 +47,14 @@ func (s *sourced) Probe(ctx context.Context) Result {
 
 // Close releases what the wrapped prober holds.
 func (s *sourced) Close() error {
-	closeProber(s.Prober)
+	Release(s.Prober)
 	return nil
 }
 
 // checkSource reads the probe_source parameter of a check of type typ for target t: an IP
 // address of the target's family, for the types that can bind one. It returns the zero Addr
 // when the check has none (or an invalid one, recorded in p).
-func checkSource(p *Params, typ string, t Target) netip.Addr {
+func checkSource(p *params, typ string, t Target) netip.Addr {
 	v := p.String("probe_source", "")
 	if v == "" {
 		return netip.Addr{}
@@ -83,18 +83,18 @@ func withCheckSource(prober Prober, source netip.Addr) Prober {
 	return &sourced{Prober: prober, sources: []netip.Addr{source}}
 }
 
-// withInstanceSources returns the prober of a check of type typ bound to the instance's probe
+// WithInstanceSources returns the prober of a check of type typ bound to the instance's probe
 // sources: prober itself when there are none, the type cannot bind them, or the check has a
 // probe_source of its own.
-func withInstanceSources(prober Prober, typ string, sources []netip.Addr) Prober {
+func WithInstanceSources(prober Prober, typ string, sources []netip.Addr) Prober {
 	if _, own := prober.(*sourced); own || len(sources) == 0 || !sourceTypes[typ] {
 		return prober
 	}
 	return &sourced{Prober: prober, sources: sources, instance: true}
 }
 
-// compiledProber returns p as the engine compiled it: without the instance's sources.
-func compiledProber(p Prober) Prober {
+// WithoutInstanceSources returns p as the engine compiled it: without the instance's sources.
+func WithoutInstanceSources(p Prober) Prober {
 	if s, ok := p.(*sourced); ok && s.instance {
 		return s.Prober
 	}

@@ -1,4 +1,4 @@
-package health
+package probe
 
 import (
 	"context"
@@ -59,7 +59,7 @@ var grpcBackoff = backoff.Config{
 
 // newGRPCProbe compiles a grpc check for target t. It does not connect: the connection is
 // made by the first probe.
-func newGRPCProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
+func newGRPCProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	port := p.Port(t, 0)
 	if port == 0 {
 		p.Errorf("port", "is required: a gRPC check needs a port and the backend has none")

@@ -1,10 +1,39 @@
-package health
+// Package probe holds the health-check protocols: one prober per check type (http, tcp,
+// icmp, dns, grpc, mysql, lua, exec), the typed reading of their parameters, the source
+// addresses their connections leave from (probe_source), and the epoll Poller on which plain
+// tcp and http probes run without a goroutine of their own.
+//
+// Its interface is one prober type and one compile entry point, after blackbox_exporter's
+// prober package: Compile (or the Compile of a Compiler, for the checks of one configuration
+// load) looks a check's type up in a registry of constructors (constructors, below) and
+// returns a Compiled check whose Prober yields a Result.
+//
+// Package health imports this package, never the other way round: the health Manager
+// schedules compiled checks, owns the Poller's lifetime and feeds Results to its rise/fall
+// machines, while a prober knows nothing of schedules, backends, state or cluster mode. The
+// other direction would make the protocols depend on the machinery that runs them, and leave
+// the manager unable to make its own Poller. The min-heap that both the scheduler and the
+// Poller wait in is package health/timequeue, which neither of them owns.
+//
+// To add a protocol, write one file (with its tests beside it) holding a constructor
+//
+//	func newFooProbe(p *params, t Target, timeout time.Duration) (Prober, error)
+//
+// that reads every parameter it knows from p (parameters nobody reads are reported as
+// unknown) and returns a Prober that is safe for concurrent use and returns by its context's
+// deadline; then register it under its type name in constructors. A prober that holds
+// resources implements io.Closer (see Release); one that can run on the Poller implements
+// asyncStarter. The configuration loader, which cannot import this package (this one imports
+// it), has a list of the type names of its own, config.CheckTypes: TestRegistryMatchesConfig
+// fails until the new name is there too.
+package probe
 
 import (
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"regexp"
@@ -57,9 +86,10 @@ type Prober interface {
 
 // constructor compiles a check's parameters for a target. It reads every parameter it knows
 // from p; parameters left unread are reported as unknown.
-type constructor func(p *Params, t Target, timeout time.Duration) (Prober, error)
+type constructor func(p *params, t Target, timeout time.Duration) (Prober, error)
 
-// constructors are the probe types by the name a check's `type` gives.
+// constructors is the registry of check types: the constructor of each by the name a check's
+// `type` gives. config.CheckTypes lists the same names (see TestRegistryMatchesConfig).
 var constructors = map[string]constructor{
 	"http":  newHTTPProbe,
 	"tcp":   newTCPProbe,
@@ -105,7 +135,7 @@ func (c *Compiler) Compile(hc config.HealthCheck, t Target, defaultTimeout time.
 	if !ok {
 		return nil, fmt.Errorf("%s: unknown health-check type %q", hc.Pos, hc.Type)
 	}
-	p := NewParams(hc.Params)
+	p := newParams(hc.Params)
 	p.regexps = c.regexps
 	timeout := p.Duration("timeout", defaultTimeout)
 	source := checkSource(p, hc.Type, t) // probe_source, see source.go
@@ -144,4 +174,12 @@ func checkKey(hc config.HealthCheck, t Target, timeout time.Duration) string {
 	fmt.Fprintf(&b, "%s|%s|%d|%s|", hc.Type, t.Host, t.Port, timeout)
 	writeCanonical(&b, hc.Params)
 	return b.String()
+}
+
+// Release frees what a compiled prober holds (connections, pools) when it will never run
+// again.
+func Release(p Prober) {
+	if c, ok := p.(io.Closer); ok {
+		_ = c.Close()
+	}
 }

@@ -1,4 +1,4 @@
-package health
+package probe
 
 import (
 	"context"
@@ -42,7 +42,7 @@ type dnsProbe struct {
 }
 
 // newDNSProbe compiles a dns check for target t.
-func newDNSProbe(p *Params, t Target, timeout time.Duration) (Prober, error) {
+func newDNSProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	pr := &dnsProbe{timeout: timeout}
 
 	pr.name = strings.TrimSpace(p.String("query_name", ""))

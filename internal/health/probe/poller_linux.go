@@ -1,6 +1,6 @@
 //go:build linux
 
-package health
+package probe
 
 import (
 	"errors"
@@ -10,9 +10,11 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/health/timequeue"
 )
 
-// poller runs the network exchanges of plain TCP and HTTP probes on one goroutine with epoll.
+// Poller runs the network exchanges of plain TCP and HTTP probes on one goroutine with epoll.
 // A probe in flight costs a small struct and a socket: no goroutine and no stack. With tens of
 // thousands of probes waiting on silent backends at once, stacks were most of the process's
 // memory (about 8 KiB per probe). Protocols that need blocking I/O (TLS, gRPC, host names
@@ -23,14 +25,14 @@ import (
 // any network read, with a read deadline for the next probe timeout. A thread blocked in a raw
 // epoll_wait made the runtime hand its processor off at every wait and kept sysmon polling
 // every 20 µs: at 30,000 checks, 12-15% of the process's CPU (about 4 points of a core).
-type poller struct {
+type Poller struct {
 	epfd   int
 	epoll  *os.File        // epfd, registered with the runtime's poller
 	raw    syscall.RawConn // epoll's, to wait for events without blocking a thread
 	wake   [2]int          // a non-blocking pipe in the epoll set: writing to wake[1] wakes the loop
 	mu     sync.Mutex
 	live   []*exchange // by file descriptor (descriptors are small integers)
-	queue  timeQueue[*exchange]
+	queue  timequeue.Queue[*exchange]
 	ended  []*exchange // finished outside the loop (start failures), to report from it
 	closed bool
 	done   chan struct{}
@@ -65,7 +67,9 @@ type exchange struct {
 	index     int
 }
 
-func newPoller() (*poller, error) {
+// NewPoller starts a poller's goroutine; it runs until Close. It fails where epoll is
+// unavailable, and then every probe runs on a goroutine of its own.
+func NewPoller() (*Poller, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("epoll: %w", err)
@@ -85,7 +89,7 @@ func newPoller() (*poller, error) {
 		epoll.Close()
 		return nil, fmt.Errorf("epoll in the runtime poller: %w", err)
 	}
-	p := &poller{epfd: epfd, epoll: epoll, raw: raw, done: make(chan struct{})}
+	p := &Poller{epfd: epfd, epoll: epoll, raw: raw, done: make(chan struct{})}
 	if err := syscall.Pipe2(p.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
 		epoll.Close()
 		return nil, fmt.Errorf("poller pipe: %w", err)
@@ -101,7 +105,7 @@ func newPoller() (*poller, error) {
 
 // start begins an exchange with addr, on reuseFD when it is a kept-alive connection (>= 0).
 // finish is called exactly once, from the poller's goroutine; only after close, from start.
-func (p *poller) start(addr netip.AddrPort, reuseFD int, sources []netip.Addr, out []byte, limit int, deadline time.Time, timeout time.Duration, h exchangeHandler, finish func(Result, int)) {
+func (p *Poller) start(addr netip.AddrPort, reuseFD int, sources []netip.Addr, out []byte, limit int, deadline time.Time, timeout time.Duration, h exchangeHandler, finish func(Result, int)) {
 	// The timeout a timeout reason names: the check's, or what is left of it for a retry.
 	if rest := time.Until(deadline); rest < timeout-timeout/50 {
 		timeout = max(rest.Round(time.Millisecond), time.Millisecond)
@@ -153,8 +157,8 @@ func (p *poller) start(addr netip.AddrPort, reuseFD int, sources []netip.Addr, o
 		p.live = append(p.live, make([]*exchange, ex.fd+1-len(p.live))...)
 	}
 	p.live[ex.fd] = ex
-	p.queue.push(ex)
-	if p.queue.first() == ex {
+	p.queue.Push(ex)
+	if p.queue.First() == ex {
 		p.poke() // the loop may be sleeping past this deadline
 	}
 }
@@ -187,7 +191,7 @@ func (ex *exchange) writeEarly() bool {
 	return done
 }
 
-func (p *poller) endEarly(ex *exchange) {
+func (p *Poller) endEarly(ex *exchange) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -227,7 +231,7 @@ func dialNonBlocking(addr netip.AddrPort, sources []netip.Addr) (int, error) {
 }
 
 // exchange returns the exchange on descriptor fd, or nil.
-func (p *poller) exchange(fd int) *exchange {
+func (p *Poller) exchange(fd int) *exchange {
 	if fd < 0 || fd >= len(p.live) {
 		return nil
 	}
@@ -243,12 +247,12 @@ func alive(fd int) bool {
 // closeFD closes a kept-alive connection's descriptor.
 func closeFD(fd int) { rawClose(fd) }
 
-func (p *poller) poke() {
+func (p *Poller) poke() {
 	_, _ = rawWrite(p.wake[1], []byte{0})
 }
 
 // loop waits for socket events and deadlines and drives every exchange.
-func (p *poller) loop() {
+func (p *Poller) loop() {
 	defer close(p.done)
 	events := make([]syscall.EpollEvent, 512)
 	var finished []*exchange
@@ -260,7 +264,7 @@ func (p *poller) loop() {
 			// and thousands of deadlines a second cost a hundred wake-ups.
 			const step = 10 * time.Millisecond
 			now := time.Now()
-			wake = now.Add((max(p.queue.first().deadline.Sub(now), 0)/step + 1) * step)
+			wake = now.Add((max(p.queue.First().deadline.Sub(now), 0)/step + 1) * step)
 		}
 		closed := p.closed
 		p.mu.Unlock()
@@ -288,8 +292,8 @@ func (p *poller) loop() {
 			}
 		}
 		now := time.Now()
-		for len(p.queue) > 0 && !p.queue.first().deadline.After(now) {
-			ex := p.queue.first()
+		for len(p.queue) > 0 && !p.queue.First().deadline.After(now) {
+			ex := p.queue.First()
 			ex.result = ex.handler.expired(ex.in, connTimeoutReason(ex.timeout))
 			ex.keep = false
 			finished = append(finished, p.retire(ex))
@@ -312,7 +316,7 @@ func (p *poller) loop() {
 // wait returns the events ready now, or waits for some until wake, when it returns none. The
 // epoll descriptor is polled without blocking; the goroutine parks in the runtime's poller
 // until the set turns readable or the deadline passes.
-func (p *poller) wait(events []syscall.EpollEvent, wake time.Time) (int, error) {
+func (p *Poller) wait(events []syscall.EpollEvent, wake time.Time) (int, error) {
 	if err := p.epoll.SetReadDeadline(wake); err != nil {
 		return 0, fmt.Errorf("epoll deadline: %w", err)
 	}
@@ -339,7 +343,7 @@ func (p *poller) wait(events []syscall.EpollEvent, wake time.Time) (int, error) 
 
 // handle advances ex on socket events and reports whether it is finished. Events are
 // edge-triggered: everything an event allows is done now, reads until EAGAIN.
-func (p *poller) handle(ex *exchange, events uint32) bool {
+func (p *Poller) handle(ex *exchange, events uint32) bool {
 	const readable = syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLHUP | syscall.EPOLLERR
 	if !ex.connected {
 		if events&(syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
@@ -411,9 +415,9 @@ func (p *poller) handle(ex *exchange, events uint32) bool {
 }
 
 // retire removes ex from the poller; its socket is closed unless the handler keeps it.
-func (p *poller) retire(ex *exchange) *exchange {
+func (p *Poller) retire(ex *exchange) *exchange {
 	p.live[ex.fd] = nil
-	p.queue.remove(ex.index)
+	p.queue.Remove(ex.index)
 	if ex.keep {
 		_ = rawEpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, ex.fd, nil)
 	} else {
@@ -422,8 +426,8 @@ func (p *poller) retire(ex *exchange) *exchange {
 	return ex
 }
 
-// close stops the loop and finishes every exchange in flight with a failure.
-func (p *poller) close() {
+// Close stops the poller and finishes every exchange in flight with a failure.
+func (p *Poller) Close() {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -451,7 +455,7 @@ func (p *poller) close() {
 	}
 }
 
-func (p *poller) closeFDs() {
+func (p *Poller) closeFDs() {
 	syscall.Close(p.wake[0])
 	syscall.Close(p.wake[1])
 	p.epoll.Close()
@@ -460,5 +464,6 @@ func (p *poller) closeFDs() {
 // epollET is EPOLLET as the unsigned event mask (the syscall package declares it negative).
 const epollET = 1 << 31
 
-func (ex *exchange) due() time.Time { return ex.deadline }
-func (ex *exchange) setIndex(i int) { ex.index = i }
+// Due and SetIndex make an exchange a timequeue.Item.
+func (ex *exchange) Due() time.Time { return ex.deadline }
+func (ex *exchange) SetIndex(i int) { ex.index = i }
