@@ -214,7 +214,7 @@ func backendNotes(rec *catalog.Record, f catalog.Family) []BackendNote {
 // backendState describes a backend's health and whether it may be served.
 func backendState(be *catalog.Backend) string {
 	s := be.Status().String()
-	if c := be.Config; c.AssumeHealthy || (len(c.HealthChecks) == 0 && !c.Passive) {
+	if !be.Config.Probed() {
 		s += " (not probed)"
 	}
 	switch be.Override() {

@@ -162,7 +162,7 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 			Key:      key,
 			State:    hs.State(key),
 			RR:       addressRR(rc.Name, rc.TTL, bc),
-			alwaysUp: bc.AssumeHealthy || (len(bc.HealthChecks) == 0 && !bc.Passive),
+			alwaysUp: !bc.Probed(),
 		})
 	}
 	for _, ip := range rc.Fallback.IPs {
