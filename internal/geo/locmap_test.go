@@ -2,9 +2,11 @@ package geo_test
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/geo"
@@ -96,6 +98,30 @@ func TestLocationMapAliases(t *testing.T) {
 	}
 	if _, loc, _, _ := m.Lookup(netip.MustParseAddr("198.51.100.1")); loc != "shared" {
 		t.Errorf("location %q", loc)
+	}
+}
+
+// TestLocationMapAliasBomb checks that aliases cannot make the parser do unbounded work: a
+// mapping of many unknown keys, listed many times, would report every key for every listing.
+func TestLocationMapAliasBomb(t *testing.T) {
+	const keys, listings = 1500, 1500
+	var b strings.Builder
+	b.WriteString("bad: &bad {")
+	for i := range keys {
+		fmt.Fprintf(&b, "k%d: 0, ", i)
+	}
+	b.WriteString("}\nsubnets: [" + strings.Repeat("*bad, ", listings) + "]\n")
+	start := time.Now()
+	_, err := geo.ParseLocationMap("bomb.yml", []byte(b.String()))
+	var list config.ErrorList
+	if !errors.As(err, &list) || !strings.Contains(err.Error(), "document too complex: YAML aliases expand to more than") {
+		t.Fatalf("error = %.300v", err)
+	}
+	if len(list) > 2*keys {
+		t.Errorf("%d errors: an aliased node reports its problems more than once", len(list))
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v", d)
 	}
 }
 
