@@ -10,6 +10,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/geo"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 func TestLocationMapLookup(t *testing.T) {
@@ -202,7 +203,7 @@ func TestLocationMapErrors(t *testing.T) {
 }
 
 func FuzzParseLocationMap(f *testing.F) {
-	f.Add([]byte(worldMap))
+	f.Add([]byte(testutil.WorldMap))
 	f.Add([]byte("subnets: []\n"))
 	f.Add([]byte("subnets:\n  - {subnet: 0.0.0.0/0, location: a}\n  - {subnet: ::/0, location: b}\n"))
 	f.Add([]byte("subnets:\n  - &a {subnet: 10.0.0.0/8, location: x}\n  - *a\n  - <<: *a\n"))
