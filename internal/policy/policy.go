@@ -2,6 +2,10 @@
 // candidates for one address family, prepared once when health or configuration changes, and the
 // client of a query, it picks the backends to answer with. Nothing here locks or allocates per
 // query beyond what the caller's destination slice needs.
+//
+// The geo modes, geoip and geoip_affinity, prepare a GeoTable instead, over every backend of the
+// family, healthy or not, and select for the client's geo.Location, which the data sources of
+// package geo look up. Rule and GeoTable.Explain say how a mode chooses, for explanations.
 package policy
 
 import (
