@@ -166,7 +166,7 @@ func explainFamily(b *builder, f catalog.Family) []string {
 		steps = append(steps, fmt.Sprintf("%s: candidate indexes are the record's %s backends in file order: %s", family, family, backendList(v.GeoBackends[f])))
 		return steps
 	}
-	rule := fmt.Sprintf("%s: %s over %s", family, modeRule(rec.Config.Mode, b.client, len(v.Healthy[f])), backendList(v.Healthy[f]))
+	rule := fmt.Sprintf("%s: %s over %s", family, policy.Rule(rec.Config.Mode, b.client, len(v.Healthy[f])), backendList(v.Healthy[f]))
 	if rec.Config.Mode == config.ModeRoundRobin {
 		return append(steps, rule) // picking would move the rotation that queries share
 	}
@@ -175,21 +175,6 @@ func explainFamily(b *builder, f catalog.Family) []string {
 		chosen = append(chosen, v.Healthy[f][i])
 	}
 	return append(steps, rule+" chose "+backendList(chosen))
-}
-
-// modeRule says in a few words how mode picks among n healthy backends for client.
-func modeRule(mode config.Mode, client netip.Addr, n int) string {
-	switch mode {
-	case config.ModeRoundRobin:
-		return "roundrobin (one in turn)"
-	case config.ModeRandom:
-		return "random (all, shuffled)"
-	case config.ModeWeighted:
-		return "weighted (one at random, in proportion to weight)"
-	case config.ModeIPHash:
-		return fmt.Sprintf("ip-hash (FNV-1a of %s mod %d = %d, in address order)", client, n, policy.HashAddr(client)%uint32(max(n, 1)))
-	}
-	return "failover (every backend of the best priority)"
 }
 
 func familyName(f catalog.Family) string {
@@ -214,7 +199,7 @@ func backendNotes(rec *catalog.Record, f catalog.Family) []BackendNote {
 // backendState describes a backend's health and whether it may be served.
 func backendState(be *catalog.Backend) string {
 	s := be.Status().String()
-	if c := be.Config; c.AssumeHealthy || (len(c.HealthChecks) == 0 && !c.Passive) {
+	if !be.Config.Probed() {
 		s += " (not probed)"
 	}
 	switch be.Override() {

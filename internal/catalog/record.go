@@ -8,7 +8,6 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/config"
-	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/policy"
 )
@@ -137,7 +136,7 @@ type View struct {
 	// Geo holds, for the geo modes, per family, the selection table over every backend of the
 	// family, healthy or not (so that an explanation can say why one was skipped), in the
 	// order of GeoBackends. It is nil for the other modes.
-	Geo         [2]*geo.Table
+	Geo         [2]*policy.GeoTable
 	GeoBackends [2][]*Backend
 }
 
@@ -162,7 +161,7 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 			Key:      key,
 			State:    hs.State(key),
 			RR:       addressRR(rc.Name, rc.TTL, bc),
-			alwaysUp: bc.AssumeHealthy || (len(bc.HealthChecks) == 0 && !bc.Passive),
+			alwaysUp: !bc.Probed(),
 		})
 	}
 	for _, ip := range rc.Fallback.IPs {
@@ -250,16 +249,16 @@ func (r *Record) Refresh() {
 }
 
 // geoTable prepares the geo modes' table over the record's backends of family f.
-func (r *Record) geoTable(f Family) (*geo.Table, []*Backend) {
+func (r *Record) geoTable(f Family) (*policy.GeoTable, []*Backend) {
 	var backends []*Backend
-	var cands []geo.Candidate
+	var cands []policy.GeoCandidate
 	for _, b := range r.Backends {
 		if !b.inFamily(f) {
 			continue
 		}
 		c := b.Config
 		backends = append(backends, b)
-		cands = append(cands, geo.Candidate{
+		cands = append(cands, policy.GeoCandidate{
 			Healthy:     b.Healthy(),
 			Priority:    c.Priority,
 			Country:     c.Country,
@@ -273,5 +272,5 @@ func (r *Record) geoTable(f Family) (*geo.Table, []*Backend) {
 			HasCoords:   c.HasCoords,
 		})
 	}
-	return geo.Prepare(r.Config.Mode, cands), backends
+	return policy.PrepareGeo(r.Config.Mode, cands), backends
 }

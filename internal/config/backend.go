@@ -17,23 +17,23 @@ var continents = []string{"AF", "AN", "AS", "EU", "NA", "OC", "SA"}
 
 // backend parses one backend of a record. It reports false when the backend has errors.
 func (p *parser) backend(n *yaml.Node, path string, profiles profileSet) (Backend, bool) {
-	n = resolve(n)
-	b := Backend{Pos: p.pos(n), Priority: DefaultPriority, Weight: DefaultWeight, Enable: true}
+	n = YAMLResolve(n)
+	b := Backend{Pos: p.Pos(n), Priority: DefaultPriority, Weight: DefaultWeight, Enable: true}
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n, path, "a backend must be a mapping with an address, not %s", kindName(n))
+		p.Errorf(n, path, "a backend must be a mapping with an address, not %s", YAMLKind(n))
 		return b, false
 	}
-	before := len(p.errs)
+	before := p.Len()
 	var address, lat, lon *yaml.Node
 	riseSet, fallSet := false, false
 	for _, e := range p.entries(n, path) {
-		if isNull(e.v) {
+		if YAMLIsNull(e.v) {
 			continue
 		}
 		kpath := child(path, e.key)
 		switch e.key {
 		case "address":
-			address = resolve(e.v)
+			address = YAMLResolve(e.v)
 			p.address(&b, e.v, kpath)
 		case "port":
 			if v, ok := p.integer(e.v, kpath, 1, math.MaxUint16); ok {
@@ -67,10 +67,10 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet) (Backen
 		case "asn":
 			b.ASN = p.asn(e.v, kpath)
 		case "latitude":
-			lat = resolve(e.v)
+			lat = YAMLResolve(e.v)
 			b.Latitude, _ = p.number(e.v, kpath, -90, 90)
 		case "longitude":
-			lon = resolve(e.v)
+			lon = YAMLResolve(e.v)
 			b.Longitude, _ = p.number(e.v, kpath, -180, 180)
 		case "healthchecks":
 			b.HealthChecks = p.healthChecks(e.v, kpath, profiles)
@@ -83,13 +83,13 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet) (Backen
 		}
 	}
 	if address == nil {
-		p.errorf(n, child(path, "address"), "a backend needs an address")
+		p.Errorf(n, child(path, "address"), "a backend needs an address")
 	}
 	switch {
 	case lat != nil && lon == nil:
-		p.errorf(lat, child(path, "latitude"), "latitude is set without longitude")
+		p.Errorf(lat, child(path, "latitude"), "latitude is set without longitude")
 	case lon != nil && lat == nil:
-		p.errorf(lon, child(path, "longitude"), "longitude is set without latitude")
+		p.Errorf(lon, child(path, "longitude"), "longitude is set without latitude")
 	default:
 		b.HasCoords = lat != nil
 	}
@@ -99,7 +99,7 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet) (Backen
 	if !fallSet {
 		b.Fall = maxThreshold(b.HealthChecks, func(hc HealthCheck) int { return hc.Fall }, DefaultFall)
 	}
-	return b, len(p.errs) == before
+	return b, p.Len() == before
 }
 
 // maxThreshold is the highest rise or fall set by any of the checks, else def.
@@ -121,7 +121,7 @@ func (p *parser) address(b *Backend, n *yaml.Node, path string) {
 	}
 	ip, addr, err := parseAddress(s)
 	if err != nil {
-		p.errorf(n, path, "%v", err)
+		p.Errorf(n, path, "%v", err)
 		return
 	}
 	b.IP, b.Address = ip, addr
@@ -149,7 +149,7 @@ func (p *parser) country(n *yaml.Node, path string) string {
 		return ""
 	}
 	if len(s) != 2 || !isLetter(s[0]) || !isLetter(s[1]) {
-		p.errorf(n, path, "must be a 2-letter ISO 3166 country code, not %q", s)
+		p.Errorf(n, path, "must be a 2-letter ISO 3166 country code, not %q", s)
 		return ""
 	}
 	return strings.ToUpper(s)
@@ -164,7 +164,7 @@ func (p *parser) continent(n *yaml.Node, path string) string {
 	}
 	c := strings.ToUpper(s)
 	if !slices.Contains(continents, c) {
-		p.errorf(n, path, "%v", unknownChoice("continent code", s, continents))
+		p.Errorf(n, path, "%v", unknownChoice("continent code", s, continents))
 		return ""
 	}
 	return c
@@ -182,7 +182,7 @@ func (p *parser) asn(n *yaml.Node, path string) uint32 {
 	}
 	v, err := strconv.ParseUint(digits, 10, 32)
 	if err != nil || v == 0 {
-		p.errorf(n, path, `must be an AS number from 1 to 4294967295 (12345 or "AS12345"), not %q`, s)
+		p.Errorf(n, path, `must be an AS number from 1 to 4294967295 (12345 or "AS12345"), not %q`, s)
 		return 0
 	}
 	return uint32(v)
@@ -193,7 +193,7 @@ func (p *parser) healthChecks(n *yaml.Node, path string, profiles profileSet) []
 	var out []HealthCheck
 	for i, item := range p.items(n, path) {
 		ipath := index(path, i)
-		switch r := resolve(item); {
+		switch r := YAMLResolve(item); {
 		case r.Kind == yaml.MappingNode:
 			if hc, ok := p.check(item, ipath); ok {
 				out = append(out, hc)
@@ -203,10 +203,10 @@ func (p *parser) healthChecks(n *yaml.Node, path string, profiles profileSet) []
 			if hc, ok := profiles.lookup(name); ok {
 				out = append(out, hc)
 			} else {
-				p.errorf(item, ipath, "%v", unknownChoice("health-check profile", name, profiles.names()))
+				p.Errorf(item, ipath, "%v", unknownChoice("health-check profile", name, profiles.names()))
 			}
 		default:
-			p.errorf(item, ipath, "must be a profile name or a check mapping, not %s", kindName(r))
+			p.Errorf(item, ipath, "must be a profile name or a check mapping, not %s", YAMLKind(r))
 		}
 	}
 	return out

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"cmp"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -62,27 +60,4 @@ func (l ErrorList) Unwrap() []error {
 		errs[i] = e
 	}
 	return errs
-}
-
-// normalize sorts the list by position and drops exact repeats (an aliased YAML node that is
-// reached twice reports its problem once).
-func (l ErrorList) normalize() ErrorList {
-	slices.SortStableFunc(l, func(a, b *Error) int {
-		return cmp.Or(cmp.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Pos.Line, b.Pos.Line),
-			cmp.Compare(a.Pos.Column, b.Pos.Column))
-	})
-	type key struct {
-		pos Position
-		msg string
-	}
-	seen := make(map[key]bool, len(l))
-	out := l[:0]
-	for _, e := range l {
-		k := key{e.Pos, e.Msg}
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, e)
-		}
-	}
-	return out
 }

@@ -59,12 +59,12 @@ func (p *parser) profiles(n *yaml.Node) map[string]HealthCheck {
 		name := strings.TrimSpace(e.key)
 		ppath := child(path, e.key)
 		if name == "" {
-			p.errorf(e.k, ppath, "a profile name must not be empty")
+			p.Errorf(e.k, ppath, "a profile name must not be empty")
 			continue
 		}
 		hc, _ := p.check(e.v, ppath)
 		hc.Profile = name
-		hc.Pos = p.pos(e.k)
+		hc.Pos = p.Pos(e.k)
 		out[name] = hc
 	}
 	return out
@@ -72,14 +72,14 @@ func (p *parser) profiles(n *yaml.Node) map[string]HealthCheck {
 
 // check parses a health check written as {type, params, rise, fall}.
 func (p *parser) check(n *yaml.Node, path string) (HealthCheck, bool) {
-	hc := HealthCheck{Pos: p.pos(resolve(n))}
-	if isNull(n) {
-		p.errorf(resolve(n), path, "must be a mapping with a type, not null")
+	hc := HealthCheck{Pos: p.Pos(YAMLResolve(n))}
+	if YAMLIsNull(n) {
+		p.Errorf(YAMLResolve(n), path, "must be a mapping with a type, not null")
 		return hc, false
 	}
 	ok, typed := true, false
 	for _, e := range p.entries(n, path) {
-		if isNull(e.v) {
+		if YAMLIsNull(e.v) {
 			continue
 		}
 		kpath := child(path, e.key)
@@ -99,8 +99,8 @@ func (p *parser) check(n *yaml.Node, path string) (HealthCheck, bool) {
 		}
 		ok = ok && good
 	}
-	if !typed && resolve(n).Kind == yaml.MappingNode {
-		p.errorf(resolve(n), child(path, "type"), "a health check needs a type (valid: %s)", strings.Join(checkTypes, ", "))
+	if !typed && YAMLResolve(n).Kind == yaml.MappingNode {
+		p.Errorf(YAMLResolve(n), child(path, "type"), "a health check needs a type (valid: %s)", strings.Join(checkTypes, ", "))
 		ok = false
 	}
 	return hc, ok
@@ -116,15 +116,15 @@ func (p *parser) checkType(n *yaml.Node, path string) (string, bool) {
 		return "exec", true
 	}
 	if !slices.Contains(checkTypes, t) {
-		p.errorf(n, path, "%v", unknownChoice("health-check type", s, checkTypes))
+		p.Errorf(n, path, "%v", unknownChoice("health-check type", s, checkTypes))
 		return "", false
 	}
 	return t, true
 }
 
 func (p *parser) params(hc *HealthCheck, n *yaml.Node, path string) bool {
-	if resolve(n).Kind != yaml.MappingNode {
-		p.errorf(resolve(n), path, "must be a mapping, not %s", kindName(resolve(n)))
+	if YAMLResolve(n).Kind != yaml.MappingNode {
+		p.Errorf(YAMLResolve(n), path, "must be a mapping, not %s", YAMLKind(YAMLResolve(n)))
 		return false
 	}
 	v, ok := p.plain(n, path)

@@ -68,12 +68,12 @@ func (o *recordOpts) inherit(d recordOpts) {
 // opt parses one record setting into o; it reports false for a key that is not a setting.
 func (p *parser) opt(o *recordOpts, e entry, path string) bool {
 	kpath := child(path, e.key)
-	pos := p.pos(resolve(e.v))
+	pos := p.Pos(YAMLResolve(e.v))
 	switch e.key {
 	case "mode":
 		if s, ok := p.str(e.v, kpath); ok {
 			if m, err := ParseMode(s); err != nil {
-				p.errorf(resolve(e.v), kpath, "%v", err)
+				p.Errorf(YAMLResolve(e.v), kpath, "%v", err)
 			} else {
 				o.mode.put(m, pos, kpath)
 			}
@@ -120,7 +120,7 @@ func (p *parser) alpn(n *yaml.Node, path string) ([]string, bool) {
 	l, ok := p.strList(n, path)
 	for i, s := range l {
 		if len(s) > 255 {
-			p.errorf(resolve(n).Content[i], index(path, i), "an ALPN protocol id is at most 255 bytes long")
+			p.Errorf(YAMLResolve(n).Content[i], index(path, i), "an ALPN protocol id is at most 255 bytes long")
 			ok = false
 		}
 	}
@@ -138,9 +138,9 @@ func (p *parser) scrapeTimes(o *recordOpts) (time.Duration, time.Duration) {
 	if timeout > interval {
 		switch {
 		case !o.timeout.inherited:
-			p.errorAt(o.timeout.pos, o.timeout.path, "scrape_timeout %v is longer than scrape_interval %v", timeout, interval)
+			p.ErrorAt(o.timeout.pos, o.timeout.path, "scrape_timeout %v is longer than scrape_interval %v", timeout, interval)
 		case o.interval.set && !o.interval.inherited:
-			p.errorAt(o.interval.pos, o.interval.path, "scrape_interval %v is shorter than scrape_timeout %v set in defaults", interval, timeout)
+			p.ErrorAt(o.interval.pos, o.interval.path, "scrape_interval %v is shorter than scrape_timeout %v set in defaults", interval, timeout)
 		}
 	}
 	return interval, timeout
@@ -152,9 +152,9 @@ func (p *parser) defaults(n *yaml.Node) recordOpts {
 	var o recordOpts
 	for _, e := range p.entries(n, path) {
 		switch {
-		case isNull(e.v):
+		case YAMLIsNull(e.v):
 		case e.key == "backends":
-			p.errorf(e.k, child(path, e.key), "backends have no defaults; list them under each record")
+			p.Errorf(e.k, child(path, e.key), "backends have no defaults; list them under each record")
 		case !p.opt(&o, e, path):
 			p.unknownKey(e, path, recordKeys[:len(recordKeys)-1])
 		}
@@ -171,13 +171,13 @@ func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profil
 		name := CanonicalName(e.key)
 		valid := true
 		if err := checkName(name, true); err != nil {
-			p.errorf(e.k, path, "invalid record name %q: %v", e.key, err)
+			p.Errorf(e.k, path, "invalid record name %q: %v", e.key, err)
 			valid = false
 		} else if !inZone(name, z.Origin) {
-			p.errorf(e.k, path, "%s is outside zone %s", name, z.Origin)
+			p.Errorf(e.k, path, "%s is outside zone %s", name, z.Origin)
 			valid = false
 		} else if f := first[name]; f != nil {
-			p.errorf(e.k, path, "duplicate record %s (first at line %d)", name, f.Line)
+			p.Errorf(e.k, path, "duplicate record %s (first at line %d)", name, f.Line)
 			valid = false
 		}
 		rec := p.record(name, e, path, defs, profiles)
@@ -194,7 +194,7 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	var backends *yaml.Node
 	for _, f := range p.entries(e.v, path) {
 		switch {
-		case isNull(f.v):
+		case YAMLIsNull(f.v):
 		case f.key == "backends":
 			backends = f.v
 		case !p.opt(&o, f, path):
@@ -204,7 +204,7 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	o.inherit(defs)
 	rec := Record{
 		Name:          name,
-		Pos:           p.pos(e.k),
+		Pos:           p.Pos(e.k),
 		Mode:          o.mode.or(ModeFailover),
 		TTL:           o.ttl.or(DefaultRecordTTL),
 		Owner:         o.owner.or(""),
@@ -215,16 +215,16 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	}
 	rec.ScrapeInterval, rec.ScrapeTimeout = p.scrapeTimes(&o)
 	if rec.Fallback.CNAME == name {
-		p.errorf(e.k, child(path, "fallback_policy.fallback_cname"), "the fallback CNAME %s is the record itself", name)
+		p.Errorf(e.k, child(path, "fallback_policy.fallback_cname"), "the fallback CNAME %s is the record itself", name)
 	}
 	bpath := child(path, "backends")
 	items := p.items(backends, bpath)
 	if len(items) == 0 {
 		at := e.k
 		if backends != nil {
-			at = resolve(backends)
+			at = YAMLResolve(backends)
 		}
-		p.errorf(at, bpath, "a record needs at least one backend")
+		p.Errorf(at, bpath, "a record needs at least one backend")
 	}
 	first := map[string]*yaml.Node{}
 	rec.Backends = make([]Backend, 0, len(items)) // kept for the configuration's life: no slack
@@ -241,10 +241,10 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 			key += " port " + strconv.Itoa(int(b.Port))
 		}
 		if f := first[key]; f != nil {
-			p.errorf(resolve(item), index(bpath, i), "duplicate backend %s (first at line %d)", key, f.Line)
+			p.Errorf(YAMLResolve(item), index(bpath, i), "duplicate backend %s (first at line %d)", key, f.Line)
 			continue
 		}
-		first[key] = resolve(item)
+		first[key] = YAMLResolve(item)
 		if ok {
 			rec.Backends = append(rec.Backends, b)
 		}
@@ -263,21 +263,21 @@ func (p *parser) fallback(n *yaml.Node, path string) (Fallback, bool) {
 	ok := true
 	var modeNode, rcodeNode, ipsNode, cnameNode *yaml.Node
 	for _, e := range p.entries(n, path) {
-		if isNull(e.v) {
+		if YAMLIsNull(e.v) {
 			continue
 		}
 		kpath := child(path, e.key)
 		switch e.key {
 		case "mode":
-			modeNode = resolve(e.v)
+			modeNode = YAMLResolve(e.v)
 			f.Mode = p.fallbackMode(e.v, kpath)
 		case "rcode":
-			rcodeNode = resolve(e.v)
+			rcodeNode = YAMLResolve(e.v)
 			s, good := p.str(e.v, kpath)
 			if code, known := rcodes[strings.ToUpper(s)]; good && known {
 				f.Rcode = code
 			} else if good {
-				p.errorf(e.v, kpath, "%v", unknownChoice("rcode", s, []string{"NXDOMAIN", "SERVFAIL", "REFUSED", "NOERROR"}))
+				p.Errorf(e.v, kpath, "%v", unknownChoice("rcode", s, []string{"NXDOMAIN", "SERVFAIL", "REFUSED", "NOERROR"}))
 				ok = false
 			}
 		case "fallback_ips":
@@ -289,16 +289,16 @@ func (p *parser) fallback(n *yaml.Node, path string) (Fallback, bool) {
 				}
 				ip, err := parseIP(s)
 				if err != nil {
-					p.errorf(item, index(kpath, i), "%v", err)
+					p.Errorf(item, index(kpath, i), "%v", err)
 					ok = false
 				}
 				f.IPs = append(f.IPs, ip)
 			}
 			if len(f.IPs) > 0 {
-				ipsNode = resolve(e.v)
+				ipsNode = YAMLResolve(e.v)
 			}
 		case "fallback_cname":
-			cnameNode = resolve(e.v)
+			cnameNode = YAMLResolve(e.v)
 			name, good := p.hostName(e.v, kpath)
 			f.CNAME, ok = name, ok && good
 		default:
@@ -306,8 +306,8 @@ func (p *parser) fallback(n *yaml.Node, path string) (Fallback, bool) {
 		}
 	}
 	if modeNode == nil {
-		if resolve(n).Kind == yaml.MappingNode {
-			p.errorf(resolve(n), child(path, "mode"), "mode is required (fail-open, fail-closed or fail-specific)")
+		if YAMLResolve(n).Kind == yaml.MappingNode {
+			p.Errorf(YAMLResolve(n), child(path, "mode"), "mode is required (fail-open, fail-closed or fail-specific)")
 		}
 		return f, false
 	}
@@ -322,7 +322,7 @@ func (p *parser) fallbackRules(f *Fallback, path string, modeNode, rcodeNode, ip
 	ok := true
 	only := func(n *yaml.Node, key string, mode FallbackMode) {
 		if n != nil && f.Mode != mode {
-			p.errorf(n, child(path, key), "%s is only allowed with mode %s, not %s", key, mode, f.Mode)
+			p.Errorf(n, child(path, key), "%s is only allowed with mode %s, not %s", key, mode, f.Mode)
 			ok = false
 		}
 	}
@@ -335,10 +335,10 @@ func (p *parser) fallbackRules(f *Fallback, path string, modeNode, rcodeNode, ip
 	if f.Mode == FallbackFailSpecific {
 		switch {
 		case ipsNode != nil && cnameNode != nil:
-			p.errorf(cnameNode, child(path, "fallback_cname"), "set either fallback_ips or fallback_cname, not both")
+			p.Errorf(cnameNode, child(path, "fallback_cname"), "set either fallback_ips or fallback_cname, not both")
 			ok = false
 		case ipsNode == nil && cnameNode == nil:
-			p.errorf(modeNode, child(path, "mode"), "mode fail-specific needs fallback_ips or fallback_cname")
+			p.Errorf(modeNode, child(path, "mode"), "mode fail-specific needs fallback_ips or fallback_cname")
 			ok = false
 		}
 	}
@@ -356,6 +356,6 @@ func (p *parser) fallbackMode(n *yaml.Node, path string) FallbackMode {
 	if m := strings.ToLower(s); slices.Contains(fallbackModes, m) {
 		return FallbackMode(m)
 	}
-	p.errorf(n, path, "%v", unknownChoice("fallback mode", s, fallbackModes))
+	p.Errorf(n, path, "%v", unknownChoice("fallback mode", s, fallbackModes))
 	return ""
 }

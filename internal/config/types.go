@@ -194,6 +194,13 @@ type Backend struct {
 // IsHost reports whether the backend is a host name (answered as CNAME) rather than an address.
 func (b *Backend) IsHost() bool { return !b.IP.IsValid() }
 
+// Probed reports whether the backend's health comes from probes: it has health checks, or it
+// is passive (a cluster fleet probes it), and it is not assume_healthy. A backend that is not
+// probed counts as up.
+func (b *Backend) Probed() bool {
+	return !b.AssumeHealthy && (b.Passive || len(b.HealthChecks) > 0)
+}
+
 // HealthCheck is one check of a backend, from a profile or written inline.
 type HealthCheck struct {
 	Pos     Position

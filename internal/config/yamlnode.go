@@ -1,12 +1,8 @@
 package config
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
-	"io"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,11 +12,7 @@ import (
 
 // parser walks the yaml.Node tree of one file and collects every problem it finds.
 type parser struct {
-	file string
-	errs ErrorList
-	// work counts the nodes visited; budget bounds it so that a small file of nested YAML aliases
-	// cannot expand into an unbounded amount of work.
-	work, budget int
+	*YAMLFile
 	// unreadable is set when a document could not be parsed as YAML at all.
 	unreadable bool
 	// active holds the alias targets being expanded, to detect cycles.
@@ -28,117 +20,23 @@ type parser struct {
 }
 
 func newParser(file string, size int) *parser {
-	return &parser{file: file, budget: 1<<20 + 16*size, active: map[*yaml.Node]bool{}}
+	return &parser{YAMLFile: NewYAMLFile(file, size), active: map[*yaml.Node]bool{}}
 }
 
 // err returns the collected errors, or nil when there are none.
 func (p *parser) err() error {
-	if len(p.errs) == 0 {
+	if p.Len() == 0 {
 		return nil
 	}
-	return p.errs.normalize()
+	return p.Errors()
 }
-
-func (p *parser) pos(n *yaml.Node) Position {
-	return Position{File: p.file, Line: n.Line, Column: n.Column}
-}
-
-func (p *parser) errorAt(pos Position, path, format string, args ...any) {
-	p.errs = append(p.errs, &Error{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...)})
-}
-
-func (p *parser) errorf(n *yaml.Node, path, format string, args ...any) {
-	p.errorAt(p.pos(n), path, format, args...)
-}
-
-// spend counts one visited node and reports false once the budget is exhausted.
-func (p *parser) spend(n *yaml.Node) bool {
-	p.work++
-	if p.work == p.budget+1 {
-		p.errorf(n, "", "document too complex: YAML aliases expand to more than %d nodes", p.budget)
-	}
-	return p.work <= p.budget
-}
-
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // document parses data and returns the content of its single YAML document, or nil when the
 // file is empty or invalid (the problem is recorded).
-func (p *parser) document(data []byte) (root *yaml.Node) {
-	defer func() {
-		// yaml.v3 reports errors by panicking internally; guard against a panic it does not
-		// recover itself so that a bad file is an error, never a crash.
-		if r := recover(); r != nil {
-			p.errorAt(Position{File: p.file}, "", "YAML parser failed: %v", r)
-			p.unreadable = true
-			root = nil
-		}
-	}()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if !errors.Is(err, io.EOF) {
-			p.syntaxError(err)
-			p.unreadable = true
-		}
-		return nil
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		p.errorf(&extra, "", "a zone file holds one YAML document; found another")
-		p.unreadable = true
-		return nil
-	} else if !errors.Is(err, io.EOF) {
-		p.syntaxError(err)
-		p.unreadable = true
-		return nil
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return nil
-	}
-	return doc.Content[0]
-}
-
-func (p *parser) syntaxError(err error) {
-	msg := err.Error()
-	pos := Position{File: p.file}
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		pos.Line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-	}
-	p.errorAt(pos, "", "invalid YAML: %s", msg)
-}
-
-// resolve follows an alias to the node it names.
-func resolve(n *yaml.Node) *yaml.Node {
-	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
-
-// isNull reports whether n is absent or an explicit or empty YAML null, which means "not set".
-func isNull(n *yaml.Node) bool {
-	n = resolve(n)
-	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.ShortTag() == "!!null" {
-			return "null"
-		}
-		return "a scalar"
-	default:
-		return "an unresolved alias"
-	}
+func (p *parser) document(data []byte) *yaml.Node {
+	root, ok := p.Document(data, "a zone file")
+	p.unreadable = p.unreadable || !ok
+	return root
 }
 
 // entry is one key/value pair of a mapping.
@@ -154,28 +52,28 @@ func isMerge(k *yaml.Node) bool {
 // entries returns the pairs of a mapping in file order, expanding merge keys (<<); explicit keys
 // win over merged ones. It reports duplicate and non-scalar keys. A null node has no entries.
 func (p *parser) entries(n *yaml.Node, path string) []entry {
-	n = resolve(n)
-	if isNull(n) {
+	n = YAMLResolve(n)
+	if YAMLIsNull(n) {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n, path, "must be a mapping, not %s", kindName(n))
+		p.Errorf(n, path, "must be a mapping, not %s", YAMLKind(n))
 		return nil
 	}
 	var out, merged []entry
 	seen := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), n.Content[i+1]
-		if !p.spend(k) {
+		k, v := YAMLResolve(n.Content[i]), n.Content[i+1]
+		if !p.Spend(k) {
 			return nil
 		}
 		switch {
 		case isMerge(k):
 			merged = append(merged, p.mergeEntries(v, path)...)
 		case k.Kind != yaml.ScalarNode:
-			p.errorf(k, path, "a mapping key must be a scalar, not %s", kindName(k))
+			p.Errorf(k, path, "a mapping key must be a scalar, not %s", YAMLKind(k))
 		case seen[k.Value] != nil:
-			p.errorf(k, path, "duplicate key %q (first at line %d)", k.Value, seen[k.Value].Line)
+			p.Errorf(k, path, "duplicate key %q (first at line %d)", k.Value, seen[k.Value].Line)
 		default:
 			seen[k.Value] = k
 			out = append(out, entry{key: k.Value, k: k, v: v})
@@ -200,13 +98,13 @@ func (p *parser) mergeEntries(v *yaml.Node, path string) []entry {
 		}
 		return out
 	}
-	target := resolve(v)
+	target := YAMLResolve(v)
 	if target.Kind != yaml.MappingNode {
-		p.errorf(v, path, "a merge key (<<) needs a mapping or a list of mappings, not %s", kindName(target))
+		p.Errorf(v, path, "a merge key (<<) needs a mapping or a list of mappings, not %s", YAMLKind(target))
 		return nil
 	}
 	if p.active[target] {
-		p.errorf(v, path, "merge key (<<) refers to a mapping that contains it")
+		p.Errorf(v, path, "merge key (<<) refers to a mapping that contains it")
 		return nil
 	}
 	p.active[target] = true
@@ -216,16 +114,16 @@ func (p *parser) mergeEntries(v *yaml.Node, path string) []entry {
 
 // items returns the elements of a list; a null node has none.
 func (p *parser) items(n *yaml.Node, path string) []*yaml.Node {
-	n = resolve(n)
-	if isNull(n) {
+	n = YAMLResolve(n)
+	if YAMLIsNull(n) {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, path, "must be a list, not %s", kindName(n))
+		p.Errorf(n, path, "must be a list, not %s", YAMLKind(n))
 		return nil
 	}
 	for _, item := range n.Content {
-		if !p.spend(item) {
+		if !p.Spend(item) {
 			return nil
 		}
 	}
@@ -234,14 +132,14 @@ func (p *parser) items(n *yaml.Node, path string) []*yaml.Node {
 
 // unknownKey reports a key that is not one of valid.
 func (p *parser) unknownKey(e entry, path string, valid []string) {
-	p.errorf(e.k, path, "%v", unknownChoice("key", e.key, valid))
+	p.Errorf(e.k, path, "%v", unknownChoice("key", e.key, valid))
 }
 
 // scalar returns n as a scalar node, or records that it is not one.
 func (p *parser) scalar(n *yaml.Node, path, want string) (*yaml.Node, bool) {
-	n = resolve(n)
+	n = YAMLResolve(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		p.errorf(n, path, "must be %s, not %s", want, kindName(n))
+		p.Errorf(n, path, "must be %s, not %s", want, YAMLKind(n))
 		return nil, false
 	}
 	return n, true
@@ -275,14 +173,14 @@ func (p *parser) integer(n *yaml.Node, path string, lo, hi int64) (int64, bool) 
 		err = errors.New("not an integer")
 	}
 	if err != nil {
-		p.errorf(s, path, "must be an integer, not %q", s.Value)
+		p.Errorf(s, path, "must be an integer, not %q", s.Value)
 		return 0, false
 	}
 	if v < lo || v > hi {
 		if v < lo && hi >= math.MaxInt32 {
-			p.errorf(s, path, "must be at least %d, not %d", lo, v)
+			p.Errorf(s, path, "must be at least %d, not %d", lo, v)
 		} else {
-			p.errorf(s, path, "must be between %d and %d, not %d", lo, hi, v)
+			p.Errorf(s, path, "must be between %d and %d, not %d", lo, hi, v)
 		}
 		return 0, false
 	}
@@ -309,7 +207,7 @@ func (p *parser) boolean(n *yaml.Node, path string) (bool, bool) {
 			return false, true
 		}
 	}
-	p.errorf(s, path, "must be true or false, not %q", s.Value)
+	p.Errorf(s, path, "must be true or false, not %q", s.Value)
 	return false, false
 }
 
@@ -330,11 +228,11 @@ func (p *parser) number(n *yaml.Node, path string, lo, hi float64) (float64, boo
 		err = errors.New("not a number")
 	}
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		p.errorf(s, path, "must be a number, not %q", s.Value)
+		p.Errorf(s, path, "must be a number, not %q", s.Value)
 		return 0, false
 	}
 	if v < lo || v > hi {
-		p.errorf(s, path, "must be between %g and %g, not %g", lo, hi, v)
+		p.Errorf(s, path, "must be between %g and %g, not %g", lo, hi, v)
 		return 0, false
 	}
 	return v, true
@@ -348,7 +246,7 @@ func (p *parser) duration(n *yaml.Node, path string) (time.Duration, bool) {
 	}
 	d, err := ParseDuration(s.Value)
 	if err != nil || d <= 0 {
-		p.errorf(s, path, "must be a positive duration such as \"10s\" or \"1m30s\", or a number of seconds, not %q", s.Value)
+		p.Errorf(s, path, "must be a positive duration such as \"10s\" or \"1m30s\", or a number of seconds, not %q", s.Value)
 		return 0, false
 	}
 	return d, true
@@ -362,7 +260,7 @@ func (p *parser) strList(n *yaml.Node, path string) ([]string, bool) {
 		ipath := index(path, i)
 		s, good := p.str(item, ipath)
 		if good && s == "" {
-			p.errorf(item, ipath, "must not be empty")
+			p.Errorf(item, ipath, "must not be empty")
 			good = false
 		}
 		ok = ok && good
@@ -374,13 +272,13 @@ func (p *parser) strList(n *yaml.Node, path string) ([]string, bool) {
 // plain converts a YAML value into plain Go values: nil, string, int, bool, float64, []any and
 // map[string]any. Timestamps and other tags stay strings as written.
 func (p *parser) plain(n *yaml.Node, path string) (any, bool) {
-	if !p.spend(n) {
+	if !p.Spend(n) {
 		return nil, false
 	}
 	if n.Kind == yaml.AliasNode {
-		target := resolve(n)
+		target := YAMLResolve(n)
 		if p.active[target] {
-			p.errorf(n, path, "alias refers to a value that contains it")
+			p.Errorf(n, path, "alias refers to a value that contains it")
 			return nil, false
 		}
 		p.active[target] = true
@@ -407,7 +305,7 @@ func (p *parser) plain(n *yaml.Node, path string) (any, bool) {
 	case yaml.ScalarNode:
 		return p.plainScalar(n, path)
 	default:
-		p.errorf(n, path, "unsupported YAML node")
+		p.Errorf(n, path, "unsupported YAML node")
 		return nil, false
 	}
 }
@@ -435,7 +333,7 @@ func (p *parser) plainScalar(n *yaml.Node, path string) (any, bool) {
 	default:
 		return n.Value, true
 	}
-	p.errorf(n, path, "invalid value %q: %v", n.Value, err)
+	p.Errorf(n, path, "invalid value %q: %v", n.Value, err)
 	return nil, false
 }
 

@@ -43,7 +43,7 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 	}
 	z := &Zone{Origin: CanonicalName(origin), File: file}
 	if err := checkName(z.Origin, false); err != nil {
-		p.errorAt(Position{File: file}, "", "invalid zone name %q: %v", origin, err)
+		p.ErrorAt(Position{File: file}, "", "invalid zone name %q: %v", origin, err)
 	}
 	top := map[string]*yaml.Node{}
 	for _, e := range p.entries(p.document(doc), "") {
@@ -51,7 +51,7 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 			p.unknownKey(e, "", zoneKeys)
 			continue
 		}
-		if !isNull(e.v) {
+		if !YAMLIsNull(e.v) {
 			top[e.key] = e.v
 		}
 	}
@@ -125,7 +125,7 @@ func (p *parser) soa(z *Zone, soaNode, nsNode *yaml.Node, serial uint32) {
 	}
 	const path = "soa"
 	for _, e := range p.entries(soaNode, path) {
-		if isNull(e.v) {
+		if YAMLIsNull(e.v) {
 			continue
 		}
 		kpath := child(path, e.key)
@@ -136,7 +136,7 @@ func (p *parser) soa(z *Zone, soaNode, nsNode *yaml.Node, serial uint32) {
 			}
 		case "rname":
 			if s, ok := p.str(e.v, kpath); ok && strings.Contains(s, "@") {
-				p.errorf(e.v, kpath, "write the mailbox as a name (hostmaster.example.org.), not %q", s)
+				p.Errorf(e.v, kpath, "write the mailbox as a name (hostmaster.example.org.), not %q", s)
 			} else if name, ok := p.hostName(e.v, kpath); ok {
 				z.SOA.RName = name
 			}
@@ -171,8 +171,8 @@ func (p *parser) uint32Field(dst *uint32, n *yaml.Node, path string, hi int64) {
 func (p *parser) nameServers(n *yaml.Node) []string {
 	const path = "ns"
 	items := p.items(n, path)
-	if n != nil && resolve(n).Kind == yaml.SequenceNode && len(items) == 0 {
-		p.errorf(resolve(n), path, "needs at least one name server")
+	if n != nil && YAMLResolve(n).Kind == yaml.SequenceNode && len(items) == 0 {
+		p.Errorf(YAMLResolve(n), path, "needs at least one name server")
 	}
 	var out []string
 	first := map[string]int{}
@@ -183,10 +183,10 @@ func (p *parser) nameServers(n *yaml.Node) []string {
 			continue
 		}
 		if line, dup := first[name]; dup {
-			p.errorf(item, ipath, "duplicate name server %s (first at line %d)", name, line)
+			p.Errorf(item, ipath, "duplicate name server %s (first at line %d)", name, line)
 			continue
 		}
-		first[name] = resolve(item).Line
+		first[name] = YAMLResolve(item).Line
 		out = append(out, name)
 	}
 	return out
@@ -200,7 +200,7 @@ func (p *parser) hostName(n *yaml.Node, path string) (string, bool) {
 	}
 	name := CanonicalName(s)
 	if err := checkHost(name); err != nil {
-		p.errorf(n, path, "%q is not a valid host name: %v", s, err)
+		p.Errorf(n, path, "%q is not a valid host name: %v", s, err)
 		return "", false
 	}
 	return name, true

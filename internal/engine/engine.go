@@ -228,10 +228,10 @@ func (e *Engine) SetOverrides(overrides map[string]catalog.Override) error {
 	for _, r := range e.Snapshot().Records() {
 		changed := false
 		for _, b := range r.Backends {
-			wasProbed := probed(b)
+			wasWanted := enabledOrForced(b)
 			if b.SetOverride(overrides[b.Key]) {
 				changed = true
-				reprobe = reprobe || probed(b) != wasProbed
+				reprobe = reprobe || enabledOrForced(b) != wasWanted
 			}
 		}
 		if changed {

@@ -26,7 +26,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 		rc := rec.Config
 		for _, b := range rec.Backends {
 			bc := b.Config
-			if !probed(b) || bc.AssumeHealthy || (!bc.Passive && len(bc.HealthChecks) == 0) {
+			if !enabledOrForced(b) || !bc.Probed() {
 				continue
 			}
 			target := probe.Target{Host: strings.TrimSuffix(bc.Address, "."), IP: bc.IP, Port: bc.Port}
@@ -84,7 +84,8 @@ func backendKeys(snap *catalog.Snapshot) map[string]bool {
 	return keep
 }
 
-// probed reports whether b's configuration or its override asks for it to be served at all.
-func probed(b *catalog.Backend) bool {
+// enabledOrForced reports whether b's configuration or its override asks for it to be served
+// at all; whether its health is probed is the configuration's Probed.
+func enabledOrForced(b *catalog.Backend) bool {
 	return b.Config.Enable || b.Override() == catalog.ForceEnable
 }

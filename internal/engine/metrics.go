@@ -2,32 +2,27 @@ package engine
 
 import (
 	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// The engine's metrics live in the default registry, which CoreDNS's prometheus plugin serves.
-// Metric names share CoreDNS's namespace and the gslb subsystem.
-const (
-	namespace = "coredns"
-	subsystem = "gslb"
-)
-
+// The engine's metrics, in the default registry that CoreDNS's prometheus plugin serves.
 var (
 	reloadsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Subsystem: subsystem, Name: "config_reloads_total",
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "config_reloads_total",
 		Help: "Reloads of the gslb configuration files, by result (success or failure).",
 	}, []string{"result"})
 	lastReloadTime = promauto.NewGauge(prometheus.GaugeOpts{
-		Namespace: namespace, Subsystem: subsystem, Name: "config_last_reload_success_timestamp_seconds",
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "config_last_reload_success_timestamp_seconds",
 		Help: "Unix time of the last successful load of the gslb configuration.",
 	})
 	recordHealthy = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Subsystem: subsystem, Name: "record_healthy",
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "record_healthy",
 		Help: "1 when a record has a healthy backend, 0 when its fallback policy answers.",
 	}, []string{"record"})
 	recordsGauge = promauto.NewGauge(prometheus.GaugeOpts{
-		Namespace: namespace, Subsystem: subsystem, Name: "records",
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "records",
 		Help: "GSLB records served by the current configuration.",
 	})
 )

@@ -1,11 +1,10 @@
-// Package geo is the GeoIP core of the geoip and geoip_affinity modes: it reads MaxMind
-// databases (City, Country, ASN) and the subnet -> location map of geoip_custom, describes a
-// client address as a Location, and selects a record's backends for that Location.
+// Package geo holds the data sources of the geoip and geoip_affinity modes: it reads MaxMind
+// databases (City, Country, ASN) and the subnet -> location map of geoip_custom, and describes a
+// client address as a Location. Package policy selects a record's backends for that Location.
 //
 // A query does one Lookup, which fills a caller-owned Location without allocating once the
-// client's database records are cached, and one Table.Select per record and address family,
-// which never allocates. Tables are prepared when health or configuration changes, not per query.
-// Sources are immutable; a Store swaps in new ones when the files change.
+// client's database records are cached. Sources are immutable; a Store swaps in new ones when
+// the files change.
 package geo
 
 import "net/netip"
@@ -68,4 +67,44 @@ type MapInfo struct {
 	// Subnet is the longest subnet of the map that holds the client, valid when Found.
 	Subnet   netip.Prefix
 	Location string
+}
+
+// Source names one data source of the geo modes.
+type Source uint8
+
+// The data sources. The zero Source is none.
+const (
+	SourceCity    Source = iota + 1 // geoip_maxmind city_db
+	SourceCountry                   // geoip_maxmind country_db
+	SourceASN                       // geoip_maxmind asn_db
+	SourceMap                       // geoip_custom
+)
+
+// String returns the source's name as explanations print it.
+func (s Source) String() string {
+	switch s {
+	case SourceCity:
+		return "city database"
+	case SourceCountry:
+		return "country database"
+	case SourceASN:
+		return "ASN database"
+	case SourceMap:
+		return "location map"
+	}
+	return ""
+}
+
+// MatchOf returns the lookup outcome of source; that of the location map for any other value.
+func (loc *Location) MatchOf(source Source) *Match {
+	switch source {
+	case SourceCity:
+		return &loc.City.Match
+	case SourceCountry:
+		return &loc.Country.Match
+	case SourceASN:
+		return &loc.ASN.Match
+	default:
+		return &loc.Map.Match
+	}
 }

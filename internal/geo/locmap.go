@@ -1,15 +1,10 @@
 package geo
 
 import (
-	"bytes"
-	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,26 +56,20 @@ func LoadLocationMap(path string) (*LocationMap, error) {
 // Unknown keys, invalid or non-canonical subnets, empty locations and subnets listed twice are
 // errors. Every problem is reported, as a config.ErrorList whose entries name the file, line,
 // column and field path; the map is nil then. An empty document is an error, so that a file
-// caught half-written is not taken for an empty map: write "subnets: []" for one.
-func ParseLocationMap(file string, data []byte) (m *LocationMap, err error) {
-	p := &mapParser{file: file}
-	defer func() {
-		// yaml.v3 reports errors by panicking internally; a panic it does not recover itself
-		// must make a bad file, not a crash.
-		if r := recover(); r != nil {
-			m, err = nil, config.ErrorList{{Pos: config.Position{File: file}, Msg: fmt.Sprintf("YAML parser failed: %v", r)}}
-		}
-	}()
-	m = &LocationMap{}
-	root := p.document(data)
-	if root != nil {
+// caught half-written is not taken for an empty map: write "subnets: []" for one. Aliases are
+// bounded as in zone files: a file whose aliases expand too far is an error.
+func ParseLocationMap(file string, data []byte) (*LocationMap, error) {
+	p := &mapParser{config.NewYAMLFile(file, len(data))}
+	m := &LocationMap{}
+	root, ok := p.Document(data, "a location map")
+	switch {
+	case root != nil:
 		p.subnets(root, m)
+	case ok:
+		p.Errorf(nil, "", "the location map is empty; write \"subnets: []\" for a map without subnets")
 	}
-	if len(p.errs) > 0 {
-		slices.SortStableFunc(p.errs, func(a, b *config.Error) int {
-			return cmp.Or(cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Column, b.Pos.Column))
-		})
-		return nil, p.errs
+	if p.Len() > 0 {
+		return nil, p.Errors()
 	}
 	m.build()
 	return m, nil
@@ -176,81 +165,7 @@ func (m *LocationMap) build() {
 
 // mapParser collects every problem of one location map file.
 type mapParser struct {
-	file string
-	errs config.ErrorList
-}
-
-func (p *mapParser) errorf(n *yaml.Node, path, format string, args ...any) {
-	pos := config.Position{File: p.file}
-	if n != nil {
-		pos.Line, pos.Column = n.Line, n.Column
-	}
-	p.errs = append(p.errs, &config.Error{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...)})
-}
-
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// document returns the content node of the file's single YAML document, or nil after
-// recording why there is none.
-func (p *mapParser) document(data []byte) *yaml.Node {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			p.errorf(nil, "", "the location map is empty; write \"subnets: []\" for a map without subnets")
-		} else {
-			p.syntaxError(err)
-		}
-		return nil
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		p.errorf(&extra, "", "a location map holds one YAML document; found another")
-		return nil
-	} else if !errors.Is(err, io.EOF) {
-		p.syntaxError(err)
-		return nil
-	}
-	if len(doc.Content) == 0 {
-		p.errorf(nil, "", "the location map is empty; write \"subnets: []\" for a map without subnets")
-		return nil
-	}
-	return doc.Content[0]
-}
-
-func (p *mapParser) syntaxError(err error) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	var n *yaml.Node
-	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		n, msg = &yaml.Node{Line: line}, m[2]
-	}
-	p.errorf(n, "", "invalid YAML: %s", msg)
-}
-
-// resolve follows aliases to the node they name.
-func resolve(n *yaml.Node) *yaml.Node {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
-
-func isNull(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
-
-func kindName(n *yaml.Node) string {
-	switch {
-	case n.Kind == yaml.MappingNode:
-		return "a mapping"
-	case n.Kind == yaml.SequenceNode:
-		return "a list"
-	case isNull(n):
-		return "null"
-	default:
-		return "a scalar"
-	}
+	*config.YAMLFile
 }
 
 // pairs returns the key and value nodes of a mapping, reporting non-scalar keys, duplicate keys
@@ -259,15 +174,18 @@ func (p *mapParser) pairs(n *yaml.Node, path string, valid ...string) map[string
 	out := map[string]*yaml.Node{}
 	keys := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), n.Content[i+1]
+		k, v := config.YAMLResolve(n.Content[i]), n.Content[i+1]
+		if !p.Spend(k) {
+			break
+		}
 		switch {
 		case k.Kind != yaml.ScalarNode:
-			p.errorf(k, path, "a key must be a scalar, not %s", kindName(k))
+			p.Errorf(k, path, "a key must be a scalar, not %s", config.YAMLKind(k))
 		case keys[k.Value] != nil:
-			p.errorf(k, path, "duplicate key %q (first at line %d)", k.Value, keys[k.Value].Line)
+			p.Errorf(k, path, "duplicate key %q (first at line %d)", k.Value, keys[k.Value].Line)
 		case !slices.Contains(valid, k.Value):
 			keys[k.Value] = k
-			p.errorf(k, path, "unknown key %q (valid: %s)", k.Value, strings.Join(valid, ", "))
+			p.Errorf(k, path, "unknown key %q (valid: %s)", k.Value, strings.Join(valid, ", "))
 		default:
 			keys[k.Value] = k
 			out[k.Value] = v
@@ -278,32 +196,35 @@ func (p *mapParser) pairs(n *yaml.Node, path string, valid ...string) map[string
 
 // subnets parses the top level of the file into m.entries.
 func (p *mapParser) subnets(root *yaml.Node, m *LocationMap) {
-	root = resolve(root)
+	root = config.YAMLResolve(root)
 	if root.Kind != yaml.MappingNode {
-		p.errorf(root, "", "a location map must be a mapping with the key \"subnets\", not %s", kindName(root))
+		p.Errorf(root, "", "a location map must be a mapping with the key \"subnets\", not %s", config.YAMLKind(root))
 		return
 	}
 	list := p.pairs(root, "", "subnets")["subnets"]
 	if list == nil {
-		if len(p.errs) == 0 {
-			p.errorf(root, "", "the key \"subnets\" is missing; write \"subnets: []\" for a map without subnets")
+		if p.Len() == 0 {
+			p.Errorf(root, "", "the key \"subnets\" is missing; write \"subnets: []\" for a map without subnets")
 		}
 		return
 	}
-	list = resolve(list)
-	if isNull(list) {
+	list = config.YAMLResolve(list)
+	if config.YAMLIsNull(list) {
 		return
 	}
 	if list.Kind != yaml.SequenceNode {
-		p.errorf(list, "subnets", "must be a list, not %s", kindName(list))
+		p.Errorf(list, "subnets", "must be a list, not %s", config.YAMLKind(list))
 		return
 	}
 	first := map[netip.Prefix]int{}
 	for i, item := range list.Content {
+		if !p.Spend(item) {
+			return
+		}
 		path := "subnets[" + strconv.Itoa(i) + "]"
-		item = resolve(item)
+		item = config.YAMLResolve(item)
 		if item.Kind != yaml.MappingNode {
-			p.errorf(item, path, "must be a mapping with subnet and location, not %s", kindName(item))
+			p.Errorf(item, path, "must be a mapping with subnet and location, not %s", config.YAMLKind(item))
 			continue
 		}
 		kv := p.pairs(item, path, "subnet", "location")
@@ -313,10 +234,10 @@ func (p *mapParser) subnets(root *yaml.Node, m *LocationMap) {
 			continue
 		}
 		if line, dup := first[prefix]; dup {
-			p.errorf(kv["subnet"], path+".subnet", "duplicate subnet %s (first at line %d)", prefix, line)
+			p.Errorf(kv["subnet"], path+".subnet", "duplicate subnet %s (first at line %d)", prefix, line)
 			continue
 		}
-		first[prefix] = resolve(kv["subnet"]).Line
+		first[prefix] = config.YAMLResolve(kv["subnet"]).Line
 		if okL {
 			m.entries = append(m.entries, mapEntry{subnet: prefix, location: location})
 		}
@@ -326,17 +247,17 @@ func (p *mapParser) subnets(root *yaml.Node, m *LocationMap) {
 // text returns the trimmed text of a required scalar field.
 func (p *mapParser) text(parent, n *yaml.Node, path, what string) (*yaml.Node, string, bool) {
 	if n == nil {
-		p.errorf(parent, path, "%s is missing", what)
+		p.Errorf(parent, path, "%s is missing", what)
 		return nil, "", false
 	}
-	n = resolve(n)
-	if n.Kind != yaml.ScalarNode || isNull(n) {
-		p.errorf(n, path, "must be %s, not %s", what, kindName(n))
+	n = config.YAMLResolve(n)
+	if n.Kind != yaml.ScalarNode || config.YAMLIsNull(n) {
+		p.Errorf(n, path, "must be %s, not %s", what, config.YAMLKind(n))
 		return nil, "", false
 	}
 	s := strings.TrimSpace(n.Value)
 	if s == "" {
-		p.errorf(n, path, "must not be empty")
+		p.Errorf(n, path, "must not be empty")
 		return nil, "", false
 	}
 	return n, s, true
@@ -350,18 +271,18 @@ func (p *mapParser) subnet(parent, n *yaml.Node, path string) (netip.Prefix, boo
 	prefix, err := netip.ParsePrefix(s)
 	if err != nil {
 		if a, aerr := netip.ParseAddr(s); aerr == nil {
-			p.errorf(n, path, "%q is an address, not a subnet: write it in CIDR form, such as %s/%d", s, s, a.BitLen())
+			p.Errorf(n, path, "%q is an address, not a subnet: write it in CIDR form, such as %s/%d", s, s, a.BitLen())
 		} else {
-			p.errorf(n, path, "invalid subnet %q: want CIDR form such as 10.0.0.0/24 or 2001:db8::/48", s)
+			p.Errorf(n, path, "invalid subnet %q: want CIDR form such as 10.0.0.0/24 or 2001:db8::/48", s)
 		}
 		return netip.Prefix{}, false
 	}
 	if prefix.Addr().Is4In6() {
-		p.errorf(n, path, "%s is an IPv4-mapped IPv6 subnet: write IPv4 subnets in IPv4 form", s)
+		p.Errorf(n, path, "%s is an IPv4-mapped IPv6 subnet: write IPv4 subnets in IPv4 form", s)
 		return netip.Prefix{}, false
 	}
 	if masked := prefix.Masked(); masked != prefix {
-		p.errorf(n, path, "%s has host bits set: the subnet is %s", s, masked)
+		p.Errorf(n, path, "%s has host bits set: the subnet is %s", s, masked)
 		return netip.Prefix{}, false
 	}
 	return prefix, true

@@ -2,12 +2,15 @@ package geo_test
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/geo"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 func TestLocationMapLookup(t *testing.T) {
@@ -99,6 +102,30 @@ func TestLocationMapAliases(t *testing.T) {
 	}
 }
 
+// TestLocationMapAliasBomb checks that aliases cannot make the parser do unbounded work: a
+// mapping of many unknown keys, listed many times, would report every key for every listing.
+func TestLocationMapAliasBomb(t *testing.T) {
+	const keys, listings = 1500, 1500
+	var b strings.Builder
+	b.WriteString("bad: &bad {")
+	for i := range keys {
+		fmt.Fprintf(&b, "k%d: 0, ", i)
+	}
+	b.WriteString("}\nsubnets: [" + strings.Repeat("*bad, ", listings) + "]\n")
+	start := time.Now()
+	_, err := geo.ParseLocationMap("bomb.yml", []byte(b.String()))
+	var list config.ErrorList
+	if !errors.As(err, &list) || !strings.Contains(err.Error(), "document too complex: YAML aliases expand to more than") {
+		t.Fatalf("error = %.300v", err)
+	}
+	if len(list) > 2*keys {
+		t.Errorf("%d errors: an aliased node reports its problems more than once", len(list))
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
 func TestLocationMapErrors(t *testing.T) {
 	tests := []struct {
 		name, data string
@@ -176,7 +203,7 @@ func TestLocationMapErrors(t *testing.T) {
 }
 
 func FuzzParseLocationMap(f *testing.F) {
-	f.Add([]byte(worldMap))
+	f.Add([]byte(testutil.WorldMap))
 	f.Add([]byte("subnets: []\n"))
 	f.Add([]byte("subnets:\n  - {subnet: 0.0.0.0/0, location: a}\n  - {subnet: ::/0, location: b}\n"))
 	f.Add([]byte("subnets:\n  - &a {subnet: 10.0.0.0/8, location: x}\n  - *a\n  - <<: *a\n"))

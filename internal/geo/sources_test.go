@@ -3,11 +3,9 @@ package geo_test
 import (
 	"errors"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/meridian-gslb/meridian/internal/config"
@@ -16,7 +14,7 @@ import (
 )
 
 func TestLookup(t *testing.T) {
-	src := world(t, "city country asn map")
+	src := testutil.World(t, "city country asn map")
 	tests := []struct {
 		addr string
 		want geo.Location
@@ -61,13 +59,13 @@ func TestLookup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {
-			got := lookup(src, tt.addr)
+			got := testutil.Lookup(src, tt.addr)
 			tt.want.Addr = netip.MustParseAddr(tt.addr)
 			if *got != tt.want {
 				t.Errorf("Lookup(%s)\n got %+v\nwant %+v", tt.addr, *got, tt.want)
 			}
 			// A second lookup answers from the cache, alike.
-			if again := lookup(src, tt.addr); *again != *got {
+			if again := testutil.Lookup(src, tt.addr); *again != *got {
 				t.Errorf("second Lookup(%s) = %+v", tt.addr, *again)
 			}
 		})
@@ -93,7 +91,7 @@ func TestLookupWithoutSources(t *testing.T) {
 }
 
 func TestLookupInvalidAndZonedAddress(t *testing.T) {
-	src := world(t, "city map")
+	src := testutil.World(t, "city map")
 	var loc geo.Location
 	src.Lookup(netip.Addr{}, &loc)
 	if loc != (geo.Location{}) {
@@ -106,7 +104,7 @@ func TestLookupInvalidAndZonedAddress(t *testing.T) {
 }
 
 func TestLookupDoesNotAllocate(t *testing.T) {
-	src := world(t, "city country asn map")
+	src := testutil.World(t, "city country asn map")
 	addrs := []netip.Addr{netip.MustParseAddr("198.51.100.7"), netip.MustParseAddr("10.9.8.7"),
 		netip.MustParseAddr("2001:db8:9::1"), netip.MustParseAddr("::ffff:10.3.0.1"), netip.MustParseAddr("203.0.113.4")}
 	var loc geo.Location
@@ -124,10 +122,10 @@ func TestLookupDoesNotAllocate(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
-	city := testutil.WriteCityDB(t, cityNets)
-	asn := testutil.WriteASNDB(t, asnNets)
-	garbage := writeFile(t, "garbage.mmdb", "not a database")
-	badMap := writeFile(t, "map.yml", "subnets:\n  - subnet: 10.0.0.1/24\n    location: x\n")
+	city := testutil.WriteCityDB(t, testutil.WorldCityNets)
+	asn := testutil.WriteASNDB(t, testutil.WorldASNNets)
+	garbage := testutil.WriteFile(t, "garbage.mmdb", "not a database")
+	badMap := testutil.WriteFile(t, "map.yml", "subnets:\n  - subnet: 10.0.0.1/24\n    location: x\n")
 	missing := filepath.Join(t.TempDir(), "missing.mmdb")
 	tests := []struct {
 		name string
@@ -160,19 +158,19 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestOpenAcceptsCityDatabaseAsCountryDB(t *testing.T) {
-	city := testutil.WriteCityDB(t, cityNets)
+	city := testutil.WriteCityDB(t, testutil.WorldCityNets)
 	src, err := geo.Open(config.GeoIPOptions{CountryDB: city})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	if loc := lookup(src, "10.3.0.1"); !loc.Country.Found || loc.Country.Country != "FR" || loc.Country.Continent != "EU" {
+	if loc := testutil.Lookup(src, "10.3.0.1"); !loc.Country.Found || loc.Country.Country != "FR" || loc.Country.Continent != "EU" {
 		t.Errorf("Lookup = %+v", loc.Country)
 	}
 }
 
 func TestFiles(t *testing.T) {
-	opts := worldOptions(t, "city asn map")
+	opts := testutil.WorldOptions(t, "city asn map")
 	src, err := geo.Open(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -191,31 +189,19 @@ func TestFiles(t *testing.T) {
 	}
 }
 
-// replace writes content next to path and renames it over path, as updaters do.
-func replace(t *testing.T, path string, content []byte) {
-	t.Helper()
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, content, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestStoreReload(t *testing.T) {
-	opts := worldOptions(t, "city map")
+	opts := testutil.WorldOptions(t, "city map")
 	st, err := geo.NewStore(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := st.Sources()
-	if loc := lookup(first, "10.0.0.1"); loc.Map.Location != "eu-west" {
+	if loc := testutil.Lookup(first, "10.0.0.1"); loc.Map.Location != "eu-west" {
 		t.Fatalf("map location %q", loc.Map.Location)
 	}
 
 	// A good change is swapped in.
-	replace(t, opts.CustomMap, []byte("subnets:\n  - subnet: 10.0.0.0/8\n    location: moved\n"))
+	testutil.ReplaceFile(t, opts.CustomMap, []byte("subnets:\n  - subnet: 10.0.0.0/8\n    location: moved\n"))
 	if err := st.Reload(); err != nil {
 		t.Fatal(err)
 	}
@@ -223,16 +209,16 @@ func TestStoreReload(t *testing.T) {
 	if second == first {
 		t.Fatal("Reload did not swap the sources")
 	}
-	if loc := lookup(second, "10.0.0.1"); loc.Map.Location != "moved" || loc.Map.Bits != 8 {
+	if loc := testutil.Lookup(second, "10.0.0.1"); loc.Map.Location != "moved" || loc.Map.Bits != 8 {
 		t.Errorf("after reload: %+v", loc.Map)
 	}
 	// The replaced sources still answer: nobody closed them under a running query.
-	if loc := lookup(first, "10.3.0.1"); loc.City.Name != "Paris" {
+	if loc := testutil.Lookup(first, "10.3.0.1"); loc.City.Name != "Paris" {
 		t.Errorf("old sources: %+v", loc.City)
 	}
 
 	// A bad map keeps the current sources.
-	replace(t, opts.CustomMap, []byte("subnets:\n  - subnet: nonsense\n    location: x\n"))
+	testutil.ReplaceFile(t, opts.CustomMap, []byte("subnets:\n  - subnet: nonsense\n    location: x\n"))
 	err = st.Reload()
 	var list config.ErrorList
 	if err == nil || !errors.As(err, &list) || !strings.Contains(err.Error(), opts.CustomMap+":2:") {
@@ -243,8 +229,8 @@ func TestStoreReload(t *testing.T) {
 	}
 
 	// So does a bad database.
-	replace(t, opts.CustomMap, []byte("subnets: []\n"))
-	replace(t, opts.CityDB, []byte("garbage"))
+	testutil.ReplaceFile(t, opts.CustomMap, []byte("subnets: []\n"))
+	testutil.ReplaceFile(t, opts.CityDB, []byte("garbage"))
 	if err := st.Reload(); err == nil || !strings.Contains(err.Error(), opts.CityDB) {
 		t.Errorf("Reload with a bad database: %v", err)
 	}
@@ -259,49 +245,18 @@ func TestNewStoreError(t *testing.T) {
 	}
 }
 
-// TestStoreReloadUnderQueries runs lookups and selections while the sources are reloaded; the
-// race detector checks the swap.
-func TestStoreReloadUnderQueries(t *testing.T) {
-	opts := worldOptions(t, "city country asn map")
-	st, err := geo.NewStore(opts)
-	if err != nil {
-		t.Fatal(err)
+// BenchmarkLookup is one Lookup in the four sources, with the records cached.
+func BenchmarkLookup(b *testing.B) {
+	src := testutil.World(b, "city country asn map")
+	addrs := make([]netip.Addr, len(testutil.WorldClients))
+	var loc geo.Location
+	for i, c := range testutil.WorldClients {
+		addrs[i] = netip.MustParseAddr(c)
+		src.Lookup(addrs[i], &loc)
 	}
-	cityDB, err := os.ReadFile(opts.CityDB)
-	if err != nil {
-		t.Fatal(err)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		src.Lookup(addrs[i%len(addrs)], &loc)
 	}
-	table := geo.Prepare(config.ModeGeoIP, []geo.Candidate{
-		{Healthy: true, City: "Paris", Country: "FR"},
-		{Healthy: true, Country: "US", Lat: 40.7, Lon: -74, HasCoords: true},
-	})
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			var loc geo.Location
-			dst := make([]int, 0, 4)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				src := st.Sources()
-				src.Lookup(netip.MustParseAddr("10.3.0.1"), &loc)
-				if out, _ := table.Select(src, &loc, dst[:0]); len(out) != 1 || out[0] != 1 {
-					t.Errorf("Select = %v", out)
-					return
-				}
-			}
-		})
-	}
-	for range 20 {
-		replace(t, opts.CityDB, cityDB)
-		if err := st.Reload(); err != nil {
-			t.Error(err)
-		}
-	}
-	close(stop)
-	wg.Wait()
 }

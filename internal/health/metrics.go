@@ -13,33 +13,35 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/meridian-gslb/meridian/internal/config"
 )
 
 // Health metrics, in CoreDNS's namespace and the gslb subsystem, in the default registry.
 var (
 	checksTotal = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "coredns", Subsystem: "gslb", Name: "healthcheck_total",
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "healthcheck_total",
 		Help: "Health-check probes run, by check type and result (success or failure).",
 	}, []string{"type", "result"})
 	checkDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "coredns", Subsystem: "gslb", Name: "healthcheck_duration_seconds",
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "healthcheck_duration_seconds",
 		Help:    "Duration of health-check probes, retries included, by check type.",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	}, []string{"type"})
 	failuresTotal = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "coredns", Subsystem: "gslb", Name: "healthcheck_failures_total",
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "healthcheck_failures_total",
 		Help: "Failed health-check probes, by check type and reason class (timeout, refused, reset, unreachable, tls, status, mismatch, other).",
 	}, []string{"type", "reason"})
 	skippedTotal = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "coredns", Subsystem: "gslb", Name: "healthcheck_skipped_total",
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "healthcheck_skipped_total",
 		Help: "Probe cycles skipped, by check type and cause: the previous probe still running, or the in-flight limit reached.",
 	}, []string{"type", "cause"})
 	backendsByState = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "coredns", Subsystem: "gslb", Name: "backends",
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "backends",
 		Help: "Probed backends by health state (up, down, unknown).",
 	}, []string{"state"})
 	transitionsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "coredns", Subsystem: "gslb", Name: "backend_transitions_total",
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "backend_transitions_total",
 		Help: "Health state changes of probed backends, by the state entered (each is also logged with its backend and reason).",
 	}, []string{"to"})
 )

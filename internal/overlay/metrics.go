@@ -3,12 +3,14 @@ package overlay
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/meridian-gslb/meridian/internal/config"
 )
 
 // overridesGauge counts the overrides in effect, in the default registry that CoreDNS's
 // prometheus plugin serves.
 var overridesGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
-	Namespace: "coredns", Subsystem: "gslb", Name: "overrides",
+	Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "overrides",
 	Help: "Backend overrides in effect, by action (enable, disable, drain).",
 }, []string{"action"})
 

@@ -2,10 +2,15 @@
 // candidates for one address family, prepared once when health or configuration changes, and the
 // client of a query, it picks the backends to answer with. Nothing here locks or allocates per
 // query beyond what the caller's destination slice needs.
+//
+// The geo modes, geoip and geoip_affinity, prepare a GeoTable instead, over every backend of the
+// family, healthy or not, and select for the client's geo.Location, which the data sources of
+// package geo look up. Rule and GeoTable.Explain say how a mode chooses, for explanations.
 package policy
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -92,7 +97,7 @@ func compareAddress(a, b Candidate) int {
 	}
 }
 
-// IsGeo reports whether mode selects by the client's location (package geo selects for it).
+// IsGeo reports whether mode selects by the client's location, with a GeoTable.
 func IsGeo(mode config.Mode) bool {
 	return mode == config.ModeGeoIP || mode == config.ModeGeoIPAffinity
 }
@@ -158,4 +163,20 @@ func HashAddr(a netip.Addr) uint32 {
 		h *= prime32
 	}
 	return h
+}
+
+// Rule says in a few words how mode picks among n healthy candidates of a Set for client, as
+// explanations print it. The geo modes explain themselves step by step: see GeoTable.Explain.
+func Rule(mode config.Mode, client netip.Addr, n int) string {
+	switch mode {
+	case config.ModeRoundRobin:
+		return "roundrobin (one in turn)"
+	case config.ModeRandom:
+		return "random (all, shuffled)"
+	case config.ModeWeighted:
+		return "weighted (one at random, in proportion to weight)"
+	case config.ModeIPHash:
+		return fmt.Sprintf("ip-hash (FNV-1a of %s mod %d = %d, in address order)", client, n, HashAddr(client)%uint32(max(n, 1)))
+	}
+	return "failover (every backend of the best priority)"
 }

@@ -1,4 +1,4 @@
-package geo
+package policy
 
 import (
 	"fmt"
@@ -6,11 +6,12 @@ import (
 	"strings"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/geo"
 )
 
-// Candidate is one backend of a record, for one address family, as the geo modes see it. Its
-// index in the slice given to Prepare is the index Select returns.
-type Candidate struct {
+// GeoCandidate is one backend of a record, for one address family, as the geo modes see it.
+// Its index in the slice given to PrepareGeo is the index Select returns.
+type GeoCandidate struct {
 	// Healthy is true when the backend is healthy and enabled. The others are given too, so
 	// that Explain can tell why they were passed over.
 	Healthy  bool
@@ -22,9 +23,9 @@ type Candidate struct {
 	HasCoords                                       bool
 }
 
-// Table is one record's candidates for one address family, prepared for a geo mode. Build it
-// with Prepare when health or configuration changes; Select reads it without locking.
-type Table struct {
+// GeoTable is one record's candidates for one address family, prepared for a geo mode. Build
+// it with PrepareGeo when health or configuration changes; Select reads it without locking.
+type GeoTable struct {
 	mode  config.Mode
 	cands []prepared
 	// healthy counts the healthy candidates; best are those of the best priority, in order.
@@ -38,7 +39,7 @@ type Table struct {
 
 // prepared is a candidate with what the distance computation needs.
 type prepared struct {
-	Candidate
+	GeoCandidate
 	latRad, lonRad, cosLat float64
 	// site numbers the distinct coordinates: candidates at the same place share it.
 	site int
@@ -61,19 +62,19 @@ const (
 
 const degToRad = math.Pi / 180
 
-// Prepare builds the table of mode, config.ModeGeoIP or config.ModeGeoIPAffinity, over cands.
+// PrepareGeo builds the table of mode, config.ModeGeoIP or config.ModeGeoIPAffinity, over cands.
 // It panics for any other mode.
-func Prepare(mode config.Mode, cands []Candidate) *Table {
+func PrepareGeo(mode config.Mode, cands []GeoCandidate) *GeoTable {
 	if mode != config.ModeGeoIP && mode != config.ModeGeoIPAffinity {
-		panic(fmt.Sprintf("geo.Prepare: mode %q is not a geo mode", mode))
+		panic(fmt.Sprintf("policy.PrepareGeo: mode %q is not a geo mode", mode))
 	}
-	t := &Table{mode: mode, cands: make([]prepared, len(cands))}
+	t := &GeoTable{mode: mode, cands: make([]prepared, len(cands))}
 	sites := map[[2]float64]int{}
 	var first *prepared
 	t.constant = true
 	for i, c := range cands {
 		p := &t.cands[i]
-		p.Candidate = c
+		p.GeoCandidate = c
 		if c.HasCoords {
 			p.latRad, p.lonRad = c.Lat*degToRad, c.Lon*degToRad
 			p.cosLat = math.Cos(p.latRad)
@@ -127,7 +128,7 @@ func (c *prepared) fields() fields {
 
 // same reports whether two candidates are alike in everything the table's mode reads, so that
 // no step can tell them apart.
-func (t *Table) same(a, b *prepared) bool {
+func (t *GeoTable) same(a, b *prepared) bool {
 	return a.Priority == b.Priority && a.HasCoords == b.HasCoords && (!a.HasCoords || a.site == b.site) &&
 		strings.EqualFold(a.City, b.City) && strings.EqualFold(a.Subdivision, b.Subdivision) &&
 		strings.EqualFold(a.Country, b.Country) && strings.EqualFold(a.Continent, b.Continent) &&
@@ -140,7 +141,7 @@ func (t *Table) same(a, b *prepared) bool {
 // not depend on the client. It appends nothing when no candidate is healthy. It does not
 // allocate beyond growing dst, and lets neither loc nor dst's array escape: both can live on
 // the caller's stack.
-func (t *Table) Select(src *Sources, loc *Location, dst []int) (out []int, scope int) {
+func (t *GeoTable) Select(src *geo.Sources, loc *geo.Location, dst []int) (out []int, scope int) {
 	r := run{t: t, src: src, loc: *loc}
 	return r.run(dst), r.scope
 }
@@ -152,9 +153,9 @@ func (t *Table) Select(src *Sources, loc *Location, dst []int) (out []int, scope
 // the tracer keeps comes from the run, and Select lets no argument escape: its caller's
 // Location and dst's array can stay on the caller's stack.
 type run struct {
-	t     *Table
-	src   *Sources
-	loc   Location
+	t     *GeoTable
+	src   *geo.Sources
+	loc   geo.Location
 	scope int
 	// group is the level geoip_affinity narrowed to (stageAll for none), for the explanation.
 	group stage
@@ -184,36 +185,36 @@ func (r *run) geoip(dst []int) []int {
 	loc := &r.loc
 	var ok bool
 	var f filter
-	if r.consult(stageNearest, SourceCity, hasCoords) {
+	if r.consult(stageNearest, geo.SourceCity, hasCoords) {
 		if c := &loc.City; c.Found && c.HasCoords {
 			if dst, ok = r.nearest(all, c.Lat, c.Lon, dst); ok {
 				return dst
 			}
 		} else {
-			r.record(stageNearest, SourceCity, nil, "no coordinates for the client")
+			r.record(stageNearest, geo.SourceCity, nil, "no coordinates for the client")
 		}
 	}
-	if r.consult(stageHierarchy, SourceCity, hasGeo) {
-		if dst, f = r.hierarchy(SourceCity, matchAll, dst); f.stage != stageAll {
+	if r.consult(stageHierarchy, geo.SourceCity, hasGeo) {
+		if dst, f = r.hierarchy(geo.SourceCity, matchAll, dst); f.stage != stageAll {
 			return dst
 		}
 	}
-	if r.consult(stageHierarchy, SourceCountry, hasCountry|hasContinent) {
-		if dst, f = r.hierarchy(SourceCountry, matchAll, dst); f.stage != stageAll {
+	if r.consult(stageHierarchy, geo.SourceCountry, hasCountry|hasContinent) {
+		if dst, f = r.hierarchy(geo.SourceCountry, matchAll, dst); f.stage != stageAll {
 			return dst
 		}
 	}
-	if r.consult(stageASN, SourceASN, hasASN) {
+	if r.consult(stageASN, geo.SourceASN, hasASN) {
 		if !loc.ASN.Found {
-			r.record(stageASN, SourceASN, nil, "the client's network is not in the database")
-		} else if dst, ok = r.level(filter{stageASN, clientGeo{asn: loc.ASN.Number}}, SourceASN, matchFirst, dst); ok {
+			r.record(stageASN, geo.SourceASN, nil, "the client's network is not in the database")
+		} else if dst, ok = r.level(filter{stageASN, clientGeo{asn: loc.ASN.Number}}, geo.SourceASN, matchFirst, dst); ok {
 			return dst
 		}
 	}
-	if r.consult(stageLocation, SourceMap, hasLocation) {
+	if r.consult(stageLocation, geo.SourceMap, hasLocation) {
 		if !loc.Map.Found {
-			r.record(stageLocation, SourceMap, nil, "the client is in no subnet of the map")
-		} else if dst, ok = r.level(filter{stageLocation, clientGeo{location: loc.Map.Location}}, SourceMap, matchAll, dst); ok {
+			r.record(stageLocation, geo.SourceMap, nil, "the client is in no subnet of the map")
+		} else if dst, ok = r.level(filter{stageLocation, clientGeo{location: loc.Map.Location}}, geo.SourceMap, matchAll, dst); ok {
 			return dst
 		}
 	}
@@ -226,22 +227,22 @@ func (r *run) geoip(dst []int) []int {
 func (r *run) affinity(dst []int) []int {
 	loc := &r.loc
 	group := all
-	if r.consult(stageLocation, SourceMap, hasLocation) {
+	if r.consult(stageLocation, geo.SourceMap, hasLocation) {
 		if loc.Map.Found {
 			f := filter{stageLocation, clientGeo{location: loc.Map.Location}}
 			var ok bool
-			if dst, ok = r.level(f, SourceMap, matchNone, dst); ok {
+			if dst, ok = r.level(f, geo.SourceMap, matchNone, dst); ok {
 				group = f
 			}
 		} else {
-			r.record(stageLocation, SourceMap, nil, "the client is in no subnet of the map")
+			r.record(stageLocation, geo.SourceMap, nil, "the client is in no subnet of the map")
 		}
 	}
-	if group.stage == stageAll && r.consult(stageHierarchy, SourceCity, hasGeo) {
-		dst, group = r.hierarchy(SourceCity, matchNone, dst)
+	if group.stage == stageAll && r.consult(stageHierarchy, geo.SourceCity, hasGeo) {
+		dst, group = r.hierarchy(geo.SourceCity, matchNone, dst)
 	}
-	if group.stage == stageAll && r.consult(stageHierarchy, SourceCountry, hasCountry|hasContinent) {
-		dst, group = r.hierarchy(SourceCountry, matchNone, dst)
+	if group.stage == stageAll && r.consult(stageHierarchy, geo.SourceCountry, hasCountry|hasContinent) {
+		dst, group = r.hierarchy(geo.SourceCountry, matchNone, dst)
 	}
 	r.group = group.stage
 	dst, ok := r.nearestIn(group, dst)
@@ -276,13 +277,13 @@ func (r *run) nearestIn(f filter, dst []int) ([]int, bool) {
 		// One site: the nearest is the best priority there, as without coordinates.
 		r.record(stageNearest, srcNone, nil, "the healthy candidates are all at one site")
 		return dst, false
-	case !r.consult(stageNearest, SourceCity, hasCoords):
+	case !r.consult(stageNearest, geo.SourceCity, hasCoords):
 		return dst, false
 	}
 	if c := &r.loc.City; c.Found && c.HasCoords {
 		return r.nearest(f, c.Lat, c.Lon, dst)
 	}
-	r.record(stageNearest, SourceCity, nil, "no coordinates for the client")
+	r.record(stageNearest, geo.SourceCity, nil, "no coordinates for the client")
 	return dst, false
 }
 
@@ -296,11 +297,11 @@ var (
 // database; country, continent for the country database) and returns the first level that has
 // a healthy candidate, having handled its candidates as how says (appending to dst as level
 // does); it returns the filter of all candidates, and dst unchanged, when no level has one.
-func (r *run) hierarchy(source Source, how matchHow, dst []int) ([]int, filter) {
+func (r *run) hierarchy(source geo.Source, how matchHow, dst []int) ([]int, filter) {
 	var g clientGeo
-	var m *Match
+	var m *geo.Match
 	stages := countryLevels[:]
-	if source == SourceCity {
+	if source == geo.SourceCity {
 		c := &r.loc.City
 		g, m = clientGeo{city: c.Name, subdivision: c.Subdivision, country: c.Country, continent: c.Continent}, &c.Match
 		stages = cityLevels[:]
@@ -325,7 +326,7 @@ func (r *run) hierarchy(source Source, how matchHow, dst []int) ([]int, filter) 
 // consult reports whether the step of source is to run: the source is configured and some
 // healthy candidate sets one of need. The step reads the source, so its network bounds the
 // scope.
-func (r *run) consult(st stage, source Source, need fields) bool {
+func (r *run) consult(st stage, source geo.Source, need fields) bool {
 	switch {
 	case !r.src.Has(source):
 		r.record(st, source, nil, "not configured")
@@ -334,23 +335,9 @@ func (r *run) consult(st stage, source Source, need fields) bool {
 		r.record(st, source, nil, "no healthy candidate sets the fields this step compares")
 		return false
 	}
-	r.scope = max(r.scope, r.loc.match(source).Bits)
+	r.scope = max(r.scope, r.loc.MatchOf(source).Bits)
 	r.read(source)
 	return true
-}
-
-// match returns the lookup outcome of source.
-func (loc *Location) match(source Source) *Match {
-	switch source {
-	case SourceCity:
-		return &loc.City.Match
-	case SourceCountry:
-		return &loc.Country.Match
-	case SourceASN:
-		return &loc.ASN.Match
-	default:
-		return &loc.Map.Match
-	}
 }
 
 // matchHow says what level does with the healthy candidates of a level.
@@ -364,7 +351,7 @@ const (
 
 // level handles the candidates that match f, as how says, appending to dst those it answers
 // with, and reports whether any of them is healthy.
-func (r *run) level(f filter, source Source, how matchHow, dst []int) ([]int, bool) {
+func (r *run) level(f filter, source geo.Source, how matchHow, dst []int) ([]int, bool) {
 	start, found := len(dst), false
 	for i := range r.t.cands {
 		c := &r.t.cands[i]
@@ -414,7 +401,7 @@ func (r *run) nearest(f filter, lat, lon float64, dst []int) ([]int, bool) {
 		}
 	}
 	if best < 0 {
-		r.record(stageNearest, SourceCity, nil, "no healthy candidate has coordinates")
+		r.record(stageNearest, geo.SourceCity, nil, "no healthy candidate has coordinates")
 		return dst, false
 	}
 	start, b := len(dst), &r.t.cands[best]
@@ -425,7 +412,7 @@ func (r *run) nearest(f filter, lat, lon float64, dst []int) ([]int, bool) {
 		}
 	}
 	if r.tracing() {
-		r.record(stageNearest, SourceCity, dst[start:], fmt.Sprintf("%.0f km away", earthRadiusKm*2*math.Asin(math.Sqrt(bestHav))))
+		r.record(stageNearest, geo.SourceCity, dst[start:], fmt.Sprintf("%.0f km away", earthRadiusKm*2*math.Asin(math.Sqrt(bestHav))))
 	}
 	return dst, true
 }

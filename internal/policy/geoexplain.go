@@ -1,4 +1,4 @@
-package geo
+package policy
 
 import (
 	"fmt"
@@ -6,36 +6,11 @@ import (
 	"strings"
 
 	"github.com/meridian-gslb/meridian/internal/config"
-)
-
-// Source names one data source of the geo modes.
-type Source uint8
-
-// The data sources. The zero Source is none.
-const (
-	SourceCity    Source = iota + 1 // geoip_maxmind city_db
-	SourceCountry                   // geoip_maxmind country_db
-	SourceASN                       // geoip_maxmind asn_db
-	SourceMap                       // geoip_custom
+	"github.com/meridian-gslb/meridian/internal/geo"
 )
 
 // srcNone marks a step that reads no source.
-const srcNone Source = 0
-
-// String returns the source's name as explanations print it.
-func (s Source) String() string {
-	switch s {
-	case SourceCity:
-		return "city database"
-	case SourceCountry:
-		return "country database"
-	case SourceASN:
-		return "ASN database"
-	case SourceMap:
-		return "location map"
-	}
-	return ""
-}
+const srcNone geo.Source = 0
 
 // stage is one step of a mode.
 type stage uint8
@@ -64,19 +39,19 @@ var stageNames = [...]string{
 // String returns the stage's name as explanations print it.
 func (s stage) String() string { return stageNames[s] }
 
-// Explanation is how a Table selected for one client, step by step.
-type Explanation struct {
+// GeoExplanation is how a GeoTable selected for one client, step by step.
+type GeoExplanation struct {
 	Mode   config.Mode
 	Client netip.Addr
 	// Picks and Scope are what Select returns.
 	Picks []int
 	Scope int
 	// Steps are the steps taken, in order; the last one decided.
-	Steps []Step
+	Steps []GeoStep
 }
 
-// Step is one step of a selection.
-type Step struct {
+// GeoStep is one step of a selection.
+type GeoStep struct {
 	// Stage is the step: "nearest", "city", "subdivision", "country", "continent", "asn",
 	// "location", "failover"; "lookup" for a database as a whole; "health" when no candidate is
 	// healthy; "same answer" when the healthy candidates cannot be told apart.
@@ -95,27 +70,27 @@ type Step struct {
 	// Matched are the healthy candidates the step matched; those of the last step are the answer.
 	Matched []int
 	// Skipped are the candidates the step passed over.
-	Skipped []Skip
+	Skipped []GeoSkip
 	// Note says why the step did not decide, or adds a detail.
 	Note string
 }
 
-// Skip is a candidate a step passed over.
-type Skip struct {
+// GeoSkip is a candidate a step passed over.
+type GeoSkip struct {
 	Index  int
 	Reason string
 }
 
 // Explain returns how Select chooses for loc, with every step. It allocates; it is meant for
 // the admin API and debugging, not for queries.
-func (t *Table) Explain(src *Sources, loc *Location) Explanation {
+func (t *GeoTable) Explain(src *geo.Sources, loc *geo.Location) GeoExplanation {
 	r := run{t: t, src: src, loc: *loc, tr: &tracer{loc: loc}}
 	picks := r.run(nil)
-	return Explanation{Mode: t.mode, Client: loc.Addr, Picks: picks, Scope: r.scope, Steps: r.tr.steps}
+	return GeoExplanation{Mode: t.mode, Client: loc.Addr, Picks: picks, Scope: r.scope, Steps: r.tr.steps}
 }
 
 // String prints the explanation, one step per line.
-func (e Explanation) String() string {
+func (e GeoExplanation) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s for %s: %v, scope /%d", e.Mode, e.Client, e.Picks, e.Scope)
 	for _, s := range e.Steps {
@@ -157,12 +132,12 @@ func (e Explanation) String() string {
 type tracer struct {
 	// loc is the client, for what the steps print. They read it here and not in the run, whose
 	// contents would otherwise all leak to the heap: Select's src and t with them.
-	loc   *Location
-	steps []Step
+	loc   *geo.Location
+	steps []GeoStep
 	// skipped collects the candidates passed over by the step in progress.
-	skipped []Skip
+	skipped []GeoSkip
 	// read holds the sources read so far.
-	read [SourceMap + 1]bool
+	read [geo.SourceMap + 1]bool
 }
 
 // tracing reports whether the run is explained.
@@ -171,12 +146,12 @@ func (r *run) tracing() bool { return r.tr != nil }
 // skip notes that the step in progress passed over candidate i, which is not healthy.
 func (r *run) skip(i int) {
 	if r.tr != nil {
-		r.tr.skipped = append(r.tr.skipped, Skip{Index: i, Reason: "not healthy, or disabled"})
+		r.tr.skipped = append(r.tr.skipped, GeoSkip{Index: i, Reason: "not healthy, or disabled"})
 	}
 }
 
 // read notes that the run read source.
-func (r *run) read(source Source) {
+func (r *run) read(source geo.Source) {
 	if r.tr != nil {
 		r.tr.read[source] = true
 	}
@@ -184,18 +159,18 @@ func (r *run) read(source Source) {
 
 // record ends a step of stage that read source, which matched the candidates in matched. It
 // keeps a copy of matched.
-func (r *run) record(st stage, source Source, matched []int, note string) {
+func (r *run) record(st stage, source geo.Source, matched []int, note string) {
 	tr := r.tr
 	if tr == nil {
 		return
 	}
-	s := Step{Stage: st.String(), Source: source.String(), Note: note, Skipped: tr.skipped}
+	s := GeoStep{Stage: st.String(), Source: source.String(), Note: note, Skipped: tr.skipped}
 	tr.skipped = nil
 	if len(matched) > 0 {
 		s.Matched = append([]int(nil), matched...)
 	}
 	if tr.read[source] {
-		m := tr.loc.match(source)
+		m := tr.loc.MatchOf(source)
 		s.Network = netip.PrefixFrom(tr.loc.Addr, m.Bits).Masked()
 		if m.Err != nil {
 			s.Note = strings.TrimPrefix(s.Note+"; lookup failed: "+m.Err.Error(), "; ")
@@ -209,7 +184,7 @@ func (r *run) record(st stage, source Source, matched []int, note string) {
 }
 
 // value returns the client's value that stage compares, as read from source.
-func (r *run) value(st stage, source Source) string {
+func (r *run) value(st stage, source geo.Source) string {
 	loc := r.tr.loc
 	switch {
 	case source == srcNone || !r.tr.read[source]:
@@ -220,11 +195,11 @@ func (r *run) value(st stage, source Source) string {
 		return loc.City.Name
 	case st == stageSubdivision:
 		return loc.City.Subdivision
-	case st == stageCountry && source == SourceCity:
+	case st == stageCountry && source == geo.SourceCity:
 		return loc.City.Country
 	case st == stageCountry:
 		return loc.Country.Country
-	case st == stageContinent && source == SourceCity:
+	case st == stageContinent && source == geo.SourceCity:
 		return loc.City.Continent
 	case st == stageContinent:
 		return loc.Country.Continent

@@ -1,0 +1,188 @@
+package config
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// YAMLFile collects the problems found in one YAML file, each as an Error at the position of
+// its yaml.Node ("file:line:col: field: message"), and bounds the work of walking the file's
+// nodes: a small file of nested YAML aliases (a "billion laughs") expands into an unbounded
+// number of nodes, so a walk calls Spend for every node it visits and stops once it reports
+// false. A problem is recorded once per position and message: an aliased node reached many
+// times reports its problem once, but every report costs errorCost visits, so that aliases
+// cannot repeat a problem without bound either. The zone loader and the location map of package geo both
+// parse with it.
+type YAMLFile struct {
+	name string
+	errs ErrorList
+	seen map[errorKey]bool
+	// work counts the nodes visited and the problems reported; budget bounds it, and exhausted
+	// is set once work went past it.
+	work, budget int
+	exhausted    bool
+}
+
+// errorCost is what reporting a problem adds to a YAMLFile's work, in node visits: formatting
+// and recording it costs about as much as visiting this many nodes.
+const errorCost = 64
+
+// errorKey identifies a problem for YAMLFile's deduplication.
+type errorKey struct {
+	pos Position
+	msg string
+}
+
+// NewYAMLFile returns the collector for the file called name, of size bytes. A walk may visit
+// 1<<20 + 16·size nodes: far more than any file written by hand, far less than an alias bomb.
+func NewYAMLFile(name string, size int) *YAMLFile {
+	return &YAMLFile{name: name, budget: 1<<20 + 16*size}
+}
+
+// Pos returns the position of n in the file; the file alone when n is nil.
+func (f *YAMLFile) Pos(n *yaml.Node) Position {
+	if n == nil {
+		return Position{File: f.name}
+	}
+	return Position{File: f.name, Line: n.Line, Column: n.Column}
+}
+
+// ErrorAt records a problem at pos about the field path (empty for the file as a whole),
+// unless the same message was recorded at pos already.
+func (f *YAMLFile) ErrorAt(pos Position, path, format string, args ...any) {
+	f.work += errorCost
+	k := errorKey{pos, fmt.Sprintf(format, args...)}
+	if f.seen[k] {
+		return
+	}
+	if f.seen == nil {
+		f.seen = map[errorKey]bool{}
+	}
+	f.seen[k] = true
+	f.errs = append(f.errs, &Error{Pos: pos, Path: path, Msg: k.msg})
+}
+
+// Errorf records a problem at the position of n (the file when n is nil) about the field path.
+func (f *YAMLFile) Errorf(n *yaml.Node, path, format string, args ...any) {
+	f.ErrorAt(f.Pos(n), path, format, args...)
+}
+
+// Len returns the number of problems recorded so far.
+func (f *YAMLFile) Len() int { return len(f.errs) }
+
+// Errors returns the problems recorded, sorted by position (stable: problems at one position
+// keep their order), or nil when there are none.
+func (f *YAMLFile) Errors() ErrorList {
+	if len(f.errs) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(f.errs, func(a, b *Error) int {
+		return cmp.Or(cmp.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Pos.Line, b.Pos.Line),
+			cmp.Compare(a.Pos.Column, b.Pos.Column))
+	})
+	return f.errs
+}
+
+// Spend counts the visit of node n and reports false once the file's budget is exhausted; the
+// first visit past it records a "document too complex" problem at n.
+func (f *YAMLFile) Spend(n *yaml.Node) bool {
+	f.work++
+	if f.work > f.budget && !f.exhausted {
+		f.exhausted = true
+		f.Errorf(n, "", "document too complex: YAML aliases expand to more than %d nodes", f.budget)
+	}
+	return !f.exhausted
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// Document parses data, which must hold at most one YAML document, and returns that document's
+// content: nil when data holds no document or an empty one. It reports false, having recorded
+// the problem, when data is not valid YAML or holds a second document; what names the kind of
+// file for that message ("a zone file"). A panic of the YAML parser is recorded as a problem,
+// never passed on.
+func (f *YAMLFile) Document(data []byte, what string) (root *yaml.Node, ok bool) {
+	defer func() {
+		// yaml.v3 reports errors by panicking internally; guard against a panic it does not
+		// recover itself so that a bad file is an error, never a crash.
+		if r := recover(); r != nil {
+			f.Errorf(nil, "", "YAML parser failed: %v", r)
+			root, ok = nil, false
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, true
+		}
+		f.syntaxError(err)
+		return nil, false
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		f.Errorf(&extra, "", "%s holds one YAML document; found another", what)
+		return nil, false
+	} else if !errors.Is(err, io.EOF) {
+		f.syntaxError(err)
+		return nil, false
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, true
+	}
+	return doc.Content[0], true
+}
+
+// syntaxError records a YAML syntax error at the line it names.
+func (f *YAMLFile) syntaxError(err error) {
+	msg := err.Error()
+	pos := f.Pos(nil)
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		pos.Line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	f.ErrorAt(pos, "", "invalid YAML: %s", msg)
+}
+
+// YAMLResolve follows aliases to the node they name. It returns nil for nil.
+func YAMLResolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+// YAMLIsNull reports whether n is absent or an explicit or empty YAML null, which means "not
+// set".
+func YAMLIsNull(n *yaml.Node) bool {
+	n = YAMLResolve(n)
+	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// YAMLKind names the kind of n for messages: "a mapping", "a list", "null", "a scalar".
+func YAMLKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.ShortTag() == "!!null" {
+			return "null"
+		}
+		return "a scalar"
+	default:
+		return "an unresolved alias"
+	}
+}
