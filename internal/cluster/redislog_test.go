@@ -75,7 +75,7 @@ func TestGoRedisLogsToTheClientsLogger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.rdb.Close()
+	defer c.Close()
 	for range 3 {
 		if err := c.rdb.Ping(context.Background()).Err(); err == nil {
 			t.Fatalf("PING of %s succeeded", addr)
