@@ -41,7 +41,8 @@ unit:
 
 test: deps build lint unit
 
-# Short fuzzing runs of every fuzz target (longer runs: make fuzz FUZZTIME=10m).
+# Short fuzzing runs of every fuzz target in the tree, found by `go test -list` in each package
+# with tests (longer runs: make fuzz FUZZTIME=10m).
 # Minimizing is bounded by executions rather than Go's default of 60 s an input: the fuzzer
 # counts no executions while it minimizes a new input, and a -fuzztime deadline that falls in a
 # minimization is reported as "fuzzing process hung or terminated unexpectedly while
@@ -49,11 +50,16 @@ test: deps build lint unit
 FUZZTIME ?= 30s
 FUZZFLAGS = -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1000x
 fuzz:
-	$(GO) test $(FUZZFLAGS) -fuzz FuzzParseZone ./internal/config/
-	$(GO) test $(FUZZFLAGS) -fuzz FuzzRespond ./internal/answer/
-	$(GO) test $(FUZZFLAGS) -fuzz FuzzServeDNS ./plugin/gslb/
-	$(GO) test $(FUZZFLAGS) -fuzz FuzzParseLocationMap ./internal/geo/
-	$(GO) test $(FUZZFLAGS) -fuzz FuzzDecode ./internal/cluster/
+	@set -e; n=0; \
+	for pkg in $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do \
+		list=$$($(GO) test -list '^Fuzz' $$pkg); \
+		for target in $$(echo "$$list" | grep '^Fuzz' || true); do \
+			echo "fuzz: $$target in $$pkg"; \
+			$(GO) test $(FUZZFLAGS) -fuzz "^$$target\$$" $$pkg; \
+			n=$$((n + 1)); \
+		done; \
+	done; \
+	echo "fuzz: $$n targets"
 
 bench: build
 	bench/run.sh

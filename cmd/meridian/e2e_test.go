@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -347,5 +348,28 @@ func TestVersion(t *testing.T) {
 	}
 	if !strings.Contains(out, "meridian ") || !strings.Contains(out, "coredns 1.15.0") {
 		t.Fatalf("-version printed %q", out)
+	}
+}
+
+func TestZoneTransfersAreRefusedOverSockets(t *testing.T) {
+	t.Parallel()
+	s := serveZone(t, "records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}]\n", "")
+	for _, network := range []string{"udp", "tcp"} {
+		for _, qtype := range []uint16{dns.TypeAXFR, dns.TypeIXFR} {
+			r := s.Query(t, network, "example.org", qtype)
+			if r.Rcode != dns.RcodeRefused || len(r.Question) != 1 || r.Question[0].Qtype != qtype || len(r.Answer)+len(r.Ns) != 0 {
+				t.Errorf("%s %s: want REFUSED with the question, got %v", network, dns.TypeToString[qtype], r)
+			}
+		}
+	}
+	if _, err := exec.LookPath("dig"); err != nil {
+		t.Skip("no dig (make deps installs dnsutils)")
+	}
+	host, port, _ := net.SplitHostPort(s.Addr)
+	// dig's AXFR goes over TCP; +tries=1 +time=5 bounds a transfer that never ends. A refusal
+	// fails the transfer with no record printed; the lone SOA of old was printed first.
+	out, _ := exec.Command("dig", "@"+host, "-p", port, "+tries=1", "+time=5", "example.org.", "AXFR").CombinedOutput()
+	if !strings.Contains(string(out), "; Transfer failed.") || strings.Contains(string(out), "SOA") {
+		t.Errorf("dig AXFR: want a refused transfer, got:\n%s", out)
 	}
 }

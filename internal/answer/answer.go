@@ -1,7 +1,8 @@
 // Package answer builds the authoritative DNS response for a query against a catalog snapshot:
 // A/AAAA from the record's selection mode or fallback policy, CNAME for host-name backends,
 // SRV, HTTPS/SVCB and TXT, NODATA and NXDOMAIN with the zone's SOA, a minimal ANY answer
-// (RFC 8482), EDNS Client Subnet (RFC 7871) and truncation of UDP answers that do not fit.
+// (RFC 8482), EDNS Client Subnet (RFC 7871), truncation of UDP answers that do not fit, and
+// REFUSED for zone transfers (AXFR, IXFR).
 package answer
 
 import (
@@ -66,6 +67,11 @@ func Respond(snap *catalog.Snapshot, opts Options, q Query) (*dns.Msg, Result) {
 	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, geo: q.Geo}
 	if rcode := b.readEDNS(opts.UseECS); rcode != dns.RcodeSuccess {
 		return b.finishError(rcode), Answered
+	}
+	if b.qtype == dns.TypeAXFR || b.qtype == dns.TypeIXFR {
+		// Answers are computed per query from health and the client; there is no zone to
+		// transfer, and a lone SOA would leave the client waiting for the rest.
+		return b.finishError(dns.RcodeRefused), Answered
 	}
 	result := b.answer(opts)
 	return b.finish(q.TCP), result

@@ -466,3 +466,45 @@ func TestNotAQuery(t *testing.T) {
 		t.Fatalf("no question: result %v, want NotOurs", res)
 	}
 }
+
+func TestZoneTransfersAreRefused(t *testing.T) {
+	tests := []struct {
+		name  string
+		qname string
+		qtype uint16
+		tcp   bool
+	}{
+		{"AXFR of the apex over TCP", "example.org.", dns.TypeAXFR, true},
+		{"AXFR of the apex over UDP", "example.org.", dns.TypeAXFR, false},
+		{"IXFR of the apex over TCP", "example.org.", dns.TypeIXFR, true},
+		{"IXFR of the apex over UDP", "example.org.", dns.TypeIXFR, false},
+		{"AXFR of a record name", "www.example.org.", dns.TypeAXFR, true},
+		{"AXFR of a name not in the zone's records", "nope.example.org.", dns.TypeAXFR, true},
+	}
+	snap, _ := testSnapshot(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := new(dns.Msg)
+			m.SetQuestion(tt.qname, tt.qtype)
+			r, res := Respond(snap, Options{}, Query{Msg: m, Source: testClient, TCP: tt.tcp})
+			if res != Answered {
+				t.Fatalf("result %v, want Answered", res)
+			}
+			if r.Rcode != dns.RcodeRefused {
+				t.Errorf("rcode %s, want REFUSED", dns.RcodeToString[r.Rcode])
+			}
+			if len(r.Question) != 1 || r.Question[0] != m.Question[0] {
+				t.Errorf("question %v, want %v echoed", r.Question, m.Question)
+			}
+			if len(r.Answer)+len(r.Ns)+len(r.Extra) != 0 {
+				t.Errorf("records in a refusal: answer %v, authority %v, additional %v", r.Answer, r.Ns, r.Extra)
+			}
+		})
+	}
+	// A transfer of a zone that is not ours is passed on.
+	m := new(dns.Msg)
+	m.SetQuestion("example.net.", dns.TypeAXFR)
+	if _, res := Respond(snap, Options{}, Query{Msg: m, Source: testClient, TCP: true}); res != NotOurs {
+		t.Fatalf("AXFR of example.net.: result %v, want NotOurs", res)
+	}
+}

@@ -9,7 +9,8 @@ import (
 // NewRedisClient returns a go-redis client of the cluster options o (defaults applied), named
 // name in Redis's CLIENT LIST, with the same deployment kind, TLS, timeouts and retries as the
 // health client's. It is for the other users of cluster mode's Redis, such as the overrides
-// store. It does not connect; it fails when the TLS files of o cannot be used.
+// store. It does not connect; it fails when the TLS files of o cannot be used. go-redis's own
+// log lines, of every client, go to the Logger of the newest client made by New.
 func NewRedisClient(o config.ClusterOptions, name string) (redis.UniversalClient, error) {
-	return newClient(o.WithDefaults(), name)
+	return newClient(o.WithDefaults(), name, nil)
 }

@@ -75,7 +75,7 @@ type Logger = health.Logger
 func New(o config.ClusterOptions, log Logger) (*Client, error) {
 	o = o.WithDefaults()
 	id := InstanceID()
-	rdb, err := newClient(o, "meridian-"+id)
+	rdb, err := newClient(o, "meridian-"+id, log)
 	if err != nil {
 		return nil, err
 	}

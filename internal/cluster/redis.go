@@ -1,13 +1,11 @@
 package cluster
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,13 +49,14 @@ func TLSConfig(t config.ClusterTLS) (*tls.Config, error) {
 
 // newClient returns the go-redis client of o (with defaults applied): a Sentinel-backed
 // failover client when o names a Sentinel master, a Redis Cluster client for several
-// addresses, a plain client otherwise. It does not connect.
-func newClient(o config.ClusterOptions, name string) (redis.UniversalClient, error) {
+// addresses, a plain client otherwise. It does not connect. go-redis's own log lines go to log
+// (rate-limited, see redisLog), or to the Logger of an earlier client when log is nil.
+func newClient(o config.ClusterOptions, name string, log Logger) (redis.UniversalClient, error) {
 	tlsConfig, err := TLSConfig(o.TLS)
 	if err != nil {
 		return nil, err
 	}
-	quietRedisLog()
+	logRedisTo(log)
 	return redis.NewUniversalClient(&redis.UniversalOptions{
 		Addrs:      o.Addrs,
 		MasterName: o.SentinelMaster,
@@ -91,13 +90,3 @@ func describe(o config.ClusterOptions) string {
 		return "Redis at " + addrs
 	}
 }
-
-var quietOnce sync.Once
-
-// quietRedisLog silences go-redis's own logger, which prints every failed dial: while Redis is
-// down that is a line per attempt. The client logs each change of connection state once.
-func quietRedisLog() { quietOnce.Do(func() { redis.SetLogger(discard{}) }) }
-
-type discard struct{}
-
-func (discard) Printf(context.Context, string, ...any) {}

@@ -36,7 +36,7 @@ func TestClientKindFollowsTheOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := newClient(tt.o.WithDefaults(), "test")
+			c, err := newClient(tt.o.WithDefaults(), "test", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
