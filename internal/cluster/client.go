@@ -10,7 +10,7 @@ import (
 // name in Redis's CLIENT LIST, with the same deployment kind, TLS, timeouts and retries as the
 // health client's. It is for the other users of cluster mode's Redis, such as the overrides
 // store. It does not connect; it fails when the TLS files of o cannot be used. go-redis's own
-// log lines, of every client, go to the Logger of the newest client made by New.
-func NewRedisClient(o config.ClusterOptions, name string) (redis.UniversalClient, error) {
-	return newClient(o.WithDefaults(), name, nil)
+// log lines, of every client, go to log from then on (rate-limited, see redisLog).
+func NewRedisClient(o config.ClusterOptions, name string, log Logger) (redis.UniversalClient, error) {
+	return newClient(o.WithDefaults(), name, log)
 }

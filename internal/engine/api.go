@@ -179,7 +179,7 @@ func openStore(o config.APIOptions, cl config.ClusterOptions, log Logger) (overl
 		log.Warningf("api_overrides_file %s is not used: in cluster mode the overrides are kept in Redis", o.OverridesFile)
 	}
 	id := cluster.InstanceID()
-	rdb, err := cluster.NewRedisClient(cl, "meridian-overrides-"+id)
+	rdb, err := cluster.NewRedisClient(cl, "meridian-overrides-"+id, log)
 	if err != nil {
 		return nil, "", fmt.Errorf("overrides in Redis: %w", err)
 	}

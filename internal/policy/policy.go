@@ -149,8 +149,9 @@ func (s *Set) Pick(client netip.Addr, dst []int) []int {
 }
 
 // HashAddr returns the 32-bit FNV-1a hash of the address in its canonical text form
-// ("192.0.2.1", "2001:db8::1"), the key CoreDNS-GSLB's ip-hash uses, so that clients keep
-// their backend when they move over. It is computed on a stack buffer and never allocates.
+// ("192.0.2.1", "2001:db8::1"), the key CoreDNS-GSLB's ip-hash uses too (it orders the
+// backends differently: docs/modes.md says what a migration does). It is computed on a stack
+// buffer and never allocates.
 func HashAddr(a netip.Addr) uint32 {
 	var buf [64]byte
 	const (
