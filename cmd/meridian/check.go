@@ -9,21 +9,26 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/caddy/caddyfile"
 
+	"github.com/meridian-gslb/meridian/internal/compat"
+	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/source/files"
 	"github.com/meridian-gslb/meridian/plugin/gslb"
 )
 
 // runCheck validates a Corefile: its syntax, that every directive is one this build has, and
 // every gslb block with all the YAML files it names. It prints every error found and returns
-// the process exit code.
+// the process exit code. With -compat it also lists, item by item, what Meridian does
+// differently from CoreDNS-GSLB with the same files, and nothing when they behave the same.
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	conf := fs.String("conf", "Corefile", "Corefile to check")
+	compatible := fs.Bool("compat", false, "list what Meridian does differently from CoreDNS-GSLB with this configuration")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	errs := checkCorefile(*conf)
+	blocks, errs := checkBlocks(*conf)
 	for _, err := range errs {
 		fmt.Fprintln(stderr, err)
 	}
@@ -31,22 +36,51 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %d error(s)\n", *conf, len(errs))
 		return 1
 	}
+	if *compatible {
+		var diffs []compat.Difference
+		for _, b := range blocks {
+			diffs = append(diffs, compat.Check(b.compat, b.zones)...)
+		}
+		for _, d := range diffs {
+			fmt.Fprintln(stdout, d)
+		}
+		if len(diffs) > 0 {
+			fmt.Fprintf(stdout, "%s: OK, %d difference(s) from CoreDNS-GSLB (docs/migrating-from-coredns-gslb.md)\n", *conf, len(diffs))
+			return 0
+		}
+	}
 	fmt.Fprintf(stdout, "%s: OK\n", *conf)
 	return 0
 }
 
+// checkedBlock is a gslb block that passed the check, as the compatibility rules read it.
+type checkedBlock struct {
+	compat compat.Block
+	zones  []*config.Zone
+}
+
+// checkCorefile returns every error of the Corefile at path and of the files its gslb blocks
+// name.
 func checkCorefile(path string) []error {
+	_, errs := checkBlocks(path)
+	return errs
+}
+
+// checkBlocks checks the Corefile at path and returns its gslb blocks that passed, or every
+// error found.
+func checkBlocks(path string) ([]checkedBlock, []error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return []error{err}
+		return nil, []error{err}
 	}
 	defer f.Close()
-	blocks, err := caddyfile.Parse(path, f, directives)
+	sbs, err := caddyfile.Parse(path, f, directives)
 	if err != nil {
-		return []error{err}
+		return nil, []error{err}
 	}
+	var blocks []checkedBlock
 	var errs []error
-	for _, sb := range blocks {
+	for _, sb := range sbs {
 		tokens, ok := sb.Tokens["gslb"]
 		if !ok {
 			continue
@@ -63,9 +97,19 @@ func checkCorefile(path string) []error {
 		}
 		if err := engine.Check(block.Options); err != nil {
 			errs = append(errs, unjoin(err)...)
+			continue
 		}
+		zones, err := files.Load(block.Options)
+		if err != nil { // engine.Check loaded them a moment ago
+			errs = append(errs, unjoin(err)...)
+			continue
+		}
+		blocks = append(blocks, checkedBlock{
+			compat: compat.Block{Options: block.Options, File: block.File, Line: block.Line, Written: block.Written},
+			zones:  zones,
+		})
 	}
-	return errs
+	return blocks, errs
 }
 
 // unjoin splits errors joined with errors.Join (and lists of errors) into their parts, so

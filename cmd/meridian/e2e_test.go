@@ -341,6 +341,49 @@ func TestCheckCommand(t *testing.T) {
 	}
 }
 
+func TestCheckCompat(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hashed := write("hashed.yml", "records:\n  www.example.org.:\n    mode: ip-hash\n    backends: [{address: 10.0.0.9}, {address: 10.0.0.10}]\n")
+	plain := write("plain.yml", "records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}]\n")
+	tests := []struct {
+		name, corefile string
+		want           []string
+		wantNone       bool
+	}{
+		{"a CoreDNS-GSLB Corefile", ".:53 {\n gslb {\n  zones {\n   example.org. " + hashed + "\n  }\n }\n}\n", []string{
+			"Corefile:2: api_enable: CoreDNS-GSLB serves its HTTP API on 0.0.0.0:8080",
+			"Corefile:2: disable_txt:",
+			"hashed.yml:2: www.example.org. mode ip-hash:",
+			"OK, 3 difference(s) from CoreDNS-GSLB"}, false},
+		{"one that behaves the same", ".:53 {\n gslb {\n  zone example.org. " + plain + "\n  api_enable false\n  enable_txt\n }\n}\n", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			core := write("Corefile", tt.corefile)
+			var out, errs strings.Builder
+			if code := runCheck([]string{"-compat", "-conf", core}, &out, &errs); code != 0 {
+				t.Fatalf("exit %d:\n%s%s", code, out.String(), errs.String())
+			}
+			text := out.String()
+			for _, w := range tt.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("output lacks %q:\n%s", w, text)
+				}
+			}
+			if tt.wantNone && text != core+": OK\n" {
+				t.Errorf("differences reported for a configuration that behaves the same:\n%s", text)
+			}
+		})
+	}
+}
+
 func TestVersion(t *testing.T) {
 	out, err := testutil.Command(t, "-version")
 	if err != nil {

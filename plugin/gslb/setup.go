@@ -51,16 +51,20 @@ func setup(c *caddy.Controller) error {
 type Block struct {
 	Options config.Options
 	Fall    fall.F
-	// file and line are where the directive is; apiLine is the line of its first api_*
-	// option, which errors of the admin API name.
-	file          string
-	line, apiLine int
+	// File and Line are where the directive is.
+	File string
+	Line int
+	// Written holds the line of the first occurrence of each option the block writes.
+	Written map[string]int
+	// apiLine is the line of the block's first api_* option, which errors of the admin API
+	// name.
+	apiLine int
 }
 
 // errorAt returns err as an error of the Corefile at line, in the form caddy gives the errors
 // it finds while parsing.
 func (b Block) errorAt(line int, err error) error {
-	return fmt.Errorf("%s:%d - Error during parsing: %w", b.file, line, err)
+	return fmt.Errorf("%s:%d - Error during parsing: %w", b.File, line, err)
 }
 
 // openError names the Corefile line that err, an error of opening the block's engine, is about:
@@ -71,13 +75,13 @@ func (b Block) openError(err error) error {
 	if errors.As(err, &apiErr) && b.apiLine > 0 {
 		return b.errorAt(b.apiLine, err)
 	}
-	return b.errorAt(b.line, err)
+	return b.errorAt(b.Line, err)
 }
 
 // ParseBlock parses the gslb directive at c. Relative file names are resolved against root
 // (the root plugin's directory) when it is set. Errors name the Corefile line.
 func ParseBlock(c *caddy.Controller, root string) (Block, error) {
-	b := Block{Options: config.DefaultOptions()}
+	b := Block{Options: config.DefaultOptions(), Written: make(map[string]int)}
 	seen := false
 	zoneLines := make(map[string]int) // the line of each zone's first listing
 	for c.Next() {
@@ -85,15 +89,18 @@ func ParseBlock(c *caddy.Controller, root string) (Block, error) {
 			return b, plugin.ErrOnce
 		}
 		seen = true
-		b.file, b.line = c.File(), c.Line()
+		b.File, b.Line = c.File(), c.Line()
 		if err := parseShortForm(c, root, &b); err != nil {
 			return b, err
 		}
 		for _, z := range b.Options.Zones {
-			zoneLines[z.Origin] = b.line
+			zoneLines[z.Origin] = b.Line
 		}
 		for c.NextBlock() {
 			zones, line := len(b.Options.Zones), c.Line()
+			if _, ok := b.Written[c.Val()]; !ok {
+				b.Written[c.Val()] = line
+			}
 			if b.apiLine == 0 && strings.HasPrefix(c.Val(), "api_") {
 				b.apiLine = line
 			}
@@ -112,7 +119,7 @@ func ParseBlock(c *caddy.Controller, root string) (Block, error) {
 		return b, c.Err("no zones: use 'gslb FILE [ZONE]' or a 'zone ORIGIN FILE' line")
 	}
 	if err := engine.CheckAPIOptions(b.Options.API); err != nil {
-		return b, b.errorAt(max(b.apiLine, b.line), err)
+		return b, b.errorAt(max(b.apiLine, b.Line), err)
 	}
 	return b, nil
 }

@@ -1,0 +1,57 @@
+package compat
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+func TestCheck(t *testing.T) {
+	api := config.DefaultOptions()
+	api.API.Enable = true
+	ipHash := func(addrs ...string) []*config.Zone {
+		r := config.Record{Name: "www.example.org.", Mode: config.ModeIPHash, Pos: config.Position{File: "zone.yml", Line: 4}}
+		for _, a := range addrs {
+			r.Backends = append(r.Backends, config.Backend{Address: a})
+		}
+		return []*config.Zone{{Origin: "example.org.", Records: []config.Record{r}}}
+	}
+	same := map[string]int{"api_enable": 3, "api_listen_addr": 4, "enable_txt": 5}
+	tests := []struct {
+		name    string
+		options config.Options
+		written map[string]int
+		zones   []*config.Zone
+		want    []string // "where topic"
+	}{
+		{"a CoreDNS-GSLB block that writes nothing", config.DefaultOptions(), nil, nil,
+			[]string{"Corefile:1 api_enable", "Corefile:1 disable_txt"}},
+		{"api_enable without api_listen_addr", api, map[string]int{"api_enable": 3, "disable_txt": 4}, nil,
+			[]string{"Corefile:3 api_listen_addr"}},
+		{"api_enable false", config.DefaultOptions(), map[string]int{"api_enable": 3, "enable_txt": 4}, nil, nil},
+		{"everything written as Meridian reads it", api, same, nil, nil},
+		{"ip-hash whose text order is its numeric order", api, same, ipHash("192.0.2.1", "192.0.2.2", "2001:db8::1"), nil},
+		{"ip-hash whose text order differs", api, same, ipHash("10.0.0.9", "10.0.0.10"),
+			[]string{"zone.yml:4 www.example.org. mode ip-hash"}},
+		{"ip-hash with IPv6 orders that differ", api, same, ipHash("2001:db8::a", "2001:db8::1:0"),
+			[]string{"zone.yml:4 www.example.org. mode ip-hash"}},
+		{"host names are left out", api, same, ipHash("b.example.net.", "a.example.net."), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			diffs := Check(Block{Options: tt.options, File: "Corefile", Line: 1, Written: tt.written}, tt.zones)
+			var got []string
+			for _, d := range diffs {
+				got = append(got, d.Where+" "+d.Topic)
+				if d.CG == "" || d.Meridian == "" || d.Change == "" || !strings.Contains(d.String(), d.Change) {
+					t.Errorf("%+v: a difference says what each does and what to change", d)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("differences %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
