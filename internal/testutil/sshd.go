@@ -34,9 +34,12 @@ type SSHD struct {
 	Addr string
 	// User and Password are the account that may log in.
 	User, Password string
-	cmd            *exec.Cmd
-	out            *syncBuffer
-	done           chan struct{}
+	// HostKey is the server's public host key, as a known_hosts line has it after the host
+	// ("ssh-ed25519 AAAA...").
+	HostKey string
+	cmd     *exec.Cmd
+	out     *syncBuffer
+	done    chan struct{}
 }
 
 var sshTestAccount struct {
@@ -76,9 +79,13 @@ func StartSSHD(t testing.TB) *SSHD {
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v\n%s", err, out)
 	}
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var lastErr error
 	for range 3 {
-		s := &SSHD{User: SSHTestUser, Password: password, out: &syncBuffer{}, done: make(chan struct{})}
+		s := &SSHD{User: SSHTestUser, Password: password, HostKey: strings.TrimSpace(string(pub)), out: &syncBuffer{}, done: make(chan struct{})}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
 		conf := filepath.Join(dir, "sshd_config")
 		if err := os.WriteFile(conf, []byte(sshdConfig(s.Addr, key, dir)), 0o600); err != nil {

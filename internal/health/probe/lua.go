@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
+	"golang.org/x/crypto/ssh"
 )
 
 // Limits of a lua check's sandbox.
@@ -81,7 +82,8 @@ func newLuaHTTPClient(insecure bool) *http.Client {
 // failed gets that failure as its reason.
 //
 // Parameters: `script` (the Lua source) or `script_file` (a file read at load); exactly one.
-// The script is compiled at load, so syntax errors are configuration errors.
+// The script is compiled at load, so syntax errors are configuration errors. `ssh_known_hosts`,
+// an OpenSSH known_hosts file read at load, makes ssh_exec verify host keys.
 //
 // Each probe runs in a fresh Lua state (states are not safe for concurrent use, and a fresh
 // one leaves nothing behind from the last run), with only the safe part of the base library
@@ -121,7 +123,9 @@ type luaProbe struct {
 	timeout time.Duration
 	// priority is the backend's, which the script sees as backend.priority.
 	priority int
-	source   string // a hash of the script
+	// hostKey checks the host keys of ssh_exec's servers.
+	hostKey ssh.HostKeyCallback
+	source  string // a hash of the script and of the ssh_known_hosts file
 }
 
 // newLuaProbe compiles a lua check's script.
@@ -149,13 +153,18 @@ func newLuaProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	if err != nil {
 		return nil, fmt.Errorf("params.%s: %v", key, firstLine(err.Error()))
 	}
-	sum := sha256.Sum256([]byte(src))
+	hostKey, knownHosts, err := sshHostKeys(p.String("ssh_known_hosts", ""))
+	if err != nil {
+		return nil, fmt.Errorf("params.ssh_known_hosts: %w", err)
+	}
+	sum := sha256.Sum256([]byte(src + "\x00" + knownHosts))
 	return &luaProbe{proto: proto, host: t.Host, port: t.Port, timeout: timeout, priority: t.Priority,
-		source: hex.EncodeToString(sum[:8])}, nil
+		hostKey: hostKey, source: hex.EncodeToString(sum[:8])}, nil
 }
 
 // identity makes the script's content part of the check's identity, so that a zone reload
-// after an edit of script_file runs the new script, and so is the priority the script sees.
+// after an edit of script_file (or of ssh_known_hosts) runs the new script, and so is the
+// priority the script sees.
 func (l *luaProbe) identity() string { return l.source + "|" + strconv.Itoa(l.priority) }
 
 // Probe runs the script once in a fresh sandboxed state.
@@ -180,7 +189,7 @@ func (l *luaProbe) Probe(ctx context.Context) Result {
 		L.SetGlobal("backend_port", lua.LNumber(l.port))
 	}
 	L.SetGlobal("backend", backend)
-	run := &luaRun{}
+	run := &luaRun{hostKey: l.hostKey}
 	L.SetGlobal("http_get", L.NewFunction(run.httpGet))
 	L.SetGlobal("json_decode", L.NewFunction(run.jsonDecode))
 	L.SetGlobal("metric_get", L.NewFunction(run.metricGet))
@@ -293,6 +302,7 @@ func luaStringRep(L *lua.LState) int {
 
 // luaRun is one run of a script: its helpers, and the last failure of one of them.
 type luaRun struct {
+	hostKey ssh.HostKeyCallback
 	lastErr string
 }
 

@@ -1,12 +1,16 @@
 package probe
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +18,8 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/testutil"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 // The tests of this file run CoreDNS-GSLB's scripts: its backend table, its helpers with their
@@ -167,5 +173,59 @@ return false
 			r := extProbe(t, "lua", map[string]any{"script": script(tc.process)}, cgTarget, 5*time.Second)
 			checkResult(t, r, time.Since(start), 5*time.Second, tc.ok, tc.reason)
 		})
+	}
+}
+
+// TestLuaSSHKnownHosts: with ssh_known_hosts, ssh_exec logs in only where the host key is the
+// one the file has for the address.
+func TestLuaSSHKnownHosts(t *testing.T) {
+	sshd := testutil.StartSSHD(t)
+	_, other, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, err := ssh.NewSignerFromKey(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	knownHosts := func(name, line string) string {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	script := fmt.Sprintf(`local out, err = ssh_exec(%q, %q, %q, "echo in") return out == "in\n", err`, sshd.Addr, sshd.User, sshd.Password)
+	tests := []struct {
+		name   string
+		file   string
+		ok     bool
+		reason string
+	}{
+		{"the server's key", knownHosts("right", knownhosts.Normalize(sshd.Addr)+" "+sshd.HostKey), true, "lua: true"},
+		{"another key", knownHosts("wrong", knownhosts.Line([]string{sshd.Addr}, otherKey.PublicKey())), false, "ssh_exec: ssh: handshake failed: knownhosts: key mismatch"},
+		{"another host", knownHosts("unknown", "[127.0.0.1]:1 "+sshd.HostKey), false, "ssh_exec: ssh: handshake failed: knownhosts: key is unknown"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := extProbe(t, "lua", map[string]any{"script": script, "ssh_known_hosts": tc.file}, cgTarget, 5*time.Second)
+			checkResult(t, r, 0, 5*time.Second, tc.ok, tc.reason)
+		})
+	}
+	if _, err := extCompile(t, "lua", map[string]any{"script": "return true", "ssh_known_hosts": filepath.Join(dir, "nope")}, cgTarget, time.Second); err == nil ||
+		!strings.Contains(err.Error(), "params.ssh_known_hosts: open ") {
+		t.Errorf("a missing known_hosts file: got error %v", err)
+	}
+	// An edited file is a new check.
+	key := func(line string) string {
+		c, err := extCompile(t, "lua", map[string]any{"script": "return true", "ssh_known_hosts": knownHosts("edited", line)}, cgTarget, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Key
+	}
+	if key("[127.0.0.1]:1 "+sshd.HostKey) == key("[127.0.0.1]:2 "+sshd.HostKey) {
+		t.Error("editing ssh_known_hosts kept the check's identity")
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 // luaSSHTimeout is ssh_exec's own timeout when the script gives none, CoreDNS-GSLB's; the
@@ -21,9 +23,8 @@ const luaSSHTimeout = 5 * time.Second
 // timeout are failures: "" and the error message. host is a host name or address, port 22,
 // or host:port (Meridian's: CoreDNS-GSLB always dials port 22).
 //
-// The server's host key is not verified, as in CoreDNS-GSLB: any key is accepted, so the
-// password goes to whoever answers at host. Give ssh_exec an account that can do nothing but
-// the check.
+// Without the check's ssh_known_hosts the server's host key is not verified, as in
+// CoreDNS-GSLB: any key is accepted, so the password goes to whoever answers at host.
 func (r *luaRun) sshExec(L *lua.LState) int {
 	host, user, password, command := L.CheckString(1), L.CheckString(2), L.CheckString(3), L.CheckString(4)
 	timeout := luaArgSeconds(L, 5, luaSSHTimeout)
@@ -31,7 +32,7 @@ func (r *luaRun) sshExec(L *lua.LState) int {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	out, err := sshRun(ctx, host, user, password, command, timeout)
+	out, err := sshRun(ctx, r.hostKey, host, user, password, command, timeout)
 	if err != nil {
 		return r.fail(L, lua.LString(""), "ssh_exec", err)
 	}
@@ -39,9 +40,26 @@ func (r *luaRun) sshExec(L *lua.LState) int {
 	return 1
 }
 
-// sshRun logs in to host as user with password and runs command, within ctx and timeout, and
-// returns its combined output.
-func sshRun(ctx context.Context, host, user, password, command string, timeout time.Duration) (string, error) {
+// sshHostKeys returns the host key check of ssh_exec: the keys of the known_hosts file when
+// one is given, with the file's content (part of the check's identity); else any key.
+func sshHostKeys(file string) (ssh.HostKeyCallback, string, error) {
+	if file == "" {
+		return ssh.InsecureIgnoreHostKey(), "", nil // as CoreDNS-GSLB: see sshExec
+	}
+	content, err := os.ReadFile(file)
+	if err != nil {
+		return nil, "", err
+	}
+	check, err := knownhosts.New(file)
+	if err != nil {
+		return nil, "", err
+	}
+	return check, string(content), nil
+}
+
+// sshRun logs in to host as user with password, checking its key with hostKey, and runs
+// command, within ctx and timeout, and returns its combined output.
+func sshRun(ctx context.Context, hostKey ssh.HostKeyCallback, host, user, password, command string, timeout time.Duration) (string, error) {
 	addr := host
 	if _, _, err := net.SplitHostPort(host); err != nil {
 		addr = net.JoinHostPort(host, "22")
@@ -63,7 +81,7 @@ func sshRun(ctx context.Context, host, user, password, command string, timeout t
 	config := &ssh.ClientConfig{
 		User:            user,
 		Auth:            []ssh.AuthMethod{ssh.Password(password)},
-		HostKeyCallback: ssh.InsecureIgnoreHostKey(), // as CoreDNS-GSLB: see sshExec
+		HostKeyCallback: hostKey,
 	}
 	c, chans, reqs, err := ssh.NewClientConn(conn, addr, config)
 	if err != nil {
