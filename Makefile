@@ -25,6 +25,7 @@ deps:
 	command -v mariadbd >/dev/null || command -v mysqld >/dev/null || missing="$$missing mariadb-server"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	command -v unbound >/dev/null || missing="$$missing unbound"; \
+	command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \

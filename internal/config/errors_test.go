@@ -55,7 +55,7 @@ func TestErrors(t *testing.T) {
 			[]string{`is longer than 63 characters`, `label "b!" has the invalid character '!'`}},
 		{"unknown profile", "healthcheck_profiles:\n  tcp_local: {type: tcp}\nrecords:\n  a.example.org:\n    backends:\n      - address: 10.0.0.1\n        healthchecks: [tcp_locl, {type: https}, {params: {}}]\n",
 			[]string{`zone.yml:7:24: records["a.example.org"].backends[0].healthchecks[0]: unknown health-check profile "tcp_locl"; did you mean "tcp_local"? (valid: https_default, tcp_default, tcp_local)`,
-				`zone.yml:7:41: records["a.example.org"].backends[0].healthchecks[1].type: unknown health-check type "https"; did you mean "http"? (valid: http, tcp, icmp, dns, grpc, mysql, lua, exec)`,
+				`zone.yml:7:41: records["a.example.org"].backends[0].healthchecks[1].type: unknown health-check type "https"; did you mean "http"? (valid: http, tcp, icmp, dns, grpc, mysql, lua, exec, custom)`,
 				`zone.yml:7:49: records["a.example.org"].backends[0].healthchecks[2].type: a health check needs a type`}},
 		{"profile errors", "healthcheck_profiles:\n  p1: {type: tcp, rise: 0, params: [1]}\n  p2: icmp\n",
 			[]string{`zone.yml:2:25: healthcheck_profiles.p1.rise: must be at least 1, not 0`,
@@ -184,7 +184,7 @@ func TestInvalidOrigin(t *testing.T) {
 
 func TestParseProfilesErrors(t *testing.T) {
 	_, err := ParseProfiles("p.yml", []byte("healthcheck_profiles:\n  a: {type: ftp}\nrecords: {}\n"))
-	want := "p.yml:2:13: healthcheck_profiles.a.type: unknown health-check type \"ftp\"; did you mean \"http\"? (valid: http, tcp, icmp, dns, grpc, mysql, lua, exec)\n" +
+	want := "p.yml:2:13: healthcheck_profiles.a.type: unknown health-check type \"ftp\"; did you mean \"http\"? (valid: http, tcp, icmp, dns, grpc, mysql, lua, exec, custom)\n" +
 		"p.yml:3:1: unknown key \"records\" (valid: healthcheck_profiles)"
 	if err == nil || err.Error() != want {
 		t.Errorf("error =\n%v\nwant\n%s", err, want)

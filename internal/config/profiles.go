@@ -10,11 +10,11 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// checkTypes are the health-check types a check or profile may name. The legacy type "custom"
-// is accepted as "exec". They are the names package health/probe registers a prober under;
+// checkTypes are the health-check types a check or profile may name. They are the names
+// package health/probe registers a prober under;
 // this package cannot import that one (it imports this one), so probe's tests compare the two
 // lists (TestRegistryMatchesConfig).
-var checkTypes = []string{"http", "tcp", "icmp", "dns", "grpc", "mysql", "lua", "exec"}
+var checkTypes = []string{"http", "tcp", "icmp", "dns", "grpc", "mysql", "lua", "exec", "custom"}
 
 // CheckTypes returns the health-check types a check or profile may name, in the order error
 // messages list them.
@@ -112,9 +112,6 @@ func (p *parser) checkType(n *yaml.Node, path string) (string, bool) {
 		return "", false
 	}
 	t := strings.ToLower(s)
-	if t == "custom" {
-		return "exec", true
-	}
 	if !slices.Contains(checkTypes, t) {
 		p.Errorf(n, path, "%v", unknownChoice("health-check type", s, checkTypes))
 		return "", false

@@ -179,7 +179,7 @@ func TestFullZone(t *testing.T) {
 		"headers": map[string]any{"Host": "app.example.org"}, "codes": []any{200, 204}, "ratio": 0.5})
 	eq(t, "b0 rise/fall (max of checks, default)", []int{b0.Rise, b0.Fall}, []int{3, DefaultFall})
 	eq(t, "b1 unmapped", []any{b1.Address, b1.IP, b1.Weight, b1.Priority}, []any{"::ffff:10.0.0.2", netip.MustParseAddr("10.0.0.2"), -3, 4})
-	eq(t, "b1 legacy check", []any{b1.HealthChecks[0].Type, b1.HealthChecks[0].Params["script"]}, []any{"exec", "/usr/local/bin/check.sh"})
+	eq(t, "b1 legacy check", []any{b1.HealthChecks[0].Type, b1.HealthChecks[0].Params["script"]}, []any{"custom", "/usr/local/bin/check.sh"})
 	eq(t, "b1 inline check", []any{b1.HealthChecks[1].Profile, b1.HealthChecks[1].Type, b1.HealthChecks[1].Fall}, []any{"", "tcp", 9})
 	eq(t, "b1 rise (own) fall (max)", []int{b1.Rise, b1.Fall}, []int{7, 9})
 	eq(t, "b2 host", []any{b2.Address, b2.IsHost(), b2.ASN}, []any{"cdn.example.net.", true, uint32(64500)})

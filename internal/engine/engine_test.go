@@ -248,3 +248,28 @@ records:
 	}
 	t.Fatalf("no step for the backend: %+v", ex.Steps)
 }
+
+// TestScriptChecksSeeTheirBackend: the custom and lua checks are handed the backend's record
+// and priority.
+func TestScriptChecksSeeTheirBackend(t *testing.T) {
+	e, _ := newTestEngine(t, `
+records:
+  www.example.org.:
+    scrape_interval: 1s
+    backends:
+      - address: 127.0.0.1
+        priority: 1
+        healthchecks: &checks
+          - {type: custom, params: {script: '[ "$BACKEND_FQDN" = www.example.org. ] && [ "$BACKEND_PRIORITY" = 2 ]'}}
+          - {type: lua, params: {script: 'return backend.priority == 2'}}
+      - {address: 127.0.0.2, priority: 2, healthchecks: *checks}
+`)
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		return backendState(t, e, "www.example.org.", "127.0.0.1").Status() == health.Down &&
+			backendState(t, e, "www.example.org.", "127.0.0.2").Status() == health.Up
+	}, "the backend of priority 2 must be up, the other down")
+}

@@ -29,7 +29,10 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 			if !enabledOrForced(b) || !bc.Probed() {
 				continue
 			}
-			target := probe.Target{Host: strings.TrimSuffix(bc.Address, "."), IP: bc.IP, Port: bc.Port}
+			target := probe.Target{
+				Host: strings.TrimSuffix(bc.Address, "."), IP: bc.IP, Port: bc.Port,
+				Record: rec.Name, Priority: bc.Priority,
+			}
 			if bc.IP.IsValid() {
 				target.Host = bc.IP.String()
 			}

@@ -34,8 +34,9 @@ const reasonMaxLen = 200
 //
 // Parameters:
 //
-//	command  path or name (searched in PATH) of the program; `script` is accepted as an alias,
-//	         the name CoreDNS-GSLB's `custom` check used. Exactly one of them is required.
+//	command  path or name (searched in PATH) of the program; `script` is accepted as an alias.
+//	         Exactly one of them is required. (CoreDNS-GSLB's `custom` check, whose script is
+//	         shell text, is the custom type: see customProbe.)
 //	args     arguments: a string or a list of strings.
 //	env      extra environment variables, a mapping of names to values.
 //
@@ -79,12 +80,18 @@ func newExecProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 		}
 		env = append(env, k+"="+extra[k])
 	}
+	env = append(env, execBackendEnv(t)...)
+	return &execProbe{path: path, args: args, env: env, timeout: timeout}, nil
+}
+
+// execBackendEnv is the backend's part of a program's environment: MERIDIAN_BACKEND_ADDRESS
+// and MERIDIAN_BACKEND_PORT (empty when the backend has no port).
+func execBackendEnv(t Target) []string {
 	port := ""
 	if t.Port != 0 {
 		port = strconv.Itoa(int(t.Port))
 	}
-	env = append(env, "MERIDIAN_BACKEND_ADDRESS="+t.Host, "MERIDIAN_BACKEND_PORT="+port)
-	return &execProbe{path: path, args: args, env: env, timeout: timeout}, nil
+	return []string{"MERIDIAN_BACKEND_ADDRESS=" + t.Host, "MERIDIAN_BACKEND_PORT=" + port}
 }
 
 // execLookupError unwraps exec.LookPath's error to its cause ("executable file not found in

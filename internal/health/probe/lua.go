@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
+	"golang.org/x/crypto/ssh"
 )
 
 // Limits of a lua check's sandbox.
@@ -37,6 +39,9 @@ const (
 	// parses (a node exporter's is a few hundred KiB).
 	luaHTTPBodyMax    = 1 << 20
 	luaMetricsBodyMax = 8 << 20
+	// luaHTTPTimeout is the own timeout of http_get and metric_get when the script gives none,
+	// CoreDNS-GSLB's; the check's timeout bounds every helper in any case.
+	luaHTTPTimeout = 10 * time.Second
 )
 
 // luaBaseAllowed are the globals the sandbox keeps from Lua's base library (plus the string,
@@ -50,36 +55,61 @@ var luaBaseAllowed = map[string]bool{
 	lua.StringLibName: true, lua.TabLibName: true, lua.MathLibName: true,
 }
 
-// luaHTTPClient serves http_get and metric_get for every lua check. It ignores proxy settings
-// (checks go straight to backends); each call is bounded by the probe's context.
-var luaHTTPClient = &http.Client{Transport: &http.Transport{
-	DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-	TLSHandshakeTimeout: 10 * time.Second,
-	MaxIdleConnsPerHost: 2,
-	IdleConnTimeout:     90 * time.Second,
-}}
+// luaHTTPClient serves http_get and metric_get for every lua check, and luaHTTPClientInsecure
+// those calls that turn TLS verification off. They ignore proxy settings (checks go straight
+// to backends); each call is bounded by the probe's context.
+var (
+	luaHTTPClient         = newLuaHTTPClient(false)
+	luaHTTPClientInsecure = newLuaHTTPClient(true)
+)
+
+// newLuaHTTPClient returns a client for the lua helpers, verifying certificates unless
+// insecure.
+func newLuaHTTPClient(insecure bool) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: insecure}, // only when a script passes tls_verify false
+		TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     90 * time.Second,
+	}}
+}
 
 // luaProbe runs a Lua script that decides whether the backend is healthy: it is healthy when
 // the script returns true. It may return a second value, a string, used as the reason.
 // Anything else it returns (false, nil, a number...) is unhealthy, and so is a runtime error
-// (reason "lua: <error>").
+// (reason "lua: <error>"). A script that returns false or nil without a reason after a helper
+// failed gets that failure as its reason.
 //
 // Parameters: `script` (the Lua source) or `script_file` (a file read at load); exactly one.
-// The script is compiled at load, so syntax errors are configuration errors.
+// The script is compiled at load, so syntax errors are configuration errors. `ssh_known_hosts`,
+// an OpenSSH known_hosts file read at load, makes ssh_exec verify host keys.
 //
 // Each probe runs in a fresh Lua state (states are not safe for concurrent use, and a fresh
 // one leaves nothing behind from the last run), with only the safe part of the base library
 // and the string, table and math libraries: no os, io, package, debug, coroutine or channel,
-// and no way to load code. Globals for the script:
+// and no way to load code. Globals for the script, with CoreDNS-GSLB's names, arguments and
+// failure values (a helper that fails returns "" or nil, then the error message; timeouts are
+// in seconds):
 //
-//	backend_address                the backend's host; backend_port: its port, nil if none.
-//	http_get(url)                  body, status; the body is capped at 1 MiB (larger is an error).
-//	json_decode(text)              the value as Lua: objects and arrays become tables, null nil.
-//	metric_get(url, name[, labels]) the value of the first sample of metric name on a
+//	backend                        a table: address (string), priority (number), port (number,
+//	                               nil if none); backend_address and backend_port the same.
+//	http_get(url[, timeout[, user, password[, tls_verify]]])
+//	                               body, status; "" and the error on failure. The body is
+//	                               capped at 1 MiB (larger is a failure). user and password
+//	                               send HTTP Basic auth; tls_verify false skips verification.
+//	json_decode(text)              the value as Lua: objects and arrays become tables, null nil;
+//	                               nil and the error for text that is not JSON.
+//	metric_get(url, name[, labels][, timeout[, tls_verify[, user, password]]])
+//	                               the value of the first sample of metric name on a
 //	                               Prometheus text endpoint whose labels include labels (a
 //	                               table), or nil. Histograms and summaries are read through
 //	                               name_sum, name_count, name_bucket with an le label, and a
-//	                               summary's name with a quantile label.
+//	                               summary's name with a quantile label (the first quantile
+//	                               without one). nil and the error on failure (http status not
+//	                               200 included).
+//	ssh_exec(host, user, password, command[, timeout])
+//	                               the command's output, stdout and stderr (see lua_ssh.go).
 //
 // Limits: gopher-lua has no instruction-count hook, so the probe's context is the CPU limit
 // (the VM checks it before every instruction, so `while true do end` ends at the timeout, and
@@ -91,7 +121,11 @@ type luaProbe struct {
 	host    string
 	port    uint16
 	timeout time.Duration
-	source  string // a hash of the script
+	// priority is the backend's, which the script sees as backend.priority.
+	priority int
+	// hostKey checks the host keys of ssh_exec's servers.
+	hostKey ssh.HostKeyCallback
+	source  string // a hash of the script and of the ssh_known_hosts file
 }
 
 // newLuaProbe compiles a lua check's script.
@@ -119,13 +153,19 @@ func newLuaProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	if err != nil {
 		return nil, fmt.Errorf("params.%s: %v", key, firstLine(err.Error()))
 	}
-	sum := sha256.Sum256([]byte(src))
-	return &luaProbe{proto: proto, host: t.Host, port: t.Port, timeout: timeout, source: hex.EncodeToString(sum[:8])}, nil
+	hostKey, knownHosts, err := sshHostKeys(p.String("ssh_known_hosts", ""))
+	if err != nil {
+		return nil, fmt.Errorf("params.ssh_known_hosts: %w", err)
+	}
+	sum := sha256.Sum256([]byte(src + "\x00" + knownHosts))
+	return &luaProbe{proto: proto, host: t.Host, port: t.Port, timeout: timeout, priority: t.Priority,
+		hostKey: hostKey, source: hex.EncodeToString(sum[:8])}, nil
 }
 
 // identity makes the script's content part of the check's identity, so that a zone reload
-// after an edit of script_file runs the new script.
-func (l *luaProbe) identity() string { return l.source }
+// after an edit of script_file (or of ssh_known_hosts) runs the new script, and so is the
+// priority the script sees.
+func (l *luaProbe) identity() string { return l.source + "|" + strconv.Itoa(l.priority) }
 
 // Probe runs the script once in a fresh sandboxed state.
 func (l *luaProbe) Probe(ctx context.Context) Result {
@@ -140,13 +180,20 @@ func (l *luaProbe) Probe(ctx context.Context) Result {
 	if err := luaOpenSandbox(L); err != nil {
 		return Fail("lua: %v", err)
 	}
+	backend := L.CreateTable(0, 3)
+	backend.RawSetString("address", lua.LString(l.host))
+	backend.RawSetString("priority", lua.LNumber(l.priority))
 	L.SetGlobal("backend_address", lua.LString(l.host))
 	if l.port != 0 {
+		backend.RawSetString("port", lua.LNumber(l.port))
 		L.SetGlobal("backend_port", lua.LNumber(l.port))
 	}
-	L.SetGlobal("http_get", L.NewFunction(luaHTTPGet))
-	L.SetGlobal("json_decode", L.NewFunction(luaJSONDecode))
-	L.SetGlobal("metric_get", L.NewFunction(luaMetricGet))
+	L.SetGlobal("backend", backend)
+	run := &luaRun{hostKey: l.hostKey}
+	L.SetGlobal("http_get", L.NewFunction(run.httpGet))
+	L.SetGlobal("json_decode", L.NewFunction(run.jsonDecode))
+	L.SetGlobal("metric_get", L.NewFunction(run.metricGet))
+	L.SetGlobal("ssh_exec", L.NewFunction(run.sshExec))
 	L.SetContext(ctx)
 
 	L.Push(L.NewFunctionFromProto(l.proto))
@@ -175,6 +222,9 @@ func (l *luaProbe) Probe(ctx context.Context) Result {
 		return Fail("%s", reason)
 	}
 	if ret == lua.LFalse || ret == lua.LNil {
+		if run.lastErr != "" {
+			return Fail("lua: script returned %s after %s", ret, run.lastErr)
+		}
 		return Fail("lua: script returned %s", ret)
 	}
 	return Fail("lua: script returned %s %s, not true", ret.Type(), clipReason(ret.String()))
@@ -250,52 +300,107 @@ func luaStringRep(L *lua.LState) int {
 	return 1
 }
 
-// luaFetch GETs url within the state's context and returns the body (at most limit bytes,
-// more is an error) and the status code. Errors are raised as Lua errors prefixed with fn.
-func luaFetch(L *lua.LState, fn, url, accept string, limit int64) ([]byte, int) {
+// luaRun is one run of a script: its helpers, and the last failure of one of them.
+type luaRun struct {
+	hostKey ssh.HostKeyCallback
+	lastErr string
+}
+
+// fail returns, the way CoreDNS-GSLB's helpers do, the failure value of helper fn followed by
+// the error message, which it also keeps as the run's last failure.
+func (r *luaRun) fail(L *lua.LState, value lua.LValue, fn string, err error) int {
+	r.lastErr = clipReason(fn + ": " + firstLine(err.Error()))
+	L.Push(value)
+	L.Push(lua.LString(r.lastErr))
+	return 2
+}
+
+// luaArgSeconds reads argument n, a number of seconds, as a duration; def when it is absent,
+// not a number or not positive.
+func luaArgSeconds(L *lua.LState, n int, def time.Duration) time.Duration {
+	if L.GetTop() < n {
+		return def
+	}
+	if s := float64(lua.LVAsNumber(L.Get(n))); s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	return def
+}
+
+// luaHTTPOptions are the optional arguments of http_get and metric_get.
+type luaHTTPOptions struct {
+	timeout        time.Duration
+	user, password string // HTTP Basic auth, when either is set
+	insecure       bool   // TLS verification off
+}
+
+// luaFetch GETs url within the state's context and o.timeout and returns the body (at most
+// limit bytes, more is an error) and the status code.
+func luaFetch(L *lua.LState, url, accept string, limit int64, o luaHTTPOptions) ([]byte, int, error) {
 	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-		L.RaiseError("%s: %q is not an http:// or https:// URL", fn, url)
+		return nil, 0, fmt.Errorf("%q is not an http:// or https:// URL", url)
 	}
 	ctx := L.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		L.RaiseError("%s: %v", fn, err)
+		return nil, 0, err
 	}
 	req.Header.Set("User-Agent", "meridian-lua-check")
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
-	resp, err := luaHTTPClient.Do(req)
+	if o.user != "" || o.password != "" {
+		req.SetBasicAuth(o.user, o.password)
+	}
+	client := luaHTTPClient
+	if o.insecure {
+		client = luaHTTPClientInsecure
+	}
+	resp, err := client.Do(req)
 	if err != nil {
-		L.RaiseError("%s: %v", fn, err)
+		return nil, 0, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		L.RaiseError("%s: reading the body: %v", fn, err)
+		return nil, 0, fmt.Errorf("reading the body: %w", err)
 	}
 	if int64(len(body)) > limit {
-		L.RaiseError("%s: body larger than %d bytes", fn, limit)
+		return nil, 0, fmt.Errorf("body larger than %d bytes", limit)
 	}
-	return body, resp.StatusCode
+	return body, resp.StatusCode, nil
 }
 
-// luaHTTPGet is http_get(url) -> body, status.
-func luaHTTPGet(L *lua.LState) int {
-	body, status := luaFetch(L, "http_get", L.CheckString(1), "", luaHTTPBodyMax)
+// httpGet is http_get(url[, timeout[, user, password[, tls_verify]]]) -> body, status.
+// Credentials count from four arguments on, as in CoreDNS-GSLB.
+func (r *luaRun) httpGet(L *lua.LState) int {
+	url := L.CheckString(1)
+	o := luaHTTPOptions{timeout: luaArgSeconds(L, 2, luaHTTPTimeout)}
+	if L.GetTop() >= 4 {
+		o.user, o.password = lua.LVAsString(L.Get(3)), lua.LVAsString(L.Get(4))
+	}
+	if L.GetTop() >= 5 {
+		o.insecure = !lua.LVAsBool(L.Get(5))
+	}
+	body, status, err := luaFetch(L, url, "", luaHTTPBodyMax, o)
+	if err != nil {
+		return r.fail(L, lua.LString(""), "http_get", err)
+	}
 	L.Push(lua.LString(body))
 	L.Push(lua.LNumber(status))
 	return 2
 }
 
-// luaJSONDecode is json_decode(text) -> value.
-func luaJSONDecode(L *lua.LState) int {
+// jsonDecode is json_decode(text) -> value.
+func (r *luaRun) jsonDecode(L *lua.LState) int {
 	var v any
-	if err := json.Unmarshal([]byte(L.CheckString(1)), &v); err != nil {
-		L.RaiseError("json_decode: %v", err)
+	if err := json.Unmarshal([]byte(lua.LVAsString(L.Get(1))), &v); err != nil {
+		return r.fail(L, lua.LNil, "json_decode", err)
 	}
 	L.Push(luaFromJSON(L, v))
 	return 1
@@ -328,21 +433,34 @@ func luaFromJSON(L *lua.LState, v any) lua.LValue {
 	return lua.LNil
 }
 
-// luaMetricGet is metric_get(url, name[, labels]) -> number or nil.
-func luaMetricGet(L *lua.LState) int {
+// metricGet is metric_get(url, name[, labels][, timeout[, tls_verify[, user, password]]]) ->
+// number or nil. labels, a table, is Meridian's; the arguments after it are CoreDNS-GSLB's.
+func (r *luaRun) metricGet(L *lua.LState) int {
 	url, name := L.CheckString(1), L.CheckString(2)
 	want := map[string]string{}
-	if labels := L.OptTable(3, nil); labels != nil {
+	next := 3
+	if labels, ok := L.Get(3).(*lua.LTable); ok {
 		labels.ForEach(func(k, v lua.LValue) { want[lua.LVAsString(k)] = lua.LVAsString(v) })
+		next++
 	}
-	body, status := luaFetch(L, "metric_get", url, "text/plain;version=0.0.4", luaMetricsBodyMax)
-	if status != http.StatusOK {
-		L.RaiseError("metric_get: http %d", status)
+	o := luaHTTPOptions{timeout: luaArgSeconds(L, next, luaHTTPTimeout)}
+	if L.GetTop() >= next+1 {
+		o.insecure = !lua.LVAsBool(L.Get(next + 1))
+	}
+	if L.GetTop() >= next+3 {
+		o.user, o.password = lua.LVAsString(L.Get(next+2)), lua.LVAsString(L.Get(next+3))
+	}
+	body, status, err := luaFetch(L, url, "text/plain;version=0.0.4", luaMetricsBodyMax, o)
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("http %d", status)
+	}
+	if err != nil {
+		return r.fail(L, lua.LNil, "metric_get", err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
 	if err != nil {
-		L.RaiseError("metric_get: %v", err)
+		return r.fail(L, lua.LNil, "metric_get", err)
 	}
 	if v, ok := luaMetricSample(families, name, want); ok {
 		L.Push(lua.LNumber(v))
@@ -373,14 +491,15 @@ func luaMetricSample(families map[string]*dto.MetricFamily, name string, want ma
 			}
 			return 0, false
 		case dto.MetricType_SUMMARY:
-			q, err := strconv.ParseFloat(want["quantile"], 64)
-			if err != nil {
+			qs, byQuantile := want["quantile"]
+			q, err := strconv.ParseFloat(qs, 64)
+			if byQuantile && err != nil {
 				return 0, false
 			}
 			for _, m := range mf.GetMetric() {
 				if luaMetricLabelsMatch(m, want, "quantile") {
 					for _, sq := range m.GetSummary().GetQuantile() {
-						if sq.GetQuantile() == q {
+						if !byQuantile || sq.GetQuantile() == q {
 							return sq.GetValue(), true
 						}
 					}

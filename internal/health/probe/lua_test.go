@@ -171,11 +171,14 @@ rpc_seconds_count 200
 		{"http_get status", fmt.Sprintf(`
 			local body, status = http_get(%q)
 			return status == 200, "http " .. status .. ": " .. body`, u+"/down"), false, "http 503: maintenance"},
-		{"http_get body cap", fmt.Sprintf(`http_get(%q) return true`, u+"/huge"), false, "lua: script:1: http_get: body larger than 1048576 bytes"},
-		{"http_get refused", `http_get("http://127.0.0.1:1/") return true`, false, "lua: script:1: http_get: Get \"http://127.0.0.1:1/\": dial tcp 127.0.0.1:1: connect: connection refused"},
-		{"http_get bad scheme", `http_get("file:///etc/passwd") return true`, false, `lua: script:1: http_get: "file:///etc/passwd" is not an http:// or https:// URL`},
+		// A helper that fails returns CoreDNS-GSLB's failure value ("" or nil) and the error;
+		// a script that then returns false gets the error as its reason.
+		{"http_get body cap", fmt.Sprintf(`local body, err = http_get(%q) return body ~= "" or err`, u+"/huge"), false, "lua: script returned string http_get: body larger than 1048576 bytes, not true"},
+		{"http_get refused", `return http_get("http://127.0.0.1:1/") ~= ""`, false, "lua: script returned false after http_get: Get \"http://127.0.0.1:1/\": dial tcp 127.0.0.1:1: connect: connection refused"},
+		{"http_get bad scheme", `return http_get("file:///etc/passwd") ~= ""`, false, `lua: script returned false after http_get: "file:///etc/passwd" is not an http:// or https:// URL`},
+		{"failure as a fallback", `return http_get("http://127.0.0.1:1/") == "" and json_decode(http_get("http://127.0.0.1:1/")) == nil`, true, "lua: true"},
 		{"json_decode scalar", `return json_decode("42") == 42 and json_decode("null") == nil`, true, "lua: true"},
-		{"json_decode error", `json_decode("{") return true`, false, "lua: script:1: json_decode: unexpected end of JSON input"},
+		{"json_decode error", `local v, err = json_decode("{") return v ~= nil, err`, false, "json_decode: unexpected end of JSON input"},
 		{"metric_get", fmt.Sprintf(`
 			local m = %q
 			assert(metric_get(m, "up") == 1, "up")
@@ -190,11 +193,12 @@ rpc_seconds_count 200
 			assert(metric_get(m, "latency_seconds_sum") == 12.5, "histogram sum")
 			assert(metric_get(m, "latency_seconds_count") == 100, "histogram count")
 			assert(metric_get(m, "rpc_seconds", {quantile = "0.99"}) == 0.3, "quantile")
+			assert(metric_get(m, "rpc_seconds") == 0.02, "first quantile")
 			assert(metric_get(m, "rpc_seconds_count") == 200, "summary count")
 			assert(metric_get(m, "rpc_seconds_sum") == 8, "summary sum")
 			return metric_get(m, "queue_depth") < 100, "queue depth " .. metric_get(m, "queue_depth")`, u+"/metrics"), true, "queue depth 42.5"},
-		{"metric_get http error", fmt.Sprintf(`metric_get(%q, "up") return true`, u+"/down"), false, "lua: script:1: metric_get: http 503"},
-		{"metric_get parse error", fmt.Sprintf(`metric_get(%q, "up") return true`, u+"/bad-metrics"), false, "lua: script:1: metric_get: text format parsing error in line 1..."},
+		{"metric_get http error", fmt.Sprintf(`return metric_get(%q, "up") ~= nil`, u+"/down"), false, "lua: script returned false after metric_get: http 503"},
+		{"metric_get parse error", fmt.Sprintf(`return metric_get(%q, "up") ~= nil`, u+"/bad-metrics"), false, "lua: script returned false after metric_get: text format parsing error in line 1..."},
 	})
 }
 

@@ -1,5 +1,5 @@
 // Package probe holds the health-check protocols: one prober per check type (http, tcp,
-// icmp, dns, grpc, mysql, lua, exec), the typed reading of their parameters, the source
+// icmp, dns, grpc, mysql, lua, exec, custom), the typed reading of their parameters, the source
 // addresses their connections leave from (probe_source), and the epoll Poller on which plain
 // tcp and http probes run without a goroutine of their own.
 //
@@ -53,6 +53,11 @@ type Target struct {
 	IP netip.Addr
 	// Port is the backend's port, 0 when the backend has none; a check's own port wins.
 	Port uint16
+	// Record is the name of the backend's record, fully qualified with its trailing dot, and
+	// Priority the backend's priority. Only the script checks (lua, custom) hand them to the
+	// script, and only they make them part of the check's identity.
+	Record   string
+	Priority int
 }
 
 // HostPort joins the target's host with port for dialing.
@@ -91,14 +96,15 @@ type constructor func(p *params, t Target, timeout time.Duration) (Prober, error
 // constructors is the registry of check types: the constructor of each by the name a check's
 // `type` gives. config.CheckTypes lists the same names (see TestRegistryMatchesConfig).
 var constructors = map[string]constructor{
-	"http":  newHTTPProbe,
-	"tcp":   newTCPProbe,
-	"icmp":  newICMPProbe,
-	"dns":   newDNSProbe,
-	"grpc":  newGRPCProbe,
-	"mysql": newMySQLProbe,
-	"lua":   newLuaProbe,
-	"exec":  newExecProbe,
+	"http":   newHTTPProbe,
+	"tcp":    newTCPProbe,
+	"icmp":   newICMPProbe,
+	"dns":    newDNSProbe,
+	"grpc":   newGRPCProbe,
+	"mysql":  newMySQLProbe,
+	"lua":    newLuaProbe,
+	"exec":   newExecProbe,
+	"custom": newCustomProbe,
 }
 
 // Compiled is a check ready to run.
