@@ -23,9 +23,10 @@ import (
 // cannot repeat a problem without bound either. The zone loader and the location map of package geo both
 // parse with it.
 type YAMLFile struct {
-	name string
-	errs ErrorList
-	seen map[errorKey]bool
+	name  string
+	errs  ErrorList
+	warns ErrorList
+	seen  map[errorKey]bool
 	// work counts the nodes visited and the problems reported; budget bounds it, and exhausted
 	// is set once work went past it.
 	work, budget int
@@ -75,6 +76,23 @@ func (f *YAMLFile) ErrorAt(pos Position, path, format string, args ...any) {
 func (f *YAMLFile) Errorf(n *yaml.Node, path, format string, args ...any) {
 	f.ErrorAt(f.Pos(n), path, format, args...)
 }
+
+// WarnAt records something at pos that does not stop the file from loading, such as a
+// deprecated spelling, unless the same warning was recorded at pos already.
+func (f *YAMLFile) WarnAt(pos Position, path, format string, args ...any) {
+	k := errorKey{pos, "warning: " + fmt.Sprintf(format, args...)}
+	if f.seen[k] {
+		return
+	}
+	if f.seen == nil {
+		f.seen = map[errorKey]bool{}
+	}
+	f.seen[k] = true
+	f.warns = append(f.warns, &Error{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Warnings returns the warnings recorded, in the order they were found, or nil.
+func (f *YAMLFile) Warnings() ErrorList { return f.warns }
 
 // Len returns the number of problems recorded so far.
 func (f *YAMLFile) Len() int { return len(f.errs) }

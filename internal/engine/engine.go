@@ -191,6 +191,11 @@ func (e *Engine) load() error {
 			return fmt.Errorf("%s: %w", src.Name(), err)
 		}
 	}
+	for _, z := range zones {
+		for _, w := range z.Warnings {
+			e.log.Warningf("%v", w)
+		}
+	}
 	warnGeoless(zones, e.opts.GeoIP, e.log)
 	snap, err := catalog.Build(zones, e.verdicts)
 	if err != nil {

@@ -248,3 +248,21 @@ records:
 	}
 	t.Fatalf("no step for the backend: %+v", ex.Steps)
 }
+
+func TestLoadLogsTheZonesWarningsOnce(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "zone.yml")
+	yml := "records:\n  www.example.org.:\n    failover_policy: {mode: fail-closed}\n    backends: [{address: 10.0.0.1}]\n"
+	if err := os.WriteFile(file, []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := config.DefaultOptions()
+	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: file}}
+	log := &testutil.Log{}
+	if _, err := New(opts, log); err != nil {
+		t.Fatal(err)
+	}
+	want := "WARNING " + file + `:3:5: records["www.example.org."].failover_policy: failover_policy is deprecated: rename it fallback_policy`
+	if n := log.Count(want); n != 1 {
+		t.Fatalf("%d lines %q, want 1", n, want)
+	}
+}
