@@ -60,10 +60,14 @@ func TestCoreDNSGSLBSpellings(t *testing.T) {
 		warn  string // the one warning expected, "" for none
 	}{
 		{"failover_policy", "records:\n  a.example.org:\n    failover_policy: {mode: fail-closed, rcode: NXDOMAIN}\n    backends: [{address: 10.0.0.1}]\n",
-			func(t *testing.T, r Record) { eq(t, "fallback", r.Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 3}) },
+			func(t *testing.T, r Record) {
+				eq(t, "fallback", r.Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 3})
+			},
 			`zone.yml:3:5: records["a.example.org"].failover_policy: failover_policy is deprecated: rename it fallback_policy`},
 		{"failover_policy in defaults", "defaults:\n  failover_policy: {mode: fail-closed}\nrecords:\n  a.example.org: {backends: [{address: 10.0.0.1}]}\n",
-			func(t *testing.T, r Record) { eq(t, "fallback", r.Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 2}) },
+			func(t *testing.T, r Record) {
+				eq(t, "fallback", r.Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 2})
+			},
 			`zone.yml:2:3: defaults.failover_policy: failover_policy is deprecated: rename it fallback_policy`},
 		{"fallback_policy", "records:\n  a.example.org:\n    fallback_policy: {mode: fail-closed}\n    backends: [{address: 10.0.0.1}]\n",
 			func(t *testing.T, r Record) { eq(t, "fallback mode", r.Fallback.Mode, FallbackFailClosed) }, ""},
