@@ -321,6 +321,7 @@ func (p *parser) fallback(n *yaml.Node, path string) (Fallback, bool) {
 	var f Fallback
 	ok := true
 	var modeNode, rcodeNode, ipsNode, cnameNode *yaml.Node
+	var uses string // with one of CoreDNS-GSLB's mode names, the one field that mode uses
 	for _, e := range p.entries(n, path) {
 		if YAMLIsNull(e.v) {
 			continue
@@ -329,7 +330,7 @@ func (p *parser) fallback(n *yaml.Node, path string) (Fallback, bool) {
 		switch e.key {
 		case "mode":
 			modeNode = YAMLResolve(e.v)
-			f.Mode = p.fallbackMode(e.v, kpath)
+			f.Mode, uses = p.fallbackMode(e.v, kpath)
 		case "rcode":
 			rcodeNode = YAMLResolve(e.v)
 			s, good := p.str(e.v, kpath)
@@ -373,6 +374,26 @@ func (p *parser) fallback(n *yaml.Node, path string) (Fallback, bool) {
 	if f.Mode == "" {
 		return f, false
 	}
+	if uses != "" {
+		// CoreDNS-GSLB's mode names the field it answers with and ignores the others.
+		for _, other := range []struct {
+			key  string
+			node **yaml.Node
+		}{{"rcode", &rcodeNode}, {"fallback_ips", &ipsNode}, {"fallback_cname", &cnameNode}} {
+			if other.key != uses && *other.node != nil {
+				p.WarnAt(p.Pos(*other.node), child(path, other.key), "ignored: mode %s answers with %s only", uses, uses)
+				*other.node = nil
+			}
+		}
+		switch uses {
+		case "rcode":
+			f.IPs, f.CNAME = nil, ""
+		case "fallback_ips":
+			f.CNAME, f.Rcode = "", 0
+		case "fallback_cname":
+			f.IPs, f.Rcode = nil, 0
+		}
+	}
 	return f, p.fallbackRules(&f, path, modeNode, rcodeNode, ipsNode, cnameNode) && ok
 }
 
@@ -406,15 +427,28 @@ func (p *parser) fallbackRules(f *Fallback, path string, modeNode, rcodeNode, ip
 
 var fallbackModes = []string{string(FallbackFailOpen), string(FallbackFailClosed), string(FallbackFailSpecific)}
 
+// cgFallbackModes are the fallback mode names of CoreDNS-GSLB's zone reference: each names the
+// one field it answers with.
+var cgFallbackModes = map[string]FallbackMode{
+	"rcode":          FallbackFailClosed,
+	"fallback_ips":   FallbackFailSpecific,
+	"fallback_cname": FallbackFailSpecific,
+}
+
 // fallbackMode parses a fallback mode, ignoring case; it returns "" after reporting a bad one.
-func (p *parser) fallbackMode(n *yaml.Node, path string) FallbackMode {
+// For one of CoreDNS-GSLB's names it also returns that name, the field the mode answers with.
+func (p *parser) fallbackMode(n *yaml.Node, path string) (FallbackMode, string) {
 	s, ok := p.str(n, path)
 	if !ok {
-		return ""
+		return "", ""
 	}
-	if m := strings.ToLower(s); slices.Contains(fallbackModes, m) {
-		return FallbackMode(m)
+	m := strings.ToLower(s)
+	if slices.Contains(fallbackModes, m) {
+		return FallbackMode(m), ""
+	}
+	if cg, ok := cgFallbackModes[m]; ok {
+		return cg, m
 	}
 	p.Errorf(n, path, "%v", unknownChoice("fallback mode", s, fallbackModes))
-	return ""
+	return "", ""
 }

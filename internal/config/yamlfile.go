@@ -91,23 +91,26 @@ func (f *YAMLFile) WarnAt(pos Position, path, format string, args ...any) {
 	f.warns = append(f.warns, &Error{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-// Warnings returns the warnings recorded, in the order they were found, or nil.
-func (f *YAMLFile) Warnings() ErrorList { return f.warns }
+// Warnings returns the warnings recorded, sorted by position like Errors, or nil.
+func (f *YAMLFile) Warnings() ErrorList { return sortByPos(f.warns) }
 
 // Len returns the number of problems recorded so far.
 func (f *YAMLFile) Len() int { return len(f.errs) }
 
 // Errors returns the problems recorded, sorted by position (stable: problems at one position
 // keep their order), or nil when there are none.
-func (f *YAMLFile) Errors() ErrorList {
-	if len(f.errs) == 0 {
+func (f *YAMLFile) Errors() ErrorList { return sortByPos(f.errs) }
+
+// sortByPos sorts l by position, stably, and returns it; nil when it is empty.
+func sortByPos(l ErrorList) ErrorList {
+	if len(l) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(f.errs, func(a, b *Error) int {
+	slices.SortStableFunc(l, func(a, b *Error) int {
 		return cmp.Or(cmp.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Pos.Line, b.Pos.Line),
 			cmp.Compare(a.Pos.Column, b.Pos.Column))
 	})
-	return f.errs
+	return l
 }
 
 // Spend counts the visit of node n and reports false once the file's budget is exhausted; the
