@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/meridian-gslb/meridian/internal/config"
@@ -76,5 +77,18 @@ func TestIPHashTextOrderGivesEveryClientCoreDNSGSLBsBackend(t *testing.T) {
 				t.Errorf("the address order gives every client CoreDNS-GSLB's backend too: pick backends whose text and numeric orders differ")
 			}
 		})
+	}
+}
+
+func TestRuleNamesTheHashOrder(t *testing.T) {
+	client := netip.MustParseAddr("203.0.113.7")
+	for order, want := range map[config.HashOrder]string{
+		"":                      "in address order",
+		config.HashOrderAddress: "in address order",
+		config.HashOrderText:    "in text order",
+	} {
+		if got := Rule(config.ModeIPHash, order, client, 2); !strings.HasSuffix(got, want+")") {
+			t.Errorf("Rule with order %q = %q, want it to end %q", order, got, want+")")
+		}
 	}
 }
