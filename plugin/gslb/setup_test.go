@@ -114,21 +114,30 @@ func TestParseBlock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := caddy.NewTestController("dns", tt.input)
-			c.ServerBlockKeys = tt.keys
-			b, err := ParseBlock(c, tt.root)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
-				}
-				return
+			if b, ok := parseBlockWant(t, tt.input, tt.keys, tt.root, tt.wantErr); ok {
+				tt.check(t, b)
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			tt.check(t, b)
 		})
 	}
+}
+
+// parseBlockWant parses the Corefile input with ParseBlock. With wantErr, it checks that the
+// error contains it and reports false; otherwise it fails on an error and reports true.
+func parseBlockWant(t *testing.T, input string, keys []string, root, wantErr string) (Block, bool) {
+	t.Helper()
+	c := caddy.NewTestController("dns", input)
+	c.ServerBlockKeys = keys
+	b, err := ParseBlock(c, root)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want one containing %q", err, wantErr)
+		}
+		return b, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, true
 }
 
 // TestGeoIPSpellings checks that each way CoreDNS-GSLB's documentation writes the GeoIP sources
@@ -153,18 +162,8 @@ func TestGeoIPSpellings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := caddy.NewTestController("dns", "gslb {\n zone example.org. a.yml\n "+tt.options+"\n}")
-			b, err := ParseBlock(c, "/g")
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if b.Options.GeoIP != tt.want {
+			b, ok := parseBlockWant(t, "gslb {\n zone example.org. a.yml\n "+tt.options+"\n}", nil, "/g", tt.wantErr)
+			if ok && b.Options.GeoIP != tt.want {
 				t.Errorf("geoip %+v, want %+v", b.Options.GeoIP, tt.want)
 			}
 		})
