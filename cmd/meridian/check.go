@@ -23,7 +23,10 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	errs := checkCorefile(*conf)
+	warnings, errs := checkCorefile(*conf)
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
 	for _, err := range errs {
 		fmt.Fprintln(stderr, err)
 	}
@@ -35,17 +38,17 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func checkCorefile(path string) []error {
+// checkCorefile returns the warnings and the errors of the Corefile at path and its files.
+func checkCorefile(path string) (warnings, errs []error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return []error{err}
+		return nil, []error{err}
 	}
 	defer f.Close()
 	blocks, err := caddyfile.Parse(path, f, directives)
 	if err != nil {
-		return []error{err}
+		return nil, []error{err}
 	}
-	var errs []error
 	for _, sb := range blocks {
 		tokens, ok := sb.Tokens["gslb"]
 		if !ok {
@@ -61,11 +64,13 @@ func checkCorefile(path string) []error {
 			errs = append(errs, err)
 			continue
 		}
-		if err := engine.Check(block.Options); err != nil {
+		w, err := engine.Check(block.Options)
+		warnings = append(warnings, w...)
+		if err != nil {
 			errs = append(errs, unjoin(err)...)
 		}
 	}
-	return errs
+	return warnings, errs
 }
 
 // unjoin splits errors joined with errors.Join (and lists of errors) into their parts, so
