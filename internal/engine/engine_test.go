@@ -266,3 +266,57 @@ func TestLoadLogsTheZonesWarningsOnce(t *testing.T) {
 		t.Fatalf("%d lines %q, want 1", n, want)
 	}
 }
+
+// TestBackendTimeoutBoundsItsProbes checks that a backend's timeout replaces the record's
+// scrape_timeout for its checks: a server that accepts and never answers times the probe out
+// after the backend's 300ms, not the record's 2s.
+func TestBackendTimeoutBoundsItsProbes(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		var held []net.Conn // kept open and unanswered until the listener closes
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	port := silent.Addr().(*net.TCPAddr).Port
+	e, _ := newTestEngine(t, fmt.Sprintf(`
+records:
+  www.example.org.:
+    scrape_interval: 3s
+    scrape_timeout: 2s
+    scrape_retries: 0
+    backends:
+      - {address: 127.0.0.1, timeout: 300ms, fall: 1, healthchecks: [{type: tcp, params: {port: %d, expect: pong}}]}
+`, port))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		return backendState(t, e, "www.example.org.", "127.0.0.1").Status() == health.Down
+	}, "the backend did not go down")
+	ex, err := e.Explain(context.Background(), admin.Query{Name: "www.example.org.", Type: "A", Client: netip.MustParseAddr("192.0.2.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ex.Steps {
+		if s.Stage == "IPv4 backend 127.0.0.1" {
+			if !strings.Contains(s.Text, "timeout after 300ms") {
+				t.Fatalf("backend step %q, want a timeout after the backend's 300ms", s.Text)
+			}
+			return
+		}
+	}
+	t.Fatalf("no step for the backend: %+v", ex.Steps)
+}
