@@ -227,10 +227,20 @@ records:
     backends:
       - {address: 127.0.0.1, healthchecks: [{type: tcp, params: {port: %d}}]}
 `, port))
+	s := downBackendStep(t, e)
+	if !strings.Contains(s.Text, "down") || !strings.Contains(s.Text, "connection refused") || len(s.Backends) != 1 || s.Backends[0] != "www.example.org.|127.0.0.1|0" {
+		t.Fatalf("backend step %+v, want its state, last result and key", s)
+	}
+}
+
+// downBackendStep starts e, waits until the backend 127.0.0.1 of www.example.org. is down, and
+// returns the step of an explanation that describes it.
+func downBackendStep(t *testing.T, e *Engine) admin.Step {
+	t.Helper()
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer e.Stop()
+	t.Cleanup(func() { e.Stop() })
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		return backendState(t, e, "www.example.org.", "127.0.0.1").Status() == health.Down
 	}, "the backend did not go down")
@@ -240,13 +250,11 @@ records:
 	}
 	for _, s := range ex.Steps {
 		if s.Stage == "IPv4 backend 127.0.0.1" {
-			if !strings.Contains(s.Text, "down") || !strings.Contains(s.Text, "connection refused") || len(s.Backends) != 1 || s.Backends[0] != "www.example.org.|127.0.0.1|0" {
-				t.Fatalf("backend step %+v, want its state, last result and key", s)
-			}
-			return
+			return s
 		}
 	}
 	t.Fatalf("no step for the backend: %+v", ex.Steps)
+	return admin.Step{}
 }
 
 func TestLoadLogsTheZonesWarningsOnce(t *testing.T) {
@@ -299,24 +307,7 @@ records:
     backends:
       - {address: 127.0.0.1, timeout: 300ms, fall: 1, healthchecks: [{type: tcp, params: {port: %d, expect: pong}}]}
 `, port))
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
+	if s := downBackendStep(t, e); !strings.Contains(s.Text, "timeout after 300ms") {
+		t.Fatalf("backend step %q, want a timeout after the backend's 300ms", s.Text)
 	}
-	defer e.Stop()
-	testutil.Eventually(t, 5*time.Second, func() bool {
-		return backendState(t, e, "www.example.org.", "127.0.0.1").Status() == health.Down
-	}, "the backend did not go down")
-	ex, err := e.Explain(context.Background(), admin.Query{Name: "www.example.org.", Type: "A", Client: netip.MustParseAddr("192.0.2.1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range ex.Steps {
-		if s.Stage == "IPv4 backend 127.0.0.1" {
-			if !strings.Contains(s.Text, "timeout after 300ms") {
-				t.Fatalf("backend step %q, want a timeout after the backend's 300ms", s.Text)
-			}
-			return
-		}
-	}
-	t.Fatalf("no step for the backend: %+v", ex.Steps)
 }
