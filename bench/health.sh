@@ -61,7 +61,7 @@ for type in $TYPES; do
 				i=$((r * 3 + b))
 				port=${ports[$((i % PORTS))]}
 				if [ "$type" = http ]; then
-					params="{port: $port, uri: /c$i}"
+					params="{port: $port, enable_tls: false, uri: /c$i}"
 				else
 					params="{port: $port, send: \"c$i\", expect: pong}"
 				fi

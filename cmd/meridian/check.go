@@ -28,7 +28,10 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	blocks, errs := checkBlocks(*conf)
+	blocks, warnings, errs := checkBlocks(*conf)
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
 	for _, err := range errs {
 		fmt.Fprintln(stderr, err)
 	}
@@ -59,27 +62,25 @@ type checkedBlock struct {
 	zones  []*config.Zone
 }
 
-// checkCorefile returns every error of the Corefile at path and of the files its gslb blocks
-// name.
-func checkCorefile(path string) []error {
-	_, errs := checkBlocks(path)
-	return errs
+// checkCorefile returns the warnings and the errors of the Corefile at path and of the files
+// its gslb blocks name.
+func checkCorefile(path string) (warnings, errs []error) {
+	_, warnings, errs = checkBlocks(path)
+	return warnings, errs
 }
 
-// checkBlocks checks the Corefile at path and returns its gslb blocks that passed, or every
-// error found.
-func checkBlocks(path string) ([]checkedBlock, []error) {
+// checkBlocks checks the Corefile at path and returns its gslb blocks that passed, the
+// warnings, and every error found.
+func checkBlocks(path string) (blocks []checkedBlock, warnings, errs []error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, []error{err}
+		return nil, nil, []error{err}
 	}
 	defer f.Close()
 	sbs, err := caddyfile.Parse(path, f, directives)
 	if err != nil {
-		return nil, []error{err}
+		return nil, nil, []error{err}
 	}
-	var blocks []checkedBlock
-	var errs []error
 	for _, sb := range sbs {
 		tokens, ok := sb.Tokens["gslb"]
 		if !ok {
@@ -95,7 +96,9 @@ func checkBlocks(path string) ([]checkedBlock, []error) {
 			errs = append(errs, err)
 			continue
 		}
-		if err := engine.Check(block.Options); err != nil {
+		w, err := engine.Check(block.Options)
+		warnings = append(warnings, w...)
+		if err != nil {
 			errs = append(errs, unjoin(err)...)
 			continue
 		}
@@ -109,7 +112,7 @@ func checkBlocks(path string) ([]checkedBlock, []error) {
 			zones:  zones,
 		})
 	}
-	return blocks, errs
+	return blocks, warnings, errs
 }
 
 // unjoin splits errors joined with errors.Join (and lists of errors) into their parts, so

@@ -266,7 +266,7 @@ func TestClusterLockHolderKilled(t *testing.T) {
 	go web.Serve(l)
 	t.Cleanup(func() { web.Close() })
 	port := l.Addr().(*net.TCPAddr).Port
-	zone := fleetZone(interval, timeout, 1, fmt.Sprintf("{type: http, params: {port: %d}}", port), secondary(t))
+	zone := fleetZone(interval, timeout, 1, fmt.Sprintf("{type: http, params: {port: %d, enable_tls: false}}", port), secondary(t))
 	first := member(t, zone, r)
 	allAnswer(t, []*testutil.Server{first}, "127.0.0.1")
 	fleet := []*testutil.Server{first, member(t, zone, r), member(t, zone, r)}

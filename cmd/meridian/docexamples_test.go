@@ -131,7 +131,8 @@ func checkDocExamples(t *testing.T, dir string, examples []docExample) []error {
 		if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, err := range checkCorefile(path) {
+		_, found := checkCorefile(path) // an example may show what warns
+		for _, err := range found {
 			errs = append(errs, fmt.Errorf("%s: %w", ex.where, err))
 		}
 	}
@@ -231,7 +232,8 @@ func TestDocExamplesLoad(t *testing.T) {
 	t.Chdir(root)
 	for _, path := range corefiles {
 		rel, _ := filepath.Rel(root, path)
-		for _, err := range checkCorefile(rel) {
+		warnings, errs := checkCorefile(rel)
+		for _, err := range append(warnings, errs...) {
 			t.Error(err)
 		}
 	}

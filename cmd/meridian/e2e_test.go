@@ -308,6 +308,7 @@ func TestCheckCommand(t *testing.T) {
 	}
 	good := write("good.yml", "records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}]\n")
 	bad := write("bad.yml", "records:\n  www.example.org.:\n    mode: failvoer\n    backends:\n      - {address: 10.0.0.300}\n  www.example.com.:\n    backends: [{address: 10.0.0.1}]\n")
+	old := write("old.yml", "records:\n  www.example.org.:\n    failover_policy: {mode: fail-open}\n    backends: [{address: 10.0.0.1}]\n")
 	badCheck := write("checks.yml", "records:\n  www.example.org.:\n    backends:\n      - {address: 10.0.0.1, healthchecks: [{type: tcp, params: {colour: red}}]}\n")
 	tests := []struct {
 		name     string
@@ -318,6 +319,8 @@ func TestCheckCommand(t *testing.T) {
 		{"valid", ".:53 {\n gslb {\n  zone example.org. " + good + "\n }\n cache\n}\n", 0, []string{"OK"}},
 		{"every YAML error", ".:53 {\n gslb {\n  zone example.org. " + bad + "\n }\n}\n", 1, []string{
 			"bad.yml:3:11", `did you mean "failover"`, "bad.yml:5:", "10.0.0.300", "bad.yml:6:", "outside zone", "3 error(s)"}},
+		{"a deprecated spelling warns", ".:53 {\n gslb {\n  zone example.org. " + old + "\n }\n}\n", 0, []string{
+			"warning: " + old + `:3:5: records["www.example.org."].failover_policy: failover_policy is deprecated: rename it fallback_policy`, "OK"}},
 		{"unknown gslb option", ".:53 {\n gslb {\n  zone example.org. " + good + "\n  nonsense\n }\n}\n", 1, []string{"Corefile:4", `unknown option "nonsense"`}},
 		{"unknown directive", ".:53 {\n gslb " + good + " example.org\n frobnicate\n}\n", 1, []string{"frobnicate"}},
 		{"missing YAML file", ".:53 {\n gslb " + filepath.Join(dir, "absent.yml") + " example.org\n}\n", 1, []string{"absent.yml"}},

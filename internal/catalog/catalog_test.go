@@ -185,3 +185,30 @@ records:
 		t.Error("SetOverride reported a change for the same override")
 	}
 }
+
+// TestHashOrderReachesTheSets checks that a record's hash_order orders its ip-hash sets: the
+// file's text order, not the addresses' value order.
+func TestHashOrderReachesTheSets(t *testing.T) {
+	for order, want := range map[string][]string{
+		"text":    {"10.0.0.10", "10.0.0.9"},
+		"address": {"10.0.0.9", "10.0.0.10"},
+	} {
+		snap, err := Build([]*config.Zone{mustZone(t, "example.org", `
+records:
+  www.example.org.:
+    mode: ip-hash
+    hash_order: `+order+`
+    backends: [{address: 10.0.0.9}, {address: 10.0.0.10}]
+`)}, states{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, b := range snap.Records()[0].View().Healthy[IPv4] {
+			got = append(got, b.Config.Address)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("hash_order %s: set order %v, want %v", order, got, want)
+		}
+	}
+}

@@ -237,7 +237,7 @@ func (r *Record) Refresh() {
 		if policy.IsGeo(r.Config.Mode) {
 			v.Geo[f], v.GeoBackends[f] = r.geoTable(f)
 		}
-		set := policy.Prepare(r.Config.Mode, cands, &r.counter)
+		set := policy.Prepare(r.Config.Mode, r.Config.HashOrder, cands, &r.counter)
 		v.Sets[f] = set
 		v.AnyHealthy = v.AnyHealthy || len(healthy) > 0
 		v.Healthy[f] = make([]*Backend, len(healthy))

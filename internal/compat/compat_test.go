@@ -11,13 +11,14 @@ import (
 func TestCheck(t *testing.T) {
 	api := config.DefaultOptions()
 	api.API.Enable = true
-	ipHash := func(addrs ...string) []*config.Zone {
-		r := config.Record{Name: "www.example.org.", Mode: config.ModeIPHash, Pos: config.Position{File: "zone.yml", Line: 4}}
+	ipHashOrdered := func(order config.HashOrder, addrs ...string) []*config.Zone {
+		r := config.Record{Name: "www.example.org.", Mode: config.ModeIPHash, HashOrder: order, Pos: config.Position{File: "zone.yml", Line: 4}}
 		for _, a := range addrs {
 			r.Backends = append(r.Backends, config.Backend{Address: a})
 		}
 		return []*config.Zone{{Origin: "example.org.", Records: []config.Record{r}}}
 	}
+	ipHash := func(addrs ...string) []*config.Zone { return ipHashOrdered(config.HashOrderAddress, addrs...) }
 	same := map[string]int{"api_enable": 3, "api_listen_addr": 4, "enable_txt": 5}
 	tests := []struct {
 		name    string
@@ -38,6 +39,7 @@ func TestCheck(t *testing.T) {
 		{"ip-hash with IPv6 orders that differ", api, same, ipHash("2001:db8::a", "2001:db8::1:0"),
 			[]string{"zone.yml:4 www.example.org. mode ip-hash"}},
 		{"host names are left out", api, same, ipHash("b.example.net.", "a.example.net."), nil},
+		{"ip-hash in CoreDNS-GSLB's text order", api, same, ipHashOrdered(config.HashOrderText, "10.0.0.9", "10.0.0.10"), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

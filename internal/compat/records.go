@@ -11,19 +11,20 @@ import (
 
 // ipHashOrder: both hash the client's address the same way and take the backend at
 // hash mod n, but CoreDNS-GSLB orders the healthy backends by their addresses as text and
-// Meridian by value; where the two orders differ, clients are remapped on the move.
+// Meridian by value (unless the record asks for hash_order: text); where the two orders
+// differ, clients are remapped on the move.
 func ipHashOrder(_ Block, zones []*config.Zone) []Difference {
 	var out []Difference
 	for _, z := range zones {
 		for _, r := range z.Records {
-			if r.Mode != config.ModeIPHash || !textOrderDiffers(r.Backends) {
+			if r.Mode != config.ModeIPHash || r.HashOrder == config.HashOrderText || !textOrderDiffers(r.Backends) {
 				continue
 			}
 			out = append(out, Difference{
 				Where: fmt.Sprintf("%s:%d", r.Pos.File, r.Pos.Line), Topic: r.Name + " mode ip-hash",
 				CG:       "orders the backends by their addresses as text before it takes hash mod n",
 				Meridian: "orders them by value, so most clients get another backend after the move",
-				Change:   "see docs/modes.md (Migrating from CoreDNS-GSLB)",
+				Change:   "write hash_order: text on the record to keep every client on its backend (docs/modes.md says which order to choose)",
 			})
 		}
 	}

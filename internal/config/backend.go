@@ -5,18 +5,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
 
 var backendKeys = []string{"address", "port", "priority", "weight", "enable", "tags", "description",
 	"country", "subdivision", "city", "continent", "asn", "location", "latitude", "longitude",
-	"healthchecks", "rise", "fall", "assume_healthy", "passive"}
+	"healthchecks", "timeout", "rise", "fall", "assume_healthy", "passive"}
 
 var continents = []string{"AF", "AN", "AS", "EU", "NA", "OC", "SA"}
 
-// backend parses one backend of a record. It reports false when the backend has errors.
-func (p *parser) backend(n *yaml.Node, path string, profiles profileSet) (Backend, bool) {
+// backend parses one backend of a record whose probes run every interval. It reports false
+// when the backend has errors.
+func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interval time.Duration) (Backend, bool) {
 	n = YAMLResolve(n)
 	b := Backend{Pos: p.Pos(n), Priority: DefaultPriority, Weight: DefaultWeight, Enable: true}
 	if n.Kind != yaml.MappingNode {
@@ -74,6 +76,12 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet) (Backen
 			b.Longitude, _ = p.number(e.v, kpath, -180, 180)
 		case "healthchecks":
 			b.HealthChecks = p.healthChecks(e.v, kpath, profiles)
+		case "timeout":
+			if d, ok := p.duration(e.v, kpath); ok && d > interval {
+				p.Errorf(e.v, kpath, "timeout %v is longer than the record's scrape_interval %v", d, interval)
+			} else if ok {
+				b.Timeout = d
+			}
 		case "rise":
 			b.Rise, riseSet = p.count(e.v, kpath)
 		case "fall":
@@ -94,10 +102,10 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet) (Backen
 		b.HasCoords = lat != nil
 	}
 	if !riseSet {
-		b.Rise = maxThreshold(b.HealthChecks, func(hc HealthCheck) int { return hc.Rise }, DefaultRise)
+		b.Rise = maxThreshold(b.HealthChecks, func(hc HealthCheck) int { return hc.Rise }, profiles.rise)
 	}
 	if !fallSet {
-		b.Fall = maxThreshold(b.HealthChecks, func(hc HealthCheck) int { return hc.Fall }, DefaultFall)
+		b.Fall = maxThreshold(b.HealthChecks, func(hc HealthCheck) int { return hc.Fall }, profiles.fall)
 	}
 	return b, p.Len() == before
 }

@@ -138,8 +138,34 @@ func (p *parser) count(n *yaml.Node, path string) (int, bool) {
 }
 
 // profileSet resolves profile names: the zone file's own profiles first, then the shared ones.
+// It also carries the zone's thresholds for a backend that neither it nor its checks set:
+// the healthcheck block's rise and fall, else DefaultRise and DefaultFall.
 type profileSet struct {
 	local, shared map[string]HealthCheck
+	rise, fall    int
+}
+
+// thresholds parses the zone file's healthcheck block, {rise, fall}, into s.
+func (p *parser) thresholds(s *profileSet, n *yaml.Node) {
+	const path = "healthcheck"
+	for _, e := range p.entries(n, path) {
+		if YAMLIsNull(e.v) {
+			continue
+		}
+		kpath := child(path, e.key)
+		switch e.key {
+		case "rise":
+			if v, ok := p.count(e.v, kpath); ok {
+				s.rise = v
+			}
+		case "fall":
+			if v, ok := p.count(e.v, kpath); ok {
+				s.fall = v
+			}
+		default:
+			p.unknownKey(e, path, []string{"rise", "fall"})
+		}
+	}
 }
 
 func (s profileSet) lookup(name string) (HealthCheck, bool) {

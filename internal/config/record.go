@@ -12,7 +12,17 @@ import (
 
 // recordKeys are the keys of a record; all but backends may also be set under defaults.
 var recordKeys = []string{"mode", "record_ttl", "owner", "description", "scrape_interval", "scrape_timeout",
-	"scrape_retries", "fallback_policy", "alpn", "backends"}
+	"scrape_retries", "fallback_policy", "alpn", "hash_order", "backends"}
+
+// recordAliases are other spellings of record keys: the name CoreDNS-GSLB documents, and
+// whether it is deprecated there (a warning asks to rename it).
+var recordAliases = map[string]struct {
+	key        string
+	deprecated bool
+}{
+	"failover_policy": {"fallback_policy", true},
+	"svcb_alpn":       {"alpn", false},
+}
 
 // opt is a record setting that the record or the defaults may set.
 type opt[T any] struct {
@@ -50,6 +60,7 @@ type recordOpts struct {
 	retries            opt[int]
 	fallback           opt[Fallback]
 	alpn               opt[[]string]
+	hashOrder          opt[HashOrder]
 }
 
 // inherit fills the settings the record leaves unset from the defaults (a shallow merge).
@@ -63,13 +74,25 @@ func (o *recordOpts) inherit(d recordOpts) {
 	o.retries.inherit(d.retries)
 	o.fallback.inherit(d.fallback)
 	o.alpn.inherit(d.alpn)
+	o.hashOrder.inherit(d.hashOrder)
 }
 
 // opt parses one record setting into o; it reports false for a key that is not a setting.
 func (p *parser) opt(o *recordOpts, e entry, path string) bool {
 	kpath := child(path, e.key)
 	pos := p.Pos(YAMLResolve(e.v))
-	switch e.key {
+	key := e.key
+	if a, ok := recordAliases[key]; ok {
+		key = a.key
+		if a.deprecated {
+			p.WarnAt(p.Pos(e.k), kpath, "%s is deprecated: rename it %s", e.key, a.key)
+		}
+	}
+	if o.isSet(key) {
+		p.Errorf(e.k, kpath, "%s is set twice (as %s and as %s): keep one", key, key, aliasOf(key))
+		return true
+	}
+	switch key {
 	case "mode":
 		if s, ok := p.str(e.v, kpath); ok {
 			if m, err := ParseMode(s); err != nil {
@@ -110,10 +133,42 @@ func (p *parser) opt(o *recordOpts, e entry, path string) bool {
 		if l, ok := p.alpn(e.v, kpath); ok {
 			o.alpn.put(l, pos, kpath)
 		}
+	case "hash_order":
+		if s, ok := p.str(e.v, kpath); ok {
+			if h := HashOrder(strings.ToLower(s)); slices.Contains(hashOrders, string(h)) {
+				o.hashOrder.put(h, pos, kpath)
+			} else {
+				p.Errorf(e.v, kpath, "%v", unknownChoice("hash order", s, hashOrders))
+			}
+		}
 	default:
 		return false
 	}
 	return true
+}
+
+var hashOrders = []string{string(HashOrderAddress), string(HashOrderText)}
+
+// isSet reports whether the setting key (a record key, not an alias) was already parsed
+// into o: the only way that happens within one mapping is a key and its alias both written.
+func (o *recordOpts) isSet(key string) bool {
+	switch key {
+	case "fallback_policy":
+		return o.fallback.set
+	case "alpn":
+		return o.alpn.set
+	}
+	return false
+}
+
+// aliasOf returns the alias of a record key, for messages.
+func aliasOf(key string) string {
+	for alias, a := range recordAliases {
+		if a.key == key {
+			return alias
+		}
+	}
+	return key
 }
 
 func (p *parser) alpn(n *yaml.Node, path string) ([]string, bool) {
@@ -212,6 +267,10 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 		ScrapeRetries: o.retries.or(DefaultScrapeRetries),
 		Fallback:      o.fallback.or(Fallback{Mode: FallbackFailOpen}),
 		ALPN:          o.alpn.or(nil),
+		HashOrder:     o.hashOrder.or(HashOrderAddress),
+	}
+	if o.hashOrder.set && !o.hashOrder.inherited && rec.Mode != ModeIPHash {
+		p.ErrorAt(o.hashOrder.pos, o.hashOrder.path, "hash_order only applies with mode ip-hash, not %s", rec.Mode)
 	}
 	rec.ScrapeInterval, rec.ScrapeTimeout = p.scrapeTimes(&o)
 	if rec.Fallback.CNAME == name {
@@ -229,7 +288,7 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	first := map[string]*yaml.Node{}
 	rec.Backends = make([]Backend, 0, len(items)) // kept for the configuration's life: no slack
 	for i, item := range items {
-		b, ok := p.backend(item, index(bpath, i), profiles)
+		b, ok := p.backend(item, index(bpath, i), profiles, rec.ScrapeInterval)
 		if b.Address == "" {
 			continue
 		}
@@ -262,6 +321,7 @@ func (p *parser) fallback(n *yaml.Node, path string) (Fallback, bool) {
 	var f Fallback
 	ok := true
 	var modeNode, rcodeNode, ipsNode, cnameNode *yaml.Node
+	var uses string // with one of CoreDNS-GSLB's mode names, the one field that mode uses
 	for _, e := range p.entries(n, path) {
 		if YAMLIsNull(e.v) {
 			continue
@@ -270,7 +330,7 @@ func (p *parser) fallback(n *yaml.Node, path string) (Fallback, bool) {
 		switch e.key {
 		case "mode":
 			modeNode = YAMLResolve(e.v)
-			f.Mode = p.fallbackMode(e.v, kpath)
+			f.Mode, uses = p.fallbackMode(e.v, kpath)
 		case "rcode":
 			rcodeNode = YAMLResolve(e.v)
 			s, good := p.str(e.v, kpath)
@@ -314,6 +374,26 @@ func (p *parser) fallback(n *yaml.Node, path string) (Fallback, bool) {
 	if f.Mode == "" {
 		return f, false
 	}
+	if uses != "" {
+		// CoreDNS-GSLB's mode names the field it answers with and ignores the others.
+		for _, other := range []struct {
+			key  string
+			node **yaml.Node
+		}{{"rcode", &rcodeNode}, {"fallback_ips", &ipsNode}, {"fallback_cname", &cnameNode}} {
+			if other.key != uses && *other.node != nil {
+				p.WarnAt(p.Pos(*other.node), child(path, other.key), "ignored: mode %s answers with %s only", uses, uses)
+				*other.node = nil
+			}
+		}
+		switch uses {
+		case "rcode":
+			f.IPs, f.CNAME = nil, ""
+		case "fallback_ips":
+			f.CNAME, f.Rcode = "", 0
+		case "fallback_cname":
+			f.IPs, f.Rcode = nil, 0
+		}
+	}
 	return f, p.fallbackRules(&f, path, modeNode, rcodeNode, ipsNode, cnameNode) && ok
 }
 
@@ -347,15 +427,28 @@ func (p *parser) fallbackRules(f *Fallback, path string, modeNode, rcodeNode, ip
 
 var fallbackModes = []string{string(FallbackFailOpen), string(FallbackFailClosed), string(FallbackFailSpecific)}
 
+// cgFallbackModes are the fallback mode names of CoreDNS-GSLB's zone reference: each names the
+// one field it answers with.
+var cgFallbackModes = map[string]FallbackMode{
+	"rcode":          FallbackFailClosed,
+	"fallback_ips":   FallbackFailSpecific,
+	"fallback_cname": FallbackFailSpecific,
+}
+
 // fallbackMode parses a fallback mode, ignoring case; it returns "" after reporting a bad one.
-func (p *parser) fallbackMode(n *yaml.Node, path string) FallbackMode {
+// For one of CoreDNS-GSLB's names it also returns that name, the field the mode answers with.
+func (p *parser) fallbackMode(n *yaml.Node, path string) (FallbackMode, string) {
 	s, ok := p.str(n, path)
 	if !ok {
-		return ""
+		return "", ""
 	}
-	if m := strings.ToLower(s); slices.Contains(fallbackModes, m) {
-		return FallbackMode(m)
+	m := strings.ToLower(s)
+	if slices.Contains(fallbackModes, m) {
+		return FallbackMode(m), ""
+	}
+	if cg, ok := cgFallbackModes[m]; ok {
+		return cg, m
 	}
 	p.Errorf(n, path, "%v", unknownChoice("fallback mode", s, fallbackModes))
-	return ""
+	return "", ""
 }

@@ -123,6 +123,10 @@ type Zone struct {
 	NS     []string // fully qualified name server names, lower case
 	// Records are sorted by name.
 	Records []Record
+	// Warnings are what the file says that loads but should be changed, such as a deprecated
+	// spelling, each with its file:line:col and field. The zone serves the same with or
+	// without them; the engine logs them when it loads the zone.
+	Warnings ErrorList
 }
 
 // SOA is the zone's start of authority. Fields absent from the file hold generated values.
@@ -150,9 +154,24 @@ type Record struct {
 	ScrapeRetries  int
 	Fallback       Fallback
 	// ALPN is the alpn value of HTTPS/SVCB answers; empty means none is sent.
-	ALPN     []string
-	Backends []Backend
+	ALPN []string
+	// HashOrder is how ip-hash orders the healthy backends before the modulo.
+	HashOrder HashOrder
+	Backends  []Backend
 }
+
+// HashOrder is the order ip-hash puts a record's healthy backends in before it takes the
+// client's hash modulo their number.
+type HashOrder string
+
+// The ip-hash orders.
+const (
+	// HashOrderAddress sorts IP addresses by value, then host names alphabetically (default).
+	HashOrderAddress HashOrder = "address"
+	// HashOrderText sorts the addresses as written, as text: the order of CoreDNS-GSLB, so
+	// that every client keeps the backend CoreDNS-GSLB gave it.
+	HashOrderText HashOrder = "text"
+)
 
 // Fallback is a record's policy for when no backend is healthy.
 type Fallback struct {
@@ -184,7 +203,10 @@ type Backend struct {
 	Longitude   float64
 	HasCoords   bool
 
-	HealthChecks  []HealthCheck
+	HealthChecks []HealthCheck
+	// Timeout bounds each probe of this backend's checks in place of the record's
+	// scrape_timeout; 0 when not set. A check's own timeout parameter still wins.
+	Timeout       time.Duration
 	Rise          int
 	Fall          int
 	AssumeHealthy bool

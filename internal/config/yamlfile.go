@@ -23,9 +23,10 @@ import (
 // cannot repeat a problem without bound either. The zone loader and the location map of package geo both
 // parse with it.
 type YAMLFile struct {
-	name string
-	errs ErrorList
-	seen map[errorKey]bool
+	name  string
+	errs  ErrorList
+	warns ErrorList
+	seen  map[errorKey]bool
 	// work counts the nodes visited and the problems reported; budget bounds it, and exhausted
 	// is set once work went past it.
 	work, budget int
@@ -76,20 +77,40 @@ func (f *YAMLFile) Errorf(n *yaml.Node, path, format string, args ...any) {
 	f.ErrorAt(f.Pos(n), path, format, args...)
 }
 
+// WarnAt records something at pos that does not stop the file from loading, such as a
+// deprecated spelling, unless the same warning was recorded at pos already.
+func (f *YAMLFile) WarnAt(pos Position, path, format string, args ...any) {
+	k := errorKey{pos, "warning: " + fmt.Sprintf(format, args...)}
+	if f.seen[k] {
+		return
+	}
+	if f.seen == nil {
+		f.seen = map[errorKey]bool{}
+	}
+	f.seen[k] = true
+	f.warns = append(f.warns, &Error{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Warnings returns the warnings recorded, sorted by position like Errors, or nil.
+func (f *YAMLFile) Warnings() ErrorList { return sortByPos(f.warns) }
+
 // Len returns the number of problems recorded so far.
 func (f *YAMLFile) Len() int { return len(f.errs) }
 
 // Errors returns the problems recorded, sorted by position (stable: problems at one position
 // keep their order), or nil when there are none.
-func (f *YAMLFile) Errors() ErrorList {
-	if len(f.errs) == 0 {
+func (f *YAMLFile) Errors() ErrorList { return sortByPos(f.errs) }
+
+// sortByPos sorts l by position, stably, and returns it; nil when it is empty.
+func sortByPos(l ErrorList) ErrorList {
+	if len(l) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(f.errs, func(a, b *Error) int {
+	slices.SortStableFunc(l, func(a, b *Error) int {
 		return cmp.Or(cmp.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Pos.Line, b.Pos.Line),
 			cmp.Compare(a.Pos.Column, b.Pos.Column))
 	})
-	return f.errs
+	return l
 }
 
 // Spend counts the visit of node n and reports false once the file's budget is exhausted; the

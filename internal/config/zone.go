@@ -20,7 +20,7 @@ const (
 	defaultSOATTL     = 3600
 )
 
-var zoneKeys = []string{"healthcheck_profiles", "defaults", "soa", "ns", "records"}
+var zoneKeys = []string{"healthcheck", "healthcheck_profiles", "defaults", "soa", "ns", "records"}
 
 // ParseZone parses one zone file's content. origin is the zone (any case, with or without
 // trailing dot). shared holds profiles from the Corefile's healthcheck_profiles file (may be nil);
@@ -55,9 +55,12 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 			top[e.key] = e.v
 		}
 	}
-	profiles := profileSet{shared: shared}
+	profiles := profileSet{shared: shared, rise: DefaultRise, fall: DefaultFall}
 	if n := top["healthcheck_profiles"]; n != nil {
 		profiles.local = p.profiles(n)
+	}
+	if n := top["healthcheck"]; n != nil {
+		p.thresholds(&profiles, n)
 	}
 	p.soa(z, top["soa"], top["ns"], serial)
 	var defs recordOpts
@@ -86,6 +89,7 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 	if err := p.err(); err != nil {
 		return nil, err
 	}
+	z.Warnings = p.Warnings()
 	return z, nil
 }
 

@@ -62,8 +62,9 @@ type Engine struct {
 }
 
 // Check validates everything New would load, health checks included (their parameters,
-// scripts and programs), without serving or probing. It returns every error found.
-func Check(opts config.Options) error {
+// scripts and programs), without serving or probing. It returns every error found, and the
+// warnings of the zones (those New logs) when they load.
+func Check(opts config.Options) (warnings []error, err error) {
 	zones, err := files.Load(opts)
 	if st, geoErr := openGeo(opts.GeoIP); geoErr != nil {
 		err = errors.Join(err, geoErr)
@@ -71,12 +72,17 @@ func Check(opts config.Options) error {
 		_ = st.Sources().Close()
 	}
 	if err != nil {
-		return err
+		return nil, err
+	}
+	for _, z := range zones {
+		for _, w := range z.Warnings {
+			warnings = append(warnings, w)
+		}
 	}
 	probeless := health.NewManager(health.Options{})
 	snap, err := catalog.Build(zones, probeless)
 	if err != nil {
-		return fmt.Errorf("compile zones: %w", err)
+		return warnings, fmt.Errorf("compile zones: %w", err)
 	}
 	specs, err := healthSpecs(snap)
 	for _, s := range specs {
@@ -84,7 +90,7 @@ func Check(opts config.Options) error {
 			probe.Release(c.Prober)
 		}
 	}
-	return err
+	return warnings, err
 }
 
 // HealthOptions returns the health manager options that opts asks for.
@@ -189,6 +195,11 @@ func (e *Engine) load() error {
 		var err error
 		if zones, err = src.Merge(zones); err != nil {
 			return fmt.Errorf("%s: %w", src.Name(), err)
+		}
+	}
+	for _, z := range zones {
+		for _, w := range z.Warnings {
+			e.log.Warningf("%v", w)
 		}
 	}
 	warnGeoless(zones, e.opts.GeoIP, e.log)

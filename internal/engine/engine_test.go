@@ -227,10 +227,20 @@ records:
     backends:
       - {address: 127.0.0.1, healthchecks: [{type: tcp, params: {port: %d}}]}
 `, port))
+	s := downBackendStep(t, e)
+	if !strings.Contains(s.Text, "down") || !strings.Contains(s.Text, "connection refused") || len(s.Backends) != 1 || s.Backends[0] != "www.example.org.|127.0.0.1|0" {
+		t.Fatalf("backend step %+v, want its state, last result and key", s)
+	}
+}
+
+// downBackendStep starts e, waits until the backend 127.0.0.1 of www.example.org. is down, and
+// returns the step of an explanation that describes it.
+func downBackendStep(t *testing.T, e *Engine) admin.Step {
+	t.Helper()
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer e.Stop()
+	t.Cleanup(func() { e.Stop() })
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		return backendState(t, e, "www.example.org.", "127.0.0.1").Status() == health.Down
 	}, "the backend did not go down")
@@ -240,13 +250,66 @@ records:
 	}
 	for _, s := range ex.Steps {
 		if s.Stage == "IPv4 backend 127.0.0.1" {
-			if !strings.Contains(s.Text, "down") || !strings.Contains(s.Text, "connection refused") || len(s.Backends) != 1 || s.Backends[0] != "www.example.org.|127.0.0.1|0" {
-				t.Fatalf("backend step %+v, want its state, last result and key", s)
-			}
-			return
+			return s
 		}
 	}
 	t.Fatalf("no step for the backend: %+v", ex.Steps)
+	return admin.Step{}
+}
+
+func TestLoadLogsTheZonesWarningsOnce(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "zone.yml")
+	yml := "records:\n  www.example.org.:\n    failover_policy: {mode: fail-closed}\n    backends: [{address: 10.0.0.1}]\n"
+	if err := os.WriteFile(file, []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := config.DefaultOptions()
+	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: file}}
+	log := &testutil.Log{}
+	if _, err := New(opts, log); err != nil {
+		t.Fatal(err)
+	}
+	want := "WARNING " + file + `:3:5: records["www.example.org."].failover_policy: failover_policy is deprecated: rename it fallback_policy`
+	if n := log.Count(want); n != 1 {
+		t.Fatalf("%d lines %q, want 1", n, want)
+	}
+}
+
+// TestBackendTimeoutBoundsItsProbes checks that a backend's timeout replaces the record's
+// scrape_timeout for its checks: a server that accepts and never answers times the probe out
+// after the backend's 300ms, not the record's 2s.
+func TestBackendTimeoutBoundsItsProbes(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		var held []net.Conn // kept open and unanswered until the listener closes
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	port := silent.Addr().(*net.TCPAddr).Port
+	e, _ := newTestEngine(t, fmt.Sprintf(`
+records:
+  www.example.org.:
+    scrape_interval: 3s
+    scrape_timeout: 2s
+    scrape_retries: 0
+    backends:
+      - {address: 127.0.0.1, timeout: 300ms, fall: 1, healthchecks: [{type: tcp, params: {port: %d, expect: pong}}]}
+`, port))
+	if s := downBackendStep(t, e); !strings.Contains(s.Text, "timeout after 300ms") {
+		t.Fatalf("backend step %q, want a timeout after the backend's 300ms", s.Text)
+	}
 }
 
 // TestScriptChecksSeeTheirBackend: the custom and lua checks are handed the backend's record

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"strings"
 
@@ -56,7 +57,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 				continue
 			}
 			for i, hc := range bc.HealthChecks {
-				c, err := compiler.Compile(hc, target, rc.ScrapeTimeout)
+				c, err := compiler.Compile(hc, target, cmp.Or(bc.Timeout, rc.ScrapeTimeout))
 				if err != nil {
 					errs = append(errs, err)
 					continue

@@ -25,6 +25,8 @@ type Candidate struct {
 	Weight   int
 	// Addr is the backend's address; invalid for host-name backends, which sort by Host.
 	Addr netip.Addr
+	// Host is the backend's address as the configuration writes it: the host name, or the
+	// IP address's text, which ip-hash's text order sorts by.
 	Host string
 }
 
@@ -46,18 +48,22 @@ type Set struct {
 // Len returns the number of candidates in the set.
 func (s *Set) Len() int { return len(s.Order) }
 
-// Prepare orders candidates for mode and precomputes what Pick needs. counter is the record's
-// rotation counter (roundrobin); it may be nil for other modes.
-func Prepare(mode config.Mode, cands []Candidate, counter *atomic.Uint64) *Set {
+// Prepare orders candidates for mode and precomputes what Pick needs. order is ip-hash's order
+// of the candidates (the zero value is config.HashOrderAddress); other modes ignore it. counter
+// is the record's rotation counter (roundrobin); it may be nil for other modes.
+func Prepare(mode config.Mode, order config.HashOrder, cands []Candidate, counter *atomic.Uint64) *Set {
 	s := &Set{mode: mode, Order: make([]int, len(cands)), next: counter}
 	for i := range s.Order {
 		s.Order[i] = i
 	}
-	switch mode {
-	case config.ModeIPHash:
+	switch {
+	case mode == config.ModeIPHash && order == config.HashOrderText:
+		// CoreDNS-GSLB's order: the addresses as written, compared as bytes.
+		slices.SortStableFunc(s.Order, func(a, b int) int { return cmp.Compare(cands[a].Host, cands[b].Host) })
+	case mode == config.ModeIPHash:
 		// A deterministic order that does not depend on the configuration's order.
 		slices.SortStableFunc(s.Order, func(a, b int) int { return compareAddress(cands[a], cands[b]) })
-	case config.ModeRoundRobin, config.ModeRandom, config.ModeWeighted:
+	case mode == config.ModeRoundRobin || mode == config.ModeRandom || mode == config.ModeWeighted:
 		// Configuration order.
 	default:
 		// failover, and the geo modes' final fallback: best priority first, ties in config order.
@@ -149,9 +155,9 @@ func (s *Set) Pick(client netip.Addr, dst []int) []int {
 }
 
 // HashAddr returns the 32-bit FNV-1a hash of the address in its canonical text form
-// ("192.0.2.1", "2001:db8::1"), the key CoreDNS-GSLB's ip-hash uses too (it orders the
-// backends differently: docs/modes.md says what a migration does). It is computed on a stack
-// buffer and never allocates.
+// ("192.0.2.1", "2001:db8::1"), the key CoreDNS-GSLB's ip-hash uses too (by default it orders
+// the backends differently: config.HashOrderText is its order, and docs/modes.md says what a
+// migration does). It is computed on a stack buffer and never allocates.
 func HashAddr(a netip.Addr) uint32 {
 	var buf [64]byte
 	const (
@@ -167,8 +173,9 @@ func HashAddr(a netip.Addr) uint32 {
 }
 
 // Rule says in a few words how mode picks among n healthy candidates of a Set for client, as
-// explanations print it. The geo modes explain themselves step by step: see GeoTable.Explain.
-func Rule(mode config.Mode, client netip.Addr, n int) string {
+// explanations print it; order is ip-hash's, as given to Prepare. The geo modes explain
+// themselves step by step: see GeoTable.Explain.
+func Rule(mode config.Mode, order config.HashOrder, client netip.Addr, n int) string {
 	switch mode {
 	case config.ModeRoundRobin:
 		return "roundrobin (one in turn)"
@@ -177,7 +184,11 @@ func Rule(mode config.Mode, client netip.Addr, n int) string {
 	case config.ModeWeighted:
 		return "weighted (one at random, in proportion to weight)"
 	case config.ModeIPHash:
-		return fmt.Sprintf("ip-hash (FNV-1a of %s mod %d = %d, in address order)", client, n, HashAddr(client)%uint32(max(n, 1)))
+		by := "address"
+		if order == config.HashOrderText {
+			by = "text"
+		}
+		return fmt.Sprintf("ip-hash (FNV-1a of %s mod %d = %d, in %s order)", client, n, HashAddr(client)%uint32(max(n, 1)), by)
 	}
 	return "failover (every backend of the best priority)"
 }

@@ -186,7 +186,14 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 		return positive(c, &o.HealthcheckIdleMultiplier)
 	case "geoip_maxmind":
 		return parseMaxMind(c, root, &o.GeoIP)
-	case "geoip_custom":
+	case "geoip_city_maxmind_db", "geoip_asn_maxmind_db":
+		// CoreDNS-GSLB's one-line spellings of geoip_maxmind city_db|asn_db PATH.
+		v, err := single(c)
+		if err != nil {
+			return err
+		}
+		return setMaxMind(c, root, &o.GeoIP, strings.TrimSuffix(strings.TrimPrefix(name, "geoip_"), "_maxmind_db"), v)
+	case "geoip_custom", "geoip_custom_db":
 		v, err := single(c)
 		if err != nil {
 			return err
@@ -210,15 +217,46 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 	return nil
 }
 
-// parseMaxMind reads "geoip_maxmind city_db|country_db|asn_db PATH". The option repeats, once
-// per database type.
+// parseMaxMind reads "geoip_maxmind TYPE PATH" and the block form "geoip_maxmind { TYPE PATH
+// ... }". TYPE is city_db, country_db or asn_db, or CoreDNS-GSLB's city, country or asn. The
+// line form repeats, once per database type.
 func parseMaxMind(c *caddy.Controller, root string, g *config.GeoIPOptions) error {
+	const usage = "want 'geoip_maxmind city_db|country_db|asn_db PATH' or a block of such lines"
 	args := c.RemainingArgs()
-	if len(args) != 2 {
-		return c.Errf("geoip_maxmind: want 'geoip_maxmind city_db|country_db|asn_db PATH', got %d arguments", len(args))
+	if len(args) == 2 {
+		return setMaxMind(c, root, g, args[0], args[1])
 	}
+	if len(args) != 0 {
+		return c.Errf("geoip_maxmind: %s, got %d arguments", usage, len(args))
+	}
+	n := 0
+	for c.NextBlock() {
+		typ := c.Val()
+		rest := c.RemainingArgs()
+		if len(rest) != 1 {
+			return c.Errf("geoip_maxmind: want 'TYPE PATH' in the block, got %d arguments after %s", len(rest), typ)
+		}
+		if err := setMaxMind(c, root, g, typ, rest[0]); err != nil {
+			return err
+		}
+		n++
+	}
+	if n == 0 {
+		return c.Errf("geoip_maxmind: %s", usage)
+	}
+	return nil
+}
+
+// maxMindTypes maps each database type name, ours and CoreDNS-GSLB's, to ours.
+var maxMindTypes = map[string]string{
+	"city_db": "city_db", "country_db": "country_db", "asn_db": "asn_db",
+	"city": "city_db", "country": "country_db", "asn": "asn_db",
+}
+
+// setMaxMind sets the path of the MaxMind database of type typ, once.
+func setMaxMind(c *caddy.Controller, root string, g *config.GeoIPOptions, typ, path string) error {
 	var dst *string
-	switch args[0] {
+	switch maxMindTypes[typ] {
 	case "city_db":
 		dst = &g.CityDB
 	case "country_db":
@@ -226,12 +264,12 @@ func parseMaxMind(c *caddy.Controller, root string, g *config.GeoIPOptions) erro
 	case "asn_db":
 		dst = &g.ASNDB
 	default:
-		return c.Errf("geoip_maxmind: unknown database type %q (valid: city_db, country_db, asn_db)", args[0])
+		return c.Errf("geoip_maxmind: unknown database type %q (valid: city_db, country_db, asn_db, or city, country, asn)", typ)
 	}
 	if *dst != "" {
-		return c.Errf("geoip_maxmind: %s is given twice", args[0])
+		return c.Errf("geoip_maxmind: the %s database is given twice", maxMindTypes[typ])
 	}
-	*dst = resolve(root, args[1])
+	*dst = resolve(root, path)
 	return nil
 }
 

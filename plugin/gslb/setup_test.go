@@ -98,7 +98,7 @@ func TestParseBlock(t *testing.T) {
 			},
 		},
 		{name: "geoip_maxmind unknown type", input: "gslb {\n zone example.org. a.yml\n geoip_maxmind isp_db x.mmdb\n}", wantErr: `Testfile:3 - Error during parsing: geoip_maxmind: unknown database type "isp_db"`},
-		{name: "geoip_maxmind twice", input: "gslb {\n zone example.org. a.yml\n geoip_maxmind city_db a.mmdb\n geoip_maxmind city_db b.mmdb\n}", wantErr: "Testfile:4 - Error during parsing: geoip_maxmind: city_db is given twice"},
+		{name: "geoip_maxmind twice", input: "gslb {\n zone example.org. a.yml\n geoip_maxmind city_db a.mmdb\n geoip_maxmind city_db b.mmdb\n}", wantErr: "Testfile:4 - Error during parsing: geoip_maxmind: the city_db database is given twice"},
 		{name: "geoip_maxmind arity", input: "gslb {\n zone example.org. a.yml\n geoip_maxmind city_db\n}", wantErr: "want 'geoip_maxmind city_db|country_db|asn_db PATH'"},
 		{name: "geoip_custom arity", input: "gslb {\n zone example.org. a.yml\n geoip_custom\n}", wantErr: "geoip_custom: want one argument"},
 		{name: "unknown option names its line", input: "gslb {\n zone example.org. a.yml\n frobnicate on\n}", wantErr: `Testfile:3 - Error during parsing: unknown option "frobnicate"`},
@@ -114,19 +114,58 @@ func TestParseBlock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := caddy.NewTestController("dns", tt.input)
-			c.ServerBlockKeys = tt.keys
-			b, err := ParseBlock(c, tt.root)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
-				}
-				return
+			if b, ok := parseBlockWant(t, tt.input, tt.keys, tt.root, tt.wantErr); ok {
+				tt.check(t, b)
 			}
-			if err != nil {
-				t.Fatal(err)
+		})
+	}
+}
+
+// parseBlockWant parses the Corefile input with ParseBlock. With wantErr, it checks that the
+// error contains it and reports false; otherwise it fails on an error and reports true.
+func parseBlockWant(t *testing.T, input string, keys []string, root, wantErr string) (Block, bool) {
+	t.Helper()
+	c := caddy.NewTestController("dns", input)
+	c.ServerBlockKeys = keys
+	b, err := ParseBlock(c, root)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want one containing %q", err, wantErr)
+		}
+		return b, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, true
+}
+
+// TestGeoIPSpellings checks that each way CoreDNS-GSLB's documentation writes the GeoIP sources
+// names the same files as Meridian's own spelling.
+func TestGeoIPSpellings(t *testing.T) {
+	all := config.GeoIPOptions{CityDB: "/g/city.mmdb", CountryDB: "/g/country.mmdb", ASNDB: "/g/asn.mmdb", CustomMap: "/g/map.yml"}
+	tests := []struct {
+		name, options string
+		want          config.GeoIPOptions
+		wantErr       string
+	}{
+		{name: "ours", options: "geoip_maxmind city_db city.mmdb\n geoip_maxmind country_db country.mmdb\n geoip_maxmind asn_db asn.mmdb\n geoip_custom map.yml", want: all},
+		{name: "type names", options: "geoip_maxmind city city.mmdb\n geoip_maxmind country country.mmdb\n geoip_maxmind asn asn.mmdb\n geoip_custom_db map.yml", want: all},
+		{name: "block", options: "geoip_maxmind {\n  country_db country.mmdb\n  city_db city.mmdb\n  asn asn.mmdb\n }\n geoip_custom map.yml", want: all},
+		{name: "one-line city and asn", options: "geoip_maxmind country country.mmdb\n geoip_city_maxmind_db city.mmdb\n geoip_asn_maxmind_db asn.mmdb\n geoip_custom_db map.yml", want: all},
+		{name: "block and line of one type", options: "geoip_maxmind {\n  city_db a.mmdb\n }\n geoip_maxmind city b.mmdb", wantErr: "Testfile:6 - Error during parsing: geoip_maxmind: the city_db database is given twice"},
+		{name: "line and one-line spelling of one type", options: "geoip_maxmind asn_db a.mmdb\n geoip_asn_maxmind_db b.mmdb", wantErr: "Testfile:4 - Error during parsing: geoip_maxmind: the asn_db database is given twice"},
+		{name: "empty block", options: "geoip_maxmind {\n }", wantErr: "Testfile:4 - Error during parsing: geoip_maxmind: want 'geoip_maxmind city_db|country_db|asn_db PATH' or a block"},
+		{name: "bad type in block", options: "geoip_maxmind {\n  isp_db x.mmdb\n }", wantErr: `Testfile:4 - Error during parsing: geoip_maxmind: unknown database type "isp_db"`},
+		{name: "block line arity", options: "geoip_maxmind {\n  city_db\n }", wantErr: "Testfile:4 - Error during parsing: geoip_maxmind: want 'TYPE PATH' in the block, got 0 arguments after city_db"},
+		{name: "one-line spelling arity", options: "geoip_city_maxmind_db", wantErr: "geoip_city_maxmind_db: want one argument, got 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, ok := parseBlockWant(t, "gslb {\n zone example.org. a.yml\n "+tt.options+"\n}", nil, "/g", tt.wantErr)
+			if ok && b.Options.GeoIP != tt.want {
+				t.Errorf("geoip %+v, want %+v", b.Options.GeoIP, tt.want)
 			}
-			tt.check(t, b)
 		})
 	}
 }

@@ -76,9 +76,11 @@ var (
 )
 
 // newHTTPProbe compiles an http check: port, uri, method, host, headers, expected_code,
-// expected_body, enable_tls, skip_tls_verify, follow_redirects.
+// expected_body, enable_tls, skip_tls_verify, follow_redirects. As in CoreDNS-GSLB, enable_tls
+// defaults to true and the port to 443; the backend's port replaces 443, and enable_tls: false
+// without a port means 80.
 func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
-	useTLS := p.Bool("enable_tls", false)
+	useTLS := p.Bool("enable_tls", true)
 	defPort, scheme := 80, "http"
 	if useTLS {
 		defPort, scheme = 443, "https"

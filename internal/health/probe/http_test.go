@@ -4,17 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +43,20 @@ func compileProbe(t testing.TB, typ string, params map[string]any, tg Target) Pr
 		t.Fatalf("compile %s %v: %v", typ, params, err)
 	}
 	return c.Prober
+}
+
+// compileHTTP compiles an http check of params against tg, over plain HTTP unless params set
+// enable_tls (TLS is the default).
+func compileHTTP(t testing.TB, params map[string]any, tg Target) Prober {
+	t.Helper()
+	if _, ok := params["enable_tls"]; !ok {
+		params = maps.Clone(params)
+		if params == nil {
+			params = map[string]any{}
+		}
+		params["enable_tls"] = false
+	}
+	return compileProbe(t, "http", params, tg)
 }
 
 // probeWithin runs one probe with a context of d, returning its result and duration.
@@ -188,7 +206,7 @@ func TestHTTPProbe(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, via := range probeWays {
-				pr := compileProbe(t, "http", tc.params, tg)
+				pr := compileHTTP(t, tc.params, tg)
 				for i := range 2 { // the second probe runs on the kept-alive connection, if any
 					res, _ := probeVia(t, via, pr, 2*time.Second)
 					if res.OK != tc.ok || res.Reason != tc.reason {
@@ -223,7 +241,7 @@ func TestHTTPProbeTLS(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pr := compileProbe(t, "http", tc.params, tg)
+			pr := compileHTTP(t, tc.params, tg)
 			res, _ := probeWithin(pr, 2*time.Second)
 			if res.OK != tc.ok || res.Reason != tc.reason {
 				t.Fatalf("got %+v, want ok=%v reason %q", res, tc.ok, tc.reason)
@@ -234,7 +252,7 @@ func TestHTTPProbeTLS(t *testing.T) {
 	t.Run("TLS to a plain server", func(t *testing.T) {
 		plain := httptest.NewServer(httpTestHandler())
 		defer plain.Close()
-		pr := compileProbe(t, "http", map[string]any{"enable_tls": true, "skip_tls_verify": true}, probeTarget(t, plain.Listener.Addr()))
+		pr := compileHTTP(t, map[string]any{"enable_tls": true, "skip_tls_verify": true}, probeTarget(t, plain.Listener.Addr()))
 		res, _ := probeWithin(pr, 2*time.Second)
 		if res.OK || !strings.HasPrefix(res.Reason, "tls: ") {
 			t.Fatalf("got %+v, want a tls failure", res)
@@ -257,7 +275,7 @@ func TestHTTPProbeIPv6(t *testing.T) {
 		t.Fatalf("target host %q", tg.Host)
 	}
 	want := fmt.Sprintf(`host=\[::1\]:%d `, tg.Port)
-	pr := compileProbe(t, "http", map[string]any{"uri": "/echo", "expected_body": want}, tg)
+	pr := compileHTTP(t, map[string]any{"uri": "/echo", "expected_body": want}, tg)
 	if res, _ := probeWithin(pr, 2*time.Second); !res.OK {
 		t.Fatalf("got %+v", res)
 	}
@@ -266,7 +284,7 @@ func TestHTTPProbeIPv6(t *testing.T) {
 func TestHTTPProbeTimeout(t *testing.T) {
 	ln := silentListener(t)
 	for _, params := range []map[string]any{nil, {"enable_tls": true}} {
-		pr := compileProbe(t, "http", params, probeTarget(t, ln.Addr()))
+		pr := compileHTTP(t, params, probeTarget(t, ln.Addr()))
 		res, took := probeWithin(pr, 200*time.Millisecond)
 		if res.OK || res.Reason != "timeout after 200ms" {
 			t.Errorf("%v: got %+v, want timeout after 200ms", params, res)
@@ -277,7 +295,7 @@ func TestHTTPProbeTimeout(t *testing.T) {
 	}
 
 	// Without a deadline on the context, the check's own timeout bounds the probe.
-	pr := compileProbe(t, "http", map[string]any{"timeout": "150ms"}, probeTarget(t, ln.Addr()))
+	pr := compileHTTP(t, map[string]any{"timeout": "150ms"}, probeTarget(t, ln.Addr()))
 	start := time.Now()
 	res := pr.Probe(context.Background())
 	if res.OK || res.Reason != "timeout after 150ms" || time.Since(start) > time.Second {
@@ -286,7 +304,7 @@ func TestHTTPProbeTimeout(t *testing.T) {
 }
 
 func TestHTTPProbeTransportErrors(t *testing.T) {
-	pr := compileProbe(t, "http", nil, closedPort(t))
+	pr := compileHTTP(t, nil, closedPort(t))
 	if res, _ := probeWithin(pr, time.Second); res.OK || res.Reason != "connect: connection refused" {
 		t.Fatalf("closed port: got %+v", res)
 	}
@@ -302,7 +320,7 @@ func TestHTTPProbeTransportErrors(t *testing.T) {
 		"":                "connection closed before response",
 		"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n": "connection closed",
 	} {
-		pr := compileProbe(t, "http", nil, garbage(reply))
+		pr := compileHTTP(t, nil, garbage(reply))
 		if res, _ := probeWithin(pr, time.Second); res.OK || res.Reason != want {
 			t.Errorf("reply %q: got %+v, want %q", reply, res, want)
 		}
@@ -325,7 +343,7 @@ func countingServer(t testing.TB) (*httptest.Server, *atomic.Int32) {
 
 func TestHTTPProbeReuse(t *testing.T) {
 	srv, conns := countingServer(t)
-	pr := compileProbe(t, "http", map[string]any{"expected_body": "ok"}, probeTarget(t, srv.Listener.Addr()))
+	pr := compileHTTP(t, map[string]any{"expected_body": "ok"}, probeTarget(t, srv.Listener.Addr()))
 	for i := range 5 {
 		if res, _ := probeWithin(pr, time.Second); !res.OK {
 			t.Fatalf("probe %d: %+v", i, res)
@@ -346,7 +364,7 @@ func TestHTTPProbeReuse(t *testing.T) {
 	}
 
 	// A body over the limit is not drained: its connection is not reused.
-	big := compileProbe(t, "http", map[string]any{"uri": "/big"}, probeTarget(t, srv.Listener.Addr()))
+	big := compileHTTP(t, map[string]any{"uri": "/big"}, probeTarget(t, srv.Listener.Addr()))
 	before := conns.Load()
 	for range 2 {
 		if res, _ := probeWithin(big, time.Second); !res.OK {
@@ -371,7 +389,7 @@ func TestHTTPProbeReuse(t *testing.T) {
 
 func TestHTTPProbeConcurrent(t *testing.T) {
 	srv, conns := countingServer(t)
-	pr := compileProbe(t, "http", map[string]any{"expected_body": "ok"}, probeTarget(t, srv.Listener.Addr()))
+	pr := compileHTTP(t, map[string]any{"expected_body": "ok"}, probeTarget(t, srv.Listener.Addr()))
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
@@ -409,7 +427,7 @@ func TestHTTPParamErrors(t *testing.T) {
 		{map[string]any{"port": 70000}, "params.port"},
 		{map[string]any{"enable_tls": "maybe"}, "params.enable_tls"},
 		{map[string]any{"host": "a\nb"}, "params.host"},
-		{map[string]any{"skip_tls_verify": true}, "params.skip_tls_verify: only applies with enable_tls: true"},
+		{map[string]any{"skip_tls_verify": true, "enable_tls": false}, "params.skip_tls_verify: only applies with enable_tls: true"},
 	}
 	for _, tc := range tests {
 		_, err := Compile(config.HealthCheck{Type: "http", Params: tc.params}, tg, time.Second)
@@ -429,29 +447,107 @@ func TestHTTPParamErrors(t *testing.T) {
 	}
 }
 
+// TestHTTPDefaultPort checks what a check that leaves out port or enable_tls probes: TLS on,
+// port 443, as CoreDNS-GSLB; the backend's port replaces 443; enable_tls: false alone means 80.
 func TestHTTPDefaultPort(t *testing.T) {
 	tg := Target{Host: "example.com"}
 	for _, tc := range []struct {
 		params      map[string]any
+		tg          Target
 		addr, host  string
 		serverName  string
 		wantTLSConf bool
 	}{
-		{nil, "example.com:80", "example.com", "", false},
-		{map[string]any{"enable_tls": true}, "example.com:443", "example.com", "example.com", true},
-		{map[string]any{"port": 8443, "enable_tls": true, "host": "api.example.com"}, "example.com:8443", "api.example.com", "api.example.com", true},
+		{nil, tg, "example.com:443", "example.com", "example.com", true},
+		{map[string]any{"enable_tls": true}, tg, "example.com:443", "example.com", "example.com", true},
+		{map[string]any{"port": 8080}, tg, "example.com:8080", "example.com:8080", "example.com", true},
+		{map[string]any{"enable_tls": false}, tg, "example.com:80", "example.com", "", false},
+		{map[string]any{"enable_tls": false, "port": 8080}, tg, "example.com:8080", "example.com:8080", "", false},
+		{map[string]any{"port": 8443, "enable_tls": true, "host": "api.example.com"}, tg, "example.com:8443", "api.example.com", "api.example.com", true},
+		{nil, Target{Host: "2001:db8::1", Port: 8080}, "[2001:db8::1]:8080", "[2001:db8::1]:8080", "2001:db8::1", true},
+		{map[string]any{"enable_tls": false}, Target{Host: "2001:db8::1", Port: 8080}, "[2001:db8::1]:8080", "[2001:db8::1]:8080", "", false},
 	} {
-		hp := compileProbe(t, "http", tc.params, tg).(*httpProbe)
+		hp := compileProbe(t, "http", tc.params, tc.tg).(*httpProbe)
 		if hp.addr != tc.addr || !hostHeaderIs(hp, tc.host) || (hp.tls != nil) != tc.wantTLSConf {
-			t.Errorf("%v: addr %q request %q tls %v", tc.params, hp.addr, hp.req, hp.tls != nil)
+			t.Errorf("%v on %v: addr %q request %q tls %v", tc.params, tc.tg, hp.addr, hp.req, hp.tls != nil)
 		}
 		if hp.tls != nil && hp.tls.ServerName != tc.serverName {
-			t.Errorf("%v: server name %q", tc.params, hp.tls.ServerName)
+			t.Errorf("%v on %v: server name %q", tc.params, tc.tg, hp.tls.ServerName)
 		}
 	}
-	hp := compileProbe(t, "http", nil, Target{Host: "2001:db8::1", Port: 8080}).(*httpProbe)
-	if hp.addr != "[2001:db8::1]:8080" || !hostHeaderIs(hp, "[2001:db8::1]:8080") {
-		t.Errorf("IPv6: addr %q request %q", hp.addr, hp.req)
+}
+
+// privilegedListeners listens on ports 443 and 80 of one loopback address not in use, so that
+// checks without a port reach them. It skips the test where binding those ports is not
+// permitted (not root and no CAP_NET_BIND_SERVICE).
+func privilegedListeners(t *testing.T) (https, plain net.Listener) {
+	t.Helper()
+	for i := range 50 {
+		ip := netip.AddrFrom4([4]byte{127, 44, byte(os.Getpid() >> 8), byte(os.Getpid() + i)})
+		a, err := net.Listen("tcp", netip.AddrPortFrom(ip, 443).String())
+		if errors.Is(err, syscall.EACCES) {
+			t.Skip("binding port 443 needs root or CAP_NET_BIND_SERVICE")
+		}
+		if err != nil {
+			continue
+		}
+		b, err := net.Listen("tcp", netip.AddrPortFrom(ip, 80).String())
+		if err != nil {
+			a.Close()
+			continue
+		}
+		return a, b
+	}
+	t.Fatal("no loopback address with ports 443 and 80 free")
+	return nil, nil
+}
+
+// TestHTTPDefaultsAgainstRealServers probes real HTTPS and HTTP servers with checks that leave
+// out port and enable_tls, as a CoreDNS-GSLB zone file does.
+func TestHTTPDefaultsAgainstRealServers(t *testing.T) {
+	lnTLS, lnPlain := privilegedListeners(t)
+	tlsSrv := httptest.NewUnstartedServer(httpTestHandler())
+	tlsSrv.Listener.Close()
+	tlsSrv.Listener = lnTLS
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
+	plainSrv := httptest.NewUnstartedServer(httpTestHandler())
+	plainSrv.Listener.Close()
+	plainSrv.Listener = lnPlain
+	plainSrv.Start()
+	defer plainSrv.Close()
+	ip := netip.MustParseAddrPort(lnTLS.Addr().String()).Addr()
+	noPort := Target{Host: ip.String(), IP: ip}
+	other := probeTarget(t, plainSrv.Listener.Addr()) // any port of a plain server
+	otherTLS := httptest.NewUnstartedServer(httpTestHandler())
+	otherTLS.Config.ErrorLog = log.New(io.Discard, "", 0)
+	otherTLS.StartTLS()
+	defer otherTLS.Close()
+	tlsAt := netip.MustParseAddrPort(otherTLS.Listener.Addr().String())
+	tlsNoPort := Target{Host: tlsAt.Addr().String(), IP: tlsAt.Addr()}
+
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		tg     Target
+		ok     bool
+		reason string
+	}{
+		{"no port, no enable_tls: HTTPS on 443", map[string]any{"skip_tls_verify": true}, noPort, true, "http 200"},
+		{"no params: the certificate of 443 is verified", nil, noPort, false, "tls: certificate is not valid for " + ip.String()},
+		{"enable_tls false alone: HTTP on 80", map[string]any{"enable_tls": false}, noPort, true, "http 200"},
+		{"a port alone speaks TLS", map[string]any{"port": int(tlsAt.Port()), "skip_tls_verify": true}, tlsNoPort, true, "http 200"},
+		{"a port alone to a plain server fails", map[string]any{"port": int(other.Port)}, noPort, false, "tls: not a TLS server"},
+		{"the backend's port, plain", map[string]any{"enable_tls": false}, other, true, "http 200"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr := compileProbe(t, "http", tc.params, tc.tg)
+			res, _ := probeWithin(pr, 2*time.Second)
+			if res.OK != tc.ok || res.Reason != tc.reason {
+				t.Fatalf("got %+v, want ok=%v reason %q", res, tc.ok, tc.reason)
+			}
+		})
 	}
 }
 
@@ -501,7 +597,7 @@ func BenchmarkHTTPProbe(b *testing.B) {
 		{"httptest/status", probeTarget(b, srv.Listener.Addr()), nil},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			pr := compileProbe(b, "http", bc.params, bc.tg)
+			pr := compileHTTP(b, bc.params, bc.tg)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			b.ReportAllocs()

@@ -45,7 +45,7 @@ func probeVia(t testing.TB, via string, pr Prober, d time.Duration) (Result, tim
 func TestPollerReusesKeptAliveConnections(t *testing.T) {
 	srv, conns := countingServer(t)
 	tg := probeTarget(t, srv.Listener.Addr())
-	pr := compileProbe(t, "http", nil, tg)
+	pr := compileHTTP(t, nil, tg)
 	for i := range 5 {
 		if res, _ := probeVia(t, "poller", pr, 2*time.Second); !res.OK {
 			t.Fatalf("probe %d: %+v", i, res)
@@ -70,7 +70,7 @@ func TestPollerCloseDelimitedBody(t *testing.T) {
 		_, _ = w.Write([]byte("streamed until close"))
 	}))
 	defer srv.Close()
-	pr := compileProbe(t, "http", map[string]any{"expected_body": "until close$"}, probeTarget(t, srv.Listener.Addr()))
+	pr := compileHTTP(t, map[string]any{"expected_body": "until close$"}, probeTarget(t, srv.Listener.Addr()))
 	if res, _ := probeVia(t, "poller", pr, 2*time.Second); !res.OK {
 		t.Fatalf("%+v", res)
 	}
@@ -141,7 +141,7 @@ func TestPollerWaitsForAConnectInProgress(t *testing.T) {
 		params map[string]any
 	}{
 		{"tcp", map[string]any{"send": "ping", "expect": "pong"}},
-		{"http", nil},
+		{"http", map[string]any{"enable_tls": false}},
 	} {
 		pr := compileProbe(t, tc.typ, tc.params, tg)
 		res, took := probeVia(t, "poller", pr, 300*time.Millisecond)
