@@ -177,6 +177,18 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 		return positive(c, &o.BatchSizeStart)
 	case "healthcheck_idle_multiplier":
 		return positive(c, &o.HealthcheckIdleMultiplier)
+	case "state_persist_enable":
+		return flag(c, &o.State.Enable, true)
+	case "state_persist_path":
+		v, err := single(c)
+		if err != nil {
+			return err
+		}
+		o.State.Path = resolve(root, v)
+	case "state_persist_interval":
+		return duration(c, &o.State.Interval, time.Second)
+	case "state_max_age":
+		return duration(c, &o.State.MaxAge, time.Second)
 	case "geoip_maxmind":
 		return parseMaxMind(c, root, &o.GeoIP)
 	case "geoip_custom":
