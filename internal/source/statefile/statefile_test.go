@@ -1,0 +1,235 @@
+package statefile
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/health/probe"
+	"github.com/meridian-gslb/meridian/internal/testutil"
+)
+
+type nopLog struct{}
+
+func (nopLog) Infof(string, ...any)    {}
+func (nopLog) Warningf(string, ...any) {}
+
+// manager returns a real health manager, never started, whose backends hold states: each key
+// is seeded at its status (Unknown ones stay unknown).
+func manager(t *testing.T, states map[string]health.Status) *health.Manager {
+	t.Helper()
+	m := health.NewManager(health.Options{Log: nopLog{}, Seed: states})
+	var specs []health.Spec
+	keep := map[string]bool{}
+	for key := range states {
+		record, _, _ := strings.Cut(key, "|")
+		specs = append(specs, health.Spec{Key: key, Record: record, Backend: key, Rise: 1, Fall: 1, Interval: time.Hour,
+			Checks: []*probe.Compiled{{Type: "tcp", Key: "check " + key, Timeout: time.Second}}})
+		keep[key] = true
+	}
+	m.Sync(specs, keep)
+	return m
+}
+
+func TestRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	states := map[string]health.Status{
+		"www.example.org.|192.0.2.1|0":  health.Up,
+		"www.example.org.|192.0.2.2|80": health.Down,
+		"www.example.org.|192.0.2.3|0":  health.Unknown,
+	}
+	now := time.Now()
+	if err := Write(path, Take(now, manager(t, states))); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Read(path, time.Minute, now.Add(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(states, "www.example.org.|192.0.2.3|0") // unknown is not written
+	if !maps.Equal(l.States, states) || l.Format != "meridian" || !l.WrittenAt.Equal(now) {
+		t.Errorf("read %+v, want %v written at %s", l, states, now)
+	}
+	var f File
+	data, _ := os.ReadFile(path)
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	if e := f.Backends["www.example.org.|192.0.2.2|80"]; e.Record != "www.example.org." || e.Status != "down" || f.Version != Version {
+		t.Errorf("file names the backend as %+v (version %d)", e, f.Version)
+	}
+}
+
+// TestTakeLaterSourceWins: during a reload two managers are sources; the newer one's states
+// win on the keys both hold.
+func TestTakeLaterSourceWins(t *testing.T) {
+	old := manager(t, map[string]health.Status{"a|1|0": health.Up, "b|1|0": health.Down})
+	cur := manager(t, map[string]health.Status{"a|1|0": health.Down})
+	f := Take(time.Now(), old, cur)
+	if f.Backends["a|1|0"].Status != "down" || f.Backends["b|1|0"].Status != "down" || len(f.Backends) != 2 {
+		t.Errorf("took %+v", f.Backends)
+	}
+}
+
+// TestWriteReplacesAtomically: a second write replaces the first, and nothing else is left in
+// the directory.
+func TestWriteReplacesAtomically(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.json")
+	for _, st := range []health.Status{health.Up, health.Down} {
+		if err := Write(path, Take(time.Now(), manager(t, map[string]health.Status{"a|1|0": st}))); err != nil {
+			t.Fatal(err)
+		}
+		l, err := Read(path, time.Minute, time.Now())
+		if err != nil || l.States["a|1|0"] != st {
+			t.Fatalf("read %+v (%v), want a at %s", l, err, st)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("directory holds %v, want the state file alone", entries)
+	}
+}
+
+func TestReadRefuses(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	good := func(at time.Time) string {
+		return `{"version": 1, "written_at": "` + at.UTC().Format(time.RFC3339Nano) + `", "backends": {"a|1|0": {"status": "up"}}}`
+	}
+	tests := []struct {
+		name, content string
+		want          string // in the error
+	}{
+		{"older than the maximum age", good(now.Add(-2 * time.Minute)), "older than state_max_age 1m0s: not used"},
+		{"not JSON", `{"version": 1, "backends": `, "is corrupt"},
+		{"truncated to nothing", ``, "is corrupt"},
+		{"a newer version", `{"version": 2, "written_at": "2026-01-01T00:00:00Z"}`, "version 2 is not 1"},
+		{"no write time", `{"version": 1, "backends": {}}`, "written_at is missing"},
+		{"an entry that is not an object", `{"version": 1, "written_at": "2026-01-01T00:00:00Z", "backends": {"a|1|0": 3}}`, "is corrupt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-"))
+			if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Read(path, time.Minute, now)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("error %v, want one naming %s and containing %q", err, path, tt.want)
+			}
+		})
+	}
+	var stale *StaleError
+	if _, err := Read(filepath.Join(dir, "older-than-the-maximum-age"), time.Minute, now); !errors.As(err, &stale) {
+		t.Errorf("a stale file's error %v is not a *StaleError", err)
+	}
+	if _, err := Read(filepath.Join(dir, "missing"), time.Minute, now); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file's error %v is not fs.ErrNotExist", err)
+	}
+}
+
+// TestReadSkipsWhatItDoesNotKnow: statuses other than up and down are skipped; keys of
+// backends that are not configured are returned (the manager ignores them).
+func TestReadSkipsWhatItDoesNotKnow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	content := `{"version": 1, "written_at": "` + time.Now().UTC().Format(time.RFC3339) + `", "future_field": true,
+		"backends": {"a|1|0": {"status": "draining"}, "gone.example.|9.9.9.9|0": {"status": "down"}}}`
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Read(path, time.Minute, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]health.Status{"gone.example.|9.9.9.9|0": health.Down}; !maps.Equal(l.States, want) {
+		t.Errorf("states %v, want %v", l.States, want)
+	}
+}
+
+// TestReadCoreDNSGSLBFile reads the file CoreDNS-GSLB writes: its keys get port 0 and
+// canonical addresses, never-checked backends are skipped, and its age is the file's.
+func TestReadCoreDNSGSLBFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	content := `{
+  "webapp.example.com.|172.16.0.10": {"status": "healthy", "last_check": "2026-07-07T09:00:00Z", "last_resolution": "2026-07-07T08:58:30Z"},
+  "webapp.example.com.|2001:DB8::0:1": {"status": "unhealthy", "last_check": "2026-07-07T09:00:05Z", "last_resolution": "2026-07-07T08:50:00Z"},
+  "webapp.example.com.|172.16.0.12": {"status": "unhealthy", "last_check": "0001-01-01T00:00:00Z", "last_resolution": "0001-01-01T00:00:00Z"}
+}`
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Now().Add(-10 * time.Second)
+	if err := os.Chtimes(path, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Read(path, time.Minute, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]health.Status{"webapp.example.com.|172.16.0.10|0": health.Up, "webapp.example.com.|2001:db8::1|0": health.Down}
+	if !maps.Equal(l.States, want) || l.Format != "coredns-gslb" || !l.WrittenAt.Equal(mtime) {
+		t.Errorf("read %+v, want %v written at %s", l, want, mtime)
+	}
+	if _, err := Read(path, 5*time.Second, time.Now()); err == nil {
+		t.Error("a CoreDNS-GSLB file older than the maximum age was used")
+	}
+}
+
+// TestWriterWritesPeriodicallyAndLast: once started the writer writes every interval; removing
+// a source that is not the last keeps it going; removing the last writes that source's state
+// once more and stops.
+func TestWriterWritesPeriodicallyAndLast(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	w := NewWriter(path, 20*time.Millisecond, nopLog{})
+	old := manager(t, map[string]health.Status{"a|1|0": health.Up})
+	w.Add(old)
+	w.Start()
+	w.Start()
+	read := func() map[string]health.Status {
+		l, err := Read(path, time.Minute, time.Now())
+		if err != nil {
+			return nil
+		}
+		return l.States
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool { return read()["a|1|0"] == health.Up }, "no periodic write: %v", read())
+
+	cur := manager(t, map[string]health.Status{"b|1|0": health.Down})
+	w.Add(cur)
+	if w.Remove(old) {
+		t.Fatal("removing one of two sources ended the writer")
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool { _, hasOld := read()["a|1|0"]; return !hasOld && read()["b|1|0"] == health.Down },
+		"the writer does not follow its remaining source: %v", read())
+
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if !w.Remove(cur) {
+		t.Fatal("removing the last source did not end the writer")
+	}
+	if got := read(); got["b|1|0"] != health.Down {
+		t.Errorf("no last write on removing the last source: %v", got)
+	}
+	if w.stop != nil || len(w.sources) != 0 {
+		t.Error("the writer's loop still runs after its last source left")
+	}
+}
+
+// TestWriterReportsFailures: a path that cannot be written fails the write, which is returned
+// and leaves the loop running.
+func TestWriterReportsFailures(t *testing.T) {
+	dir := t.TempDir() // a directory: never replaceable by a file
+	w := NewWriter(dir, time.Hour, nopLog{})
+	w.Add(manager(t, map[string]health.Status{"a|1|0": health.Up}))
+	if err := w.Write(); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("error %v, want one naming %s", err, dir)
+	}
+}

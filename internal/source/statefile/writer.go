@@ -1,0 +1,139 @@
+package statefile
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+// The state file's metrics, in the default registry that CoreDNS's prometheus plugin serves.
+var (
+	writesTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "state_file_writes_total",
+		Help: "Writes of the state file, by result (success or failure).",
+	}, []string{"result"})
+	lastWrite = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "state_file_last_write_success_timestamp_seconds",
+		Help: "Unix time of the last successful write of the state file.",
+	})
+	restored = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "state_file_restored_backends",
+		Help: "Probed backends that started at the state file's status rather than unknown, at the last start.",
+	})
+)
+
+func init() {
+	writesTotal.WithLabelValues("success")
+	writesTotal.WithLabelValues("failure")
+}
+
+// SetRestored sets the number of backends that the last start seeded from a state file.
+func SetRestored(n int) { restored.Set(float64(n)) }
+
+// Logger is where the writer reports failed writes. CoreDNS's plugin logger is one.
+type Logger interface {
+	Warningf(format string, args ...any)
+}
+
+// Writer writes the state of its sources to one file, every interval once started, and a last
+// time when its last source is removed. One writer serves every source that uses its path, so
+// that the file is never written by two loops at once: during a Corefile reload the old and the
+// new health manager are both sources for a moment, the newer one winning on common keys.
+type Writer struct {
+	path     string
+	interval time.Duration
+	log      Logger
+
+	mu      sync.Mutex // guards sources and the loop's channels
+	sources []Source   // in order of Add
+	stop    chan struct{}
+	done    chan struct{}
+
+	writeMu sync.Mutex // serialises writes, so that an older state never replaces a newer one
+}
+
+// NewWriter returns a writer of path with no source, not started.
+func NewWriter(path string, interval time.Duration, log Logger) *Writer {
+	return &Writer{path: path, interval: interval, log: log}
+}
+
+// Path returns the file the writer writes.
+func (w *Writer) Path() string { return w.path }
+
+// Add makes s a source of the writer, after the ones added before.
+func (w *Writer) Add(s Source) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sources = append(w.sources, s)
+}
+
+// Start starts writing every interval, once.
+func (w *Writer) Start() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stop != nil {
+		return
+	}
+	w.stop, w.done = make(chan struct{}), make(chan struct{})
+	go w.loop(w.stop, w.done)
+}
+
+func (w *Writer) loop(stop, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(w.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			_ = w.Write()
+		}
+	}
+}
+
+// Remove takes s out of the writer's sources. When s was the last one, it stops the loop and
+// writes the state of s a last time, and reports true: the writer is done. Call it before s
+// forgets its state.
+func (w *Writer) Remove(s Source) (last bool) {
+	w.mu.Lock()
+	if len(w.sources) > 1 {
+		w.sources = slices.DeleteFunc(w.sources, func(o Source) bool { return o == s })
+		w.mu.Unlock()
+		return false
+	}
+	stop, done := w.stop, w.done
+	w.stop = nil
+	w.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+	_ = w.Write()
+	w.mu.Lock()
+	w.sources = nil
+	w.mu.Unlock()
+	return true
+}
+
+// Write writes the sources' state now. A failure is logged and counted, and returned.
+func (w *Writer) Write() error {
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
+	w.mu.Lock()
+	sources := slices.Clone(w.sources)
+	w.mu.Unlock()
+	if err := Write(w.path, Take(time.Now(), sources...)); err != nil {
+		writesTotal.WithLabelValues("failure").Inc()
+		w.log.Warningf("health state not saved: %v", err)
+		return err
+	}
+	writesTotal.WithLabelValues("success").Inc()
+	lastWrite.SetToCurrentTime()
+	return nil
+}
