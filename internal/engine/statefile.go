@@ -48,6 +48,7 @@ func (r *Registry) openStateFile(o config.Options, log Logger) (map[string]healt
 			st.Path, l.Format, time.Since(l.WrittenAt).Round(time.Millisecond), len(l.States))
 		return l.States, w
 	}
+	statefile.SetRestored(0)
 	return nil, w
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/atomicfile"
+	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 )
 
@@ -176,10 +177,13 @@ func parseCoreDNSGSLB(path string, top map[string]json.RawMessage) (*Loaded, err
 		if !ok || strings.Contains(addr, "|") || e.LastCheck.IsZero() {
 			continue
 		}
+		// Meridian's keys spell addresses and names canonically.
 		if ip, err := netip.ParseAddr(addr); err == nil {
-			addr = ip.String() // Meridian's keys spell addresses canonically
+			addr = ip.String()
+		} else {
+			addr = config.CanonicalName(addr)
 		}
-		key = strings.ToLower(record) + "|" + addr + "|0"
+		key = config.CanonicalName(record) + "|" + addr + "|0"
 		switch e.Status {
 		case "healthy":
 			l.States[key] = health.Up

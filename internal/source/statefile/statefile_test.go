@@ -154,12 +154,13 @@ func TestReadSkipsWhatItDoesNotKnow(t *testing.T) {
 }
 
 // TestReadCoreDNSGSLBFile reads the file CoreDNS-GSLB writes: its keys get port 0 and
-// canonical addresses, never-checked backends are skipped, and its age is the file's.
+// canonical addresses and names, never-checked backends are skipped, and its age is the file's.
 func TestReadCoreDNSGSLBFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	content := `{
   "webapp.example.com.|172.16.0.10": {"status": "healthy", "last_check": "2026-07-07T09:00:00Z", "last_resolution": "2026-07-07T08:58:30Z"},
   "webapp.example.com.|2001:DB8::0:1": {"status": "unhealthy", "last_check": "2026-07-07T09:00:05Z", "last_resolution": "2026-07-07T08:50:00Z"},
+  "WebApp.example.com|Site-B.example.net": {"status": "healthy", "last_check": "2026-07-07T09:00:05Z", "last_resolution": "2026-07-07T08:50:00Z"},
   "webapp.example.com.|172.16.0.12": {"status": "unhealthy", "last_check": "0001-01-01T00:00:00Z", "last_resolution": "0001-01-01T00:00:00Z"}
 }`
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
@@ -173,7 +174,8 @@ func TestReadCoreDNSGSLBFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]health.Status{"webapp.example.com.|172.16.0.10|0": health.Up, "webapp.example.com.|2001:db8::1|0": health.Down}
+	want := map[string]health.Status{"webapp.example.com.|172.16.0.10|0": health.Up, "webapp.example.com.|2001:db8::1|0": health.Down,
+		"webapp.example.com.|site-b.example.net.|0": health.Up}
 	if !maps.Equal(l.States, want) || l.Format != "coredns-gslb" || !l.WrittenAt.Equal(mtime) {
 		t.Errorf("read %+v, want %v written at %s", l, want, mtime)
 	}
