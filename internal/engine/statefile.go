@@ -46,6 +46,7 @@ func (r *Registry) openStateFile(o config.Options, log Logger) (map[string]healt
 	default:
 		log.Infof("state file %s (%s format) is %s old and names %d backends: they start at their saved health",
 			st.Path, l.Format, time.Since(l.WrittenAt).Round(time.Millisecond), len(l.States))
+		w.Restore(l)
 		return l.States, w
 	}
 	statefile.SetRestored(0)

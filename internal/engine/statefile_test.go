@@ -89,7 +89,7 @@ func TestStateFileAcrossRestarts(t *testing.T) {
 	}
 	for name, write := range map[string]func() error{
 		"older than state_max_age": func() error {
-			f := statefile.Take(time.Now().Add(-2*time.Minute), next.health)
+			f := statefile.Take(time.Now().Add(-2*time.Minute), nil, next.health)
 			f.Backends = map[string]statefile.Entry{upKey: {Status: "up"}, downKey: {Status: "down"}}
 			return statefile.Write(opts.State.Path, f)
 		},

@@ -45,6 +45,11 @@ type Entry struct {
 	// LastCheck is when the last result arrived, LastChange when the status last changed.
 	LastCheck  time.Time `json:"last_check,omitzero"`
 	LastChange time.Time `json:"last_change,omitzero"`
+	// AsOf, when set, is when Status was last known, earlier than the file's WrittenAt: the
+	// status was restored from an older file and no probe has confirmed it since. Its age, not
+	// the file's, decides whether Read uses it, so that restarts quicker than the probes cannot
+	// keep an old status alive.
+	AsOf time.Time `json:"as_of,omitzero"`
 }
 
 // Source is what the state is taken from: the health manager.
@@ -53,16 +58,26 @@ type Source interface {
 }
 
 // Take returns the state of the sources at now: every backend that is up or down; a key that
-// several sources hold takes the later source's.
-func Take(now time.Time, sources ...Source) *File {
+// several sources hold takes the later source's. A backend without a result yet holds a status
+// restored at start: restored gives, by key, when that status was known (Loaded.AsOf), and a
+// backend it does not name is left out.
+func Take(now time.Time, restored map[string]time.Time, sources ...Source) *File {
 	f := &File{Version: Version, WrittenAt: now.UTC(), Backends: make(map[string]Entry)}
 	for _, src := range sources {
 		for key, d := range src.Details() {
 			if d.Status == health.Unknown {
 				continue // as good as absent: it would start unknown anyway
 			}
-			f.Backends[key] = Entry{Record: d.Record, Backend: d.Backend, Status: d.Status.String(),
+			e := Entry{Record: d.Record, Backend: d.Backend, Status: d.Status.String(),
 				LastCheck: d.LastCheck.UTC(), LastChange: d.LastChange.UTC()}
+			if d.LastCheck.IsZero() {
+				at, ok := restored[key]
+				if !ok {
+					continue
+				}
+				e.AsOf = at.UTC()
+			}
+			f.Backends[key] = e
 		}
 	}
 	return f
@@ -82,8 +97,10 @@ func Write(path string, f *File) error {
 
 // Loaded is what Read found in a state file.
 type Loaded struct {
-	// States holds the status of each backend the file names, by key.
+	// States holds the status of each backend the file names, by key, and AsOf when each was
+	// known (WrittenAt, or the entry's as_of).
 	States map[string]health.Status
+	AsOf   map[string]time.Time
 	// WrittenAt is when the state was taken (the file's modification time for
 	// CoreDNS-GSLB's file, which does not say).
 	WrittenAt time.Time
@@ -125,7 +142,25 @@ func Read(path string, maxAge time.Duration, now time.Time) (*Loaded, error) {
 	if age := now.Sub(l.WrittenAt); age > maxAge {
 		return nil, &StaleError{Path: path, Age: age, MaxAge: maxAge}
 	}
+	for key, at := range l.AsOf {
+		if now.Sub(at) > maxAge {
+			delete(l.States, key)
+			delete(l.AsOf, key)
+		}
+	}
 	return l, nil
+}
+
+func newLoaded(writtenAt time.Time, format string) *Loaded {
+	return &Loaded{States: make(map[string]health.Status), AsOf: make(map[string]time.Time), WrittenAt: writtenAt, Format: format}
+}
+
+// add notes the status of key, known at asOf (zero: when the file was written).
+func (l *Loaded) add(key string, st health.Status, asOf time.Time) {
+	if asOf.IsZero() || asOf.After(l.WrittenAt) {
+		asOf = l.WrittenAt
+	}
+	l.States[key], l.AsOf[key] = st, asOf
 }
 
 // parse reads Meridian's format. Entries whose status is neither up nor down are skipped.
@@ -140,13 +175,13 @@ func parse(data []byte) (*Loaded, error) {
 	if f.WrittenAt.IsZero() {
 		return nil, errors.New("written_at is missing")
 	}
-	l := &Loaded{States: make(map[string]health.Status, len(f.Backends)), WrittenAt: f.WrittenAt, Format: "meridian"}
+	l := newLoaded(f.WrittenAt, "meridian")
 	for key, e := range f.Backends {
 		switch e.Status {
 		case health.Up.String():
-			l.States[key] = health.Up
+			l.add(key, health.Up, e.AsOf)
 		case health.Down.String():
-			l.States[key] = health.Down
+			l.add(key, health.Down, e.AsOf)
 		}
 	}
 	return l, nil
@@ -167,7 +202,7 @@ func parseCoreDNSGSLB(path string, top map[string]json.RawMessage) (*Loaded, err
 	if err != nil {
 		return nil, err
 	}
-	l := &Loaded{States: make(map[string]health.Status, len(top)), WrittenAt: fi.ModTime(), Format: "coredns-gslb"}
+	l := newLoaded(fi.ModTime(), "coredns-gslb")
 	for key, raw := range top {
 		var e cgEntry
 		if err := json.Unmarshal(raw, &e); err != nil {
@@ -186,9 +221,9 @@ func parseCoreDNSGSLB(path string, top map[string]json.RawMessage) (*Loaded, err
 		key = config.CanonicalName(record) + "|" + addr + "|0"
 		switch e.Status {
 		case "healthy":
-			l.States[key] = health.Up
+			l.add(key, health.Up, time.Time{})
 		case "unhealthy":
-			l.States[key] = health.Down
+			l.add(key, health.Down, time.Time{})
 		}
 	}
 	return l, nil

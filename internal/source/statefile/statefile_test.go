@@ -22,7 +22,8 @@ func (nopLog) Infof(string, ...any)    {}
 func (nopLog) Warningf(string, ...any) {}
 
 // manager returns a real health manager, never started, whose backends hold states: each key
-// is seeded at its status (Unknown ones stay unknown).
+// is seeded at its status (Unknown ones stay unknown). As no probe ran, Take writes them only
+// with the times of known (see restoredAt).
 func manager(t *testing.T, states map[string]health.Status) *health.Manager {
 	t.Helper()
 	m := health.NewManager(health.Options{Log: nopLog{}, Seed: states})
@@ -38,6 +39,15 @@ func manager(t *testing.T, states map[string]health.Status) *health.Manager {
 	return m
 }
 
+// restoredAt returns every key of states as known at at, for Take.
+func restoredAt(at time.Time, states map[string]health.Status) map[string]time.Time {
+	out := make(map[string]time.Time, len(states))
+	for key := range states {
+		out[key] = at
+	}
+	return out
+}
+
 func TestRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	states := map[string]health.Status{
@@ -46,7 +56,7 @@ func TestRoundTrip(t *testing.T) {
 		"www.example.org.|192.0.2.3|0":  health.Unknown,
 	}
 	now := time.Now()
-	if err := Write(path, Take(now, manager(t, states))); err != nil {
+	if err := Write(path, Take(now, restoredAt(now, states), manager(t, states))); err != nil {
 		t.Fatal(err)
 	}
 	l, err := Read(path, time.Minute, now.Add(30*time.Second))
@@ -72,7 +82,7 @@ func TestRoundTrip(t *testing.T) {
 func TestTakeLaterSourceWins(t *testing.T) {
 	old := manager(t, map[string]health.Status{"a|1|0": health.Up, "b|1|0": health.Down})
 	cur := manager(t, map[string]health.Status{"a|1|0": health.Down})
-	f := Take(time.Now(), old, cur)
+	f := Take(time.Now(), map[string]time.Time{"a|1|0": time.Now(), "b|1|0": time.Now()}, old, cur)
 	if f.Backends["a|1|0"].Status != "down" || f.Backends["b|1|0"].Status != "down" || len(f.Backends) != 2 {
 		t.Errorf("took %+v", f.Backends)
 	}
@@ -84,7 +94,7 @@ func TestWriteReplacesAtomically(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.json")
 	for _, st := range []health.Status{health.Up, health.Down} {
-		if err := Write(path, Take(time.Now(), manager(t, map[string]health.Status{"a|1|0": st}))); err != nil {
+		if err := Write(path, Take(time.Now(), map[string]time.Time{"a|1|0": time.Now()}, manager(t, map[string]health.Status{"a|1|0": st}))); err != nil {
 			t.Fatal(err)
 		}
 		l, err := Read(path, time.Minute, time.Now())
@@ -94,6 +104,30 @@ func TestWriteReplacesAtomically(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("directory holds %v, want the state file alone", entries)
+	}
+}
+
+// TestRestoredStatusesKeepTheirAge: a status restored at start and not confirmed by a probe is
+// written with the time it was known, and Read drops it once that is older than the maximum age,
+// however fresh the file: restarts quicker than the probes cannot keep an old status alive. A
+// backend without a result that was not restored is not written.
+func TestRestoredStatusesKeepTheirAge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	now := time.Now()
+	m := manager(t, map[string]health.Status{"old|1|0": health.Down, "recent|1|0": health.Up, "unrestored|1|0": health.Up})
+	restored := map[string]time.Time{"old|1|0": now.Add(-50 * time.Second), "recent|1|0": now.Add(-5 * time.Second)}
+	if err := Write(path, Take(now, restored, m)); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Read(path, time.Minute, now.Add(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]health.Status{"recent|1|0": health.Up}; !maps.Equal(l.States, want) {
+		t.Errorf("states %v, want %v", l.States, want)
+	}
+	if at := l.AsOf["recent|1|0"]; !at.Equal(restored["recent|1|0"]) {
+		t.Errorf("the restored status is known as of %s, want %s", at, restored["recent|1|0"])
 	}
 }
 
@@ -190,6 +224,7 @@ func TestReadCoreDNSGSLBFile(t *testing.T) {
 func TestWriterWritesPeriodicallyAndLast(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	w := NewWriter(path, 20*time.Millisecond, nopLog{})
+	w.Restore(&Loaded{AsOf: map[string]time.Time{"a|1|0": time.Now(), "b|1|0": time.Now()}})
 	old := manager(t, map[string]health.Status{"a|1|0": health.Up})
 	w.Add(old)
 	w.Start()

@@ -1,6 +1,7 @@
 package statefile
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -49,10 +50,11 @@ type Writer struct {
 	interval time.Duration
 	log      Logger
 
-	mu      sync.Mutex // guards sources and the loop's channels
-	sources []Source   // in order of Add
-	stop    chan struct{}
-	done    chan struct{}
+	mu       sync.Mutex           // guards sources, restored and the loop's channels
+	sources  []Source             // in order of Add
+	restored map[string]time.Time // see Restore
+	stop     chan struct{}
+	done     chan struct{}
 
 	writeMu sync.Mutex // serialises writes, so that an older state never replaces a newer one
 }
@@ -70,6 +72,17 @@ func (w *Writer) Add(s Source) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.sources = append(w.sources, s)
+}
+
+// Restore notes the statuses l seeded a source with: until a probe confirms them, they are
+// written with the time they were known (Entry.AsOf), not as news.
+func (w *Writer) Restore(l *Loaded) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.restored == nil {
+		w.restored = make(map[string]time.Time, len(l.AsOf))
+	}
+	maps.Copy(w.restored, l.AsOf)
 }
 
 // Start starts writing every interval, once.
@@ -126,9 +139,10 @@ func (w *Writer) Write() error {
 	w.writeMu.Lock()
 	defer w.writeMu.Unlock()
 	w.mu.Lock()
-	sources := slices.Clone(w.sources)
+	sources := w.sources
+	f := Take(time.Now(), w.restored, sources...)
 	w.mu.Unlock()
-	if err := Write(w.path, Take(time.Now(), sources...)); err != nil {
+	if err := Write(w.path, f); err != nil {
 		writesTotal.WithLabelValues("failure").Inc()
 		w.log.Warningf("health state not saved: %v", err)
 		return err
