@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/source/statefile"
@@ -81,6 +83,9 @@ func TestStateFileAcrossRestarts(t *testing.T) {
 	if got := states(next); !maps.Equal(got, probed) {
 		t.Errorf("after a restart, before any probe, the backends are %v, want %v\n%s", got, probed, log)
 	}
+	if n := gauge(t, "coredns_gslb_state_file_restored_backends"); n != 2 {
+		t.Errorf("restored backends gauge %v, want 2", n)
+	}
 	_ = next.Stop() // never started: writes what it started from
 
 	l, err := statefile.Read(opts.State.Path, time.Minute, time.Now())
@@ -112,8 +117,27 @@ func TestStateFileAcrossRestarts(t *testing.T) {
 			if log.Count("every probed backend starts unknown") != 1 {
 				t.Errorf("no one line about the %s file:\n%s", name, log)
 			}
+			if n := gauge(t, "coredns_gslb_state_file_restored_backends"); n != 0 {
+				t.Errorf("restored backends gauge %v after a %s file, want 0", n, name)
+			}
 		})
 	}
+}
+
+// gauge returns the value of the gauge called name in the default registry.
+func gauge(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }
 
 // TestStateFileAcrossCorefileReloads: during a reload whose new engine gets a health manager of

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/meridian-gslb/meridian/internal/testutil"
@@ -237,6 +239,9 @@ func TestWriterWritesPeriodicallyAndLast(t *testing.T) {
 		return l.States
 	}
 	testutil.Eventually(t, 5*time.Second, func() bool { return read()["a|1|0"] == health.Up }, "no periodic write: %v", read())
+	if at := promtest.ToFloat64(lastWrite); time.Since(time.Unix(int64(at), 0)) > time.Minute {
+		t.Errorf("last successful write at %v, want about now", at)
+	}
 
 	cur := manager(t, map[string]health.Status{"b|1|0": health.Down})
 	w.Add(cur)
@@ -266,7 +271,11 @@ func TestWriterReportsFailures(t *testing.T) {
 	dir := t.TempDir() // a directory: never replaceable by a file
 	w := NewWriter(dir, time.Hour, nopLog{})
 	w.Add(manager(t, map[string]health.Status{"a|1|0": health.Up}))
+	before := promtest.ToFloat64(writesTotal.WithLabelValues("failure"))
 	if err := w.Write(); err == nil || !strings.Contains(err.Error(), dir) {
 		t.Errorf("error %v, want one naming %s", err, dir)
+	}
+	if n := promtest.ToFloat64(writesTotal.WithLabelValues("failure")) - before; n != 1 {
+		t.Errorf("%v failed writes counted, want 1", n)
 	}
 }
