@@ -92,6 +92,15 @@ func TestStateFileAcrossRestarts(t *testing.T) {
 	if err != nil || !maps.Equal(l.States, probed) {
 		t.Fatalf("state file holds %+v (%v), want %v", l, err, probed)
 	}
+	// A start that fails before its configuration loads keeps the file as it was.
+	broken := opts
+	broken.Zones = []config.ZoneSource{{Origin: "example.org.", File: filepath.Join(dir, "missing.yml")}}
+	if _, err := NewRegistry().Open(newLoad(), broken, &testutil.Log{}); err == nil {
+		t.Fatal("a missing zone file did not fail the start")
+	}
+	if l, err := statefile.Read(opts.State.Path, time.Minute, time.Now()); err != nil || !maps.Equal(l.States, probed) {
+		t.Fatalf("after a failed start the state file holds %+v (%v), want %v", l, err, probed)
+	}
 	for name, write := range map[string]func() error{
 		"older than state_max_age": func() error {
 			f := statefile.Take(time.Now().Add(-2*time.Minute), nil, next.health)

@@ -58,26 +58,31 @@ type Source interface {
 }
 
 // Take returns the state of the sources at now: every backend that is up or down; a key that
-// several sources hold takes the later source's. A backend without a result yet holds a status
-// restored at start: restored gives, by key, when that status was known (Loaded.AsOf), and a
-// backend it does not name is left out.
-func Take(now time.Time, restored map[string]time.Time, sources ...Source) *File {
+// several sources hold takes the later source's. restored (nil for none) is what the sources
+// were seeded with at start. A backend without a result yet holds its restored status, written
+// with the time that was known (Entry.AsOf); one restored holds nothing for is left out. The
+// restored statuses of keys no source holds are written too, with their times: a start that
+// fails before the configuration is loaded, or a zone that is missing for a while, must not
+// wipe the file. Read drops them once they are older than the maximum age.
+func Take(now time.Time, restored *Loaded, sources ...Source) *File {
 	f := &File{Version: Version, WrittenAt: now.UTC(), Backends: make(map[string]Entry)}
+	if restored != nil {
+		for key, st := range restored.States {
+			f.Backends[key] = Entry{Status: st.String(), AsOf: restored.AsOf[key].UTC()}
+		}
+	}
 	for _, src := range sources {
 		for key, d := range src.Details() {
-			if d.Status == health.Unknown {
-				continue // as good as absent: it would start unknown anyway
-			}
-			e := Entry{Record: d.Record, Backend: d.Backend, Status: d.Status.String(),
-				LastCheck: d.LastCheck.UTC(), LastChange: d.LastChange.UTC()}
 			if d.LastCheck.IsZero() {
-				at, ok := restored[key]
-				if !ok {
-					continue
-				}
-				e.AsOf = at.UTC()
+				continue // no result here yet: at most what was restored
 			}
-			f.Backends[key] = e
+			f.Backends[key] = Entry{Record: d.Record, Backend: d.Backend, Status: d.Status.String(),
+				LastCheck: d.LastCheck.UTC(), LastChange: d.LastChange.UTC()}
+		}
+	}
+	for key, e := range f.Backends {
+		if e.Status == health.Unknown.String() {
+			delete(f.Backends, key) // as good as absent: it would start unknown anyway
 		}
 	}
 	return f

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/meridian-gslb/meridian/internal/testutil"
@@ -23,31 +26,51 @@ type nopLog struct{}
 func (nopLog) Infof(string, ...any)    {}
 func (nopLog) Warningf(string, ...any) {}
 
-// manager returns a real health manager, never started, whose backends hold states: each key
-// is seeded at its status (Unknown ones stay unknown). As no probe ran, Take writes them only
-// with the times of known (see restoredAt).
+// manager returns a real health manager, started, whose backends are probed into states with
+// tcp checks on loopback (up: a listener; down: a closed port; unknown: not probed), once every
+// up or down backend has its result.
 func manager(t *testing.T, states map[string]health.Status) *health.Manager {
 	t.Helper()
-	m := health.NewManager(health.Options{Log: nopLog{}, Seed: states})
+	up := testutil.ServeTCP(t, "127.0.0.1:0", func(net.Conn) {}).Addr().(*net.TCPAddr).Port
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := closed.Addr().(*net.TCPAddr).Port
+	closed.Close()
+	m := health.NewManager(health.Options{Log: nopLog{}})
 	var specs []health.Spec
 	keep := map[string]bool{}
-	for key := range states {
+	for key, st := range states {
+		keep[key] = true
+		if st == health.Unknown {
+			continue
+		}
+		port := up
+		if st == health.Down {
+			port = down
+		}
+		c, err := probe.Compile(config.HealthCheck{Type: "tcp", Params: map[string]any{"port": port}},
+			probe.Target{Host: "127.0.0.1", IP: netip.MustParseAddr("127.0.0.1")}, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
 		record, _, _ := strings.Cut(key, "|")
 		specs = append(specs, health.Spec{Key: key, Record: record, Backend: key, Rise: 1, Fall: 1, Interval: time.Hour,
-			Checks: []*probe.Compiled{{Type: "tcp", Key: "check " + key, Timeout: time.Second}}})
-		keep[key] = true
+			Checks: []*probe.Compiled{c}})
 	}
 	m.Sync(specs, keep)
+	m.Start()
+	t.Cleanup(m.Stop)
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		for key, st := range states {
+			if m.State(key).Status() != st {
+				return false
+			}
+		}
+		return true
+	}, "the probes did not settle")
 	return m
-}
-
-// restoredAt returns every key of states as known at at, for Take.
-func restoredAt(at time.Time, states map[string]health.Status) map[string]time.Time {
-	out := make(map[string]time.Time, len(states))
-	for key := range states {
-		out[key] = at
-	}
-	return out
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -58,7 +81,7 @@ func TestRoundTrip(t *testing.T) {
 		"www.example.org.|192.0.2.3|0":  health.Unknown,
 	}
 	now := time.Now()
-	if err := Write(path, Take(now, restoredAt(now, states), manager(t, states))); err != nil {
+	if err := Write(path, Take(now, nil, manager(t, states))); err != nil {
 		t.Fatal(err)
 	}
 	l, err := Read(path, time.Minute, now.Add(30*time.Second))
@@ -84,7 +107,7 @@ func TestRoundTrip(t *testing.T) {
 func TestTakeLaterSourceWins(t *testing.T) {
 	old := manager(t, map[string]health.Status{"a|1|0": health.Up, "b|1|0": health.Down})
 	cur := manager(t, map[string]health.Status{"a|1|0": health.Down})
-	f := Take(time.Now(), map[string]time.Time{"a|1|0": time.Now(), "b|1|0": time.Now()}, old, cur)
+	f := Take(time.Now(), nil, old, cur)
 	if f.Backends["a|1|0"].Status != "down" || f.Backends["b|1|0"].Status != "down" || len(f.Backends) != 2 {
 		t.Errorf("took %+v", f.Backends)
 	}
@@ -96,7 +119,7 @@ func TestWriteReplacesAtomically(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.json")
 	for _, st := range []health.Status{health.Up, health.Down} {
-		if err := Write(path, Take(time.Now(), map[string]time.Time{"a|1|0": time.Now()}, manager(t, map[string]health.Status{"a|1|0": st}))); err != nil {
+		if err := Write(path, Take(time.Now(), nil, manager(t, map[string]health.Status{"a|1|0": st}))); err != nil {
 			t.Fatal(err)
 		}
 		l, err := Read(path, time.Minute, time.Now())
@@ -109,27 +132,34 @@ func TestWriteReplacesAtomically(t *testing.T) {
 	}
 }
 
-// TestRestoredStatusesKeepTheirAge: a status restored at start and not confirmed by a probe is
-// written with the time it was known, and Read drops it once that is older than the maximum age,
-// however fresh the file: restarts quicker than the probes cannot keep an old status alive. A
-// backend without a result that was not restored is not written.
-func TestRestoredStatusesKeepTheirAge(t *testing.T) {
+// TestRestoredStatuses: what the sources were seeded with is written with the time it was
+// known, until a probe answers: for a backend still at its restored status, and for keys no
+// source holds (a start that failed before its configuration loaded must not wipe the file).
+// Read drops such a status once it is older than the maximum age, however fresh the file, so
+// that restarts quicker than the probes cannot keep an old status alive. A probed result wins
+// over what was restored.
+func TestRestoredStatuses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	now := time.Now()
-	m := manager(t, map[string]health.Status{"old|1|0": health.Down, "recent|1|0": health.Up, "unrestored|1|0": health.Up})
-	restored := map[string]time.Time{"old|1|0": now.Add(-50 * time.Second), "recent|1|0": now.Add(-5 * time.Second)}
-	if err := Write(path, Take(now, restored, m)); err != nil {
+	restored := newLoaded(now.Add(-5*time.Second), "meridian")
+	restored.add("old|1|0", health.Down, now.Add(-50*time.Second))
+	restored.add("recent|1|0", health.Up, time.Time{})
+	restored.add("probed|1|0", health.Up, time.Time{})
+	unprobed := health.NewManager(health.Options{Log: nopLog{}, Seed: map[string]health.Status{"recent|1|0": health.Up}})
+	unprobed.Sync([]health.Spec{{Key: "recent|1|0", Record: "recent", Backend: "1", Rise: 1, Fall: 1, Interval: time.Hour,
+		Checks: []*probe.Compiled{{Type: "tcp", Key: "never run", Timeout: time.Second}}}}, map[string]bool{"recent|1|0": true})
+	if err := Write(path, Take(now, restored, unprobed, manager(t, map[string]health.Status{"probed|1|0": health.Down}))); err != nil {
 		t.Fatal(err)
 	}
 	l, err := Read(path, time.Minute, now.Add(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]health.Status{"recent|1|0": health.Up}; !maps.Equal(l.States, want) {
+	if want := map[string]health.Status{"recent|1|0": health.Up, "probed|1|0": health.Down}; !maps.Equal(l.States, want) {
 		t.Errorf("states %v, want %v", l.States, want)
 	}
-	if at := l.AsOf["recent|1|0"]; !at.Equal(restored["recent|1|0"]) {
-		t.Errorf("the restored status is known as of %s, want %s", at, restored["recent|1|0"])
+	if at := l.AsOf["recent|1|0"]; !at.Equal(restored.WrittenAt) {
+		t.Errorf("the restored status is known as of %s, want %s", at, restored.WrittenAt)
 	}
 }
 
@@ -226,7 +256,6 @@ func TestReadCoreDNSGSLBFile(t *testing.T) {
 func TestWriterWritesPeriodicallyAndLast(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	w := NewWriter(path, 20*time.Millisecond, nopLog{})
-	w.Restore(&Loaded{AsOf: map[string]time.Time{"a|1|0": time.Now(), "b|1|0": time.Now()}})
 	old := manager(t, map[string]health.Status{"a|1|0": health.Up})
 	w.Add(old)
 	w.Start()

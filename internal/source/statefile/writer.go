@@ -21,9 +21,9 @@ type Writer struct {
 	interval time.Duration
 	log      Logger
 
-	mu       sync.Mutex           // guards sources, restored and the loop's channels
-	sources  []Source             // in order of Add
-	restored map[string]time.Time // see Restore
+	mu       sync.Mutex // guards sources, restored and the loop's channels
+	sources  []Source   // in order of Add
+	restored *Loaded    // see Restore
 	stop     chan struct{}
 	done     chan struct{}
 
@@ -45,15 +45,16 @@ func (w *Writer) Add(s Source) {
 	w.sources = append(w.sources, s)
 }
 
-// Restore notes the statuses l seeded a source with: until a probe confirms them, they are
-// written with the time they were known (Entry.AsOf), not as news.
+// Restore notes the statuses l seeded a source with (see Take): until a probe confirms them,
+// they are written with the time they were known, not as news. Later calls add to earlier ones.
 func (w *Writer) Restore(l *Loaded) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.restored == nil {
-		w.restored = make(map[string]time.Time, len(l.AsOf))
+		w.restored = newLoaded(l.WrittenAt, l.Format)
 	}
-	maps.Copy(w.restored, l.AsOf)
+	maps.Copy(w.restored.States, l.States)
+	maps.Copy(w.restored.AsOf, l.AsOf)
 }
 
 // Start starts writing every interval, once.
