@@ -59,6 +59,7 @@ type sharedHealth struct {
 	// is what the file held at start, until the first engine reported it.
 	writer *statefile.Writer
 	seed   map[string]health.Status
+	state  config.StateOptions // what the manager was made with
 }
 
 // healthKey identifies a gslb block across reloads: its zones and the options its health
@@ -86,7 +87,10 @@ func (r *Registry) acquireHealth(o config.Options, log Logger) *sharedHealth {
 			w.Add(sh.manager)
 			sh.writer, sh.seed = w, seed
 		}
+		sh.state = o.State
 		r.health[key] = sh
+	} else if sh.state != o.State {
+		log.Warningf("the state_* options changed: a running health manager keeps its state file settings until Meridian restarts")
 	}
 	sh.refs++
 	return sh

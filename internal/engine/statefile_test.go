@@ -216,3 +216,26 @@ func TestStateFileIgnoredInClusterMode(t *testing.T) {
 		t.Errorf("no line about the ignored state file:\n%s", log)
 	}
 }
+
+// TestStateOptionsChangedByAReload: a reload that keeps the health manager keeps its state file
+// settings too, and says so.
+func TestStateOptionsChangedByAReload(t *testing.T) {
+	dir := t.TempDir()
+	opts := stateOptions(t, dir)
+	r := NewRegistry()
+	first := open(t, r, newLoad(), opts)
+	defer first.Stop()
+	opts.State.Path = filepath.Join(dir, "elsewhere.json")
+	log := &testutil.Log{}
+	next, err := r.Open(newLoad(), opts, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Stop()
+	if next.health != first.health || next.shared.writer.Path() != first.opts.State.Path {
+		t.Errorf("the reload changed the manager or its state file (%s)", next.shared.writer.Path())
+	}
+	if log.Count("the state_* options changed") != 1 {
+		t.Errorf("no line about the changed options:\n%s", log)
+	}
+}
