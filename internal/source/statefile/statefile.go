@@ -59,11 +59,11 @@ type Source interface {
 
 // Take returns the state of the sources at now: every backend that is up or down; a key that
 // several sources hold takes the later source's. restored (nil for none) is what the sources
-// were seeded with at start. A backend without a result yet holds its restored status, written
-// with the time that was known (Entry.AsOf); one restored holds nothing for is left out. The
-// restored statuses of keys no source holds are written too, with their times: a start that
-// fails before the configuration is loaded, or a zone that is missing for a while, must not
-// wipe the file. Read drops them once they are older than the maximum age.
+// were seeded with at start. A backend without a result yet is written only with its restored
+// status and the time that was known (Entry.AsOf). The restored statuses of keys no source
+// holds are written too, with their times: a start that fails before the configuration is
+// loaded, or a zone that is missing for a while, must not wipe the file. Read drops them once
+// they are older than the maximum age.
 func Take(now time.Time, restored *Loaded, sources ...Source) *File {
 	f := &File{Version: Version, WrittenAt: now.UTC(), Backends: make(map[string]Entry)}
 	if restored != nil {
@@ -73,8 +73,12 @@ func Take(now time.Time, restored *Loaded, sources ...Source) *File {
 	}
 	for _, src := range sources {
 		for key, d := range src.Details() {
-			if d.LastCheck.IsZero() {
-				continue // no result here yet: at most what was restored
+			if d.LastCheck.IsZero() { // no result here yet: at most what was restored
+				if e, ok := f.Backends[key]; ok && e.Record == "" {
+					e.Record, e.Backend = d.Record, d.Backend
+					f.Backends[key] = e
+				}
+				continue
 			}
 			f.Backends[key] = Entry{Record: d.Record, Backend: d.Backend, Status: d.Status.String(),
 				LastCheck: d.LastCheck.UTC(), LastChange: d.LastChange.UTC()}

@@ -161,6 +161,14 @@ func TestRestoredStatuses(t *testing.T) {
 	if at := l.AsOf["recent|1|0"]; !at.Equal(restored.WrittenAt) {
 		t.Errorf("the restored status is known as of %s, want %s", at, restored.WrittenAt)
 	}
+	var f File
+	data, _ := os.ReadFile(path)
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	if e := f.Backends["recent|1|0"]; e.Record != "recent" || e.Backend != "1" {
+		t.Errorf("a restored backend is written as %+v, without its names", e)
+	}
 }
 
 func TestReadRefuses(t *testing.T) {
