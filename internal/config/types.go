@@ -22,6 +22,11 @@ const (
 	DefaultBatchSizeStart            = 100
 	DefaultResolutionIdleTimeout     = 3600 * time.Second
 	DefaultHealthcheckIdleMultiplier = 10
+	// DefaultStatePersistPath is where the state file lives unless state_persist_path says
+	// otherwise: CoreDNS-GSLB's path, so that a migrated instance finds its file.
+	DefaultStatePersistPath     = "/var/lib/coredns-gslb/state.json"
+	DefaultStatePersistInterval = 30 * time.Second
+	DefaultStateMaxAge          = 60 * time.Second
 )
 
 // Mode is a record's backend selection mode.
@@ -82,6 +87,20 @@ type Options struct {
 	Cluster ClusterOptions
 	// API is the admin API and dashboard; off unless API.Enable.
 	API APIOptions
+	// State is the state file of standalone mode; off unless State.Enable.
+	State StateOptions
+}
+
+// StateOptions are the state file's settings (state_persist_*, state_max_age): the health of
+// every probed backend, written periodically and at shutdown, read at start so that a
+// restarted instance answers from the last known health instead of from unknown.
+type StateOptions struct {
+	Enable bool
+	// Path is the file; Interval how often it is written; MaxAge the age beyond which a file
+	// is not read at start.
+	Path     string
+	Interval time.Duration
+	MaxAge   time.Duration
 }
 
 // ZoneOrigins returns the origins of the block's zones, in Corefile order.
@@ -106,6 +125,11 @@ func DefaultOptions() Options {
 		BatchSizeStart:            DefaultBatchSizeStart,
 		ResolutionIdleTimeout:     DefaultResolutionIdleTimeout,
 		HealthcheckIdleMultiplier: DefaultHealthcheckIdleMultiplier,
+		State: StateOptions{
+			Path:     DefaultStatePersistPath,
+			Interval: DefaultStatePersistInterval,
+			MaxAge:   DefaultStateMaxAge,
+		},
 	}
 }
 

@@ -138,6 +138,7 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 		e.abandon()
 		return nil, err
 	}
+	r.reportSeeded(e)
 	r.track(e)
 	return e, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/overlay"
+	"github.com/meridian-gslb/meridian/internal/source/statefile"
 )
 
 // Registry holds what outlives a Corefile reload: the health manager of each gslb block (with
@@ -27,10 +28,11 @@ import (
 // caddy's context); the registry only compares loads.
 type Registry struct {
 	mu      sync.Mutex
-	health  map[string]*sharedHealth // by healthKey
-	servers map[string]*admin.Server // by listen address
-	stores  map[string]overlay.Store // by storeKey
-	engines []*Engine                // open engines holding shares, in order of opening
+	health  map[string]*sharedHealth     // by healthKey
+	servers map[string]*admin.Server     // by listen address
+	stores  map[string]overlay.Store     // by storeKey
+	files   map[string]*statefile.Writer // state file writers, by path
+	engines []*Engine                    // open engines holding shares, in order of opening
 }
 
 // Default is the registry of the process, shared by every Corefile load.
@@ -42,6 +44,7 @@ func NewRegistry() *Registry {
 		health:  make(map[string]*sharedHealth),
 		servers: make(map[string]*admin.Server),
 		stores:  make(map[string]overlay.Store),
+		files:   make(map[string]*statefile.Writer),
 	}
 }
 
@@ -52,6 +55,11 @@ type sharedHealth struct {
 	cluster *cluster.Client // nil without cluster mode
 	refs    int
 	started bool
+	// writer writes the manager's state to the state file (nil when the block has none); seed
+	// is what the file held at start, until the first engine reported it.
+	writer *statefile.Writer
+	seed   map[string]health.Status
+	state  config.StateOptions // what the manager was made with
 }
 
 // healthKey identifies a gslb block across reloads: its zones and the options its health
@@ -73,8 +81,16 @@ func (r *Registry) acquireHealth(o config.Options, log Logger) *sharedHealth {
 	key := healthKey(o)
 	sh := r.health[key]
 	if sh == nil {
-		sh = newSharedHealth(key, o, log)
+		seed, w := r.openStateFile(o, log)
+		sh = newSharedHealth(key, o, seed, log)
+		if w != nil {
+			w.Add(sh.manager)
+			sh.writer, sh.seed = w, seed
+		}
+		sh.state = o.State
 		r.health[key] = sh
+	} else if sh.state != o.State {
+		log.Warningf("the state_* options changed: a running health manager keeps its state file settings until Meridian restarts")
 	}
 	sh.refs++
 	return sh
@@ -92,6 +108,9 @@ func (r *Registry) startHealth(sh *sharedHealth) {
 		sh.cluster.Run()
 	}
 	sh.manager.Start()
+	if sh.writer != nil {
+		sh.writer.Start()
+	}
 }
 
 // releaseHealth counts one user less of sh, and stops it when none is left.
@@ -103,6 +122,10 @@ func (r *Registry) releaseHealth(sh *sharedHealth) {
 		return
 	}
 	delete(r.health, sh.key)
+	// The state is saved before the manager stops and forgets it.
+	if sh.writer != nil && sh.writer.Remove(sh.manager) {
+		delete(r.files, sh.writer.Path())
+	}
 	r.mu.Unlock()
 	sh.manager.Stop()
 	if sh.cluster != nil {
@@ -115,8 +138,9 @@ func (r *Registry) releaseHealth(sh *sharedHealth) {
 // engine's first load seeds every backend from the fleet (in the manager's first Sync), and
 // that must happen before the first snapshot serves, or a restarted instance would answer from
 // unknown states. The client's loops start with the manager, in Start.
-func newSharedHealth(key string, o config.Options, log Logger) *sharedHealth {
+func newSharedHealth(key string, o config.Options, seed map[string]health.Status, log Logger) *sharedHealth {
 	opts := HealthOptions(o, log)
+	opts.Seed = seed
 	sh := &sharedHealth{key: key}
 	if o.Cluster.Enable {
 		c, err := cluster.New(o.Cluster, log)

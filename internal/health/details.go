@@ -7,7 +7,9 @@ import (
 // Details is what the manager knows of one probed backend beyond its status: for the admin
 // API and the dashboard.
 type Details struct {
-	Status Status
+	// Record and Backend name the backend, as its Spec does.
+	Record, Backend string
+	Status          Status
 	// LastCheck is when the last result of any of its checks arrived (zero before the first),
 	// LastOK and Reason what it said, and Latency how long the probe took (0 for results that
 	// another instance probed).
@@ -62,7 +64,7 @@ func (m *Manager) Details() map[string]Details {
 	out := make(map[string]Details, len(m.backends))
 	for key, b := range m.backends {
 		d := b.details
-		d.Status = b.status
+		d.Record, d.Backend, d.Status = b.spec.Record, b.spec.Backend, b.status
 		out[key] = d
 	}
 	return out

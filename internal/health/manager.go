@@ -58,6 +58,11 @@ type Options struct {
 	// ProbeSources are the local addresses (at most one per family) that tcp and http checks
 	// without a probe_source of their own connect from (the Corefile's probe_source).
 	ProbeSources []netip.Addr
+	// Seed holds, by backend key, the status a backend starts at instead of unknown: the last
+	// known health, from the state file of a previous run. The first Sync applies it (each
+	// seeded check's machine starts at that status, so rise and fall count from there) and
+	// forgets it; Unknown entries and keys that Sync does not name are ignored.
+	Seed map[string]Status
 }
 
 // DefaultMaxInFlight bounds concurrent probes (and so memory) when Options sets no limit.
@@ -84,8 +89,9 @@ type Manager struct {
 	done     chan struct{}
 	wg       sync.WaitGroup
 
-	cluster *clusterState // nil without a Coordinator
-	history transitions   // the recent status changes, for the admin API
+	cluster *clusterState     // nil without a Coordinator
+	history transitions       // the recent status changes, for the admin API
+	seed    map[string]Status // Options.Seed until the first Sync
 }
 
 // backend is one probed backend and its checks' damping machines.
@@ -129,7 +135,9 @@ func NewManager(opts Options) *Manager {
 		inFlight: make(chan struct{}, opts.MaxInFlight),
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
+		seed:     opts.Seed,
 	}
+	m.opts.Seed = nil
 	if opts.Coordinator != nil {
 		m.cluster = &clusterState{coord: opts.Coordinator, exclusive: opts.Coordinator.Exclusive(),
 			sources: opts.Coordinator.Sources()} // the instance's probe_source, bound in syncCluster
@@ -178,12 +186,7 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 			}
 			b.spec = spec
 		} else {
-			b = &backend{spec: spec, state: m.stateLocked(spec.Key)}
-			b.state.Set(Unknown)
-			backendsByState.WithLabelValues(Unknown.String()).Inc()
-			for range spec.Checks {
-				b.subs = append(b.subs, &subscription{backend: b, machine: newMachine(spec.Rise, spec.Fall)})
-			}
+			b = m.newBackend(spec)
 		}
 		backends[spec.Key] = b
 		if spec.Activity != nil && m.activity[spec.Activity] == nil {
@@ -200,6 +203,7 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 		}
 	}
 	m.backends = backends
+	m.seed = nil
 	m.rebuildJobs(now)
 	for key := range m.states {
 		if !keep[key] {
@@ -208,6 +212,23 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 	}
 	m.pruneActivity()
 	m.poke()
+}
+
+// newBackend returns the backend of spec, starting over: unknown, or at its seeded status.
+func (m *Manager) newBackend(spec *Spec) *backend {
+	b := &backend{spec: spec, state: m.stateLocked(spec.Key)}
+	if st := m.seed[spec.Key]; st != Unknown && len(spec.Checks) > 0 {
+		b.status = st
+		b.details.Reason = "restored from the state file"
+	}
+	b.state.Set(b.status)
+	backendsByState.WithLabelValues(b.status.String()).Inc()
+	for range spec.Checks {
+		mach := newMachine(spec.Rise, spec.Fall)
+		mach.status = b.status
+		b.subs = append(b.subs, &subscription{backend: b, machine: mach})
+	}
+	return b
 }
 
 func sameChecks(a, b []*probe.Compiled) bool {

@@ -228,3 +228,41 @@ func TestIdleRecordsAreProbedLessOften(t *testing.T) {
 		t.Fatalf("queried record probed %d times, idle one %d times; want the idle one about 10x less", na, ni)
 	}
 }
+
+// TestManagerSeed starts backends at the status Options.Seed gives them: before any probe, and
+// with rise and fall counting from there. Backends the seed does not name start unknown, and
+// only the first Sync is seeded.
+func TestManagerSeed(t *testing.T) {
+	failing := &scriptedProber{script: []bool{false}}
+	silent := &scriptedProber{} // blocks: never answers within the test
+	up := spec("up", failing, "check-up", 50*time.Millisecond)
+	up.Fall = 3
+	down := spec("down", silent, "check-down", time.Hour)
+	fresh := spec("fresh", silent, "check-fresh", time.Hour)
+	m := NewManager(Options{Log: testLog{}, Seed: map[string]Status{"up": Up, "down": Down, "gone": Up}})
+	var callsAtDown atomic.Int64
+	up.OnChange = func() { callsAtDown.Store(failing.calls.Load()) }
+	m.Sync([]Spec{up, down, fresh}, keys(up, down, fresh))
+	for key, want := range map[string]Status{"up": Up, "down": Down, "fresh": Unknown, "gone": Unknown} {
+		if got := m.State(key).Status(); got != want {
+			t.Errorf("%s starts %s, want %s", key, got, want)
+		}
+	}
+	if d := m.Details()["down"]; d.Status != Down || d.Reason != "restored from the state file" {
+		t.Errorf("details of a seeded backend: %+v", d)
+	}
+
+	// A second Sync does not seed again: a backend whose checks changed starts over as unknown.
+	down.Checks = []*probe.Compiled{{Prober: silent, Type: "test", Timeout: time.Second, Key: "check-down-2"}}
+	m.Sync([]Spec{up, down, fresh}, keys(up, down, fresh))
+	if got := m.State("down").Status(); got != Unknown {
+		t.Errorf("a changed backend after the first Sync is %s, want unknown", got)
+	}
+
+	m.Start()
+	defer m.Stop()
+	waitFor(t, "the seeded backend to fall", func() bool { return m.State("up").Status() == Down })
+	if n := callsAtDown.Load(); n < 3 {
+		t.Errorf("the seeded up backend went down after %d failures, want fall = 3", n)
+	}
+}

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/meridian-gslb/meridian/internal/atomicfile"
 )
 
 // fileVersion is the version of the file format that File writes and reads.
@@ -86,42 +87,8 @@ func (f *File) write(overrides []Override) error {
 	if err != nil {
 		return fmt.Errorf("encode overrides: %w", err)
 	}
-	dir := filepath.Dir(f.path)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("overrides file: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(f.path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("overrides file: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
-	_, err = tmp.Write(append(data, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), f.path)
-	}
-	if err == nil {
-		err = syncDir(dir)
-	}
-	if err != nil {
-		return fmt.Errorf("write overrides file %s: %w", f.path, err)
+	if err := atomicfile.Write(f.path, append(data, '\n')); err != nil {
+		return fmt.Errorf("write overrides file: %w", err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -6,7 +6,8 @@
 //     HTTP, SVCB) and remote sites' localtargets.
 //   - Verdicts: health verdicts, what state each backend is in. Today the health manager, which
 //     holds local probes and, through its coordinator, the Redis fleet in lock, none or quorum
-//     mode and passive agents; next site heartbeats, Kubernetes readiness and the state file.
+//     mode and passive agents, and which the state file (package statefile) seeds at start;
+//     next site heartbeats and Kubernetes readiness.
 //
 // A new input is one package implementing one of the two, registered in the engine; neither
 // the CoreDNS adapter nor the query path changes, and no source is ever called on the query

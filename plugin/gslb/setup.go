@@ -184,6 +184,14 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 		return positive(c, &o.BatchSizeStart)
 	case "healthcheck_idle_multiplier":
 		return positive(c, &o.HealthcheckIdleMultiplier)
+	case "state_persist_enable":
+		return flag(c, &o.State.Enable, true)
+	case "state_persist_path":
+		return path(c, root, &o.State.Path)
+	case "state_persist_interval":
+		return duration(c, &o.State.Interval, time.Second)
+	case "state_max_age":
+		return duration(c, &o.State.MaxAge, time.Second)
 	case "geoip_maxmind":
 		return parseMaxMind(c, root, &o.GeoIP)
 	case "geoip_city_maxmind_db", "geoip_asn_maxmind_db":
@@ -194,17 +202,9 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 		}
 		return setMaxMind(c, root, &o.GeoIP, strings.TrimSuffix(strings.TrimPrefix(name, "geoip_"), "_maxmind_db"), v)
 	case "geoip_custom", "geoip_custom_db":
-		v, err := single(c)
-		if err != nil {
-			return err
-		}
-		o.GeoIP.CustomMap = resolve(root, v)
+		return path(c, root, &o.GeoIP.CustomMap)
 	case "healthcheck_profiles":
-		v, err := single(c)
-		if err != nil {
-			return err
-		}
-		o.HealthcheckProfilesFile = resolve(root, v)
+		return path(c, root, &o.HealthcheckProfilesFile)
 	default:
 		if ok, err := parseClusterOption(c, root, &o.Cluster); ok || err != nil {
 			return err
@@ -281,6 +281,16 @@ func single(c *caddy.Controller) (string, error) {
 		return "", c.Errf("%s: want one argument, got %d", name, len(args))
 	}
 	return args[0], nil
+}
+
+// path sets a file option: its one argument, resolved against root.
+func path(c *caddy.Controller, root string, dst *string) error {
+	v, err := single(c)
+	if err != nil {
+		return err
+	}
+	*dst = resolve(root, v)
+	return nil
 }
 
 // flag sets a switch option that takes no argument (or an explicit true/false).

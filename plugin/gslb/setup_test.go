@@ -97,6 +97,31 @@ func TestParseBlock(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:  "state file options",
+			input: "gslb {\n zone example.org. a.yml\n state_persist_enable true\n state_persist_path state/gslb.json\n state_persist_interval 10s\n state_max_age 2m\n}",
+			root:  "/etc/meridian",
+			check: func(t *testing.T, b Block) {
+				want := config.StateOptions{Enable: true, Path: "/etc/meridian/state/gslb.json", Interval: 10 * time.Second, MaxAge: 2 * time.Minute}
+				if b.Options.State != want {
+					t.Errorf("state %+v, want %+v", b.Options.State, want)
+				}
+			},
+		},
+		{
+			name:  "state file defaults",
+			input: "gslb {\n zone example.org. a.yml\n state_persist_enable\n}",
+			check: func(t *testing.T, b Block) {
+				want := config.StateOptions{Enable: true, Path: "/var/lib/coredns-gslb/state.json", Interval: 30 * time.Second, MaxAge: time.Minute}
+				if b.Options.State != want {
+					t.Errorf("state %+v, want %+v", b.Options.State, want)
+				}
+			},
+		},
+		{name: "state_persist_enable not a bool", input: "gslb {\n zone example.org. a.yml\n state_persist_enable yes please\n}", wantErr: "Testfile:3 - Error during parsing: state_persist_enable: want at most one argument"},
+		{name: "state_persist_interval too short", input: "gslb {\n zone example.org. a.yml\n state_persist_interval 10ms\n}", wantErr: "Testfile:3 - Error during parsing: state_persist_interval: 10ms is shorter than 1s"},
+		{name: "state_max_age not a duration", input: "gslb {\n zone example.org. a.yml\n state_max_age old\n}", wantErr: "Testfile:3 - Error during parsing: state_max_age:"},
+		{name: "state_persist_path arity", input: "gslb {\n zone example.org. a.yml\n state_persist_path\n}", wantErr: "state_persist_path: want one argument"},
 		{name: "geoip_maxmind unknown type", input: "gslb {\n zone example.org. a.yml\n geoip_maxmind isp_db x.mmdb\n}", wantErr: `Testfile:3 - Error during parsing: geoip_maxmind: unknown database type "isp_db"`},
 		{name: "geoip_maxmind twice", input: "gslb {\n zone example.org. a.yml\n geoip_maxmind city_db a.mmdb\n geoip_maxmind city_db b.mmdb\n}", wantErr: "Testfile:4 - Error during parsing: geoip_maxmind: the city_db database is given twice"},
 		{name: "geoip_maxmind arity", input: "gslb {\n zone example.org. a.yml\n geoip_maxmind city_db\n}", wantErr: "want 'geoip_maxmind city_db|country_db|asn_db PATH'"},
