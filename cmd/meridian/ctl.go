@@ -36,6 +36,10 @@ Commands:
   clear    selector                                 remove the overrides: the YAML decides again
   explain  NAME [-type A] [-client IP] [-ecs PREFIX] the answer to a query, and how it was chosen
   reload   reload the YAML files
+  validate FILE [-zone ZONE] [-strict]              check a zone file, without a running meridian
+
+CoreDNS-GSLB's gslbctl forms work too: "backends enable|disable [--tags T] [--address A]
+[--location L]" is enable|disable, and --address is -address-prefix.
 
 Selector (every flag given must match):
   -key RECORD|ADDRESS|PORT (repeatable)  -zone ZONE  -record NAME  -location LOCATION
@@ -75,6 +79,15 @@ func ctlCommandNamed(name string) ctlCommand {
 	return nil
 }
 
+// gslbctlArgs rewrites the command forms of CoreDNS-GSLB's gslbctl that differ from ours:
+// "backends enable ..." and "backends disable ..." are "enable ..." and "disable ...".
+func gslbctlArgs(args []string) []string {
+	if len(args) >= 2 && args[0] == "backends" && (args[1] == "enable" || args[1] == "disable") {
+		return args[1:]
+	}
+	return args
+}
+
 // errUsage marks a command line that cannot run.
 var errUsage = errors.New("usage")
 
@@ -82,6 +95,10 @@ var errUsage = errors.New("usage")
 // settings left out of the flags from getenv. It returns the process exit code: 0, 1 when the
 // API refused or failed, 2 for a wrong command line.
 func runCtl(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	args = gslbctlArgs(args)
+	if len(args) > 0 && args[0] == "validate" {
+		return runValidate(args[1:], stdout, stderr)
+	}
 	var cmd ctlCommand
 	if len(args) > 0 {
 		cmd = ctlCommandNamed(args[0])
@@ -221,6 +238,7 @@ func addSelectorFlags(fs *flag.FlagSet, sel *admin.Selector) {
 	fs.StringVar(&sel.Record, "record", "", "record name")
 	fs.StringVar(&sel.Location, "location", "", "location, exactly")
 	fs.StringVar(&sel.AddressPrefix, "address-prefix", "", "CIDR prefix, or the beginning of the address as written")
+	fs.StringVar(&sel.AddressPrefix, "address", "", "the same as -address-prefix (gslbctl's name)")
 	fs.Var((*listFlag)(&sel.Tags), "tags", "comma-separated tags: a backend with any of them matches")
 }
 
