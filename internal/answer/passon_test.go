@@ -25,7 +25,12 @@ func TestAddECS(t *testing.T) {
 		extras int  // OPT records in the reply
 	}{
 		{"no OPT: one is added", func() *dns.Msg { m := new(dns.Msg); m.SetQuestion("a.example.org.", dns.TypeA); return m }, 512, true, 1},
-		{"OPT without ECS", func() *dns.Msg { m := new(dns.Msg); m.SetQuestion("a.example.org.", dns.TypeA); m.SetEdns0(4096, true); return m }, 512, true, 1},
+		{"OPT without ECS", func() *dns.Msg {
+			m := new(dns.Msg)
+			m.SetQuestion("a.example.org.", dns.TypeA)
+			m.SetEdns0(4096, true)
+			return m
+		}, 512, true, 1},
 		{"too big for UDP", big, big().Len() + 5, false, 0},
 		{"big over TCP", big, 0, true, 1},
 	} {
