@@ -23,16 +23,20 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	errs := checkCorefile(*conf)
-	for _, err := range errs {
-		fmt.Fprintln(stderr, err)
-	}
-	if len(errs) > 0 {
-		fmt.Fprintf(stderr, "%s: %d error(s)\n", *conf, len(errs))
-		return 1
+	if errs := checkCorefile(*conf); len(errs) > 0 {
+		return reportErrors(stderr, *conf, errs)
 	}
 	fmt.Fprintf(stdout, "%s: OK\n", *conf)
 	return 0
+}
+
+// reportErrors prints errs, one a line, and their count for file, and returns exit code 1.
+func reportErrors(w io.Writer, file string, errs []error) int {
+	for _, err := range errs {
+		fmt.Fprintln(w, err)
+	}
+	fmt.Fprintf(w, "%s: %d error(s)\n", file, len(errs))
+	return 1
 }
 
 func checkCorefile(path string) []error {

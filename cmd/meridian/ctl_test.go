@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -261,13 +260,7 @@ func TestCtlGslbctlForms(t *testing.T) {
 
 func TestCtlValidate(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		path := dir + "/" + name
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
 	good := write("db.example.org.yml", "records:\n  www.example.org.:\n    backends:\n      - address: 192.0.2.1\n")
 	bad := write("db.example.net.yml", "records:\n  www.example.net.:\n    mode: sideways\n    backends:\n      - address: 192.0.2.1\n")
 	other := write("zone.yml", "records:\n  www.example.org.:\n    backends:\n      - address: 192.0.2.1\n")

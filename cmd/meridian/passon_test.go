@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -20,13 +18,7 @@ import (
 func TestPassedOnAnswersCarryECS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
 	zone := write("zone.yml", "records:\n  www.example.org.:\n    backends: [{address: 192.0.2.10}]\n")
 	db := write("db.example.org", `$ORIGIN example.org.
 @       3600 IN SOA ns1.example.org. hostmaster.example.org. 1 7200 3600 1209600 60

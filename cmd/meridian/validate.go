@@ -41,12 +41,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	z, err := config.ParseZone(file, data, origin, nil, 0)
 	if err != nil {
-		errs := unjoin(err)
-		for _, e := range errs {
-			fmt.Fprintln(stderr, e)
-		}
-		fmt.Fprintf(stderr, "%s: %d error(s)\n", file, len(errs))
-		return 1
+		return reportErrors(stderr, file, unjoin(err))
 	}
 	fmt.Fprintf(stdout, "%s: OK, zone %s, %d records\n", file, z.Origin, len(z.Records))
 	return 0
