@@ -164,6 +164,9 @@ func (c *cgMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, e := range engines {
 		if snap := e.Snapshot(); snap != nil {
+			for _, z := range e.opts.ZoneOrigins() {
+				s.zones[z] = true
+			}
 			s.engine(snap, e.health.CheckStats())
 		}
 	}
@@ -177,7 +180,6 @@ func (s *cgScrape) engine(snap *catalog.Snapshot, stats map[string][]health.Chec
 			continue
 		}
 		s.records[r.Name] = true
-		s.zones[r.Zone.Origin] = true
 		healthy := 0.0
 		if r.View().AnyHealthy {
 			healthy = 1
