@@ -40,17 +40,30 @@ func reportErrors(w io.Writer, file string, errs []error) int {
 }
 
 func checkCorefile(path string) []error {
+	blocks, errs := gslbBlocks(path)
+	for _, block := range blocks {
+		if err := engine.Check(block.Options); err != nil {
+			errs = append(errs, unjoin(err)...)
+		}
+	}
+	return errs
+}
+
+// gslbBlocks parses the gslb blocks of the Corefile at path. It returns the blocks that parse
+// and the errors of the others (or of the Corefile).
+func gslbBlocks(path string) ([]gslb.Block, []error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return []error{err}
+		return nil, []error{err}
 	}
 	defer f.Close()
-	blocks, err := caddyfile.Parse(path, f, directives)
+	sbs, err := caddyfile.Parse(path, f, directives)
 	if err != nil {
-		return []error{err}
+		return nil, []error{err}
 	}
+	var blocks []gslb.Block
 	var errs []error
-	for _, sb := range blocks {
+	for _, sb := range sbs {
 		tokens, ok := sb.Tokens["gslb"]
 		if !ok {
 			continue
@@ -65,11 +78,9 @@ func checkCorefile(path string) []error {
 			errs = append(errs, err)
 			continue
 		}
-		if err := engine.Check(block.Options); err != nil {
-			errs = append(errs, unjoin(err)...)
-		}
+		blocks = append(blocks, block)
 	}
-	return errs
+	return blocks, errs
 }
 
 // unjoin splits errors joined with errors.Join (and lists of errors) into their parts, so

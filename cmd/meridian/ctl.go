@@ -53,6 +53,8 @@ Connection (flags, or the environment):
   -cacert FILE      MERIDIAN_API_CACERT    CA certificate that signed the API's certificate
   -insecure                                do not verify the API's certificate
   -timeout 10s
+Without -api and MERIDIAN_API, the Corefile that CORE_DNS_COREFILE names (as for gslbctl)
+gives the address and credentials of its first gslb block with api_enable.
 Output: -o table (default) or -o json.
 
 Run "meridian ctl COMMAND -h" for a command's flags.
@@ -193,7 +195,14 @@ func (c *connFlags) client(getenv func(string) string) (*admin.Client, error) {
 		}
 		return def
 	}
-	base := or(c.api, "MERIDIAN_API", "http://127.0.0.1:8080")
+	def := admin.Client{BaseURL: "http://127.0.0.1:8080"}
+	if file := getenv("CORE_DNS_COREFILE"); file != "" {
+		var err error
+		if def, err = corefileAPI(file); err != nil {
+			return nil, fmt.Errorf("CORE_DNS_COREFILE: %w", err)
+		}
+	}
+	base := or(c.api, "MERIDIAN_API", def.BaseURL)
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
@@ -212,10 +221,40 @@ func (c *connFlags) client(getenv func(string) string) (*admin.Client, error) {
 	return &admin.Client{
 		BaseURL:  base,
 		HTTP:     &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: http.ProxyFromEnvironment}},
-		User:     or(c.user, "MERIDIAN_API_USER", ""),
-		Password: or(c.password, "MERIDIAN_API_PASSWORD", ""),
-		Token:    or(c.token, "MERIDIAN_API_TOKEN", ""),
+		User:     or(c.user, "MERIDIAN_API_USER", def.User),
+		Password: or(c.password, "MERIDIAN_API_PASSWORD", def.Password),
+		Token:    or(c.token, "MERIDIAN_API_TOKEN", def.Token),
 	}, nil
+}
+
+// corefileAPI returns the address and credentials of the admin API that the first gslb block
+// with api_enable in the Corefile at path serves, as gslbctl finds its API (it reads the file
+// that CORE_DNS_COREFILE names). An unspecified listen address (0.0.0.0, ::) is reached on
+// loopback.
+func corefileAPI(path string) (admin.Client, error) {
+	blocks, errs := gslbBlocks(path)
+	if len(errs) > 0 {
+		return admin.Client{}, errors.Join(errs...)
+	}
+	for _, b := range blocks {
+		o := b.Options.API
+		if !o.Enable {
+			continue
+		}
+		host, port, err := net.SplitHostPort(o.Addr())
+		if err != nil {
+			return admin.Client{}, fmt.Errorf("%s: api address %s: %w", path, o.Addr(), err)
+		}
+		if ip, err := netip.ParseAddr(host); err == nil && ip.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		scheme := "http"
+		if o.TLSCert != "" {
+			scheme = "https"
+		}
+		return admin.Client{BaseURL: scheme + "://" + net.JoinHostPort(host, port), User: o.BasicUser, Password: o.BasicPass, Token: o.Token}, nil
+	}
+	return admin.Client{}, fmt.Errorf("%s: no gslb block has api_enable", path)
 }
 
 // listFlag is a flag that may repeat, each value a comma-separated list.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -280,6 +282,38 @@ func TestCtlValidate(t *testing.T) {
 		code, out, errOut := ctl(nil, c.args...)
 		if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.errs) {
 			t.Errorf("%v: %d %q %q, want %d with %q and %q", c.args, code, out, errOut, c.code, c.out, c.errs)
+		}
+	}
+}
+
+// TestCtlCorefileConnection finds the API as gslbctl does, from the Corefile that
+// CORE_DNS_COREFILE names: its address, TLS and credentials.
+func TestCtlCorefileConnection(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, _ := admintest.Certificate(t, dir)
+	_, _, addr := startCtlAPI(t, admin.Config{TLSCert: certFile, TLSKey: keyFile, BasicUser: "ops", BasicPass: "pw"})
+	_, port, _ := strings.Cut(addr, ":")
+	corefile := func(name, api string) string {
+		return writeFile(t, dir, name, fmt.Sprintf(".:1053 {\n gslb {\n  zone example.org. %s\n%s }\n}\n", filepath.Join(dir, "zone.yml"), api))
+	}
+	good := corefile("Corefile", fmt.Sprintf("  api_enable\n  api_listen_addr 0.0.0.0\n  api_listen_port %s\n  api_tls_cert %s\n  api_tls_key %s\n  api_basic_user ops\n  api_basic_pass pw\n", port, certFile, keyFile))
+	wrong := corefile("Corefile.wrong", fmt.Sprintf("  api_enable\n  api_listen_port %s\n  api_tls_cert %s\n  api_tls_key %s\n  api_basic_user ops\n  api_basic_pass nope\n", port, certFile, keyFile))
+	off := corefile("Corefile.off", "")
+	for _, c := range []struct {
+		env  map[string]string
+		code int
+		msg  string
+	}{
+		{map[string]string{"CORE_DNS_COREFILE": good, "MERIDIAN_API_CACERT": certFile}, 0, ""},
+		// The environment's credentials come first.
+		{map[string]string{"CORE_DNS_COREFILE": good, "MERIDIAN_API_CACERT": certFile, "MERIDIAN_API_PASSWORD": "bad"}, 1, "401"},
+		{map[string]string{"CORE_DNS_COREFILE": wrong, "MERIDIAN_API_CACERT": certFile}, 1, "401"},
+		{map[string]string{"CORE_DNS_COREFILE": off}, 2, "no gslb block has api_enable"},
+		{map[string]string{"CORE_DNS_COREFILE": filepath.Join(dir, "missing")}, 2, "no such file"},
+	} {
+		code, out, errOut := ctl(c.env, "status")
+		if code != c.code || !strings.Contains(errOut, c.msg) || (code == 0 && !strings.Contains(out, "192.0.2.1:443")) {
+			t.Errorf("%v: %d %q %q, want %d with %q", c.env, code, out, errOut, c.code, c.msg)
 		}
 	}
 }
