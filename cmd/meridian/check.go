@@ -32,12 +32,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
-	for _, err := range errs {
-		fmt.Fprintln(stderr, err)
-	}
 	if len(errs) > 0 {
-		fmt.Fprintf(stderr, "%s: %d error(s)\n", *conf, len(errs))
-		return 1
+		return reportErrors(stderr, *conf, errs)
 	}
 	if *compatible {
 		var diffs []compat.Difference
@@ -56,6 +52,15 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// reportErrors prints errs, one a line, and their count for file, and returns exit code 1.
+func reportErrors(w io.Writer, file string, errs []error) int {
+	for _, err := range errs {
+		fmt.Fprintln(w, err)
+	}
+	fmt.Fprintf(w, "%s: %d error(s)\n", file, len(errs))
+	return 1
+}
+
 // checkedBlock is a gslb block that passed the check, as the compatibility rules read it.
 type checkedBlock struct {
 	compat compat.Block
@@ -72,30 +77,8 @@ func checkCorefile(path string) (warnings, errs []error) {
 // checkBlocks checks the Corefile at path and returns its gslb blocks that passed, the
 // warnings, and every error found.
 func checkBlocks(path string) (blocks []checkedBlock, warnings, errs []error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, []error{err}
-	}
-	defer f.Close()
-	sbs, err := caddyfile.Parse(path, f, directives)
-	if err != nil {
-		return nil, nil, []error{err}
-	}
-	for _, sb := range sbs {
-		tokens, ok := sb.Tokens["gslb"]
-		if !ok {
-			continue
-		}
-		root := ""
-		if rt := sb.Tokens["root"]; len(rt) > 1 {
-			root = rt[1].Text
-		}
-		c := &caddy.Controller{Dispenser: caddyfile.NewDispenserTokens(path, tokens), ServerBlockKeys: sb.Keys}
-		block, err := gslb.ParseBlock(c, root)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
+	parsed, errs := gslbBlocks(path)
+	for _, block := range parsed {
 		w, err := engine.Check(block.Options)
 		warnings = append(warnings, w...)
 		if err != nil {
@@ -113,6 +96,40 @@ func checkBlocks(path string) (blocks []checkedBlock, warnings, errs []error) {
 		})
 	}
 	return blocks, warnings, errs
+}
+
+// gslbBlocks parses the gslb blocks of the Corefile at path. It returns the blocks that parse
+// and the errors of the others (or of the Corefile).
+func gslbBlocks(path string) ([]gslb.Block, []error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, []error{err}
+	}
+	defer f.Close()
+	sbs, err := caddyfile.Parse(path, f, directives)
+	if err != nil {
+		return nil, []error{err}
+	}
+	var blocks []gslb.Block
+	var errs []error
+	for _, sb := range sbs {
+		tokens, ok := sb.Tokens["gslb"]
+		if !ok {
+			continue
+		}
+		root := ""
+		if rt := sb.Tokens["root"]; len(rt) > 1 {
+			root = rt[1].Text
+		}
+		c := &caddy.Controller{Dispenser: caddyfile.NewDispenserTokens(path, tokens), ServerBlockKeys: sb.Keys}
+		block, err := gslb.ParseBlock(c, root)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		blocks = append(blocks, block)
+	}
+	return blocks, errs
 }
 
 // unjoin splits errors joined with errors.Join (and lists of errors) into their parts, so

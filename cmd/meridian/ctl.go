@@ -36,6 +36,10 @@ Commands:
   clear    selector                                 remove the overrides: the YAML decides again
   explain  NAME [-type A] [-client IP] [-ecs PREFIX] the answer to a query, and how it was chosen
   reload   reload the YAML files
+  validate FILE [-zone ZONE] [-strict]              check a zone file, without a running meridian
+
+CoreDNS-GSLB's gslbctl forms work too: "backends enable|disable [--tags T] [--address A]
+[--location L]" is enable|disable, and --address is -address-prefix.
 
 Selector (every flag given must match):
   -key RECORD|ADDRESS|PORT (repeatable)  -zone ZONE  -record NAME  -location LOCATION
@@ -49,6 +53,8 @@ Connection (flags, or the environment):
   -cacert FILE      MERIDIAN_API_CACERT    CA certificate that signed the API's certificate
   -insecure                                do not verify the API's certificate
   -timeout 10s
+Without -api and MERIDIAN_API, the Corefile that CORE_DNS_COREFILE names (as for gslbctl)
+gives the address and credentials of its first gslb block with api_enable.
 Output: -o table (default) or -o json.
 
 Run "meridian ctl COMMAND -h" for a command's flags.
@@ -75,6 +81,15 @@ func ctlCommandNamed(name string) ctlCommand {
 	return nil
 }
 
+// gslbctlArgs rewrites the command forms of CoreDNS-GSLB's gslbctl that differ from ours:
+// "backends enable ..." and "backends disable ..." are "enable ..." and "disable ...".
+func gslbctlArgs(args []string) []string {
+	if len(args) >= 2 && args[0] == "backends" && (args[1] == "enable" || args[1] == "disable") {
+		return args[1:]
+	}
+	return args
+}
+
 // errUsage marks a command line that cannot run.
 var errUsage = errors.New("usage")
 
@@ -82,6 +97,10 @@ var errUsage = errors.New("usage")
 // settings left out of the flags from getenv. It returns the process exit code: 0, 1 when the
 // API refused or failed, 2 for a wrong command line.
 func runCtl(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	args = gslbctlArgs(args)
+	if len(args) > 0 && args[0] == "validate" {
+		return runValidate(args[1:], stdout, stderr)
+	}
 	var cmd ctlCommand
 	if len(args) > 0 {
 		cmd = ctlCommandNamed(args[0])
@@ -176,7 +195,14 @@ func (c *connFlags) client(getenv func(string) string) (*admin.Client, error) {
 		}
 		return def
 	}
-	base := or(c.api, "MERIDIAN_API", "http://127.0.0.1:8080")
+	def := admin.Client{BaseURL: "http://127.0.0.1:8080"}
+	if file := getenv("CORE_DNS_COREFILE"); file != "" {
+		var err error
+		if def, err = corefileAPI(file); err != nil {
+			return nil, fmt.Errorf("CORE_DNS_COREFILE: %w", err)
+		}
+	}
+	base := or(c.api, "MERIDIAN_API", def.BaseURL)
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
@@ -195,10 +221,40 @@ func (c *connFlags) client(getenv func(string) string) (*admin.Client, error) {
 	return &admin.Client{
 		BaseURL:  base,
 		HTTP:     &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: http.ProxyFromEnvironment}},
-		User:     or(c.user, "MERIDIAN_API_USER", ""),
-		Password: or(c.password, "MERIDIAN_API_PASSWORD", ""),
-		Token:    or(c.token, "MERIDIAN_API_TOKEN", ""),
+		User:     or(c.user, "MERIDIAN_API_USER", def.User),
+		Password: or(c.password, "MERIDIAN_API_PASSWORD", def.Password),
+		Token:    or(c.token, "MERIDIAN_API_TOKEN", def.Token),
 	}, nil
+}
+
+// corefileAPI returns the address and credentials of the admin API that the first gslb block
+// with api_enable in the Corefile at path serves, as gslbctl finds its API (it reads the file
+// that CORE_DNS_COREFILE names). An unspecified listen address (0.0.0.0, ::) is reached on
+// loopback.
+func corefileAPI(path string) (admin.Client, error) {
+	blocks, errs := gslbBlocks(path)
+	if len(errs) > 0 {
+		return admin.Client{}, errors.Join(errs...)
+	}
+	for _, b := range blocks {
+		o := b.Options.API
+		if !o.Enable {
+			continue
+		}
+		host, port, err := net.SplitHostPort(o.Addr())
+		if err != nil {
+			return admin.Client{}, fmt.Errorf("%s: api address %s: %w", path, o.Addr(), err)
+		}
+		if ip, err := netip.ParseAddr(host); err == nil && ip.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		scheme := "http"
+		if o.TLSCert != "" {
+			scheme = "https"
+		}
+		return admin.Client{BaseURL: scheme + "://" + net.JoinHostPort(host, port), User: o.BasicUser, Password: o.BasicPass, Token: o.Token}, nil
+	}
+	return admin.Client{}, fmt.Errorf("%s: no gslb block has api_enable", path)
 }
 
 // listFlag is a flag that may repeat, each value a comma-separated list.
@@ -221,6 +277,7 @@ func addSelectorFlags(fs *flag.FlagSet, sel *admin.Selector) {
 	fs.StringVar(&sel.Record, "record", "", "record name")
 	fs.StringVar(&sel.Location, "location", "", "location, exactly")
 	fs.StringVar(&sel.AddressPrefix, "address-prefix", "", "CIDR prefix, or the beginning of the address as written")
+	fs.StringVar(&sel.AddressPrefix, "address", "", "the same as -address-prefix (gslbctl's name)")
 	fs.Var((*listFlag)(&sel.Tags), "tags", "comma-separated tags: a backend with any of them matches")
 }
 

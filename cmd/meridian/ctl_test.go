@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -219,6 +221,102 @@ func TestCtlConnection(t *testing.T) {
 	for _, args := range [][]string{nil, {"frobnicate"}, {"help"}} {
 		if code, _, errOut := ctl(nil, args...); code != 2 || !strings.Contains(errOut, "usage: meridian ctl") {
 			t.Errorf("%v: %d %s", args, code, errOut)
+		}
+	}
+}
+
+// TestCtlGslbctlForms runs the command lines of CoreDNS-GSLB's gslbctl (docs/cli.md) against
+// the admin API: each must select and change the same backends as our form.
+func TestCtlGslbctlForms(t *testing.T) {
+	_, store, addr := startCtlAPI(t, admin.Config{})
+	env := map[string]string{"MERIDIAN_API": "http://" + addr}
+	for _, c := range []struct {
+		args   []string
+		key    string
+		action overlay.Action
+	}{
+		{[]string{"backends", "disable", "--tags", "prod"}, "www.example.org.|192.0.2.1|443", overlay.Disable},
+		{[]string{"backends", "enable", "--location", "dc-us"}, "www.example.org.|2001:db8::1|443", overlay.Enable},
+		{[]string{"backends", "disable", "--address", "2001:db8:"}, "www.example.org.|2001:db8::1|443", overlay.Disable},
+		{[]string{"backends", "enable", "--tags", "test,prod", "--address", "192.0.2."}, "www.example.org.|192.0.2.1|443", overlay.Enable},
+	} {
+		code, out, errOut := ctl(env, c.args...)
+		if code != 0 || !strings.Contains(out, c.key) || !strings.Contains(out, string(c.action)+": 1 backends") {
+			t.Errorf("%v: %d\n%s%s", c.args, code, out, errOut)
+			continue
+		}
+		if o, ok := store.Get(c.key); !ok || o.Action != c.action {
+			t.Errorf("%v: override of %s = %+v, %v", c.args, c.key, o, ok)
+		}
+	}
+	if code, out, errOut := ctl(env, "status"); code != 0 || !strings.Contains(out, "192.0.2.1:443") {
+		t.Errorf("status: %d %s%s", code, out, errOut)
+	}
+	// "backends" without enable or disable is no command.
+	for _, args := range [][]string{{"backends"}, {"backends", "drain", "--tags", "prod"}} {
+		if code, _, errOut := ctl(env, args...); code != 2 || !strings.Contains(errOut, `unknown command "backends"`) {
+			t.Errorf("%v: %d %s", args, code, errOut)
+		}
+	}
+}
+
+func TestCtlValidate(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
+	good := write("db.example.org.yml", "records:\n  www.example.org.:\n    backends:\n      - address: 192.0.2.1\n")
+	bad := write("db.example.net.yml", "records:\n  www.example.net.:\n    mode: sideways\n    backends:\n      - address: 192.0.2.1\n")
+	other := write("zone.yml", "records:\n  www.example.org.:\n    backends:\n      - address: 192.0.2.1\n")
+	deprecated := write("db.example.com.yml", "records:\n  www.example.com.:\n    failover_policy: {mode: fail-open}\n    backends:\n      - address: 192.0.2.1\n")
+	for _, c := range []struct {
+		args      []string
+		code      int
+		out, errs string
+	}{
+		{[]string{"validate", good}, 0, "OK, zone example.org., 1 records", ""},
+		{[]string{"validate", good, "--strict"}, 0, "OK", ""},
+		{[]string{"validate", deprecated}, 0, "OK, zone example.com.", "warning: " + deprecated + ":3:"},
+		{[]string{"validate", deprecated, "--strict"}, 1, "", "1 warning(s), failing with -strict"},
+		{[]string{"validate", other, "-zone", "example.org"}, 0, "OK, zone example.org.", ""},
+		{[]string{"validate", bad}, 1, "", `db.example.net.yml:3:11: records["www.example.net."].mode: unknown mode "sideways"`},
+		{[]string{"validate", other}, 1, "", "zone.yml"}, // the zone "zone." does not hold www.example.org.
+		{[]string{"validate", dir + "/missing.yml"}, 1, "", "no such file"},
+		{[]string{"validate"}, 2, "", "usage: meridian ctl validate"},
+	} {
+		code, out, errOut := ctl(nil, c.args...)
+		if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.errs) {
+			t.Errorf("%v: %d %q %q, want %d with %q and %q", c.args, code, out, errOut, c.code, c.out, c.errs)
+		}
+	}
+}
+
+// TestCtlCorefileConnection finds the API as gslbctl does, from the Corefile that
+// CORE_DNS_COREFILE names: its address, TLS and credentials.
+func TestCtlCorefileConnection(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, _ := admintest.Certificate(t, dir)
+	_, _, addr := startCtlAPI(t, admin.Config{TLSCert: certFile, TLSKey: keyFile, BasicUser: "ops", BasicPass: "pw"})
+	_, port, _ := strings.Cut(addr, ":")
+	corefile := func(name, api string) string {
+		return writeFile(t, dir, name, fmt.Sprintf(".:1053 {\n gslb {\n  zone example.org. %s\n%s }\n}\n", filepath.Join(dir, "zone.yml"), api))
+	}
+	good := corefile("Corefile", fmt.Sprintf("  api_enable\n  api_listen_addr 0.0.0.0\n  api_listen_port %s\n  api_tls_cert %s\n  api_tls_key %s\n  api_basic_user ops\n  api_basic_pass pw\n", port, certFile, keyFile))
+	wrong := corefile("Corefile.wrong", fmt.Sprintf("  api_enable\n  api_listen_port %s\n  api_tls_cert %s\n  api_tls_key %s\n  api_basic_user ops\n  api_basic_pass nope\n", port, certFile, keyFile))
+	off := corefile("Corefile.off", "")
+	for _, c := range []struct {
+		env  map[string]string
+		code int
+		msg  string
+	}{
+		{map[string]string{"CORE_DNS_COREFILE": good, "MERIDIAN_API_CACERT": certFile}, 0, ""},
+		// The environment's credentials come first.
+		{map[string]string{"CORE_DNS_COREFILE": good, "MERIDIAN_API_CACERT": certFile, "MERIDIAN_API_PASSWORD": "bad"}, 1, "401"},
+		{map[string]string{"CORE_DNS_COREFILE": wrong, "MERIDIAN_API_CACERT": certFile}, 1, "401"},
+		{map[string]string{"CORE_DNS_COREFILE": off}, 2, "no gslb block has api_enable"},
+		{map[string]string{"CORE_DNS_COREFILE": filepath.Join(dir, "missing")}, 2, "no such file"},
+	} {
+		code, out, errOut := ctl(c.env, "status")
+		if code != c.code || !strings.Contains(errOut, c.msg) || (code == 0 && !strings.Contains(out, "192.0.2.1:443")) {
+			t.Errorf("%v: %d %q %q, want %d with %q", c.env, code, out, errOut, c.code, c.msg)
 		}
 	}
 }

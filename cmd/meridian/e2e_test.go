@@ -297,15 +297,19 @@ func TestLiveReloadKeepsServingThroughABadFile(t *testing.T) {
 	testutil.Eventually(t, 5*time.Second, answerIs("10.0.0.4"), "the answer did not follow the fixed file")
 }
 
+// writeFile writes content to the file name in dir and returns its path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestCheckCommand(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, content string) string { return writeFile(t, dir, name, content) }
 	good := write("good.yml", "records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}]\n")
 	bad := write("bad.yml", "records:\n  www.example.org.:\n    mode: failvoer\n    backends:\n      - {address: 10.0.0.300}\n  www.example.com.:\n    backends: [{address: 10.0.0.1}]\n")
 	old := write("old.yml", "records:\n  www.example.org.:\n    failover_policy: {mode: fail-open}\n    backends: [{address: 10.0.0.1}]\n")

@@ -37,6 +37,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/template"
 	_ "github.com/coredns/coredns/plugin/whoami"
 
+	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/gctune"
 	_ "github.com/meridian-gslb/meridian/plugin/gslb"
 )
@@ -74,6 +75,7 @@ func main() {
 			return
 		}
 	}
+	engine.PublishVersion(Version)
 	coremain.Run()
 }
 

@@ -56,8 +56,8 @@ records:
     scrape_interval: 60s
     scrape_timeout: 10s
     backends:
-      - {address: 127.0.0.1, healthchecks: [{type: http, params: {port: %d, uri: /}}]}
-      - {address: 127.0.0.2, healthchecks: [{type: http, params: {port: %d, uri: /}}]}
+      - {address: 127.0.0.1, healthchecks: [{type: http, params: {port: %d, uri: /, enable_tls: false}}]}
+      - {address: 127.0.0.2, healthchecks: [{type: http, params: {port: %d, uri: /, enable_tls: false}}]}
 `, upPort, downPort)
 	if err := os.WriteFile(filepath.Join(dir, "zone.yml"), []byte(zone), 0o644); err != nil {
 		t.Fatal(err)

@@ -45,6 +45,8 @@ func (s *Server) apiRoutes() []route {
 		{"GET /api/overview/{zone}", s.overviewZone},
 		{"POST /api/backends/enable", s.compatAction(overlay.Enable)},
 		{"POST /api/backends/disable", s.compatAction(overlay.Disable)},
+		{"GET /api/v1/status", s.compatStatus},
+		{"PUT /api/v1/zones/{zone}/records/{fqdn}/backends", s.compatPool},
 		// Version 1.
 		{"GET /api/v1/zones", s.zones},
 		{"GET /api/v1/zones/{zone}", s.zone},
@@ -76,12 +78,12 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
-// requireJSON refuses a POST whose body is not declared as JSON: a web page of another origin
+// requireJSON refuses a POST or PUT whose body is not declared as JSON: a web page of another origin
 // cannot send such a request without the browser asking the API first (CORS), which it
 // refuses.
 func requireJSON(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
+		if r.Method == http.MethodPost || r.Method == http.MethodPut {
 			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 				writeError(w, http.StatusUnsupportedMediaType, "send the request with Content-Type: application/json")
 				return
@@ -311,14 +313,23 @@ func (s *Server) apply(ctx context.Context, action overlay.Action, sel Selector,
 	if len(changes) == 0 {
 		return nil, errorf(http.StatusUnprocessableEntity, "no backend matches %s", sel)
 	}
-	if err := s.settings.Load().store.Apply(ctx, changes); err != nil {
-		if errors.Is(err, overlay.ErrInvalid) {
-			return nil, errorf(http.StatusBadRequest, "%v", err)
-		}
-		return nil, fmt.Errorf("store overrides: %w", err)
+	if err := s.store(ctx, changes); err != nil {
+		return nil, err
 	}
 	s.log.Infof("admin API: %s %s %d backends (%s)%s", cmp.Or(by, "anonymous"), action, len(changes), sel, untilText(expires))
 	return targets, nil
+}
+
+// store applies changes to the overlay store, all at once. A change the store refuses is an
+// apiError.
+func (s *Server) store(ctx context.Context, changes []overlay.Change) error {
+	if err := s.settings.Load().store.Apply(ctx, changes); err != nil {
+		if errors.Is(err, overlay.ErrInvalid) {
+			return errorf(http.StatusBadRequest, "%v", err)
+		}
+		return fmt.Errorf("store overrides: %w", err)
+	}
+	return nil
 }
 
 func untilText(t time.Time) string {

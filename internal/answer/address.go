@@ -105,13 +105,22 @@ func (r *builder) rrs(sel selection, dst []dns.RR) []dns.RR {
 	for i, be := range sel.backends {
 		if be.Config.IsHost() {
 			if i == 0 {
+				r.selected(be)
 				return append(dst, copyRR(be.RR, r.owner))
 			}
 			continue
 		}
+		r.selected(be)
 		dst = append(dst, copyRR(be.RR, r.owner))
 	}
 	return dst
+}
+
+// selected counts be in the answer, when the answer counts.
+func (r *builder) selected(be *catalog.Backend) {
+	if r.count {
+		be.CountSelected()
+	}
 }
 
 // address answers A, AAAA and CNAME queries.
@@ -123,6 +132,9 @@ func (r *builder) address(qtype uint16) {
 	var buf [maxInlinePicks]*catalog.Backend
 	sel := r.pick(f, buf[:0])
 	r.scope = max(r.scope, sel.scope)
+	if r.count {
+		r.rec.CountAnswer(sel.closed)
+	}
 	if sel.closed {
 		r.failClosed(sel.rcode)
 		return

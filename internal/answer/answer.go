@@ -48,8 +48,14 @@ type Query struct {
 	Geo *geo.Sources
 }
 
-// Respond answers q from snap.
+// Respond answers q from snap, and counts the answer in the record's and the backends' query
+// counts (catalog.Record.CountAnswer).
 func Respond(snap *catalog.Snapshot, opts Options, q Query) (*dns.Msg, Result) {
+	return respond(snap, opts, q, true)
+}
+
+// respond is Respond; count is false for answers that no client asked for (Explain).
+func respond(snap *catalog.Snapshot, opts Options, q Query, count bool) (*dns.Msg, Result) {
 	req := q.Msg
 	if req.Response || req.Opcode != dns.OpcodeQuery || len(req.Question) != 1 {
 		return nil, NotOurs
@@ -64,7 +70,7 @@ func Respond(snap *catalog.Snapshot, opts Options, q Query) (*dns.Msg, Result) {
 		return nil, NotOurs
 	}
 
-	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, geo: q.Geo}
+	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, geo: q.Geo, count: count}
 	if rcode := b.readEDNS(opts.UseECS); rcode != dns.RcodeSuccess {
 		return b.finishError(rcode), Answered
 	}
@@ -94,6 +100,8 @@ type builder struct {
 	scope int
 	// geo are the GeoIP sources of the query.
 	geo *geo.Sources
+	// count makes address answers count in the record's and the backends' query counts.
+	count bool
 
 	msg *dns.Msg
 }

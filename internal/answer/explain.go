@@ -66,7 +66,7 @@ func (e Explanation) String() string {
 
 // Explain answers q from snap like Respond and says how the answer was chosen.
 func Explain(snap *catalog.Snapshot, opts Options, q Query) Explanation {
-	m, res := Respond(snap, opts, q)
+	m, res := respond(snap, opts, q, false)
 	return Describe(snap, opts, q, m, res)
 }
 

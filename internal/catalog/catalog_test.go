@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -209,6 +210,41 @@ records:
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("hash_order %s: set order %v, want %v", order, got, want)
+		}
+	}
+}
+
+func TestCarryCountsAcrossReloads(t *testing.T) {
+	build := func(yaml string) *Snapshot {
+		t.Helper()
+		snap, err := Build([]*config.Zone{mustZone(t, "example.org", yaml)}, states{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap
+	}
+	old := build("records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}, {address: 10.0.0.2}]\n  gone.example.org.:\n    backends: [{address: 10.9.0.1}]\n")
+	www := old.Records()[1]
+	www.CountAnswer(false)
+	www.CountAnswer(false)
+	www.CountAnswer(true)
+	www.Backends[0].CountSelected()
+	www.Backends[1].CountSelected()
+	old.Records()[0].CountAnswer(false) // gone.example.org., not in the new snapshot
+
+	snap := build("records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}, {address: 10.0.0.3}]\n  new.example.org.:\n    backends: [{address: 10.0.0.1}]\n")
+	snap.Records()[1].CountAnswer(false) // www, answered by the new snapshot already
+	snap.CarryCounts(old)
+	snap.CarryCounts(nil) // the first load: nothing to carry
+	for _, r := range snap.Records() {
+		ok, failed := r.Answers()
+		var selected []uint64
+		for _, b := range r.Backends {
+			selected = append(selected, b.Selected())
+		}
+		want := map[string]string{"new.example.org.": "0 0 [0]", "www.example.org.": "3 1 [1 0]"}[r.Name]
+		if got := fmt.Sprintf("%d %d %v", ok, failed, selected); got != want {
+			t.Errorf("%s: answers, failed, selected = %s, want %s", r.Name, got, want)
 		}
 	}
 }

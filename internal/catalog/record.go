@@ -50,6 +50,11 @@ type Record struct {
 	counter   atomic.Uint64 // roundrobin rotation, kept across health changes
 	view      atomic.Pointer[View]
 	refreshMu sync.Mutex // serialises writers of view; never taken by queries
+
+	// answered counts the address queries of the record (see CountAnswer), on a cache line
+	// of their own: every query writes them, and writes must not slow the readers of view.
+	_        [64]byte
+	answered [2]atomic.Uint64 // by failed: answered, answered with the fail-closed rcode
 }
 
 // Backend is one compiled backend of a record.
@@ -64,6 +69,61 @@ type Backend struct {
 	alwaysUp bool
 	// override is the operator's Override of the configured enable flag.
 	override atomic.Int32
+
+	// selected counts the address answers that carried the backend, on a cache line of its
+	// own (see Record.answered).
+	_        [64]byte
+	selected atomic.Uint64
+}
+
+// CountAnswer counts one address answer of the record: failed when fail-closed answered
+// with its rcode. One atomic add: the query path calls it.
+func (r *Record) CountAnswer(failed bool) {
+	i := 0
+	if failed {
+		i = 1
+	}
+	r.answered[i].Add(1)
+}
+
+// Answers returns the counts of CountAnswer: answered, and failed.
+func (r *Record) Answers() (answered, failed uint64) {
+	return r.answered[0].Load(), r.answered[1].Load()
+}
+
+// CountSelected counts one address answer that carried the backend.
+func (b *Backend) CountSelected() { b.selected.Add(1) }
+
+// Selected returns the count of CountSelected.
+func (b *Backend) Selected() uint64 { return b.selected.Load() }
+
+// CarryCounts adds the query counts of old's records and backends to those of s with the same
+// name and key, so that a reload does not reset them. Queries that old answers after the call
+// are not carried.
+func (s *Snapshot) CarryCounts(old *Snapshot) {
+	if old == nil {
+		return
+	}
+	records := make(map[string]*Record, len(old.records))
+	backends := make(map[string]*Backend)
+	for _, r := range old.records {
+		records[r.Name] = r
+		for _, b := range r.Backends {
+			backends[b.Key] = b
+		}
+	}
+	for _, r := range s.records {
+		if o := records[r.Name]; o != nil {
+			ok, failed := o.Answers()
+			r.answered[0].Add(ok)
+			r.answered[1].Add(failed)
+		}
+		for _, b := range r.Backends {
+			if o := backends[b.Key]; o != nil {
+				b.selected.Add(o.Selected())
+			}
+		}
+	}
 }
 
 // Override is an operator's decision on a backend that takes precedence over the enable flag

@@ -178,11 +178,11 @@ func (e *Engine) Reload() error {
 	start := time.Now()
 	err := e.load()
 	if err != nil {
-		reloadsTotal.WithLabelValues("failure").Inc()
+		countReload("failure")
 		e.log.Errorf("reload failed, still serving the previous configuration: %v", err)
 		return err
 	}
-	reloadsTotal.WithLabelValues("success").Inc()
+	countReload("success")
 	s := e.Snapshot()
 	e.log.Infof("reloaded %d zones, %d records in %s", s.Zones(), len(s.Records()), time.Since(start).Round(time.Millisecond))
 	return nil
@@ -223,6 +223,7 @@ func (e *Engine) load() error {
 		r.Refresh() // Sync may have reset the state of backends whose checks changed
 		publishRecordHealth(r)
 	}
+	snap.CarryCounts(e.snap.Load())
 	forgetRecords(e.snap.Swap(snap), snap)
 	recordsGauge.Set(float64(len(snap.Records())))
 	lastReloadTime.SetToCurrentTime()
@@ -278,6 +279,7 @@ func (e *Engine) Start() error {
 		e.stops = append(e.stops, stop)
 	}
 	e.reg.startHealth(e.shared)
+	cgCollector.add(e)
 	if e.api != nil {
 		// Overrides changed since Open are applied once subscribed.
 		e.stops = append(e.stops, e.api.store.Subscribe(e.applyOverrides))
@@ -311,6 +313,7 @@ func (e *Engine) release() {
 	if !e.reg.untrack(e) {
 		return
 	}
+	cgCollector.remove(e)
 	if e.api != nil {
 		e.reg.releaseAPI(e.api, e.log)
 	}

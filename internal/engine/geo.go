@@ -28,11 +28,11 @@ func (e *Engine) Geo() *geo.Sources {
 // ones keep serving.
 func (e *Engine) reloadGeo() {
 	if err := e.geo.Reload(); err != nil {
-		reloadsTotal.WithLabelValues("failure").Inc()
+		countReload("failure")
 		e.log.Errorf("geoip reload failed, still using the previous data: %v", err)
 		return
 	}
-	reloadsTotal.WithLabelValues("success").Inc()
+	countReload("success")
 	e.log.Infof("reloaded the geoip sources")
 }
 

@@ -110,6 +110,8 @@ type backend struct {
 type subscription struct {
 	backend *backend
 	machine machine
+	// stats counts the results probed here, for CheckStats.
+	stats CheckStats
 }
 
 // recordActivity is when a record was last queried, and the flag its queries set.
@@ -338,6 +340,9 @@ func (m *Manager) observeLocked(j *job, res probe.Result, by string) []func() {
 	for _, s := range j.subs {
 		d := &s.backend.details
 		d.LastCheck, d.LastOK, d.Reason, d.Latency = now, res.OK, res.Reason, res.Latency
+		if by == "" {
+			s.stats.observe(j.typ, res.OK, res.Reason, res.Latency)
+		}
 		if !s.machine.observe(res.OK) {
 			continue
 		}

@@ -32,7 +32,8 @@ type GSLB struct {
 func (g *GSLB) Name() string { return pluginName }
 
 // ServeDNS implements plugin.Handler. It reads the engine's snapshot and nothing else: no lock,
-// no map write, no allocation beyond the response.
+// no map write, no allocation beyond the response (and, for a query with ECS that falls
+// through to the next plugin, the writer that adds ECS to its reply).
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	src, tcp := clientOf(w)
 	snap, q := g.Engine.Snapshot(), answer.Query{Msg: r, Source: src, TCP: tcp, Geo: g.Engine.Geo()}
@@ -46,7 +47,8 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		return plugin.NextOrFailure(pluginName, g.Next, ctx, w, r)
 	case answer.NameError:
 		if g.Fall.Through(r.Question[0].Name) {
-			return plugin.NextOrFailure(pluginName, g.Next, ctx, w, r)
+			// The name is in our zone: its reply carries ECS as ours do.
+			return plugin.NextOrFailure(pluginName, g.Next, ctx, answer.PassOnWriter(w, r, g.Answer), r)
 		}
 	}
 	if err := w.WriteMsg(m); err != nil {

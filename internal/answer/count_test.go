@@ -1,0 +1,90 @@
+package answer
+
+import (
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/catalog"
+)
+
+// recordNamed returns the record of snap named name.
+func recordNamed(t *testing.T, snap *catalog.Snapshot, name string) *catalog.Record {
+	t.Helper()
+	for _, r := range snap.Records() {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no record %s", name)
+	return nil
+}
+
+func TestAnswerCounts(t *testing.T) {
+	snap, _ := testSnapshot(t)
+	for _, c := range []struct {
+		name           string
+		qname          string
+		qtype          uint16
+		record         string
+		answered, fail uint64
+		selected       map[string]uint64 // backend address -> count
+	}{
+		{"failover A", "www.example.org.", dns.TypeA, "www.example.org.", 1, 0, map[string]uint64{"10.0.0.1": 1, "10.0.0.2": 0, "2001:db8::1": 0}},
+		{"failover AAAA", "www.example.org.", dns.TypeAAAA, "www.example.org.", 1, 0, map[string]uint64{"10.0.0.1": 0, "2001:db8::1": 1}},
+		{"NODATA is no address answer", "www.example.org.", dns.TypeMX, "www.example.org.", 0, 0, map[string]uint64{"10.0.0.1": 0}},
+		{"fail-closed", "closed.example.org.", dns.TypeA, "closed.example.org.", 0, 1, map[string]uint64{"10.4.0.1": 0}},
+		{"host name first: its CNAME", "cdn.example.org.", dns.TypeA, "cdn.example.org.", 1, 0, map[string]uint64{"edge.cdn.example.net": 1, "10.2.0.1": 0}},
+		{"wildcard", "x.app.example.org.", dns.TypeA, "*.app.example.org.", 1, 0, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			snap, _ := testSnapshot(t)
+			if _, res := ask(snap, Options{}, c.qname, c.qtype); res != Answered {
+				t.Fatalf("result %v", res)
+			}
+			rec := recordNamed(t, snap, c.record)
+			if ok, fail := rec.Answers(); ok != c.answered || fail != c.fail {
+				t.Errorf("answers = %d, %d failed; want %d, %d", ok, fail, c.answered, c.fail)
+			}
+			for _, b := range rec.Backends {
+				if want, ok := c.selected[b.Config.Address]; ok && b.Selected() != want {
+					t.Errorf("backend %s selected %d times, want %d", b.Config.Address, b.Selected(), want)
+				}
+			}
+		})
+	}
+
+	// Explain answers like Respond but counts nothing.
+	m := new(dns.Msg)
+	m.SetQuestion("www.example.org.", dns.TypeA)
+	Explain(snap, Options{}, Query{Msg: m, Source: testClient})
+	if ok, _ := recordNamed(t, snap, "www.example.org.").Answers(); ok != 0 {
+		t.Errorf("Explain counted %d answers", ok)
+	}
+}
+
+// TestAnswerCountsAllocateNothing checks that counting adds no allocation to the query path:
+// Respond allocates what the same answer without counting does (the response's own).
+func TestAnswerCountsAllocateNothing(t *testing.T) {
+	snap, _ := testSnapshot(t)
+	for _, c := range []struct {
+		qname string
+		qtype uint16
+	}{
+		{"www.example.org.", dns.TypeA}, {"www.example.org.", dns.TypeAAAA}, {"hashed.example.org.", dns.TypeA},
+		{"x.app.example.org.", dns.TypeA}, {"checked.example.org.", dns.TypeA}, {"closed.example.org.", dns.TypeA},
+		{"cdn.example.org.", dns.TypeA},
+	} {
+		q := new(dns.Msg)
+		q.SetQuestion(c.qname, c.qtype)
+		query := Query{Msg: q, Source: testClient}
+		counted := testing.AllocsPerRun(200, func() { Respond(snap, Options{}, query) })
+		uncounted := testing.AllocsPerRun(200, func() { respond(snap, Options{}, query, false) })
+		if counted != uncounted {
+			t.Errorf("%s %s: %v allocations counted, %v without counting", c.qname, dns.TypeToString[c.qtype], counted, uncounted)
+		}
+	}
+	if ok, _ := recordNamed(t, snap, "www.example.org.").Answers(); ok < 400 {
+		t.Errorf("www.example.org. counted %d answers of at least 400", ok)
+	}
+}
