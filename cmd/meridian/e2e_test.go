@@ -358,7 +358,7 @@ func TestCheckCompat(t *testing.T) {
 		return p
 	}
 	hashed := write("hashed.yml", "records:\n  www.example.org.:\n    mode: ip-hash\n    backends: [{address: 10.0.0.9}, {address: 10.0.0.10}]\n")
-	plain := write("plain.yml", "records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}]\n")
+	plain := write("plain.yml", "defaults: {alpn: [h3, h2]}\nrecords:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}]\n")
 	tests := []struct {
 		name, corefile string
 		want           []string
@@ -368,7 +368,8 @@ func TestCheckCompat(t *testing.T) {
 			"Corefile:2: api_enable: CoreDNS-GSLB serves its HTTP API on 0.0.0.0:8080",
 			"Corefile:2: disable_txt:",
 			"hashed.yml:2: www.example.org. mode ip-hash:",
-			"OK, 3 difference(s) from CoreDNS-GSLB"}, false},
+			"hashed.yml:2: alpn (1 records of example.org.):",
+			"OK, 4 difference(s) from CoreDNS-GSLB"}, false},
 		{"one that behaves the same", ".:53 {\n gslb {\n  zone example.org. " + plain + "\n  api_enable false\n  enable_txt\n }\n}\n", nil, true},
 	}
 	for _, tt := range tests {

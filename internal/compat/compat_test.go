@@ -12,7 +12,7 @@ func TestCheck(t *testing.T) {
 	api := config.DefaultOptions()
 	api.API.Enable = true
 	ipHashOrdered := func(order config.HashOrder, addrs ...string) []*config.Zone {
-		r := config.Record{Name: "www.example.org.", Mode: config.ModeIPHash, HashOrder: order, Pos: config.Position{File: "zone.yml", Line: 4}}
+		r := config.Record{Name: "www.example.org.", Mode: config.ModeIPHash, HashOrder: order, ALPN: []string{"h2"}, Pos: config.Position{File: "zone.yml", Line: 4}}
 		for _, a := range addrs {
 			r.Backends = append(r.Backends, config.Backend{Address: a})
 		}
@@ -20,6 +20,15 @@ func TestCheck(t *testing.T) {
 	}
 	ipHash := func(addrs ...string) []*config.Zone { return ipHashOrdered(config.HashOrderAddress, addrs...) }
 	same := map[string]int{"api_enable": 3, "api_listen_addr": 4, "enable_txt": 5}
+	record := func(alpn []string, checks ...config.HealthCheck) []*config.Zone {
+		r := config.Record{Name: "www.example.org.", Mode: config.ModeFailover, ALPN: alpn, Pos: config.Position{File: "zone.yml", Line: 2},
+			Backends: []config.Backend{{Address: "192.0.2.1", HealthChecks: checks}}}
+		return []*config.Zone{{Origin: "example.org.", Records: []config.Record{r}}}
+	}
+	http := func(params map[string]any) config.HealthCheck {
+		return config.HealthCheck{Type: "http", Params: params, Pos: config.Position{File: "zone.yml", Line: 7}}
+	}
+	h2 := []string{"h2"}
 	tests := []struct {
 		name    string
 		options config.Options
@@ -40,6 +49,14 @@ func TestCheck(t *testing.T) {
 			[]string{"zone.yml:4 www.example.org. mode ip-hash"}},
 		{"host names are left out", api, same, ipHash("b.example.net.", "a.example.net."), nil},
 		{"ip-hash in CoreDNS-GSLB's text order", api, same, ipHashOrdered(config.HashOrderText, "10.0.0.9", "10.0.0.10"), nil},
+		{"a record without alpn", api, same, record(nil), []string{"zone.yml:2 alpn (1 records of example.org.)"}},
+		{"an http check without host", api, same, record(h2, http(map[string]any{"port": 8080})),
+			[]string{"zone.yml:7 www.example.org. backend 192.0.2.1 http check host"}},
+		{"an http check with host", api, same, record(h2, http(map[string]any{"host": "localhost"})), nil},
+		{"plain http without a port", api, same, record(h2, http(map[string]any{"host": "x", "enable_tls": false})),
+			[]string{"zone.yml:7 www.example.org. backend 192.0.2.1 http check port"}},
+		{"plain http with a port", api, same, record(h2, http(map[string]any{"host": "x", "enable_tls": false, "port": 80})), nil},
+		{"a tcp check", api, same, record(h2, config.HealthCheck{Type: "tcp", Params: map[string]any{"port": 80}}), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

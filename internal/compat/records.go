@@ -55,3 +55,77 @@ func ordersDiffer(ips []netip.Addr) bool {
 	slices.SortFunc(byText, func(a, b netip.Addr) int { return strings.Compare(a.String(), b.String()) })
 	return !slices.Equal(byValue, byText)
 }
+
+// alpnDefault: CoreDNS-GSLB's HTTPS and SVCB answers carry alpn=h3,h2 when a record sets no
+// alpn; Meridian's carry none, since it cannot know what the backends speak.
+func alpnDefault(_ Block, zones []*config.Zone) []Difference {
+	var out []Difference
+	for _, z := range zones {
+		var first *config.Record
+		n := 0
+		for i, r := range z.Records {
+			if len(r.ALPN) == 0 {
+				n++
+				if first == nil {
+					first = &z.Records[i]
+				}
+			}
+		}
+		if first == nil {
+			continue
+		}
+		out = append(out, Difference{
+			Where: fmt.Sprintf("%s:%d", first.Pos.File, first.Pos.Line), Topic: fmt.Sprintf("alpn (%d records of %s)", n, z.Origin),
+			CG:       "answers HTTPS and SVCB queries with alpn=h3,h2 when the record sets no alpn",
+			Meridian: "sends no alpn then",
+			Change:   "write alpn: [h3, h2] under defaults (or on the records) to answer as CoreDNS-GSLB does",
+		})
+	}
+	return out
+}
+
+// httpChecks: two defaults of CoreDNS-GSLB's http checks that Meridian does not share. Its
+// checks send "Host: localhost" unless they set host, where Meridian's send the backend's
+// address; and with enable_tls: false and no port they still connect to 443, where Meridian's
+// connect to 80.
+func httpChecks(_ Block, zones []*config.Zone) []Difference {
+	var out []Difference
+	for _, z := range zones {
+		for _, r := range z.Records {
+			for _, b := range r.Backends {
+				for _, hc := range b.HealthChecks {
+					if hc.Type != "http" {
+						continue
+					}
+					out = append(out, httpCheck(r.Name, b, hc)...)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// httpCheck returns the differences of one http check of backend b of record name.
+func httpCheck(name string, b config.Backend, hc config.HealthCheck) []Difference {
+	where := fmt.Sprintf("%s:%d", hc.Pos.File, hc.Pos.Line)
+	topic := fmt.Sprintf("%s backend %s http check", name, b.Address)
+	var out []Difference
+	if _, ok := hc.Params["host"]; !ok {
+		out = append(out, Difference{
+			Where: where, Topic: topic + " host",
+			CG:       "sends Host: localhost",
+			Meridian: "sends the backend's address as Host",
+			Change:   "write params.host: localhost to send what CoreDNS-GSLB sends",
+		})
+	}
+	_, port := hc.Params["port"]
+	if tls, ok := hc.Params["enable_tls"].(bool); ok && !tls && !port && b.Port == 0 {
+		out = append(out, Difference{
+			Where: where, Topic: topic + " port",
+			CG:       "connects to port 443 (in plain HTTP) when enable_tls is false and no port is set",
+			Meridian: "connects to port 80",
+			Change:   "write params.port: 443 to probe what CoreDNS-GSLB probes",
+		})
+	}
+	return out
+}
