@@ -152,6 +152,8 @@ type Record struct {
 	// ALPN is the alpn value of HTTPS/SVCB answers; empty means none is sent.
 	ALPN     []string
 	Backends []Backend
+	// Discovery, when set, is where more backends of the record are read from at run time.
+	Discovery *Discovery
 }
 
 // Fallback is a record's policy for when no backend is healthy.
