@@ -186,3 +186,43 @@ func TestHTTPFetchErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestDNSSources(t *testing.T) {
+	auth := testutil.StartAuthoritative(t, "svc.test",
+		`_web IN SVCB 1 web1 port=8443 ipv4hint=10.1.0.1,10.1.0.2 ipv6hint=2001:db8::1`,
+		`_web IN SVCB 2 web2`,
+		`_web IN SVCB 0 elsewhere.example.`,
+		`web2 IN A 10.1.0.3`,
+		`web2 IN AAAA 2001:db8::3`,
+		`www IN HTTPS 1 . port=443`,
+		`www IN A 10.2.0.1`,
+	)
+	tests := []struct {
+		typ     config.DiscoveryType
+		service string
+		want    []string
+	}{
+		{config.DiscoverySVCB, "_web.svc.test.", []string{"10.1.0.1:8443", "10.1.0.2:8443", "10.1.0.3:0", "[2001:db8::1]:8443", "[2001:db8::3]:0"}},
+		{config.DiscoveryHTTPS, "www.svc.test.", []string{"10.2.0.1:443"}},
+		{config.DiscoveryHTTPS, "_web.svc.test.", nil},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.typ)+" "+tt.service, func(t *testing.T) {
+			eps, err := New().fetch(context.Background(), &config.Discovery{Type: tt.typ, Endpoint: auth.Addr, Service: tt.service, Interval: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, ep := range eps {
+				got = append(got, ep.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+	_, err := New().fetch(context.Background(), &config.Discovery{Type: config.DiscoverySVCB, Endpoint: auth.Addr, Service: "nope.svc.test.", Interval: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "NXDOMAIN") {
+		t.Errorf("a name that does not exist: %v", err)
+	}
+}
