@@ -207,4 +207,3 @@ func (c *Consul) Stop() {
 		<-c.done
 	}
 }
-
