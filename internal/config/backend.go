@@ -25,7 +25,7 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet) (Backen
 	}
 	before := p.Len()
 	var address, lat, lon *yaml.Node
-	riseSet, fallSet := false, false
+	var cs checkSettings
 	for _, e := range p.entries(n, path) {
 		if YAMLIsNull(e.v) {
 			continue
@@ -72,14 +72,10 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet) (Backen
 		case "longitude":
 			lon = YAMLResolve(e.v)
 			b.Longitude, _ = p.number(e.v, kpath, -180, 180)
-		case "healthchecks":
-			b.HealthChecks = p.healthChecks(e.v, kpath, profiles)
-		case "rise":
-			b.Rise, riseSet = p.count(e.v, kpath)
-		case "fall":
-			b.Fall, fallSet = p.count(e.v, kpath)
 		default:
-			p.unknownKey(e, path, backendKeys)
+			if !p.checkKey(&b, e, kpath, profiles, &cs) {
+				p.unknownKey(e, path, backendKeys)
+			}
 		}
 	}
 	if address == nil {
@@ -93,13 +89,38 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet) (Backen
 	default:
 		b.HasCoords = lat != nil
 	}
-	if !riseSet {
+	cs.thresholds(&b)
+	return b, p.Len() == before
+}
+
+// checkSettings notes which of a backend's rise and fall its keys set.
+type checkSettings struct{ riseSet, fallSet bool }
+
+// checkKey parses a health-check key of a backend (healthchecks, rise, fall) into b; it
+// reports false for any other key.
+func (p *parser) checkKey(b *Backend, e entry, kpath string, profiles profileSet, cs *checkSettings) bool {
+	switch e.key {
+	case "healthchecks":
+		b.HealthChecks = p.healthChecks(e.v, kpath, profiles)
+	case "rise":
+		b.Rise, cs.riseSet = p.count(e.v, kpath)
+	case "fall":
+		b.Fall, cs.fallSet = p.count(e.v, kpath)
+	default:
+		return false
+	}
+	return true
+}
+
+// thresholds sets the rise and fall of b that its keys leave unset: the highest of its checks,
+// else the defaults.
+func (cs checkSettings) thresholds(b *Backend) {
+	if !cs.riseSet {
 		b.Rise = maxThreshold(b.HealthChecks, func(hc HealthCheck) int { return hc.Rise }, DefaultRise)
 	}
-	if !fallSet {
+	if !cs.fallSet {
 		b.Fall = maxThreshold(b.HealthChecks, func(hc HealthCheck) int { return hc.Fall }, DefaultFall)
 	}
-	return b, p.Len() == before
 }
 
 // maxThreshold is the highest rise or fall set by any of the checks, else def.

@@ -73,7 +73,7 @@ func (p *parser) discovery(n *yaml.Node, path string, interval time.Duration, pr
 		Template: Backend{Pos: p.Pos(n), Priority: DefaultPriority, Weight: DefaultWeight, Enable: true}}
 	before := p.Len()
 	nodes := map[string]*yaml.Node{}
-	riseSet, fallSet := false, false
+	var cs checkSettings
 	for _, e := range p.entries(n, path) {
 		if YAMLIsNull(e.v) {
 			continue
@@ -99,25 +99,16 @@ func (p *parser) discovery(n *yaml.Node, path string, interval time.Duration, pr
 			if v, ok := p.duration(e.v, kpath); ok {
 				d.Interval = v
 			}
-		case "healthchecks":
-			d.Template.HealthChecks = p.healthChecks(e.v, kpath, profiles)
-		case "rise":
-			d.Template.Rise, riseSet = p.count(e.v, kpath)
-		case "fall":
-			d.Template.Fall, fallSet = p.count(e.v, kpath)
 		default:
-			p.unknownKey(e, path, discoveryKeys)
+			if !p.checkKey(&d.Template, e, kpath, profiles, &cs) {
+				p.unknownKey(e, path, discoveryKeys)
+			}
 		}
 	}
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
-	if !riseSet {
-		d.Template.Rise = maxThreshold(d.Template.HealthChecks, func(hc HealthCheck) int { return hc.Rise }, DefaultRise)
-	}
-	if !fallSet {
-		d.Template.Fall = maxThreshold(d.Template.HealthChecks, func(hc HealthCheck) int { return hc.Fall }, DefaultFall)
-	}
+	cs.thresholds(&d.Template)
 	p.discoveryRules(d, n, path, nodes)
 	if p.Len() != before {
 		return nil

@@ -226,3 +226,45 @@ func TestDNSSources(t *testing.T) {
 		t.Errorf("a name that does not exist: %v", err)
 	}
 }
+
+func TestConsulSource(t *testing.T) {
+	consul := testutil.StartConsul(t)
+	consul.Register(t, "a", "web", "10.3.0.1", "", 80, "primary")
+	consul.Register(t, "b", "web", "10.3.0.2", "2001:db8::2", 8080, "primary", "v2")
+	consul.Register(t, "c", "web", "10.3.0.3", "", 80, "canary")
+	consul.Register(t, "d", "db", "10.3.0.4", "", 5432, "primary")
+	tests := []struct {
+		tag  string
+		want []string
+	}{
+		{"primary", []string{"10.3.0.1:80", "[2001:db8::2]:8080"}},
+		{"", []string{"10.3.0.1:80", "10.3.0.3:80", "[2001:db8::2]:8080"}},
+		{"v3", nil},
+	}
+	for _, tt := range tests {
+		t.Run("tag "+tt.tag, func(t *testing.T) {
+			eps, err := New().fetch(context.Background(), &config.Discovery{Type: config.DiscoveryConsul,
+				Endpoint: consul.URL + "/", Service: "web", Tag: tt.tag, Interval: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, ep := range eps {
+				got = append(got, ep.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+	consul.Register(t, "e", "web", "node.example", "", 80)
+	if _, err := New().fetch(context.Background(), &config.Discovery{Type: config.DiscoveryConsul,
+		Endpoint: consul.URL, Service: "web", Interval: time.Second}); err == nil || !strings.Contains(err.Error(), `"node.example" is not an IP address`) {
+		t.Errorf("a host name: %v", err)
+	}
+	consul.Stop()
+	if _, err := New().fetch(context.Background(), &config.Discovery{Type: config.DiscoveryConsul,
+		Endpoint: consul.URL, Service: "web", Interval: time.Second}); err == nil {
+		t.Error("no error from a stopped server")
+	}
+}
