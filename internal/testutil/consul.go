@@ -109,4 +109,3 @@ func (c *Consul) service(w http.ResponseWriter, r *http.Request) {
 func (c *Consul) Stop() {
 	_ = c.srv.Close()
 }
-
