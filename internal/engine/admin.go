@@ -23,6 +23,7 @@ func (e *Engine) Status() []admin.Zone {
 	snap := e.Snapshot()
 	details := e.health.Details()
 	votes := e.health.Votes()
+	discovered := e.discovery.Statuses()
 	var zones []admin.Zone
 	index := make(map[string]int)
 	for _, r := range snap.Records() {
@@ -33,7 +34,7 @@ func (e *Engine) Status() []admin.Zone {
 			zones = append(zones, admin.Zone{Name: r.Zone.Origin})
 		}
 		rec := admin.Record{Name: r.Name, Mode: string(r.Config.Mode), Fallback: string(r.Config.Fallback.Mode)}
-		if st, ok := e.discovery.Status(r.Name); ok {
+		if st, ok := discovered[r.Name]; ok {
 			rec.Discovery = adminDiscovery(st)
 		}
 		for _, b := range r.Backends {

@@ -255,16 +255,16 @@ func (s *Source) update(l *loop, set []Endpoint, err error) bool {
 	return true
 }
 
-// Status returns the status of the discovery block of record, while watching.
-func (s *Source) Status(record string) (Status, bool) {
+// Statuses returns the status of every record's discovery block by record name, while
+// watching.
+func (s *Source) Statuses() map[string]Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	out := make(map[string]Status, len(s.loops))
 	for _, l := range s.loops {
-		if l.record == record {
-			return l.status, true
-		}
+		out[l.record] = l.status
 	}
-	return Status{}, false
+	return out
 }
 
 var _ source.Backends = (*Source)(nil)

@@ -124,7 +124,7 @@ func TestHTTPSourceKeepsTheLastGoodSet(t *testing.T) {
 	if got := backends(t, s, zones, name); !slices.Equal(got, want) {
 		t.Errorf("after failures: %v, want the last good set %v", got, want)
 	}
-	st, ok := s.Status(name)
+	st, ok := s.Statuses()[name]
 	if !ok || !st.Failing || !strings.Contains(st.LastError, "500") || st.Backends != 3 || st.LastSuccess.IsZero() {
 		t.Errorf("status %+v", st)
 	}
@@ -136,7 +136,7 @@ func TestHTTPSourceKeepsTheLastGoodSet(t *testing.T) {
 	want = []string{"10.0.0.1:0", "10.0.0.2:0", "10.0.0.4:0"}
 	testutil.Eventually(t, 5*time.Second, func() bool { return slices.Equal(backends(t, s, zones, name), want) },
 		"backends are not %v: %v", want, backends(t, s, zones, name))
-	if st, _ := s.Status(name); st.Failing || st.Backends != 2 {
+	if st := s.Statuses()[name]; st.Failing || st.Backends != 2 {
 		t.Errorf("status after recovery %+v", st)
 	}
 	if log.Count("recovered") != 1 {
@@ -162,7 +162,7 @@ func TestSourceFollowsTheConfiguration(t *testing.T) {
 	// A reload that adds b and drops a starts b's loop and stops a's.
 	zones = zone(t, "records:\n"+block("b.example.org"))
 	testutil.Eventually(t, 5*time.Second, func() bool { return len(backends(t, s, zones, "b.example.org.")) == 1 }, "b has no backend")
-	if _, ok := s.Status("a.example.org."); ok {
+	if _, ok := s.Statuses()["a.example.org."]; ok {
 		t.Error("a's loop still runs")
 	}
 }
