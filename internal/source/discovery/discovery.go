@@ -52,7 +52,8 @@ type loop struct {
 
 // Status is what a record's discovery block has done so far.
 type Status struct {
-	Type     config.DiscoveryType
+	Type config.DiscoveryType
+	// Endpoint is the configured endpoint, without the password of a URL.
 	Endpoint string
 	Service  string
 	// LastSuccess is when a fetch last succeeded; zero before the first one.
@@ -190,7 +191,7 @@ func (s *Source) reconcile() {
 			continue
 		}
 		l := &loop{block: b, stop: make(chan struct{}),
-			status: Status{Type: b.d.Type, Endpoint: b.d.Endpoint, Service: b.d.Service}}
+			status: Status{Type: b.d.Type, Endpoint: shown(b.d), Service: b.d.Service}}
 		s.loops[k] = l
 		s.wg.Add(1)
 		go s.run(l)
@@ -237,13 +238,13 @@ func (s *Source) update(l *loop, set []Endpoint, err error) bool {
 	if err != nil {
 		if !st.Failing {
 			s.log.Warningf("discovery %s %s for %s failed, keeping its last %d backends: %v",
-				l.d.Type, l.d.Endpoint, l.record, len(l.set), err)
+				l.d.Type, l.status.Endpoint, l.record, len(l.set), err)
 		}
 		st.Failing, st.LastError, st.LastErrorTime = true, err.Error(), now
 		return false
 	}
 	if st.Failing {
-		s.log.Infof("discovery %s %s for %s recovered: %d backends", l.d.Type, l.d.Endpoint, l.record, len(set))
+		s.log.Infof("discovery %s %s for %s recovered: %d backends", l.d.Type, l.status.Endpoint, l.record, len(set))
 	}
 	st.Failing, st.LastSuccess, st.Backends = false, now, len(set)
 	backendsGauge.WithLabelValues(l.record).Set(float64(len(set)))

@@ -167,6 +167,25 @@ func TestSourceFollowsTheConfiguration(t *testing.T) {
 	}
 }
 
+func TestPasswordsAreNotShown(t *testing.T) {
+	srv := httptest.NewServer(&list{status: 403, body: "no"})
+	defer srv.Close()
+	endpoint := strings.Replace(srv.URL, "http://", "http://user:secret@", 1)
+	zones := zone(t, "records:\n  a.example.org:\n    discovery: {type: http, endpoint: '"+endpoint+"', interval: 50ms}\n")
+	s := New()
+	log := &testutil.Log{}
+	watch(t, s, zones, log)
+	testutil.Eventually(t, 5*time.Second, func() bool { return s.Statuses()["a.example.org."].Failing }, "no failure")
+	st := s.Statuses()["a.example.org."]
+	if strings.Contains(st.Endpoint+st.LastError+log.String(), "secret") || !strings.Contains(st.Endpoint, "user:xxxxx@") {
+		t.Errorf("the password shows: %+v\n%s", st, log)
+	}
+	if _, err := New().fetch(context.Background(), &config.Discovery{Type: config.DiscoveryHTTP,
+		Endpoint: "http://user:secret@127.0.0.1:1/", Interval: time.Second}); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("a connection error: %v", err)
+	}
+}
+
 func TestHTTPFetchErrors(t *testing.T) {
 	tests := []struct{ name, body, want string }{
 		{"not json", `nope`, "invalid character"},

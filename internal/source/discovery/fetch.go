@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -53,29 +54,33 @@ func (s *Source) fetch(ctx context.Context, d *config.Discovery) ([]Endpoint, er
 }
 
 // getJSON GETs url and decodes its JSON body into v; any status but 200 is an error.
-func (s *Source) getJSON(ctx context.Context, url string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+func (s *Source) getJSON(ctx context.Context, rawURL string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return err
 	}
+	where := req.URL.Redacted() // errors and logs never show a password of the URL
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return err
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err
+		}
+		return fmt.Errorf("GET %s: %w", where, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: status %s", url, resp.Status)
+		return fmt.Errorf("GET %s: status %s", where, resp.Status)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", url, err)
+		return fmt.Errorf("GET %s: %w", where, err)
 	}
 	if len(body) > maxBody {
-		return fmt.Errorf("GET %s: the body is larger than %d bytes", url, maxBody)
+		return fmt.Errorf("GET %s: the body is larger than %d bytes", where, maxBody)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("GET %s: %w", url, err)
+		return fmt.Errorf("GET %s: %w", where, err)
 	}
 	return nil
 }
@@ -142,6 +147,14 @@ func endpoint(addr string, port int) (Endpoint, error) {
 		return Endpoint{}, fmt.Errorf("port %d of %s is out of range", port, addr)
 	}
 	return Endpoint{IP: ip.Unmap(), Port: uint16(port)}, nil
+}
+
+// shown is d's endpoint as logs and the admin API show it: without the password of a URL.
+func shown(d *config.Discovery) string {
+	if u, err := url.Parse(d.Endpoint); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return d.Endpoint
 }
 
 // consulURL is the catalog endpoint of d's service.
