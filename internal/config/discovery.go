@@ -58,11 +58,28 @@ type Discovery struct {
 // Timeout is how long one fetch may take.
 func (d *Discovery) Timeout() time.Duration { return min(DefaultDiscoveryTimeout, d.Interval) }
 
-// Backend returns the discovered backend at ip and port (0 when the source gives none).
+// Backend returns the discovered backend at ip and port (0 when the source gives none). Its
+// checks are its own: the engine releases a compiled check's parameters.
 func (d *Discovery) Backend(ip netip.Addr, port uint16) Backend {
 	b := d.Template
 	b.IP, b.Address, b.Port = ip, ip.String(), port
+	b.HealthChecks = slices.Clone(d.Template.HealthChecks)
 	return b
+}
+
+// portChecks are the check types that probe the backend's port unless a port parameter is set,
+// and fail to compile for a backend without one.
+var portChecks = []string{"tcp", "grpc"}
+
+// PortCheck returns the type of a check of the block that needs the backend's port (it has no
+// port parameter), or "" when none does: such a block cannot take a backend without a port.
+func (d *Discovery) PortCheck() string {
+	for _, hc := range d.Template.HealthChecks {
+		if _, ok := hc.Params["port"]; !ok && slices.Contains(portChecks, hc.Type) {
+			return hc.Type
+		}
+	}
+	return ""
 }
 
 // discovery parses a record's discovery block; interval is the record's scrape_interval, the

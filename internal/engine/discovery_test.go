@@ -101,3 +101,48 @@ func TestDiscoveredBackendsKeepTheirHealth(t *testing.T) {
 		t.Error("the static backend is gone")
 	}
 }
+
+// TestEveryDiscoveredBackendHasTheBlocksChecks: each discovered backend compiles the block's
+// checks with their parameters (the engine releases a check's parameters once compiled, so
+// backends must not share them).
+func TestEveryDiscoveredBackendHasTheBlocksChecks(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`["10.9.0.1", "10.9.0.2", "10.9.0.3"]`))
+	}))
+	defer srv.Close()
+	file := filepath.Join(t.TempDir(), "zone.yml")
+	zone := fmt.Sprintf(`records:
+  www.example.org.:
+    discovery:
+      type: http
+      endpoint: %s
+      interval: 50ms
+      healthchecks: [{type: exec, params: {command: /bin/true}}]
+      rise: 1
+`, srv.URL)
+	if err := os.WriteFile(file, []byte(zone), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := config.DefaultOptions()
+	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: file}}
+	opts.MaxStaggerStart = time.Millisecond
+	log := &testutil.Log{}
+	e, err := New(opts, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	up := func() int {
+		n := 0
+		for _, ab := range e.Status()[0].Records[0].Backends {
+			if ab.State == "up" {
+				n++
+			}
+		}
+		return n
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool { return up() == 3 }, "%d of 3 discovered backends up:\n%s", up(), log)
+}

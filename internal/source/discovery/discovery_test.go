@@ -287,3 +287,23 @@ func TestConsulSource(t *testing.T) {
 		t.Error("no error from a stopped server")
 	}
 }
+
+func TestPortlessBackendsOfAPortCheck(t *testing.T) {
+	srv := httptest.NewServer(&list{status: 200, body: `[{"address": "10.0.0.1", "port": 80}, "10.0.0.2"]`})
+	defer srv.Close()
+	tests := []struct{ checks, want string }{
+		{"[{type: tcp}]", "10.0.0.2 has no port, which the block's tcp check needs"},
+		{"[{type: grpc}]", "10.0.0.2 has no port, which the block's grpc check needs"},
+		{"[{type: tcp, params: {port: 80}}]", ""},
+		{"[{type: http}]", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.checks, func(t *testing.T) {
+			zones := zone(t, "records:\n  a.example.org:\n    discovery: {type: http, endpoint: '"+srv.URL+"', healthchecks: "+tt.checks+"}\n")
+			_, err := New().fetch(context.Background(), zones[0].Records[0].Discovery)
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -47,6 +47,13 @@ func (s *Source) fetch(ctx context.Context, d *config.Discovery) ([]Endpoint, er
 	if err != nil {
 		return nil, err
 	}
+	if typ := d.PortCheck(); typ != "" {
+		for _, ep := range eps {
+			if ep.Port == 0 {
+				return nil, fmt.Errorf("%s has no port, which the block's %s check needs (or give the check a port parameter)", ep.IP, typ)
+			}
+		}
+	}
 	slices.SortFunc(eps, func(a, b Endpoint) int {
 		return cmp.Or(a.IP.Compare(b.IP), cmp.Compare(a.Port, b.Port))
 	})
