@@ -17,6 +17,29 @@ import (
 	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
+// startDiscovery starts an engine serving zone as example.org., probing from the start, until
+// the test ends.
+func startDiscovery(t *testing.T, zone string) (*Engine, *testutil.Log) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "zone.yml")
+	if err := os.WriteFile(file, []byte(zone), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := config.DefaultOptions()
+	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: file}}
+	opts.MaxStaggerStart = time.Millisecond
+	log := &testutil.Log{}
+	e, err := New(opts, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Stop() })
+	return e, log
+}
+
 // TestDiscoveredBackendsKeepTheirHealth: discovered backends are probed with the block's
 // checks, and a new set keeps the health (and its last change) of the backends it still has.
 func TestDiscoveredBackendsKeepTheirHealth(t *testing.T) {
@@ -33,7 +56,6 @@ func TestDiscoveredBackendsKeepTheirHealth(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	file := filepath.Join(t.TempDir(), "zone.yml")
 	zone := fmt.Sprintf(`records:
   www.example.org.:
     scrape_interval: 1h
@@ -45,20 +67,7 @@ func TestDiscoveredBackendsKeepTheirHealth(t *testing.T) {
       rise: 1
     backends: [{address: 10.0.0.1}]
 `, srv.URL)
-	if err := os.WriteFile(file, []byte(zone), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	opts := config.DefaultOptions()
-	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: file}}
-	opts.MaxStaggerStart = time.Millisecond
-	e, err := New(opts, &testutil.Log{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer e.Stop()
+	e, _ := startDiscovery(t, zone)
 
 	record := func() admin.Record { return e.Status()[0].Records[0] }
 	states := func() map[int]admin.Backend {
@@ -110,7 +119,6 @@ func TestEveryDiscoveredBackendHasTheBlocksChecks(t *testing.T) {
 		_, _ = w.Write([]byte(`["10.9.0.1", "10.9.0.2", "10.9.0.3"]`))
 	}))
 	defer srv.Close()
-	file := filepath.Join(t.TempDir(), "zone.yml")
 	zone := fmt.Sprintf(`records:
   www.example.org.:
     discovery:
@@ -120,21 +128,7 @@ func TestEveryDiscoveredBackendHasTheBlocksChecks(t *testing.T) {
       healthchecks: [{type: exec, params: {command: /bin/true}}]
       rise: 1
 `, srv.URL)
-	if err := os.WriteFile(file, []byte(zone), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	opts := config.DefaultOptions()
-	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: file}}
-	opts.MaxStaggerStart = time.Millisecond
-	log := &testutil.Log{}
-	e, err := New(opts, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer e.Stop()
+	e, log := startDiscovery(t, zone)
 	up := func() int {
 		n := 0
 		for _, ab := range e.Status()[0].Records[0].Backends {

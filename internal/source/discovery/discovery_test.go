@@ -206,6 +206,20 @@ func TestHTTPFetchErrors(t *testing.T) {
 	}
 }
 
+// fetched returns the endpoints one fetch of d returns, as address:port.
+func fetched(t *testing.T, d *config.Discovery) []string {
+	t.Helper()
+	eps, err := New().fetch(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ep := range eps {
+		got = append(got, ep.String())
+	}
+	return got
+}
+
 func TestDNSSources(t *testing.T) {
 	auth := testutil.StartAuthoritative(t, "svc.test",
 		`_web IN SVCB 1 web1 port=8443 ipv4hint=10.1.0.1,10.1.0.2 ipv6hint=2001:db8::1`,
@@ -227,14 +241,7 @@ func TestDNSSources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.typ)+" "+tt.service, func(t *testing.T) {
-			eps, err := New().fetch(context.Background(), &config.Discovery{Type: tt.typ, Endpoint: auth.Addr, Service: tt.service, Interval: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, ep := range eps {
-				got = append(got, ep.String())
-			}
+			got := fetched(t, &config.Discovery{Type: tt.typ, Endpoint: auth.Addr, Service: tt.service, Interval: time.Second})
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
@@ -262,15 +269,8 @@ func TestConsulSource(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("tag "+tt.tag, func(t *testing.T) {
-			eps, err := New().fetch(context.Background(), &config.Discovery{Type: config.DiscoveryConsul,
+			got := fetched(t, &config.Discovery{Type: config.DiscoveryConsul,
 				Endpoint: consul.URL + "/", Service: "web", Tag: tt.tag, Interval: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, ep := range eps {
-				got = append(got, ep.String())
-			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
