@@ -140,3 +140,41 @@ func TestEveryDiscoveredBackendHasTheBlocksChecks(t *testing.T) {
 	}
 	testutil.Eventually(t, 10*time.Second, func() bool { return up() == 3 }, "%d of 3 discovered backends up:\n%s", up(), log)
 }
+
+// TestCorefileReloadKeepsDiscoveredBackends: the engine of a new Corefile load starts with the
+// sets the old one fetched, so that the discovered backends neither leave the answers nor lose
+// their health while the new engine's first fetch runs.
+func TestCorefileReloadKeepsDiscoveredBackends(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`["10.9.0.1"]`))
+	}))
+	defer srv.Close()
+	opts := blockOptions(t, t.TempDir(), "example.org.")
+	zone := fmt.Sprintf("records:\n  www.example.org.:\n    discovery: {type: http, endpoint: %s, interval: 50ms, healthchecks: [{type: exec, params: {command: /bin/true}}], rise: 1}\n", srv.URL)
+	if err := os.WriteFile(opts.Zones[0].File, []byte(zone), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts.MaxStaggerStart = time.Millisecond
+	r := NewRegistry()
+	first := open(t, r, newLoad(), opts)
+	start(t, first)
+	state := func(e *Engine) string {
+		for _, ab := range e.Status()[0].Records[0].Backends {
+			return string(ab.State)
+		}
+		return "none"
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool { return state(first) == "up" }, "the discovered backend is %s", state(first))
+
+	second := open(t, r, newLoad(), opts)
+	if st := state(second); st != "up" {
+		t.Errorf("the new load's first snapshot has the discovered backend %s, want up", st)
+	}
+	start(t, second)
+	if err := first.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if st := state(second); st != "up" {
+		t.Errorf("after the old load stopped the discovered backend is %s, want up", st)
+	}
+}

@@ -120,9 +120,10 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{opts: opts, log: log, geo: st, reg: r, corefileLoad: load, discovery: discovery.New()}
-	e.backends = []source.Backends{files.New(opts), e.discovery}
+	e := &Engine{opts: opts, log: log, geo: st, reg: r, corefileLoad: load}
 	e.shared = r.acquireHealth(opts, log)
+	e.discovery = discovery.New(e.shared.discovered)
+	e.backends = []source.Backends{files.New(opts), e.discovery}
 	e.health, e.verdicts = e.shared.manager, e.shared.manager
 	if opts.API.Enable {
 		if e.api, err = r.acquireAPI(load, opts.API, opts.Cluster, log); err != nil {

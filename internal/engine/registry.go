@@ -10,6 +10,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/overlay"
+	"github.com/meridian-gslb/meridian/internal/source/discovery"
 )
 
 // Registry holds what outlives a Corefile reload: the health manager of each gslb block (with
@@ -45,13 +46,15 @@ func NewRegistry() *Registry {
 	}
 }
 
-// sharedHealth is the health manager of one gslb block and, in cluster mode, its Redis client.
+// sharedHealth is the health manager of one gslb block and, in cluster mode, its Redis client;
+// and the last good sets of its discovery blocks, whose backends' health the manager holds.
 type sharedHealth struct {
-	key     string
-	manager *health.Manager
-	cluster *cluster.Client // nil without cluster mode
-	refs    int
-	started bool
+	key        string
+	manager    *health.Manager
+	cluster    *cluster.Client // nil without cluster mode
+	discovered *discovery.Memory
+	refs       int
+	started    bool
 }
 
 // healthKey identifies a gslb block across reloads: its zones and the options its health
@@ -117,7 +120,7 @@ func (r *Registry) releaseHealth(sh *sharedHealth) {
 // unknown states. The client's loops start with the manager, in Start.
 func newSharedHealth(key string, o config.Options, log Logger) *sharedHealth {
 	opts := HealthOptions(o, log)
-	sh := &sharedHealth{key: key}
+	sh := &sharedHealth{key: key, discovered: discovery.NewMemory()}
 	if o.Cluster.Enable {
 		c, err := cluster.New(o.Cluster, log)
 		if err != nil { // the TLS files were readable when the Corefile was parsed

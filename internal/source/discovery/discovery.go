@@ -17,9 +17,44 @@ import (
 	"github.com/meridian-gslb/meridian/internal/source"
 )
 
+// Memory holds the last good set of every discovery block by its loop key. The sources of
+// consecutive Corefile loads of one gslb block share one, so that a new load starts with the
+// sets the old one fetched (and their backends keep their health) instead of none.
+type Memory struct {
+	mu   sync.Mutex
+	sets map[string][]Endpoint
+}
+
+// NewMemory returns an empty Memory.
+func NewMemory() *Memory { return &Memory{sets: map[string][]Endpoint{}} }
+
+func (m *Memory) get(k string) []Endpoint {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sets[k]
+}
+
+func (m *Memory) put(k string, set []Endpoint) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sets[k] = set
+}
+
+// retain forgets the sets of the keys blocks does not have.
+func (m *Memory) retain(blocks map[string]block) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.sets {
+		if _, ok := blocks[k]; !ok {
+			delete(m.sets, k)
+		}
+	}
+}
+
 // Source is the discovery blocks of one gslb block's records, as a source of backend sets.
 type Source struct {
 	client *http.Client
+	memory *Memory
 
 	mu sync.Mutex
 	// blocks are the discovery blocks of the configuration Merge saw last, by loop key.
@@ -43,11 +78,12 @@ type block struct {
 // loop fetches one block at its interval. Its fields after stop are guarded by Source.mu.
 type loop struct {
 	block
+	key  string
 	stop chan struct{}
 
 	stopped bool
 	status  Status
-	set     []Endpoint // the last good set, sorted
+	set     []Endpoint // the last good set, sorted; at first the one memory held
 }
 
 // Status is what a record's discovery block has done so far.
@@ -68,8 +104,9 @@ type Status struct {
 }
 
 // New returns a source with no blocks yet; Merge learns them from the zone files' records.
-func New() *Source {
-	return &Source{client: &http.Client{}, blocks: map[string]block{}, loops: map[string]*loop{}}
+// Until a block's first fetch, Merge gives its record the set memory holds for it.
+func New(memory *Memory) *Source {
+	return &Source{client: &http.Client{}, memory: memory, blocks: map[string]block{}, loops: map[string]*loop{}}
 }
 
 // Name implements source.Backends.
@@ -99,14 +136,17 @@ func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 			}
 			k := key(r.Name, r.Discovery)
 			blocks[k] = block{record: r.Name, d: r.Discovery}
-			l := s.loops[k]
-			if l == nil || len(l.set) == 0 {
+			set := s.memory.get(k)
+			if l := s.loops[k]; l != nil {
+				set = l.set
+			}
+			if len(set) == 0 {
 				continue
 			}
 			if recs == nil {
 				recs = slices.Clone(z.Records)
 			}
-			recs[ri].Backends = merged(r, l.set)
+			recs[ri].Backends = merged(r, set)
 		}
 		if recs != nil {
 			zc := *z
@@ -115,6 +155,7 @@ func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 		}
 	}
 	s.blocks = blocks
+	s.memory.retain(blocks)
 	if s.watching {
 		s.reconcile()
 	}
@@ -190,7 +231,7 @@ func (s *Source) reconcile() {
 		if s.loops[k] != nil {
 			continue
 		}
-		l := &loop{block: b, stop: make(chan struct{}),
+		l := &loop{block: b, key: k, stop: make(chan struct{}), set: s.memory.get(k),
 			status: Status{Type: b.d.Type, Endpoint: shown(b.d), Service: b.d.Service}}
 		s.loops[k] = l
 		s.wg.Add(1)
@@ -249,6 +290,7 @@ func (s *Source) update(l *loop, set []Endpoint, err error) bool {
 	st.Failing, st.LastSuccess, st.Backends = false, now, len(set)
 	backendsGauge.WithLabelValues(l.record).Set(float64(len(set)))
 	lastSuccessGauge.WithLabelValues(l.record).Set(float64(now.UnixNano()) / 1e9)
+	s.memory.put(l.key, set)
 	if slices.Equal(set, l.set) {
 		return false
 	}

@@ -97,7 +97,7 @@ func TestHTTPSourceKeepsTheLastGoodSet(t *testing.T) {
       healthchecks: [{type: tcp, params: {port: 80}}]
     backends: [{address: 10.0.0.1, priority: 5}]
 `, srv.URL))
-	s := New()
+	s := New(NewMemory())
 	if got := backends(t, s, zones, name); !slices.Equal(got, []string{"10.0.0.1:0"}) {
 		t.Fatalf("before watching: %v", got)
 	}
@@ -155,7 +155,7 @@ func TestSourceFollowsTheConfiguration(t *testing.T) {
 		return fmt.Sprintf("  %s:\n    discovery: {type: http, endpoint: %s, interval: 50ms}\n", name, srv.URL)
 	}
 	zones := zone(t, "records:\n"+block("a.example.org"))
-	s := New()
+	s := New(NewMemory())
 	watch(t, s, zones, &testutil.Log{})
 	testutil.Eventually(t, 5*time.Second, func() bool { return len(backends(t, s, zones, "a.example.org.")) == 1 }, "a has no backend")
 
@@ -172,7 +172,7 @@ func TestPasswordsAreNotShown(t *testing.T) {
 	defer srv.Close()
 	endpoint := strings.Replace(srv.URL, "http://", "http://user:secret@", 1)
 	zones := zone(t, "records:\n  a.example.org:\n    discovery: {type: http, endpoint: '"+endpoint+"', interval: 50ms}\n")
-	s := New()
+	s := New(NewMemory())
 	log := &testutil.Log{}
 	watch(t, s, zones, log)
 	testutil.Eventually(t, 5*time.Second, func() bool { return s.Statuses()["a.example.org."].Failing }, "no failure")
@@ -180,7 +180,7 @@ func TestPasswordsAreNotShown(t *testing.T) {
 	if strings.Contains(st.Endpoint+st.LastError+log.String(), "secret") || !strings.Contains(st.Endpoint, "user:xxxxx@") {
 		t.Errorf("the password shows: %+v\n%s", st, log)
 	}
-	if _, err := New().fetch(context.Background(), &config.Discovery{Type: config.DiscoveryHTTP,
+	if _, err := New(NewMemory()).fetch(context.Background(), &config.Discovery{Type: config.DiscoveryHTTP,
 		Endpoint: "http://user:secret@127.0.0.1:1/", Interval: time.Second}); err == nil || strings.Contains(err.Error(), "secret") {
 		t.Errorf("a connection error: %v", err)
 	}
@@ -198,7 +198,7 @@ func TestHTTPFetchErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(&list{status: 200, body: tt.body})
 			defer srv.Close()
-			_, err := New().fetch(context.Background(), &config.Discovery{Type: config.DiscoveryHTTP, Endpoint: srv.URL, Interval: time.Second})
+			_, err := New(NewMemory()).fetch(context.Background(), &config.Discovery{Type: config.DiscoveryHTTP, Endpoint: srv.URL, Interval: time.Second})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
@@ -209,7 +209,7 @@ func TestHTTPFetchErrors(t *testing.T) {
 // fetched returns the endpoints one fetch of d returns, as address:port.
 func fetched(t *testing.T, d *config.Discovery) []string {
 	t.Helper()
-	eps, err := New().fetch(context.Background(), d)
+	eps, err := New(NewMemory()).fetch(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestDNSSources(t *testing.T) {
 			}
 		})
 	}
-	_, err := New().fetch(context.Background(), &config.Discovery{Type: config.DiscoverySVCB, Endpoint: auth.Addr, Service: "nope.svc.test.", Interval: time.Second})
+	_, err := New(NewMemory()).fetch(context.Background(), &config.Discovery{Type: config.DiscoverySVCB, Endpoint: auth.Addr, Service: "nope.svc.test.", Interval: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "NXDOMAIN") {
 		t.Errorf("a name that does not exist: %v", err)
 	}
@@ -277,12 +277,12 @@ func TestConsulSource(t *testing.T) {
 		})
 	}
 	consul.Register(t, "e", "web", "node.example", "", 80)
-	if _, err := New().fetch(context.Background(), &config.Discovery{Type: config.DiscoveryConsul,
+	if _, err := New(NewMemory()).fetch(context.Background(), &config.Discovery{Type: config.DiscoveryConsul,
 		Endpoint: consul.URL, Service: "web", Interval: time.Second}); err == nil || !strings.Contains(err.Error(), `"node.example" is not an IP address`) {
 		t.Errorf("a host name: %v", err)
 	}
 	consul.Stop()
-	if _, err := New().fetch(context.Background(), &config.Discovery{Type: config.DiscoveryConsul,
+	if _, err := New(NewMemory()).fetch(context.Background(), &config.Discovery{Type: config.DiscoveryConsul,
 		Endpoint: consul.URL, Service: "web", Interval: time.Second}); err == nil {
 		t.Error("no error from a stopped server")
 	}
@@ -300,7 +300,7 @@ func TestPortlessBackendsOfAPortCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.checks, func(t *testing.T) {
 			zones := zone(t, "records:\n  a.example.org:\n    discovery: {type: http, endpoint: '"+srv.URL+"', healthchecks: "+tt.checks+"}\n")
-			_, err := New().fetch(context.Background(), zones[0].Records[0].Discovery)
+			_, err := New(NewMemory()).fetch(context.Background(), zones[0].Records[0].Discovery)
 			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
