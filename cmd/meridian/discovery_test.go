@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,6 +121,22 @@ func TestDiscoveryHTTP(t *testing.T) {
 	answersFollow(t, s.Server, "127.0.0.1", "127.0.0.2", "127.0.0.4")
 	if d := record().Discovery; d.Backends != 2 || d.LastSuccess == nil || d.LastError == "" || d.Type != "http" {
 		t.Errorf("discovery %+v", d)
+	}
+
+	// A Corefile reload while the source fails starts the new load with the last good set:
+	// no answer misses the discovered backends, which keep their health.
+	if err := s.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"127.0.0.1", "127.0.0.2", "127.0.0.4"}
+	for !strings.Contains(s.Logs(), "Reloading complete") {
+		if got := addresses(s.Query(t, "udp", "www.example.org", dns.TypeA)); !slices.Equal(got, want) {
+			t.Fatalf("during a Corefile reload the answer was %v, want %v", got, want)
+		}
+	}
+	answersFollow(t, s.Server, want...)
+	if after := lastChange("127.0.0.2"); !after.Equal(before) {
+		t.Errorf("the Corefile reload reset a discovered backend: last change %v, then %v", before, after)
 	}
 }
 
