@@ -63,6 +63,26 @@ type Record struct {
 	// Healthy is how many backends may be answered now: enabled (overrides included) and up.
 	Healthy  int       `json:"healthy"`
 	Backends []Backend `json:"backends"`
+	// Discovery is the state of the record's discovery block; absent when it has none.
+	Discovery *Discovery `json:"discovery,omitempty"`
+}
+
+// Discovery is what a record's discovery block has fetched: its source, its last success and
+// last error, and how many backends its last good set has (they are among the record's
+// backends).
+type Discovery struct {
+	// Type is http, consul, dns_svcb or dns_https; Endpoint and Service are as configured.
+	Type     string `json:"type"`
+	Endpoint string `json:"endpoint"`
+	Service  string `json:"service,omitempty"`
+	// LastSuccess is when a fetch last succeeded; absent before the first one.
+	LastSuccess *time.Time `json:"last_success,omitempty"`
+	// LastError and LastErrorTime are of the last fetch that failed; Failing says whether the
+	// latest fetch failed (the last good set is kept).
+	LastError     string     `json:"last_error,omitempty"`
+	LastErrorTime *time.Time `json:"last_error_time,omitempty"`
+	Failing       bool       `json:"failing"`
+	Backends      int        `json:"backends"`
 }
 
 // Backend is one backend of a record: its configuration and its health.

@@ -27,7 +27,7 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 	}
 	before := p.Len()
 	var address, lat, lon *yaml.Node
-	riseSet, fallSet := false, false
+	var cs checkSettings
 	for _, e := range p.entries(n, path) {
 		if YAMLIsNull(e.v) {
 			continue
@@ -74,20 +74,16 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 		case "longitude":
 			lon = YAMLResolve(e.v)
 			b.Longitude, _ = p.number(e.v, kpath, -180, 180)
-		case "healthchecks":
-			b.HealthChecks = p.healthChecks(e.v, kpath, profiles)
 		case "timeout":
 			if d, ok := p.duration(e.v, kpath); ok && d > interval {
 				p.Errorf(e.v, kpath, "timeout %v is longer than the record's scrape_interval %v", d, interval)
 			} else if ok {
 				b.Timeout = d
 			}
-		case "rise":
-			b.Rise, riseSet = p.count(e.v, kpath)
-		case "fall":
-			b.Fall, fallSet = p.count(e.v, kpath)
 		default:
-			p.unknownKey(e, path, backendKeys)
+			if !p.checkKey(&b, e, kpath, profiles, &cs) {
+				p.unknownKey(e, path, backendKeys)
+			}
 		}
 	}
 	if address == nil {
@@ -101,13 +97,38 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 	default:
 		b.HasCoords = lat != nil
 	}
-	if !riseSet {
+	cs.thresholds(&b, profiles)
+	return b, p.Len() == before
+}
+
+// checkSettings notes which of a backend's rise and fall its keys set.
+type checkSettings struct{ riseSet, fallSet bool }
+
+// checkKey parses a health-check key of a backend (healthchecks, rise, fall) into b; it
+// reports false for any other key.
+func (p *parser) checkKey(b *Backend, e entry, kpath string, profiles profileSet, cs *checkSettings) bool {
+	switch e.key {
+	case "healthchecks":
+		b.HealthChecks = p.healthChecks(e.v, kpath, profiles)
+	case "rise":
+		b.Rise, cs.riseSet = p.count(e.v, kpath)
+	case "fall":
+		b.Fall, cs.fallSet = p.count(e.v, kpath)
+	default:
+		return false
+	}
+	return true
+}
+
+// thresholds sets the rise and fall of b that its keys leave unset: the highest of its checks,
+// else the zone's healthcheck block, else the defaults (profiles carries the last two).
+func (cs checkSettings) thresholds(b *Backend, profiles profileSet) {
+	if !cs.riseSet {
 		b.Rise = maxThreshold(b.HealthChecks, func(hc HealthCheck) int { return hc.Rise }, profiles.rise)
 	}
-	if !fallSet {
+	if !cs.fallSet {
 		b.Fall = maxThreshold(b.HealthChecks, func(hc HealthCheck) int { return hc.Fall }, profiles.fall)
 	}
-	return b, p.Len() == before
 }
 
 // maxThreshold is the highest rise or fall set by any of the checks, else def.

@@ -12,7 +12,10 @@ import (
 
 // recordKeys are the keys of a record; all but backends may also be set under defaults.
 var recordKeys = []string{"mode", "record_ttl", "owner", "description", "scrape_interval", "scrape_timeout",
-	"scrape_retries", "fallback_policy", "alpn", "hash_order", "backends"}
+	"scrape_retries", "fallback_policy", "alpn", "hash_order", "discovery", "backends"}
+
+// defaultKeys are the record keys that defaults may set: all but discovery and backends.
+var defaultKeys = recordKeys[:len(recordKeys)-2]
 
 // recordAliases are other spellings of record keys: the name CoreDNS-GSLB documents, and
 // whether it is deprecated there (a warning asks to rename it).
@@ -210,8 +213,10 @@ func (p *parser) defaults(n *yaml.Node) recordOpts {
 		case YAMLIsNull(e.v):
 		case e.key == "backends":
 			p.Errorf(e.k, child(path, e.key), "backends have no defaults; list them under each record")
+		case e.key == "discovery":
+			p.Errorf(e.k, child(path, e.key), "discovery has no defaults; set it under each record")
 		case !p.opt(&o, e, path):
-			p.unknownKey(e, path, recordKeys[:len(recordKeys)-1])
+			p.unknownKey(e, path, defaultKeys)
 		}
 	}
 	p.scrapeTimes(&o)
@@ -246,12 +251,14 @@ func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profil
 // record parses one record; its problems are recorded, and its name was checked by the caller.
 func (p *parser) record(name string, e entry, path string, defs recordOpts, profiles profileSet) Record {
 	var o recordOpts
-	var backends *yaml.Node
+	var backends, discovery *yaml.Node
 	for _, f := range p.entries(e.v, path) {
 		switch {
 		case YAMLIsNull(f.v):
 		case f.key == "backends":
 			backends = f.v
+		case f.key == "discovery":
+			discovery = f.v
 		case !p.opt(&o, f, path):
 			p.unknownKey(f, path, recordKeys)
 		}
@@ -276,9 +283,12 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	if rec.Fallback.CNAME == name {
 		p.Errorf(e.k, child(path, "fallback_policy.fallback_cname"), "the fallback CNAME %s is the record itself", name)
 	}
+	if discovery != nil {
+		rec.Discovery = p.discovery(discovery, child(path, "discovery"), rec.ScrapeInterval, profiles)
+	}
 	bpath := child(path, "backends")
 	items := p.items(backends, bpath)
-	if len(items) == 0 {
+	if len(items) == 0 && discovery == nil {
 		at := e.k
 		if backends != nil {
 			at = YAMLResolve(backends)

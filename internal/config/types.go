@@ -182,6 +182,8 @@ type Record struct {
 	// HashOrder is how ip-hash orders the healthy backends before the modulo.
 	HashOrder HashOrder
 	Backends  []Backend
+	// Discovery, when set, is where more backends of the record are read from at run time.
+	Discovery *Discovery
 }
 
 // HashOrder is the order ip-hash puts a record's healthy backends in before it takes the

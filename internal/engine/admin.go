@@ -14,6 +14,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/overlay"
+	"github.com/meridian-gslb/meridian/internal/source/discovery"
 )
 
 // Status implements admin.Provider: every zone, record and backend of the current snapshot
@@ -22,6 +23,7 @@ func (e *Engine) Status() []admin.Zone {
 	snap := e.Snapshot()
 	details := e.health.Details()
 	votes := e.health.Votes()
+	discovered := e.discovery.Statuses()
 	var zones []admin.Zone
 	index := make(map[string]int)
 	for _, r := range snap.Records() {
@@ -32,6 +34,9 @@ func (e *Engine) Status() []admin.Zone {
 			zones = append(zones, admin.Zone{Name: r.Zone.Origin})
 		}
 		rec := admin.Record{Name: r.Name, Mode: string(r.Config.Mode), Fallback: string(r.Config.Fallback.Mode)}
+		if st, ok := discovered[r.Name]; ok {
+			rec.Discovery = adminDiscovery(st)
+		}
 		for _, b := range r.Backends {
 			ab := adminBackend(b, details, votes[b.Key])
 			if ab.Healthy {
@@ -60,6 +65,19 @@ func adminBackend(b *catalog.Backend, details map[string]health.Details, votes [
 		ab.Votes = append(ab.Votes, adminVote(v))
 	}
 	return ab
+}
+
+// adminDiscovery returns the state of a discovery block as the admin API shows it.
+func adminDiscovery(st discovery.Status) *admin.Discovery {
+	d := &admin.Discovery{Type: string(st.Type), Endpoint: st.Endpoint, Service: st.Service,
+		LastError: st.LastError, Failing: st.Failing, Backends: st.Backends}
+	if !st.LastSuccess.IsZero() {
+		d.LastSuccess = &st.LastSuccess
+	}
+	if !st.LastErrorTime.IsZero() {
+		d.LastErrorTime = &st.LastErrorTime
+	}
+	return d
 }
 
 // adminVote returns a quorum vote as the admin API shows it.

@@ -20,6 +20,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/meridian-gslb/meridian/internal/source"
+	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/files"
 )
 
@@ -36,6 +37,8 @@ type Engine struct {
 	log  Logger
 	// backends are the sources of backend sets, merged in order; the zone files come first.
 	backends []source.Backends
+	// discovery is the records' discovery blocks, one of backends, for the admin API's view.
+	discovery *discovery.Source
 	// verdicts holds the health words; health is the same manager, for the admin API's view
 	// of its details, transitions and votes.
 	verdicts source.Verdicts
@@ -123,9 +126,10 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{opts: opts, log: log, geo: st, reg: r, corefileLoad: load,
-		backends: []source.Backends{files.New(opts)}}
+	e := &Engine{opts: opts, log: log, geo: st, reg: r, corefileLoad: load}
 	e.shared = r.acquireHealth(opts, log)
+	e.discovery = discovery.New(e.shared.discovered)
+	e.backends = []source.Backends{files.New(opts), e.discovery}
 	e.health, e.verdicts = e.shared.manager, e.shared.manager
 	if opts.API.Enable {
 		if e.api, err = r.acquireAPI(load, opts.API, opts.Cluster, log); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/overlay"
+	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/statefile"
 )
 
@@ -48,13 +49,15 @@ func NewRegistry() *Registry {
 	}
 }
 
-// sharedHealth is the health manager of one gslb block and, in cluster mode, its Redis client.
+// sharedHealth is the health manager of one gslb block and, in cluster mode, its Redis client;
+// and the last good sets of its discovery blocks, whose backends' health the manager holds.
 type sharedHealth struct {
-	key     string
-	manager *health.Manager
-	cluster *cluster.Client // nil without cluster mode
-	refs    int
-	started bool
+	key        string
+	manager    *health.Manager
+	cluster    *cluster.Client // nil without cluster mode
+	discovered *discovery.Memory
+	refs       int
+	started    bool
 	// writer writes the manager's state to the state file (nil when the block has none); seed
 	// is what the file held at start, until the first engine reported it.
 	writer *statefile.Writer
@@ -141,7 +144,7 @@ func (r *Registry) releaseHealth(sh *sharedHealth) {
 func newSharedHealth(key string, o config.Options, seed map[string]health.Status, log Logger) *sharedHealth {
 	opts := HealthOptions(o, log)
 	opts.Seed = seed
-	sh := &sharedHealth{key: key}
+	sh := &sharedHealth{key: key, discovered: discovery.NewMemory()}
 	if o.Cluster.Enable {
 		c, err := cluster.New(o.Cluster, log)
 		if err != nil { // the TLS files were readable when the Corefile was parsed

@@ -2,8 +2,9 @@
 // queries read:
 //
 //   - Backends: backend sets, which records a zone has and which backends each record has.
-//     Today the YAML zone files (package files); next Kubernetes Services, discovery (Consul,
-//     HTTP, SVCB) and remote sites' localtargets.
+//     Today the YAML zone files (package files) and the records' discovery blocks: HTTP lists,
+//     Consul services, SVCB/HTTPS records (package discovery); next Kubernetes Services and
+//     remote sites' localtargets.
 //   - Verdicts: health verdicts, what state each backend is in. Today the health manager, which
 //     holds local probes and, through its coordinator, the Redis fleet in lock, none or quorum
 //     mode and passive agents, and which the state file (package statefile) seeds at start;

@@ -145,18 +145,22 @@ func (s *Server) waitReady(timeout time.Duration) bool {
 }
 
 // Stop ends the process (SIGTERM, then SIGKILL after five seconds) and waits for it.
-func (s *Server) Stop() {
+func (s *Server) Stop() { terminate(s.cmd.Process, s.done) }
+
+// terminate ends a process that a test started (SIGTERM, then SIGKILL after five seconds)
+// and waits until done, which is closed once it has been waited for.
+func terminate(p *os.Process, done <-chan struct{}) {
 	select {
-	case <-s.done:
+	case <-done:
 		return
 	default:
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.Signal(syscall.SIGTERM)
 	select {
-	case <-s.done:
+	case <-done:
 	case <-time.After(5 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
+		_ = p.Kill()
+		<-done
 	}
 }
 

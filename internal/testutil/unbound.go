@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -124,20 +123,7 @@ func (u *Unbound) waitReady(timeout time.Duration) bool {
 }
 
 // Stop ends the resolver and waits for it.
-func (u *Unbound) Stop() {
-	select {
-	case <-u.done:
-		return
-	default:
-	}
-	_ = u.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-u.done:
-	case <-time.After(5 * time.Second):
-		_ = u.cmd.Process.Kill()
-		<-u.done
-	}
-}
+func (u *Unbound) Stop() { terminate(u.cmd.Process, u.done) }
 
 // Log returns what unbound wrote to its log file so far.
 func (u *Unbound) Log() string {
