@@ -202,7 +202,9 @@ records:
       - address: "10.0.0.100"
 `
 
-// cgGeoZone is the zone file of test.org., the geo modes of CoreDNS-GSLB's modes page.
+// cgGeoZone is the zone file of test.org., the geo modes of CoreDNS-GSLB's modes page, with
+// each geo field a single value where that page also writes lists (country: [ "FR" ]), which
+// Meridian refuses (docs/migrating-from-coredns-gslb.md#the-compatibility-suite).
 const cgGeoZone = `records:
   geo.test.org.:
     mode: "geoip"
@@ -219,7 +221,7 @@ const cgGeoZone = `records:
 
 // cgLocationMap is the location map of CoreDNS-GSLB's configuration page. Its pages write each
 // location as a list (location: ["eu-west-1"]), which Meridian refuses ("must be a location
-// name, not a list"): the suite writes the names alone.
+// name, not a list"): the suite writes the names alone, as the migration guide says.
 const cgLocationMap = `subnets:
   - subnet: "192.0.2.0/24"
     location: "eu-west-1"
