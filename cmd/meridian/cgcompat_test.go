@@ -381,6 +381,19 @@ func TestCoreDNSGSLBCompatibility(t *testing.T) {
 		}
 	})
 
+	t.Run("check the one-line geoip_maxmind", func(t *testing.T) {
+		// The other spelling of the full example: "geoip_maxmind country FILE" for the block.
+		block := fmt.Sprintf("geoip_maxmind {\n            country_db %s/GeoLite2-Country.mmdb\n        }", cg.dir)
+		if !strings.Contains(cg.corefile(53), block) {
+			t.Fatal("the Corefile has no geoip_maxmind block")
+		}
+		oneLine := strings.Replace(cg.corefile(53), block, "geoip_maxmind country "+cg.dir+"/GeoLite2-Country.mmdb", 1)
+		var out, errs strings.Builder
+		if code := runCheck([]string{"-conf", writeFile(t, cg.dir, "Corefile.oneline", oneLine)}, &out, &errs); code != 0 {
+			t.Fatalf("meridian check: exit %d:\n%s%s", code, out.String(), errs.String())
+		}
+	})
+
 	t.Run("check -compat", func(t *testing.T) {
 		var out, errs strings.Builder
 		if code := runCheck([]string{"-compat", "-conf", core}, &out, &errs); code != 0 {
