@@ -9,7 +9,7 @@ LDFLAGS      := -X main.Version=$(VERSION)
 # Tests that need the built binary find it here; it is built once per run.
 export MERIDIAN_BIN := $(CURDIR)/$(BIN)
 
-.PHONY: build run test deps lint unit fuzz bench clean
+.PHONY: build run test deps testbins lint unit fuzz bench clean
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/meridian
@@ -32,6 +32,11 @@ deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
+# Servers the tests run that Debian does not package, built once per machine and cached outside
+# the repository: consul (built from its Go module; about ten minutes the first time).
+testbins:
+	$(GO) run ./internal/testutil/consulbuild
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
@@ -40,7 +45,7 @@ lint:
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-test: deps build lint unit
+test: deps build lint testbins unit
 
 # Short fuzzing runs of every fuzz target in the tree, found by `go test -list` in each package
 # with tests (longer runs: make fuzz FUZZTIME=10m).

@@ -160,11 +160,8 @@ func TestDiscoverySVCB(t *testing.T) {
 	answersFollow(t, s, "127.0.0.1", "127.0.0.2", "127.0.0.3")
 }
 
-// TestDiscoveryConsul reads the instances of a Consul service with a tag from Consul's
-// catalog endpoint, and follows registrations. The endpoint is testutil.StartConsul's loopback
-// server, which implements the one catalog endpoint Meridian calls in Consul's format, not a
-// real agent: building the agent from its Go module takes far longer than the suite's budget
-// (see StartConsul).
+// TestDiscoveryConsul reads the instances of a Consul service with a tag from the catalog of a
+// real Consul dev agent (testutil.StartConsul), and follows registrations.
 func TestDiscoveryConsul(t *testing.T) {
 	t.Parallel()
 	a, b, c := startSite(t, "127.0.0.2"), startSite(t, "127.0.0.3"), startSite(t, "127.0.0.4")

@@ -1,111 +1,202 @@
 package testutil
 
 import (
+	"bytes"
 	"encoding/json"
-	"net"
+	"fmt"
+	"io"
 	"net/http"
-	"slices"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
-// Consul is a loopback HTTP server that implements the one Consul endpoint Meridian calls,
-// the catalog's GET /v1/catalog/service/<service> (with its tag filter), answering in Consul's
-// format from instances the test registers.
-//
-// It stands in for a real agent because a real one could not be had within the test suite's
-// budget: `consul agent -dev` built from its Go module (github.com/hashicorp/consul v1.22.0,
-// through the module proxy, as a dependency of a small main module since the release's own
-// replace directives point at nested modules its download lacks) was still compiling its
-// dependencies after 17 minutes on the 2 cores of the development machine, against the few
-// minutes a first-time CI run can spend on it.
+// ConsulVersion is the release of HashiCorp Consul the tests run, built from its Go module.
+const ConsulVersion = "v1.22.0"
+
+// consulStartTimeout bounds a dev agent's start, leader election included.
+const consulStartTimeout = 30 * time.Second
+
+// Consul is a real `consul agent -dev` on free loopback ports: one server, its catalog in
+// memory, no DNS or gRPC listener, and no update check.
 type Consul struct {
-	// URL is the server's root, http://127.0.0.1:PORT.
-	URL string
-	srv *http.Server
-	l   net.Listener
+	// URL is the agent's HTTP API, http://127.0.0.1:PORT.
+	URL  string
+	cmd  *exec.Cmd
+	done chan struct{}
 
-	mu        sync.Mutex
-	instances []consulInstance // in registration order
-	index     int
+	mu    sync.Mutex
+	nodes map[string]string // the node of each registered instance, by instance id
 }
 
-// consulInstance is one registered instance of a service, on a node of its own.
-type consulInstance struct {
-	id, service, nodeAddr, addr string
-	port                        int
-	tags                        []string
-	index                       int
-}
-
-// StartConsul serves the catalog endpoint on a free 127.0.0.1 port until the test ends.
+// StartConsul starts a Consul dev agent for the test and waits until it has elected itself
+// leader. The binary is ConsulBinary's: the first test run on a machine builds it (about ten
+// minutes on two cores; `make test` does it before the tests start).
 func StartConsul(t testing.TB) *Consul {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	bin, err := ConsulBinary()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("consul: %v", err)
 	}
-	c := &Consul{URL: "http://" + l.Addr().String(), l: l}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/catalog/service/{service}", c.service)
-	c.srv = &http.Server{Handler: mux}
-	go func() { _ = c.srv.Serve(l) }()
+	httpPort, serfLAN, serfWAN, server := FreePort(t), FreePort(t), FreePort(t), FreePort(t)
+	cmd := exec.Command(bin, "agent", "-dev", "-bind=127.0.0.1", "-client=127.0.0.1",
+		"-node=meridian-test", "-http-port="+strconv.Itoa(httpPort), "-dns-port=-1", "-grpc-port=-1",
+		"-grpc-tls-port=-1", "-serf-lan-port="+strconv.Itoa(serfLAN),
+		"-serf-wan-port="+strconv.Itoa(serfWAN), "-server-port="+strconv.Itoa(server),
+		"-log-level=error", "-hcl=disable_update_check = true")
+	cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1")
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start consul: %v", err)
+	}
+	c := &Consul{URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), cmd: cmd, done: make(chan struct{}), nodes: make(map[string]string)}
+	go func() { _ = cmd.Wait(); close(c.done) }()
 	t.Cleanup(c.Stop)
+	deadline := time.Now().Add(consulStartTimeout)
+	for !c.hasLeader() {
+		select {
+		case <-c.done:
+			t.Fatalf("consul agent exited: %s", logs.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consul agent at %s elected no leader within %s: %s", c.URL, consulStartTimeout, logs.String())
+		}
+	}
 	return c
 }
 
-// Register adds (or replaces, by id) an instance of service on a node of its own: the node
-// has nodeAddr, the instance addr (empty: the node's), port and tags.
-func (c *Consul) Register(t testing.TB, id, service, nodeAddr, addr string, port int, tags ...string) {
-	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.index++
-	c.instances = slices.DeleteFunc(c.instances, func(in consulInstance) bool { return in.id == id })
-	c.instances = append(c.instances, consulInstance{id: id, service: service, nodeAddr: nodeAddr, addr: addr,
-		port: port, tags: tags, index: c.index})
+// hasLeader reports whether the agent answers and knows its leader.
+func (c *Consul) hasLeader() bool {
+	resp, err := http.Get(c.URL + "/v1/status/leader")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var leader string
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&leader) == nil && leader != ""
 }
 
-// Deregister removes the instance id.
+// Register registers (or replaces, by id) an instance of service in the catalog, on a node of
+// its own: the node has nodeAddr, the instance addr (empty: the node's), port and tags.
+func (c *Consul) Register(t testing.TB, id, service, nodeAddr, addr string, port int, tags ...string) {
+	t.Helper()
+	node := "node-" + id
+	c.put(t, "/v1/catalog/register", map[string]any{
+		"Node": node, "Address": nodeAddr,
+		"Service": map[string]any{"ID": id, "Service": service, "Address": addr, "Port": port, "Tags": tags},
+	})
+	c.mu.Lock()
+	c.nodes[id] = node
+	c.mu.Unlock()
+}
+
+// Deregister removes the instance id, and its node.
 func (c *Consul) Deregister(t testing.TB, id string) {
 	t.Helper()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.index++
-	c.instances = slices.DeleteFunc(c.instances, func(in consulInstance) bool { return in.id == id })
-}
-
-// service answers GET /v1/catalog/service/<service>[?tag=TAG] as Consul does: a JSON array of
-// the service's instances (empty for an unknown service), each with its node's fields.
-func (c *Consul) service(w http.ResponseWriter, r *http.Request) {
-	name, tag := r.PathValue("service"), r.URL.Query().Get("tag")
-	c.mu.Lock()
-	out := []map[string]any{}
-	for _, in := range c.instances {
-		if in.service != name || tag != "" && !slices.Contains(in.tags, tag) {
-			continue
-		}
-		node := "node-" + in.id
-		out = append(out, map[string]any{
-			"ID": "", "Node": node, "Address": in.nodeAddr, "Datacenter": "dc1",
-			"TaggedAddresses": map[string]string{"lan": in.nodeAddr}, "NodeMeta": map[string]string{},
-			"ServiceKind": "", "ServiceID": in.id, "ServiceName": in.service,
-			"ServiceTags": append([]string{}, in.tags...), "ServiceAddress": in.addr,
-			"ServiceWeights": map[string]int{"Passing": 1, "Warning": 1}, "ServiceMeta": map[string]string{},
-			"ServicePort": in.port, "ServiceEnableTagOverride": false,
-			"CreateIndex": in.index, "ModifyIndex": in.index,
-		})
-	}
-	index := c.index
+	node := c.nodes[id]
+	delete(c.nodes, id)
 	c.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Consul-Index", strconv.Itoa(index))
-	w.Header().Set("X-Consul-Knownleader", "true")
-	_ = json.NewEncoder(w).Encode(out)
+	c.put(t, "/v1/catalog/deregister", map[string]any{"Node": node})
 }
 
-// Stop closes the server: its port refuses connections from then on.
+// put sends body to the agent's path, failing the test unless the agent accepts it.
+func (c *Consul) put(t testing.TB, path string, body any) {
+	t.Helper()
+	data, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPut, c.URL+path, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("consul %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	if out, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK {
+		t.Fatalf("consul %s: %s %s", path, resp.Status, out)
+	}
+}
+
+// Stop ends the agent: its port refuses connections from then on. It may be called more than
+// once.
 func (c *Consul) Stop() {
-	_ = c.srv.Close()
+	terminate(c.cmd.Process, c.done)
+}
+
+// ConsulBinary returns the path of a consul binary of ConsulVersion: $MERIDIAN_CONSUL when set,
+// else the one cached under the user's cache directory, which it builds there first when it is
+// missing, from the module github.com/hashicorp/consul through the Go module proxy. Builds of
+// concurrent test processes wait for each other.
+func ConsulBinary() (string, error) {
+	if bin := os.Getenv("MERIDIAN_CONSUL"); bin != "" {
+		return bin, nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "meridian-test", "consul-"+ConsulVersion)
+	bin := filepath.Join(dir, "consul")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	if _, err := os.Stat(bin); err == nil { // another process built it meanwhile
+		return bin, nil
+	}
+	return bin, buildConsul(dir, bin)
+}
+
+// buildConsul builds consul into bin, in a module of its own under dir that requires the
+// release. The release's go.mod replaces its nested modules (api, sdk, ...) with directories of
+// its repository, which a module download does not hold: as a dependency those replacements do
+// not apply, and the nested modules come from the proxy at the versions it requires. Their
+// checksums are not in the checksum database, hence GONOSUMDB.
+func buildConsul(dir, bin string) error {
+	src := filepath.Join(dir, "build")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return err
+	}
+	files := map[string]string{
+		"go.mod":   "module meridian.test/consul\n\ngo 1.26\n",
+		"tools.go": "//go:build tools\n\npackage tools\n\nimport _ \"github.com/hashicorp/consul\"\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GONOSUMDB=github.com/hashicorp/*", "GOTOOLCHAIN=local")
+	for _, args := range [][]string{
+		{"get", "github.com/hashicorp/consul@" + ConsulVersion},
+		{"build", "-o", bin + ".tmp", "github.com/hashicorp/consul"},
+	} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir, cmd.Env = src, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go %s: %w\n%s", args[0], err, out)
+		}
+	}
+	return os.Rename(bin+".tmp", bin)
 }
