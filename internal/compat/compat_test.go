@@ -29,6 +29,9 @@ func TestCheck(t *testing.T) {
 		return config.HealthCheck{Type: "http", Params: params, Pos: config.Position{File: "zone.yml", Line: 7}}
 	}
 	h2 := []string{"h2"}
+	lua := func(script string) config.HealthCheck {
+		return config.HealthCheck{Type: "lua", Params: map[string]any{"script": script}, Pos: config.Position{File: "zone.yml", Line: 9}}
+	}
 	tests := []struct {
 		name    string
 		options config.Options
@@ -57,6 +60,13 @@ func TestCheck(t *testing.T) {
 			[]string{"zone.yml:7 www.example.org. backend 192.0.2.1 http check port"}},
 		{"plain http with a port", api, same, record(h2, http(map[string]any{"host": "x", "enable_tls": false, "port": 80})), nil},
 		{"a tcp check", api, same, record(h2, config.HealthCheck{Type: "tcp", Params: map[string]any{"port": 80}}), nil},
+		{"a lua script within the sandbox", api, same, record(h2, lua(`local body = http_get("http://" .. backend.address .. "/", 2) return body ~= ""`)), nil},
+		{"a lua script that runs a program", api, same, record(h2, lua(`return os.execute("true") == 0`)),
+			[]string{"zone.yml:9 www.example.org. backend 192.0.2.1 lua check"}},
+		{"a lua script that opens a file", api, same, record(h2, lua(`local f = io.open("/tmp/x") return f ~= nil`)),
+			[]string{"zone.yml:9 www.example.org. backend 192.0.2.1 lua check"}},
+		{"a lua script that loads a module", api, same, record(h2, lua(`local json = require ("json") return true`)),
+			[]string{"zone.yml:9 www.example.org. backend 192.0.2.1 lua check"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

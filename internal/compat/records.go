@@ -3,6 +3,7 @@ package compat
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -126,6 +127,35 @@ func httpCheck(name string, b config.Backend, hc config.HealthCheck) []Differenc
 			Meridian: "connects to port 80",
 			Change:   "write params.port: 443 to probe what CoreDNS-GSLB probes",
 		})
+	}
+	return out
+}
+
+// luaSandboxed are the names a CoreDNS-GSLB script may call that Meridian's Lua sandbox does not
+// have: CoreDNS-GSLB opens Lua's whole standard library.
+var luaSandboxed = regexp.MustCompile(`\b(os|io|debug|package)\s*\.|\b(require|dofile|loadfile|load|loadstring)\s*\(`)
+
+// luaScripts: a lua check whose script (inline; a script_file is read by the check itself)
+// calls what the sandbox leaves out fails in Meridian.
+func luaScripts(_ Block, zones []*config.Zone) []Difference {
+	var out []Difference
+	for _, z := range zones {
+		for _, r := range z.Records {
+			for _, b := range r.Backends {
+				for _, hc := range b.HealthChecks {
+					src, _ := hc.Params["script"].(string)
+					if hc.Type != "lua" || !luaSandboxed.MatchString(src) {
+						continue
+					}
+					out = append(out, Difference{
+						Where: fmt.Sprintf("%s:%d", hc.Pos.File, hc.Pos.Line), Topic: fmt.Sprintf("%s backend %s lua check", r.Name, b.Address),
+						CG:       "runs scripts with Lua's whole standard library",
+						Meridian: "runs them without os, io, debug, package, require and load: this script fails",
+						Change:   "do the work with ssh_exec or http_get, or in a custom check (docs/health-checks.md)",
+					})
+				}
+			}
+		}
 	}
 	return out
 }
