@@ -34,6 +34,7 @@ var cgMetricLabels = []struct {
 	{"gslb_healthcheck_duration_seconds", []string{"address", "type"}},
 	{"gslb_healthcheck_failures_total", []string{"address", "reason", "type"}},
 	{"gslb_record_resolution_total", []string{"name", "result"}},
+	{"gslb_record_resolution_duration_seconds", []string{"name", "result"}},
 	{"gslb_record_health_status", []string{"name"}},
 	{"coredns_gslb_record_health_status", []string{"fqdn"}},
 	{"gslb_backend_health_status", []string{"address", "name"}},
@@ -181,6 +182,7 @@ records:
 		{`gslb_backend_active{name=down.example.org.}`, 0},
 		{`gslb_record_resolution_total{name=webapp.example.org.,result=success}`, 3},
 		{`gslb_record_resolution_total{name=webapp.example.org.,result=fail}`, 0},
+		{`gslb_record_resolution_duration_seconds{name=webapp.example.org.,result=success}`, 3}, // the sample count
 		{`gslb_backend_selected_total{address=127.0.0.1,name=webapp.example.org.}`, 3},
 		{`gslb_backend_selected_total{address=127.0.0.2,name=webapp.example.org.}`, 0},
 		{`gslb_healthchecks_total{}`, 3},

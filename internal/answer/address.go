@@ -2,6 +2,7 @@ package answer
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -130,10 +131,14 @@ func (r *builder) address(qtype uint16) {
 		f = catalog.IPv4 // CNAME: a host-name backend or a fallback CNAME answers it
 	}
 	var buf [maxInlinePicks]*catalog.Backend
+	var start time.Time
+	if r.count {
+		start = time.Now()
+	}
 	sel := r.pick(f, buf[:0])
 	r.scope = max(r.scope, sel.scope)
 	if r.count {
-		r.rec.CountAnswer(sel.closed)
+		r.rec.CountAnswer(sel.closed, time.Since(start))
 	}
 	if sel.closed {
 		r.failClosed(sel.rcode)

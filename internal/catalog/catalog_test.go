@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
@@ -225,15 +226,15 @@ func TestCarryCountsAcrossReloads(t *testing.T) {
 	}
 	old := build("records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}, {address: 10.0.0.2}]\n  gone.example.org.:\n    backends: [{address: 10.9.0.1}]\n")
 	www := old.Records()[1]
-	www.CountAnswer(false)
-	www.CountAnswer(false)
-	www.CountAnswer(true)
+	www.CountAnswer(false, time.Millisecond)
+	www.CountAnswer(false, time.Millisecond)
+	www.CountAnswer(true, time.Millisecond)
 	www.Backends[0].CountSelected()
 	www.Backends[1].CountSelected()
-	old.Records()[0].CountAnswer(false) // gone.example.org., not in the new snapshot
+	old.Records()[0].CountAnswer(false, time.Millisecond) // gone.example.org., not in the new snapshot
 
 	snap := build("records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}, {address: 10.0.0.3}]\n  new.example.org.:\n    backends: [{address: 10.0.0.1}]\n")
-	snap.Records()[1].CountAnswer(false) // www, answered by the new snapshot already
+	snap.Records()[1].CountAnswer(false, time.Millisecond) // www, answered by the new snapshot already
 	snap.CarryCounts(old)
 	snap.CarryCounts(nil) // the first load: nothing to carry
 	for _, r := range snap.Records() {
@@ -242,9 +243,40 @@ func TestCarryCountsAcrossReloads(t *testing.T) {
 		for _, b := range r.Backends {
 			selected = append(selected, b.Selected())
 		}
+		buckets, secs := r.Resolutions(false)
+		if r.Name == "www.example.org." && (buckets[0] != 3 || secs != 0.003) {
+			t.Errorf("%s: resolution histogram %v in %gs, want 3 in the first bucket in 0.003s", r.Name, buckets, secs)
+		}
 		want := map[string]string{"new.example.org.": "0 0 [0]", "www.example.org.": "3 1 [1 0]"}[r.Name]
 		if got := fmt.Sprintf("%d %d %v", ok, failed, selected); got != want {
 			t.Errorf("%s: answers, failed, selected = %s, want %s", r.Name, got, want)
 		}
+	}
+}
+
+func TestResolutionHistogram(t *testing.T) {
+	snap, err := Build([]*config.Zone{mustZone(t, "example.org", "records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}]\n")}, states{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := snap.Records()[0]
+	for _, d := range []time.Duration{time.Microsecond, 5 * time.Millisecond, 6 * time.Millisecond, 30 * time.Second} {
+		r.CountAnswer(false, d)
+	}
+	r.CountAnswer(true, 2*time.Millisecond)
+	buckets, secs := r.Resolutions(false)
+	// Bounds 5ms, 10ms, ... 10s: 1µs and 5ms (a bound is inclusive) in the first, 6ms in the
+	// second, 30s beyond the last.
+	if want := []uint64{2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}; !slices.Equal(buckets, want) {
+		t.Errorf("buckets %v, want %v", buckets, want)
+	}
+	if want := (time.Microsecond + 11*time.Millisecond + 30*time.Second).Seconds(); secs != want {
+		t.Errorf("sum %gs, want %gs", secs, want)
+	}
+	if buckets, secs := r.Resolutions(true); buckets[0] != 1 || secs != 0.002 {
+		t.Errorf("failed answers: %v in %gs, want 1 in the first bucket in 0.002s", buckets, secs)
+	}
+	if ok, failed := r.Answers(); ok != 4 || failed != 1 {
+		t.Errorf("Answers = %d, %d; want 4, 1", ok, failed)
 	}
 }

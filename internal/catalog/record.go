@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -51,10 +52,59 @@ type Record struct {
 	view      atomic.Pointer[View]
 	refreshMu sync.Mutex // serialises writers of view; never taken by queries
 
-	// answered counts the address queries of the record (see CountAnswer), on a cache line
-	// of their own: every query writes them, and writes must not slow the readers of view.
+	// answered counts the address queries of the record and the time their selection took
+	// (see CountAnswer), on cache lines of their own: every query writes them, and writes must
+	// not slow the readers of view.
 	_        [64]byte
-	answered [2]atomic.Uint64 // by failed: answered, answered with the fail-closed rcode
+	answered [2]resolutions // by failed: answered, answered with the fail-closed rcode
+}
+
+// resolutionBounds are the upper bounds of the resolution histogram: health.CheckBuckets
+// (Prometheus's default buckets, CoreDNS-GSLB's), as durations.
+var resolutionBounds = func() (b [11]time.Duration) {
+	secs := health.CheckBuckets()
+	if len(secs) != len(b) {
+		panic("catalog: the resolution buckets are not health.CheckBuckets")
+	}
+	for i, s := range secs {
+		b[i] = time.Duration(s * float64(time.Second))
+	}
+	return b
+}()
+
+// resolutions is the histogram of one result's address answers: each answer counted once, in
+// the first bucket whose bound is not below the time its selection took (the last one counts
+// the longer ones), and the sum of those times.
+type resolutions struct {
+	buckets [len(resolutionBounds) + 1]atomic.Uint64
+	nanos   atomic.Uint64
+}
+
+// observe counts one answer whose selection took d.
+func (h *resolutions) observe(d time.Duration) {
+	i := 0
+	for i < len(resolutionBounds) && d > resolutionBounds[i] {
+		i++
+	}
+	h.buckets[i].Add(1)
+	h.nanos.Add(uint64(max(d, 0)))
+}
+
+// count returns the answers counted.
+func (h *resolutions) count() uint64 {
+	var n uint64
+	for i := range h.buckets {
+		n += h.buckets[i].Load()
+	}
+	return n
+}
+
+// add adds o's counts to h.
+func (h *resolutions) add(o *resolutions) {
+	for i := range h.buckets {
+		h.buckets[i].Add(o.buckets[i].Load())
+	}
+	h.nanos.Add(o.nanos.Load())
 }
 
 // Backend is one compiled backend of a record.
@@ -76,19 +126,34 @@ type Backend struct {
 	selected atomic.Uint64
 }
 
-// CountAnswer counts one address answer of the record: failed when fail-closed answered
-// with its rcode. One atomic add: the query path calls it.
-func (r *Record) CountAnswer(failed bool) {
+// CountAnswer counts one address answer of the record, whose selection took d: failed when
+// fail-closed answered with its rcode. Two atomic adds: the query path calls it.
+func (r *Record) CountAnswer(failed bool, d time.Duration) {
 	i := 0
 	if failed {
 		i = 1
 	}
-	r.answered[i].Add(1)
+	r.answered[i].observe(d)
 }
 
 // Answers returns the counts of CountAnswer: answered, and failed.
 func (r *Record) Answers() (answered, failed uint64) {
-	return r.answered[0].Load(), r.answered[1].Load()
+	return r.answered[0].count(), r.answered[1].count()
+}
+
+// Resolutions returns the histogram of the answers that failed or not: the count of each
+// bucket of health.CheckBuckets (not cumulative; one more counts the longer ones), and the sum
+// of the selection times in seconds.
+func (r *Record) Resolutions(failed bool) (buckets []uint64, seconds float64) {
+	h := &r.answered[0]
+	if failed {
+		h = &r.answered[1]
+	}
+	buckets = make([]uint64, len(h.buckets))
+	for i := range h.buckets {
+		buckets[i] = h.buckets[i].Load()
+	}
+	return buckets, time.Duration(h.nanos.Load()).Seconds()
 }
 
 // CountSelected counts one address answer that carried the backend.
@@ -114,9 +179,8 @@ func (s *Snapshot) CarryCounts(old *Snapshot) {
 	}
 	for _, r := range s.records {
 		if o := records[r.Name]; o != nil {
-			ok, failed := o.Answers()
-			r.answered[0].Add(ok)
-			r.answered[1].Add(failed)
+			r.answered[0].add(&o.answered[0])
+			r.answered[1].add(&o.answered[1])
 		}
 		for _, b := range r.Backends {
 			if o := backends[b.Key]; o != nil {

@@ -64,6 +64,8 @@ var (
 		"Healthy backends of the record.", "name")
 	cgSelected = cgDesc("gslb_backend_selected_total",
 		"Address answers of the record that carried the backend.", "name", "address")
+	cgResolutionTime = cgDesc("gslb_record_resolution_duration_seconds",
+		"Time the selection of the record's address answers took, by result: success, or fail when fail-closed answered with its rcode.", "name", "result")
 	cgResolutions = cgDesc("gslb_record_resolution_total",
 		"Address queries of the record, by result: success, or fail when fail-closed answered with its rcode.", "name", "result")
 	cgChecks = cgDesc("gslb_healthcheck_total",
@@ -102,7 +104,7 @@ func (c *cgMetrics) remove(e *Engine) {
 // Describe implements prometheus.Collector.
 func (c *cgMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{cgRecordHealth, cgRecordHealthFQDN, cgBackendHealth, cgBackendCheck,
-		cgBackendActive, cgSelected, cgResolutions, cgChecks, cgFailures, cgDuration,
+		cgBackendActive, cgSelected, cgResolutions, cgResolutionTime, cgChecks, cgFailures, cgDuration,
 		cgChecksConfigured, cgBackends, cgRecords, cgZones} {
 		ch <- d
 	}
@@ -150,6 +152,21 @@ func (s *cgScrape) gauge(k cgKey, v float64) {
 
 func (s *cgScrape) add(k cgKey, v float64) { s.counters[k] += v }
 
+// hist adds buckets (counts by health.CheckBuckets, not cumulative, then the longer ones) and
+// their sum to the histogram k.
+func (s *cgScrape) hist(k cgKey, buckets []uint64, sum float64) {
+	h := s.hists[k]
+	if h == nil {
+		h = &cgHist{buckets: make([]uint64, len(buckets))}
+		s.hists[k] = h
+	}
+	for i, n := range buckets {
+		h.buckets[i] += n
+		h.count += n
+	}
+	h.sum += sum
+}
+
 // Collect implements prometheus.Collector.
 func (c *cgMetrics) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
@@ -189,6 +206,10 @@ func (s *cgScrape) engine(snap *catalog.Snapshot, stats map[string][]health.Chec
 		ok, failed := r.Answers()
 		s.add(key(cgResolutions, r.Name, "success"), float64(ok))
 		s.add(key(cgResolutions, r.Name, "fail"), float64(failed))
+		for result, f := range map[string]bool{"success": false, "fail": true} {
+			buckets, secs := r.Resolutions(f)
+			s.hist(key(cgResolutionTime, r.Name, result), buckets, secs)
+		}
 		active := 0.0
 		for _, b := range r.Backends {
 			active += s.backend(r.Name, b, stats[b.Key])
@@ -234,16 +255,7 @@ func (s *cgScrape) backend(name string, b *catalog.Backend, stats []health.Check
 				s.add(key(cgFailures, st.Type, addr, health.CheckReasons[i]), float64(n))
 			}
 		}
-		h := s.hists[key(cgDuration, st.Type, addr)]
-		if h == nil {
-			h = &cgHist{buckets: make([]uint64, len(st.Buckets))}
-			s.hists[key(cgDuration, st.Type, addr)] = h
-		}
-		for i, n := range st.Buckets {
-			h.buckets[i] += n
-			h.count += n
-		}
-		h.sum += st.Seconds
+		s.hist(key(cgDuration, st.Type, addr), st.Buckets[:], st.Seconds)
 	}
 	return healthy
 }
