@@ -266,6 +266,8 @@ func TestCtlValidate(t *testing.T) {
 	good := write("db.example.org.yml", "records:\n  www.example.org.:\n    backends:\n      - address: 192.0.2.1\n")
 	bad := write("db.example.net.yml", "records:\n  www.example.net.:\n    mode: sideways\n    backends:\n      - address: 192.0.2.1\n")
 	other := write("zone.yml", "records:\n  www.example.org.:\n    backends:\n      - address: 192.0.2.1\n")
+	profiled := write("db.example.info.yml", "records:\n  www.example.info.:\n    backends:\n      - {address: 192.0.2.1, healthchecks: [web]}\n")
+	profiles := write("profiles.yml", "healthcheck_profiles:\n  web: {type: tcp, params: {port: 80}}\n")
 	deprecated := write("db.example.com.yml", "records:\n  www.example.com.:\n    failover_policy: {mode: fail-open}\n    backends:\n      - address: 192.0.2.1\n")
 	for _, c := range []struct {
 		args      []string
@@ -274,6 +276,9 @@ func TestCtlValidate(t *testing.T) {
 	}{
 		{[]string{"validate", good}, 0, "OK, zone example.org., 1 records", ""},
 		{[]string{"validate", good, "--strict"}, 0, "OK", ""},
+		{[]string{"validate", profiled}, 1, "", `unknown health-check profile`},
+		{[]string{"validate", profiled, "-profiles", profiles}, 0, "OK, zone example.info.", ""},
+		{[]string{"validate", profiled, "-profiles", dir + "/none.yml"}, 1, "", "none.yml"},
 		{[]string{"validate", deprecated}, 0, "OK, zone example.com.", "warning: " + deprecated + ":3:"},
 		{[]string{"validate", deprecated, "--strict"}, 1, "", "1 warning(s), failing with -strict"},
 		{[]string{"validate", other, "-zone", "example.org"}, 0, "OK, zone example.org.", ""},

@@ -12,7 +12,8 @@ import (
 )
 
 // runValidate runs "meridian ctl validate FILE", the check of one zone file that CoreDNS-GSLB's
-// "gslbctl validate" does. The zone is -zone, or else the file's name without a "db." prefix
+// "gslbctl validate" does; -profiles names the shared profiles file the zone file's checks may
+// use. The zone is -zone, or else the file's name without a "db." prefix
 // and its .yml or .yaml extension, as in CoreDNS-GSLB's examples (db.example.org.yml). It
 // prints every warning and error with its line and returns the exit code: 0 valid, 1 invalid
 // (or, with -strict, with warnings), 2 for a wrong command line.
@@ -21,12 +22,13 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	zone := fs.String("zone", "", "the zone of the file (default: from the file name, db.ZONE.yml)")
 	strict := fs.Bool("strict", false, "fail on warnings, such as a deprecated spelling")
+	profilesFile := fs.String("profiles", "", "the shared health-check profiles file (the Corefile's healthcheck_profiles) the zone file uses")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return 2
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: meridian ctl validate FILE [-zone ZONE] [-strict]")
+		fmt.Fprintln(stderr, "usage: meridian ctl validate FILE [-zone ZONE] [-profiles FILE] [-strict]")
 		return 2
 	}
 	file := pos[0]
@@ -39,7 +41,13 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "meridian ctl validate: %v\n", err)
 		return 1
 	}
-	z, err := config.ParseZone(file, data, origin, nil, 0)
+	var profiles map[string]config.HealthCheck
+	if *profilesFile != "" {
+		if profiles, err = config.LoadProfiles(*profilesFile); err != nil {
+			return reportErrors(stderr, *profilesFile, unjoin(err))
+		}
+	}
+	z, err := config.ParseZone(file, data, origin, profiles, 0)
 	if err != nil {
 		return reportErrors(stderr, file, unjoin(err))
 	}
