@@ -22,6 +22,7 @@ type Endpoint struct {
 	Port uint16
 }
 
+// String formats e as ADDRESS:PORT.
 func (e Endpoint) String() string { return netip.AddrPortFrom(e.IP, e.Port).String() }
 
 // maxBody bounds what an HTTP or Consul source may return.

@@ -123,6 +123,7 @@ type StaleError struct {
 	Age, MaxAge time.Duration
 }
 
+// Error implements error.
 func (e *StaleError) Error() string {
 	return fmt.Sprintf("state file %s is %s old, older than state_max_age %s: not used", e.Path, e.Age.Round(time.Second), e.MaxAge)
 }
