@@ -100,6 +100,12 @@ func (s *Source) fetchHTTP(ctx context.Context, d *config.Discovery) ([]Endpoint
 	if err := s.getJSON(ctx, d.Endpoint, &items); err != nil {
 		return nil, err
 	}
+	return httpEndpoints(items)
+}
+
+// httpEndpoints checks the items of an http source's list: each an address, or an object with
+// an address and a port.
+func httpEndpoints(items []json.RawMessage) ([]Endpoint, error) {
 	eps := make([]Endpoint, 0, len(items))
 	for i, raw := range items {
 		var item struct {
