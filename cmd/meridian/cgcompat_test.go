@@ -399,9 +399,11 @@ func TestCoreDNSGSLBCompatibility(t *testing.T) {
 		if code := runCheck([]string{"-compat", "-conf", core}, &out, &errs); code != 0 {
 			t.Fatalf("meridian check -compat: exit %d:\n%s%s", code, out.String(), errs.String())
 		}
-		// What remains different: test.org. sets no alpn, and one http check sets no host.
+		// What remains different: CoreDNS-GSLB's metrics are opt-in, test.org. sets no alpn,
+		// and one http check sets no host.
 		want := []string{
 			"alpn (2 records of test.org.)",
+			"coredns_gslb_metrics",
 			"webapp.gslb.example.com. backend " + cg.httpsIP + " http check host",
 		}
 		if got := compatTopics(out.String()); !slices.Equal(got, want) {

@@ -127,7 +127,7 @@ records:
 	metricsPort := testutil.FreePort(t)
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
 	s := testutil.Start(t, dir, func(port int) string {
-		return fmt.Sprintf(".:%d {\n bind 127.0.0.1\n prometheus 127.0.0.1:%d\n gslb {\n  zone example.org. %s\n }\n}\n", port, metricsPort, zone)
+		return fmt.Sprintf(".:%d {\n bind 127.0.0.1\n prometheus 127.0.0.1:%d\n gslb {\n  zone example.org. %s\n  coredns_gslb_metrics\n }\n}\n", port, metricsPort, zone)
 	})
 
 	// Wait for the health checks to decide, then query.

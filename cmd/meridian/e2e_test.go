@@ -369,8 +369,9 @@ func TestCheckCompat(t *testing.T) {
 			"Corefile:2: disable_txt:",
 			"hashed.yml:2: www.example.org. mode ip-hash:",
 			"hashed.yml:2: alpn (1 records of example.org.):",
-			"OK, 4 difference(s) from CoreDNS-GSLB"}, false},
-		{"one that behaves the same", ".:53 {\n gslb {\n  zone example.org. " + plain + "\n  api_enable false\n  enable_txt\n }\n}\n", nil, true},
+			"Corefile:2: coredns_gslb_metrics:",
+			"OK, 5 difference(s) from CoreDNS-GSLB"}, false},
+		{"one that behaves the same", ".:53 {\n gslb {\n  zone example.org. " + plain + "\n  api_enable false\n  enable_txt\n  coredns_gslb_metrics\n }\n}\n", nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,6 +21,9 @@ type Options struct {
 	UseECS bool
 	// EnableTXT answers TXT queries of record names with one line per backend.
 	EnableTXT bool
+	// Count counts address answers in the record's and the backends' query counts and times
+	// their selection (catalog.Record.CountAnswer), for CoreDNS-GSLB's metrics.
+	Count bool
 }
 
 // Result tells the caller what to do with the response.
@@ -48,10 +51,10 @@ type Query struct {
 	Geo *geo.Sources
 }
 
-// Respond answers q from snap, and counts the answer in the record's and the backends' query
-// counts (catalog.Record.CountAnswer).
+// Respond answers q from snap and, with opts.Count, counts the answer in the record's and the
+// backends' query counts (catalog.Record.CountAnswer).
 func Respond(snap *catalog.Snapshot, opts Options, q Query) (*dns.Msg, Result) {
-	return respond(snap, opts, q, true)
+	return respond(snap, opts, q, opts.Count)
 }
 
 // respond is Respond; count is false for answers that no client asked for (Explain).

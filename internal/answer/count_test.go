@@ -39,7 +39,7 @@ func TestAnswerCounts(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			snap, _ := testSnapshot(t)
-			if _, res := ask(snap, Options{}, c.qname, c.qtype); res != Answered {
+			if _, res := ask(snap, Options{Count: true}, c.qname, c.qtype); res != Answered {
 				t.Fatalf("result %v", res)
 			}
 			rec := recordNamed(t, snap, c.record)
@@ -52,6 +52,15 @@ func TestAnswerCounts(t *testing.T) {
 				}
 			}
 		})
+	}
+
+	// Without Count (coredns_gslb_metrics off) nothing is counted.
+	uncounted, _ := testSnapshot(t)
+	if _, res := ask(uncounted, Options{}, "www.example.org.", dns.TypeA); res != Answered {
+		t.Fatalf("result %v", res)
+	}
+	if ok, _ := recordNamed(t, uncounted, "www.example.org.").Answers(); ok != 0 {
+		t.Errorf("counted %d answers without Count", ok)
 	}
 
 	// Explain answers like Respond but counts nothing.
@@ -78,7 +87,7 @@ func TestAnswerCountsAllocateNothing(t *testing.T) {
 		q := new(dns.Msg)
 		q.SetQuestion(c.qname, c.qtype)
 		query := Query{Msg: q, Source: testClient}
-		counted := testing.AllocsPerRun(200, func() { Respond(snap, Options{}, query) })
+		counted := testing.AllocsPerRun(200, func() { Respond(snap, Options{Count: true}, query) })
 		uncounted := testing.AllocsPerRun(200, func() { respond(snap, Options{}, query, false) })
 		if counted != uncounted {
 			t.Errorf("%s %s: %v allocations counted, %v without counting", c.qname, dns.TypeToString[c.qtype], counted, uncounted)

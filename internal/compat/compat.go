@@ -47,7 +47,7 @@ func (d Difference) String() string {
 type rule func(b Block, zones []*config.Zone) []Difference
 
 // rules are every known difference, one function a topic.
-var rules = []rule{apiDefault, txtDefault, ipHashOrder, alpnDefault, httpChecks, luaScripts}
+var rules = []rule{apiDefault, metricsDefault, txtDefault, ipHashOrder, alpnDefault, httpChecks, luaScripts}
 
 // Check returns every difference between what CoreDNS-GSLB and Meridian do with the block b
 // and its loaded zones, sorted by where they come from. None means the configuration behaves

@@ -19,7 +19,7 @@ func TestCheck(t *testing.T) {
 		return []*config.Zone{{Origin: "example.org.", Records: []config.Record{r}}}
 	}
 	ipHash := func(addrs ...string) []*config.Zone { return ipHashOrdered(config.HashOrderAddress, addrs...) }
-	same := map[string]int{"api_enable": 3, "api_listen_addr": 4, "enable_txt": 5}
+	same := map[string]int{"api_enable": 3, "api_listen_addr": 4, "enable_txt": 5, "coredns_gslb_metrics": 6}
 	record := func(alpn []string, checks ...config.HealthCheck) []*config.Zone {
 		r := config.Record{Name: "www.example.org.", Mode: config.ModeFailover, ALPN: alpn, Pos: config.Position{File: "zone.yml", Line: 2},
 			Backends: []config.Backend{{Address: "192.0.2.1", HealthChecks: checks}}}
@@ -40,10 +40,10 @@ func TestCheck(t *testing.T) {
 		want    []string // "where topic"
 	}{
 		{"a CoreDNS-GSLB block that writes nothing", config.DefaultOptions(), nil, nil,
-			[]string{"Corefile:1 api_enable", "Corefile:1 disable_txt"}},
-		{"api_enable without api_listen_addr", api, map[string]int{"api_enable": 3, "disable_txt": 4}, nil,
+			[]string{"Corefile:1 api_enable", "Corefile:1 coredns_gslb_metrics", "Corefile:1 disable_txt"}},
+		{"api_enable without api_listen_addr", api, map[string]int{"api_enable": 3, "disable_txt": 4, "coredns_gslb_metrics": 5}, nil,
 			[]string{"Corefile:3 api_listen_addr"}},
-		{"api_enable false", config.DefaultOptions(), map[string]int{"api_enable": 3, "enable_txt": 4}, nil, nil},
+		{"api_enable false", config.DefaultOptions(), map[string]int{"api_enable": 3, "enable_txt": 4, "coredns_gslb_metrics": 5}, nil, nil},
 		{"everything written as Meridian reads it", api, same, nil, nil},
 		{"ip-hash whose text order is its numeric order", api, same, ipHash("192.0.2.1", "192.0.2.2", "2001:db8::1"), nil},
 		{"ip-hash whose text order differs", api, same, ipHash("10.0.0.9", "10.0.0.10"),

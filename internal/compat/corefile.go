@@ -27,6 +27,21 @@ func apiDefault(b Block, _ []*config.Zone) []Difference {
 	return nil
 }
 
+// metricsDefault: CoreDNS-GSLB always exports its gslb_* metrics; Meridian exports them (and
+// counts the answers they need) only with coredns_gslb_metrics, since they cost several series
+// per backend and work on every answer.
+func metricsDefault(b Block, _ []*config.Zone) []Difference {
+	if b.written("coredns_gslb_metrics") {
+		return nil
+	}
+	return []Difference{{
+		Where: b.at("gslb"), Topic: "coredns_gslb_metrics",
+		CG:       "exports its gslb_* metrics and coredns_gslb_record_health_status, which its Grafana dashboard and route-health-injection script read",
+		Meridian: "exports only its own coredns_gslb_* metrics unless coredns_gslb_metrics is set",
+		Change:   "write coredns_gslb_metrics to export CoreDNS-GSLB's metrics as well",
+	}}
+}
+
 // txtDefault: CoreDNS-GSLB answers TXT queries of its records with a line per backend unless
 // disable_txt is set; Meridian does so only with enable_txt, since the lines disclose the
 // inventory.

@@ -71,6 +71,10 @@ type Options struct {
 	UseEDNSClientSubnet bool
 	// EnableTXT turns on the per-backend TXT debug answer (off by default: it discloses inventory).
 	EnableTXT bool
+	// CoreDNSGSLBMetrics exports CoreDNS-GSLB's metrics (gslb_*) beside Meridian's own, and
+	// counts the answers they need (coredns_gslb_metrics; off by default: they cost series per
+	// backend and a few atomic additions and clock reads per answer).
+	CoreDNSGSLBMetrics bool
 	// MaxStaggerStart spreads the first probes over this duration.
 	MaxStaggerStart time.Duration
 	// BatchSizeStart is how many backends start probing together during the stagger.

@@ -147,7 +147,7 @@ func (e *Engine) Ready() bool { return e.Snapshot() != nil }
 
 // AnswerOptions returns the answer switches of the block.
 func (e *Engine) AnswerOptions() answer.Options {
-	return answer.Options{UseECS: e.opts.UseEDNSClientSubnet, EnableTXT: e.opts.EnableTXT}
+	return answer.Options{UseECS: e.opts.UseEDNSClientSubnet, EnableTXT: e.opts.EnableTXT, Count: e.opts.CoreDNSGSLBMetrics}
 }
 
 // CatalogOverrides turns the override store's list into the engine's overrides: disable and

@@ -43,6 +43,7 @@ records:
       - {address: 10.0.0.2}
       - {address: 10.0.0.3, enable: false}
 `)
+	e.opts.CoreDNSGSLBMetrics = true // coredns_gslb_metrics: the answers count
 	ask := func() {
 		m := new(dns.Msg)
 		m.SetQuestion("www.example.org.", dns.TypeA)
@@ -86,5 +87,22 @@ records:
 		if v, ok := got[c.series]; !ok || v != c.want {
 			t.Errorf("%s = %v (present: %v), want %v", c.series, v, ok, c.want)
 		}
+	}
+}
+
+func TestCoreDNSGSLBMetricsAreOptIn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		e, _ := newTestEngine(t, "records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}]\n")
+		e.opts.CoreDNSGSLBMetrics = on
+		if err := e.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cgCollector.mu.Lock()
+		collected := cgCollector.engines[e]
+		cgCollector.mu.Unlock()
+		if got := e.AnswerOptions().Count; collected != on || got != on {
+			t.Errorf("coredns_gslb_metrics %v: collected %v, answers counted %v", on, collected, got)
+		}
+		e.Stop()
 	}
 }

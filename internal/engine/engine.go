@@ -104,6 +104,7 @@ func HealthOptions(opts config.Options, log Logger) health.Options {
 		IdleTimeout:     opts.ResolutionIdleTimeout,
 		IdleMultiplier:  opts.HealthcheckIdleMultiplier,
 		ProbeSources:    opts.Cluster.ProbeSources,
+		CheckStats:      opts.CoreDNSGSLBMetrics,
 		Log:             log,
 	}
 }
@@ -283,7 +284,9 @@ func (e *Engine) Start() error {
 		e.stops = append(e.stops, stop)
 	}
 	e.reg.startHealth(e.shared)
-	cgCollector.add(e)
+	if e.opts.CoreDNSGSLBMetrics {
+		cgCollector.add(e)
+	}
 	if e.api != nil {
 		// Overrides changed since Open are applied once subscribed.
 		e.stops = append(e.stops, e.api.store.Subscribe(e.applyOverrides))

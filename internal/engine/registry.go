@@ -66,14 +66,14 @@ type sharedHealth struct {
 }
 
 // healthKey identifies a gslb block across reloads: its zones and the options its health
-// manager was made with. A block whose scheduler or cluster options change gets a new manager
+// manager was made with (coredns_gslb_metrics among them: it keeps the per-check counts). A block whose scheduler or cluster options change gets a new manager
 // (and a new Redis client).
 func healthKey(o config.Options) string {
 	var redis string
 	if o.Cluster.Enable {
 		redis = fmt.Sprintf("%+v", o.Cluster.WithDefaults())
 	}
-	return fmt.Sprint(o.Zones, o.MaxStaggerStart, o.BatchSizeStart, o.ResolutionIdleTimeout, o.HealthcheckIdleMultiplier, o.Cluster.ProbeSources, redis)
+	return fmt.Sprint(o.Zones, o.MaxStaggerStart, o.BatchSizeStart, o.ResolutionIdleTimeout, o.HealthcheckIdleMultiplier, o.Cluster.ProbeSources, o.CoreDNSGSLBMetrics, redis)
 }
 
 // acquireHealth returns the block's health manager, creating it on first use, and counts one

@@ -62,7 +62,7 @@ func (s *CheckStats) observe(typ string, ok bool, reason string, d time.Duration
 }
 
 // CheckStats returns the stats of every probed backend's checks, by backend key, in the
-// order of its Spec's Checks.
+// order of its Spec's Checks: zero values unless Options.CheckStats.
 func (m *Manager) CheckStats() map[string][]CheckStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -70,7 +70,9 @@ func (m *Manager) CheckStats() map[string][]CheckStats {
 	for key, b := range m.backends {
 		stats := make([]CheckStats, len(b.subs))
 		for i, s := range b.subs {
-			stats[i] = s.stats
+			if s.stats != nil {
+				stats[i] = *s.stats
+			}
 		}
 		out[key] = stats
 	}

@@ -42,6 +42,9 @@ type Spec struct {
 
 // Options tune the manager.
 type Options struct {
+	// CheckStats keeps the per-backend counts that CheckStats returns (CoreDNS-GSLB's
+	// health-check metrics); off, they take no memory.
+	CheckStats bool
 	// MaxStaggerStart and BatchSizeStart spread the first probes of a start-up.
 	MaxStaggerStart time.Duration
 	BatchSizeStart  int
@@ -110,8 +113,8 @@ type backend struct {
 type subscription struct {
 	backend *backend
 	machine machine
-	// stats counts the results probed here, for CheckStats.
-	stats CheckStats
+	// stats counts the results probed here, for CheckStats; nil unless Options.CheckStats.
+	stats *CheckStats
 }
 
 // recordActivity is when a record was last queried, and the flag its queries set.
@@ -228,7 +231,11 @@ func (m *Manager) newBackend(spec *Spec) *backend {
 	for range spec.Checks {
 		mach := newMachine(spec.Rise, spec.Fall)
 		mach.status = b.status
-		b.subs = append(b.subs, &subscription{backend: b, machine: mach})
+		sub := &subscription{backend: b, machine: mach}
+		if m.opts.CheckStats {
+			sub.stats = new(CheckStats)
+		}
+		b.subs = append(b.subs, sub)
 	}
 	return b
 }
@@ -340,7 +347,7 @@ func (m *Manager) observeLocked(j *job, res probe.Result, by string) []func() {
 	for _, s := range j.subs {
 		d := &s.backend.details
 		d.LastCheck, d.LastOK, d.Reason, d.Latency = now, res.OK, res.Reason, res.Latency
-		if by == "" {
+		if by == "" && s.stats != nil {
 			s.stats.observe(j.typ, res.OK, res.Reason, res.Latency)
 		}
 		if !s.machine.observe(res.OK) {

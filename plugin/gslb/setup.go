@@ -176,6 +176,8 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 		return flag(c, &o.EnableTXT, true)
 	case "disable_txt":
 		return flag(c, &o.EnableTXT, false)
+	case "coredns_gslb_metrics":
+		return flag(c, &o.CoreDNSGSLBMetrics, true)
 	case "max_stagger_start":
 		return duration(c, &o.MaxStaggerStart, 0)
 	case "resolution_idle_timeout":
