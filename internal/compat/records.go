@@ -91,19 +91,27 @@ func alpnDefault(_ Block, zones []*config.Zone) []Difference {
 // connect to 80.
 func httpChecks(_ Block, zones []*config.Zone) []Difference {
 	var out []Difference
+	eachCheck(zones, func(r *config.Record, b *config.Backend, hc *config.HealthCheck) {
+		if hc.Type == "http" {
+			out = append(out, httpCheck(r.Name, *b, *hc)...)
+		}
+	})
+	return out
+}
+
+// eachCheck calls f for every health check of every backend of zones.
+func eachCheck(zones []*config.Zone, f func(*config.Record, *config.Backend, *config.HealthCheck)) {
 	for _, z := range zones {
-		for _, r := range z.Records {
-			for _, b := range r.Backends {
-				for _, hc := range b.HealthChecks {
-					if hc.Type != "http" {
-						continue
-					}
-					out = append(out, httpCheck(r.Name, b, hc)...)
+		for ri := range z.Records {
+			r := &z.Records[ri]
+			for bi := range r.Backends {
+				b := &r.Backends[bi]
+				for ci := range b.HealthChecks {
+					f(r, b, &b.HealthChecks[ci])
 				}
 			}
 		}
 	}
-	return out
 }
 
 // httpCheck returns the differences of one http check of backend b of record name.
@@ -139,23 +147,17 @@ var luaSandboxed = regexp.MustCompile(`\b(os|io|debug|package)\s*\.|\b(require|d
 // calls what the sandbox leaves out fails in Meridian.
 func luaScripts(_ Block, zones []*config.Zone) []Difference {
 	var out []Difference
-	for _, z := range zones {
-		for _, r := range z.Records {
-			for _, b := range r.Backends {
-				for _, hc := range b.HealthChecks {
-					src, _ := hc.Params["script"].(string)
-					if hc.Type != "lua" || !luaSandboxed.MatchString(src) {
-						continue
-					}
-					out = append(out, Difference{
-						Where: fmt.Sprintf("%s:%d", hc.Pos.File, hc.Pos.Line), Topic: fmt.Sprintf("%s backend %s lua check", r.Name, b.Address),
-						CG:       "runs scripts with Lua's whole standard library",
-						Meridian: "runs them without os, io, debug, package, require and load: this script fails",
-						Change:   "do the work with ssh_exec or http_get, or in a custom check (docs/health-checks.md)",
-					})
-				}
-			}
+	eachCheck(zones, func(r *config.Record, b *config.Backend, hc *config.HealthCheck) {
+		src, _ := hc.Params["script"].(string)
+		if hc.Type != "lua" || !luaSandboxed.MatchString(src) {
+			return
 		}
-	}
+		out = append(out, Difference{
+			Where: fmt.Sprintf("%s:%d", hc.Pos.File, hc.Pos.Line), Topic: fmt.Sprintf("%s backend %s lua check", r.Name, b.Address),
+			CG:       "runs scripts with Lua's whole standard library",
+			Meridian: "runs them without os, io, debug, package, require and load: this script fails",
+			Change:   "do the work with ssh_exec or http_get, or in a custom check (docs/health-checks.md)",
+		})
+	})
 	return out
 }
