@@ -50,8 +50,8 @@ func StartConsul(t testing.TB) *Consul {
 		"-serf-wan-port="+strconv.Itoa(serfWAN), "-server-port="+strconv.Itoa(server),
 		"-log-level=error", "-hcl=disable_update_check = true")
 	cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := new(syncBuffer) // written by the process's copy goroutines, read on failure
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start consul: %v", err)
 	}
