@@ -175,6 +175,9 @@ func (c *cgMetrics) Collect(ch chan<- prometheus.Metric) {
 		engines = append(engines, e)
 	}
 	c.mu.Unlock()
+	if len(engines) == 0 { // no block asks for them (coredns_gslb_metrics)
+		return
+	}
 	s := &cgScrape{
 		records: map[string]bool{}, backends: map[string]bool{}, zones: map[string]bool{},
 		gauges: map[cgKey]float64{}, counters: map[cgKey]float64{}, hists: map[cgKey]*cgHist{},
