@@ -12,7 +12,7 @@ import (
 
 var backendKeys = []string{"address", "port", "priority", "weight", "enable", "tags", "description",
 	"country", "subdivision", "city", "continent", "asn", "location", "latitude", "longitude",
-	"healthchecks", "timeout", "rise", "fall", "assume_healthy", "passive"}
+	"healthchecks", "timeout", "rise", "fall", "assume_healthy", "passive", "site"}
 
 var continents = []string{"AF", "AN", "AS", "EU", "NA", "OC", "SA"}
 
@@ -51,6 +51,8 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 			b.AssumeHealthy = p.boolField(e.v, kpath, b.AssumeHealthy)
 		case "passive":
 			b.Passive = p.boolField(e.v, kpath, b.Passive)
+		case "site":
+			b.Site = p.siteName(e.v, kpath)
 		case "tags":
 			b.Tags, _ = p.strList(e.v, kpath)
 		case "description":
@@ -86,8 +88,8 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 			}
 		}
 	}
-	if address == nil {
-		p.Errorf(n, child(path, "address"), "a backend needs an address")
+	if address == nil && b.Site == "" {
+		p.Errorf(n, child(path, "address"), "a backend needs an address (or a site, for what that site publishes)")
 	}
 	switch {
 	case lat != nil && lon == nil:
@@ -98,6 +100,9 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 		b.HasCoords = lat != nil
 	}
 	cs.thresholds(&b, profiles)
+	if b.IsPlaceholder() && len(b.HealthChecks) > 0 {
+		p.Errorf(n, child(path, "healthchecks"), "a backend without an address stands for what site %s publishes: it has nothing to probe here", b.Site)
+	}
 	return b, p.Len() == before
 }
 

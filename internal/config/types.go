@@ -93,6 +93,8 @@ type Options struct {
 	API APIOptions
 	// State is the state file of standalone mode; off unless State.Enable.
 	State StateOptions
+	// Sites are the multi-site options; off unless Sites.Site is set.
+	Sites SitesOptions
 }
 
 // StateOptions are the state file's settings (state_persist_*, state_max_age): the health of
@@ -241,16 +243,31 @@ type Backend struct {
 	Fall          int
 	AssumeHealthy bool
 	Passive       bool
+
+	// Site is the site the backend is in (site:), empty for a backend of no site in
+	// particular. A backend with a site and no address is a placeholder: it stands for the
+	// targets that site publishes (the k8gb form, see docs/sites.md).
+	Site string
+	// Remote is set by the sites source on the backends of other sites: their health comes
+	// from those sites' published targets, never from probes here.
+	Remote bool
+	// Share is, on a target that the sites source learned for a placeholder, the number of
+	// targets the placeholder's weight is shared among (the site's weight); 0 otherwise.
+	Share int
 }
+
+// IsPlaceholder reports whether the backend stands for what its site publishes: it has a
+// site and no address.
+func (b *Backend) IsPlaceholder() bool { return b.Site != "" && b.Address == "" }
 
 // IsHost reports whether the backend is a host name (answered as CNAME) rather than an address.
 func (b *Backend) IsHost() bool { return !b.IP.IsValid() }
 
-// Probed reports whether the backend's health comes from probes: it has health checks, or it
-// is passive (a cluster fleet probes it), and it is not assume_healthy. A backend that is not
-// probed counts as up.
+// Probed reports whether the backend has a health state: it has health checks, or it is
+// passive (a cluster fleet probes it), and it is not assume_healthy; or it is another site's
+// (Remote), whose state that site publishes. A backend that is not probed counts as up.
 func (b *Backend) Probed() bool {
-	return !b.AssumeHealthy && (b.Passive || len(b.HealthChecks) > 0)
+	return b.Remote || !b.AssumeHealthy && (b.Passive || len(b.HealthChecks) > 0)
 }
 
 // HealthCheck is one check of a backend, from a profile or written inline.
