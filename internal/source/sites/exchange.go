@@ -1,0 +1,234 @@
+package sites
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+// udpSize is the EDNS0 UDP payload size the queries advertise (the DNS flag day 2020 value,
+// which fits an unfragmented packet on every common path).
+const udpSize = 1232
+
+// tsigFudge is the seconds of clock difference a signature tolerates (RFC 8945's advice).
+const tsigFudge = 300
+
+// Client asks peers, one exchange per call. It holds no connection between calls, so it is
+// safe for concurrent use.
+type Client struct {
+	// Timeout bounds one exchange: the UDP query and any TCP retry together. Zero means
+	// config.DefaultPeerTimeout.
+	Timeout time.Duration
+	// Key signs the queries and must have signed the answers; nil: unsigned.
+	Key *config.TSIGKey
+}
+
+// ErrorKind says what went wrong in an exchange.
+type ErrorKind string
+
+// The kinds of ExchangeError.
+const (
+	// KindTimeout: no answer within the Timeout or the context's deadline, or the context
+	// was cancelled first (Err is then the context's error).
+	KindTimeout ErrorKind = "timeout"
+	// KindNetwork: the query could not be sent or the answer not read (e.g. ICMP port
+	// unreachable, a TCP connection refused or cut).
+	KindNetwork ErrorKind = "network"
+	// KindTSIG: a key is set and the answer is unsigned, badly signed, or reports a TSIG
+	// error (the peer did not accept our signature).
+	KindTSIG ErrorKind = "tsig"
+	// KindRefused: the answer's rcode is REFUSED.
+	KindRefused ErrorKind = "refused"
+	// KindServfail: the answer's rcode is SERVFAIL.
+	KindServfail ErrorKind = "servfail"
+	// KindRcode: any other error rcode (Err names it).
+	KindRcode ErrorKind = "rcode"
+	// KindMalformed: the answer cannot be parsed or does not answer the question (not a
+	// response, another ID, another question).
+	KindMalformed ErrorKind = "malformed"
+)
+
+// ExchangeError is a failed exchange: its kind, what was asked of whom, and the cause.
+type ExchangeError struct {
+	Kind   ErrorKind
+	Server string
+	Name   string
+	Qtype  uint16
+	Err    error
+}
+
+// Error says what was asked of whom and why it failed.
+func (e *ExchangeError) Error() string {
+	return fmt.Sprintf("ask %s for %s %s: %s: %v", e.Server, e.Name, dns.Type(e.Qtype), e.Kind, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *ExchangeError) Unwrap() error { return e.Err }
+
+// KindOf returns the kind of err: "" for nil, KindNetwork for an error that is not an
+// *ExchangeError.
+func KindOf(err error) ErrorKind {
+	if err == nil {
+		return ""
+	}
+	var e *ExchangeError
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindNetwork
+}
+
+// Exchange asks server (host:port) for name and qtype with RD=0 (peers are authoritative):
+// over UDP with EDNS0, again over TCP when the UDP answer is truncated, signed with Key when
+// set and then the answer's signature verified. It returns the reply when its rcode is
+// NOERROR or NXDOMAIN; anything else is an *ExchangeError.
+func (c *Client) Exchange(ctx context.Context, server, name string, qtype uint16) (*dns.Msg, error) {
+	return c.exchange(ctx, server, name, qtype, false)
+}
+
+// exchange is Exchange with the RD bit chosen (set only to ask a recursive resolver).
+func (c *Client) exchange(ctx context.Context, server, name string, qtype uint16, rd bool) (*dns.Msg, error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = config.DefaultPeerTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(name), qtype)
+	q.RecursionDesired = rd
+	q.SetEdns0(udpSize, false)
+	fail := func(kind ErrorKind, err error) (*dns.Msg, error) {
+		return nil, &ExchangeError{Kind: kind, Server: server, Name: q.Question[0].Name, Qtype: qtype, Err: err}
+	}
+
+	r, kind, err := c.roundTrip(ctx, "udp", server, q)
+	if err == nil && r.Truncated {
+		r, kind, err = c.roundTrip(ctx, "tcp", server, q)
+	}
+	if err != nil {
+		return fail(kind, err)
+	}
+	switch r.Rcode {
+	case dns.RcodeSuccess, dns.RcodeNameError:
+		return r, nil
+	case dns.RcodeRefused:
+		return fail(KindRefused, errors.New("REFUSED"))
+	case dns.RcodeServerFailure:
+		return fail(KindServfail, errors.New("SERVFAIL"))
+	default:
+		return fail(KindRcode, fmt.Errorf("rcode %s", dns.RcodeToString[r.Rcode]))
+	}
+}
+
+// roundTrip sends q to server over network and reads the reply to it, checking that it
+// answers q and, with a key, its signature. A truncated UDP reply is returned without its
+// signature checked: the TCP retry's is. On failure it returns the kind and the cause.
+func (c *Client) roundTrip(ctx context.Context, network, server string, q *dns.Msg) (*dns.Msg, ErrorKind, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, network, server)
+	if err != nil {
+		return nil, netKind(ctx, err), ctxErr(ctx, err)
+	}
+	// A big read buffer, so that an answer larger than advertised still parses.
+	co := &dns.Conn{Conn: nc, UDPSize: dns.MaxMsgSize}
+	defer co.Close()
+	deadline, _ := ctx.Deadline() // exchange always sets one
+	co.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { co.SetDeadline(time.Now()) })
+	defer stop()
+
+	var wire []byte
+	var mac string // the query's signature, which the answer's covers
+	if c.Key != nil {
+		signed := q.Copy() // signing takes the TSIG record out of the message
+		signed.SetTsig(c.Key.Name, c.Key.Algorithm, tsigFudge, time.Now().Unix())
+		if wire, mac, err = dns.TsigGenerate(signed, c.Key.Secret, "", false); err != nil {
+			return nil, KindTSIG, fmt.Errorf("sign the query: %w", err)
+		}
+	} else if wire, err = q.Pack(); err != nil {
+		return nil, KindMalformed, fmt.Errorf("pack the query: %w", err)
+	}
+	if _, err := co.Write(wire); err != nil {
+		return nil, netKind(ctx, err), ctxErr(ctx, err)
+	}
+
+	p, err := co.ReadMsgHeader(nil)
+	switch {
+	case errors.Is(err, dns.ErrShortRead):
+		return nil, KindMalformed, err
+	case err != nil:
+		return nil, netKind(ctx, err), ctxErr(ctx, err)
+	}
+	r := new(dns.Msg)
+	if err := r.Unpack(p); err != nil {
+		return nil, KindMalformed, fmt.Errorf("unpack the answer: %w", err)
+	}
+	if err := answers(r, q); err != nil {
+		return nil, KindMalformed, err
+	}
+	if c.Key == nil || (r.Truncated && network == "udp") {
+		return r, "", nil
+	}
+	t := r.IsTsig()
+	switch {
+	case t == nil:
+		return nil, KindTSIG, errors.New("the answer is not signed")
+	case t.Error != dns.RcodeSuccess:
+		return nil, KindTSIG, fmt.Errorf("the server reports TSIG error %s", dns.RcodeToString[int(t.Error)])
+	case !strings.EqualFold(t.Hdr.Name, c.Key.Name) || !strings.EqualFold(t.Algorithm, c.Key.Algorithm):
+		return nil, KindTSIG, fmt.Errorf("the answer is signed with key %s %s, not %s %s", t.Hdr.Name, t.Algorithm, c.Key.Name, c.Key.Algorithm)
+	}
+	if err := dns.TsigVerify(p, c.Key.Secret, mac, false); err != nil {
+		return nil, KindTSIG, fmt.Errorf("verify the answer's signature: %w", err)
+	}
+	return r, "", nil
+}
+
+// answers reports why r is not the reply to q, nil when it is. An error reply (rcode other
+// than NOERROR and NXDOMAIN) may leave the question out, as some servers' FORMERR do.
+func answers(r, q *dns.Msg) error {
+	switch {
+	case !r.Response:
+		return errors.New("the answer is not a response (QR=0)")
+	case r.Id != q.Id:
+		return fmt.Errorf("the answer's ID %d is not the query's %d", r.Id, q.Id)
+	case len(r.Question) == 0 && r.Rcode != dns.RcodeSuccess && r.Rcode != dns.RcodeNameError:
+		return nil
+	case len(r.Question) != 1:
+		return fmt.Errorf("the answer has %d questions, not the query's one", len(r.Question))
+	}
+	got, want := r.Question[0], q.Question[0]
+	if !strings.EqualFold(got.Name, want.Name) || got.Qtype != want.Qtype || got.Qclass != want.Qclass {
+		return fmt.Errorf("the answer is for %s, not %s", got.String(), want.String())
+	}
+	return nil
+}
+
+// netKind classifies a failure to send or read: a timeout (the deadline passed, or ctx
+// ended) or another network error.
+func netKind(ctx context.Context, err error) ErrorKind {
+	var ne net.Error
+	if ctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
+		return KindTimeout
+	}
+	return KindNetwork
+}
+
+// ctxErr returns ctx's error, which says why an exchange was cut short, when ctx has ended,
+// err otherwise (a deadline that passes and the context's timeout race: both mean time ran
+// out, and the context says so more plainly).
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
+}
