@@ -16,7 +16,7 @@ import (
 // parents and no other file.
 const DefaultResolvConf = "/etc/resolv.conf"
 
-// PeersFromNS returns the addresses, with port, of zone's name servers as the parent zone
+// PeersFromNS returns the addresses, with port (1-65535), of zone's name servers as the parent zone
 // serves them. It asks parents (host:port of the parent zone's authoritative servers, in
 // order until one answers) with RD=0 for the NS of zone and reads the referral: the NS
 // records in the authority section (or the answer section, from a parent that is also
@@ -30,6 +30,9 @@ const DefaultResolvConf = "/etc/resolv.conf"
 // exchanges go through c's Timeout, never signed: the parent and the resolver do not share
 // the peers' key.
 func PeersFromNS(ctx context.Context, c *Client, zone string, parents []string, resolvConf string, port int) ([]netip.AddrPort, error) {
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("the name servers of %s: port %d is not 1-65535", zone, port)
+	}
 	a := asker{client: &Client{Timeout: c.Timeout}, servers: parents}
 	if len(parents) == 0 {
 		servers, err := resolvers(resolvConf)

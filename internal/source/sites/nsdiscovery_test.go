@@ -171,3 +171,10 @@ func TestResolvers(t *testing.T) {
 		t.Fatalf("resolvers %q (err %v), want %q", got, err, want)
 	}
 }
+
+func TestPeersFromNSPort(t *testing.T) {
+	for _, port := range []int{0, -1, 65536} {
+		got, err := PeersFromNS(context.Background(), &Client{}, "gslb.example.com.", []string{closedPort(t)}, "", port)
+		checkPeers(t, got, err, nil, []string{strconv.Itoa(port), "not 1-65535"})
+	}
+}
