@@ -24,6 +24,9 @@ type Options struct {
 	// Count counts address answers in the record's and the backends' query counts and times
 	// their selection (catalog.Record.CountAnswer), for CoreDNS-GSLB's metrics.
 	Count bool
+	// PeerKey is set when the peers' exchanges are signed (peer_tsig): the names a site
+	// publishes for its peers are answered to signed queries only (Query.Signed).
+	PeerKey bool
 }
 
 // Result tells the caller what to do with the response.
@@ -49,6 +52,9 @@ type Query struct {
 	// Geo are the GeoIP sources that the geoip and geoip_affinity modes read; nil when none
 	// are configured (the geo modes then select like failover).
 	Geo *geo.Sources
+	// Signed is set when the query carries a TSIG signature that the server verified with
+	// the peer key. The caller signs the response.
+	Signed bool
 }
 
 // Respond answers q from snap and, with opts.Count, counts the answer in the record's and the
@@ -82,6 +88,15 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count bool) (*dns.Ms
 		// transfer, and a lone SOA would leave the client waiting for the rest.
 		return b.finishError(dns.RcodeRefused), Answered
 	}
+	if b.published(snap, opts, q.Signed) {
+		if q.Signed {
+			b.reserve = tsigReserve
+		}
+		if b.msg.Rcode == dns.RcodeRefused {
+			return b.msg, Answered
+		}
+		return b.finish(q.TCP), Answered
+	}
 	result := b.answer(opts)
 	return b.finish(q.TCP), result
 }
@@ -105,6 +120,9 @@ type builder struct {
 	geo *geo.Sources
 	// count makes address answers count in the record's and the backends' query counts.
 	count bool
+	// reserve is room the caller adds to the response after it (its TSIG signature), which
+	// UDP answers leave free.
+	reserve int
 
 	msg *dns.Msg
 }

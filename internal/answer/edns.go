@@ -12,6 +12,9 @@ const (
 	// advertisedUDPSize is the EDNS buffer size Meridian announces (the DNS flag day 2020 value).
 	advertisedUDPSize = 1232
 	maxTCPSize        = dns.MaxMsgSize
+	// tsigReserve is the room a TSIG signature takes at most: the record's header and fixed
+	// fields, a key and an algorithm name of up to 64 bytes each, and a SHA-512 MAC.
+	tsigReserve = 10 + 64 + 64 + 16 + 64
 )
 
 // readEDNS reads the request's OPT record and, with useECS, its Client Subnet option, which
@@ -97,6 +100,7 @@ func (b *builder) finish(tcp bool) *dns.Msg {
 		if b.opt != nil {
 			size = min(max(int(b.opt.UDPSize()), dns.MinMsgSize), advertisedUDPSize)
 		}
+		size -= b.reserve
 	}
 	if bound, ok := sizeBound(m); ok && bound <= size {
 		return m

@@ -21,8 +21,9 @@ type HealthSource interface {
 
 // Snapshot is one immutable compilation of every zone of a gslb block.
 type Snapshot struct {
-	zones   map[string]*Zone
-	records []*Record
+	zones     map[string]*Zone
+	records   []*Record
+	heartbeat *Heartbeat // nil unless sites are on
 }
 
 // Zone is one served zone.

@@ -115,6 +115,9 @@ type Backend struct {
 	State *health.State
 	// RR is the prebuilt answer for the record's name: *dns.A, *dns.AAAA or *dns.CNAME.
 	RR dns.RR
+	// PublishedRR is RR named localtargets-<record>, for the backends of this site of a record
+	// that publishes (config.Record.Publish) that have an address; nil otherwise.
+	PublishedRR dns.RR
 	// alwaysUp is set for backends that are never probed and count as up.
 	alwaysUp bool
 	// override is the operator's Override of the configured enable flag.
@@ -230,6 +233,12 @@ func (b *Backend) Healthy() bool {
 	return b.Enabled() && (b.alwaysUp || b.State.Status() == health.Up)
 }
 
+// servable reports whether a refresh serves the backend: it is healthy, or stale when the
+// family serves its stale backends (see View.Degraded).
+func (b *Backend) servable(stale bool) bool {
+	return b.Healthy() || stale && b.Enabled() && b.Status() == health.Stale
+}
+
 // Status returns the backend's health status, Up for backends that are never probed.
 func (b *Backend) Status() health.Status {
 	if b.alwaysUp {
@@ -262,6 +271,30 @@ type View struct {
 	// order of GeoBackends. It is nil for the other modes.
 	Geo         [2]*policy.GeoTable
 	GeoBackends [2][]*Backend
+	// Degraded tells, per family, that no backend of it is healthy and its stale ones (other
+	// sites' targets not confirmed for the split-brain threshold) are served instead: a stale
+	// answer beats an empty one.
+	Degraded [2]bool
+	// Failover tells, per family, that the failover mode answers from a worse priority than
+	// the best of the record's enabled backends.
+	Failover [2]bool
+	// Published holds, per family, the localtargets-<record> answer: the healthy backends of
+	// this site, for the other sites (config.Record.Publish).
+	Published [2][]dns.RR
+}
+
+// LocalTargetsPrefix starts the first label of the name under which a site publishes a
+// record's healthy backends of its own: localtargets-<record name>, k8gb's name.
+const LocalTargetsPrefix = "localtargets-"
+
+// BackendKey returns the key of backend b of the record named record: the record name, the
+// canonical address and the port. It identifies the backend's health across reloads.
+func BackendKey(record string, b *config.Backend) string {
+	addr := b.Address
+	if b.IP.IsValid() {
+		addr = b.IP.String() // one identity however the address is spelled
+	}
+	return record + "|" + addr + "|" + strconv.Itoa(int(b.Port))
 }
 
 // FallbackApplies reports whether family f must be answered by the fallback policy: no backend
@@ -275,18 +308,18 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 	r := &Record{Name: rc.Name, Config: rc, Zone: z}
 	for i := range rc.Backends {
 		bc := &rc.Backends[i]
-		addr := bc.Address
-		if bc.IP.IsValid() {
-			addr = bc.IP.String() // one identity however the address is spelled
-		}
-		key := rc.Name + "|" + addr + "|" + strconv.Itoa(int(bc.Port))
-		r.Backends = append(r.Backends, &Backend{
+		key := BackendKey(rc.Name, bc)
+		b := &Backend{
 			Config:   bc,
 			Key:      key,
 			State:    hs.State(key),
 			RR:       addressRR(rc.Name, rc.TTL, bc),
 			alwaysUp: !bc.Probed(),
-		})
+		}
+		if rc.Publish && !bc.Remote && bc.IP.IsValid() {
+			b.PublishedRR = addressRR(LocalTargetsPrefix+rc.Name, rc.TTL, bc)
+		}
+		r.Backends = append(r.Backends, b)
 	}
 	for _, ip := range rc.Fallback.IPs {
 		f := IPv6
@@ -337,6 +370,8 @@ func (r *Record) Refresh() {
 	defer r.refreshMu.Unlock()
 	v := &View{}
 	for f := IPv4; f <= IPv6; f++ {
+		stale := r.onlyStale(f)
+		v.Degraded[f] = stale
 		var healthy []*Backend
 		var cands []policy.Candidate
 		for _, b := range r.Backends {
@@ -348,19 +383,25 @@ func (r *Record) Refresh() {
 				continue
 			}
 			v.Enabled[f] = append(v.Enabled[f], b)
-			if b.Healthy() {
+			if b.PublishedRR != nil && b.Healthy() {
+				v.Published[f] = append(v.Published[f], b.PublishedRR)
+			}
+			if b.servable(stale) {
 				healthy = append(healthy, b)
 				cands = append(cands, policy.Candidate{
 					Priority: b.Config.Priority,
 					Weight:   b.Config.Weight,
 					Addr:     b.Config.IP,
 					Host:     b.Config.Address,
+					Share:    b.Config.Share,
 				})
 			}
 		}
 		if policy.IsGeo(r.Config.Mode) {
-			v.Geo[f], v.GeoBackends[f] = r.geoTable(f)
+			v.Geo[f], v.GeoBackends[f] = r.geoTable(f, stale)
 		}
+		v.Failover[f] = r.Config.Mode == config.ModeFailover && len(healthy) > 0 &&
+			bestPriority(healthy) > bestPriority(v.Enabled[f])
 		set := policy.Prepare(r.Config.Mode, r.Config.HashOrder, cands, &r.counter)
 		v.Sets[f] = set
 		v.AnyHealthy = v.AnyHealthy || len(healthy) > 0
@@ -372,8 +413,33 @@ func (r *Record) Refresh() {
 	r.view.Store(v)
 }
 
-// geoTable prepares the geo modes' table over the record's backends of family f.
-func (r *Record) geoTable(f Family) (*policy.GeoTable, []*Backend) {
+// onlyStale reports whether no enabled backend of family f is healthy and some are stale.
+func (r *Record) onlyStale(f Family) bool {
+	stale := false
+	for _, b := range r.Backends {
+		if !b.inFamily(f) || !b.Enabled() {
+			continue
+		}
+		if b.Healthy() {
+			return false
+		}
+		stale = stale || b.Status() == health.Stale
+	}
+	return stale
+}
+
+// bestPriority returns the best (lowest) priority of backends, which must not be empty.
+func bestPriority(backends []*Backend) int {
+	best := backends[0].Config.Priority
+	for _, b := range backends[1:] {
+		best = min(best, b.Config.Priority)
+	}
+	return best
+}
+
+// geoTable prepares the geo modes' table over the record's backends of family f, serving its
+// stale backends when stale is set.
+func (r *Record) geoTable(f Family, stale bool) (*policy.GeoTable, []*Backend) {
 	var backends []*Backend
 	var cands []policy.GeoCandidate
 	for _, b := range r.Backends {
@@ -383,7 +449,7 @@ func (r *Record) geoTable(f Family) (*policy.GeoTable, []*Backend) {
 		c := b.Config
 		backends = append(backends, b)
 		cands = append(cands, policy.GeoCandidate{
-			Healthy:     b.Healthy(),
+			Healthy:     b.servable(stale),
 			Priority:    c.Priority,
 			Country:     c.Country,
 			Subdivision: c.Subdivision,

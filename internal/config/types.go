@@ -190,6 +190,9 @@ type Record struct {
 	Backends  []Backend
 	// Discovery, when set, is where more backends of the record are read from at run time.
 	Discovery *Discovery
+	// Publish is set by the sites source on the records that have backends of this site:
+	// their healthy ones are served as localtargets-<name> for the other sites.
+	Publish bool
 }
 
 // HashOrder is the order ip-hash puts a record's healthy backends in before it takes the

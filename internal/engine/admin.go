@@ -147,7 +147,8 @@ func (e *Engine) Ready() bool { return e.Snapshot() != nil }
 
 // AnswerOptions returns the answer switches of the block.
 func (e *Engine) AnswerOptions() answer.Options {
-	return answer.Options{UseECS: e.opts.UseEDNSClientSubnet, EnableTXT: e.opts.EnableTXT, Count: e.opts.CoreDNSGSLBMetrics}
+	return answer.Options{UseECS: e.opts.UseEDNSClientSubnet, EnableTXT: e.opts.EnableTXT, Count: e.opts.CoreDNSGSLBMetrics,
+		PeerKey: e.opts.Sites.TSIG != nil}
 }
 
 // CatalogOverrides turns the override store's list into the engine's overrides: disable and

@@ -22,6 +22,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/files"
+	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
 
 // Logger is where the engine reports state changes: what the health manager logs, and errors.
@@ -39,6 +40,10 @@ type Engine struct {
 	backends []source.Backends
 	// discovery is the records' discovery blocks, one of backends, for the admin API's view.
 	discovery *discovery.Source
+	// fleet is this site's view of the other sites (nil unless the block names its site): a
+	// source of backends (its Source is one of backends) and of the verdicts on other sites'
+	// backends, which it reports to the health manager.
+	fleet *sites.Fleet
 	// verdicts holds the health words; health is the same manager, for the admin API's view
 	// of its details, transitions and votes.
 	verdicts source.Verdicts
@@ -69,6 +74,12 @@ type Engine struct {
 // warnings of the zones (those New logs) when they load.
 func Check(opts config.Options) (warnings []error, err error) {
 	zones, err := files.Load(opts)
+	if err == nil && opts.Sites.Enabled() {
+		// What the placeholders stand for is learned at run time: none yet.
+		zones, _ = sites.NewFleet(opts.Sites, nil, nil).Source().Merge(zones)
+	} else if err == nil {
+		err = checkPlaceholders(zones)
+	}
 	if st, geoErr := openGeo(opts.GeoIP); geoErr != nil {
 		err = errors.Join(err, geoErr)
 	} else if st != nil {
@@ -131,6 +142,10 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	e.shared = r.acquireHealth(opts, log)
 	e.discovery = discovery.New(e.shared.discovered)
 	e.backends = []source.Backends{files.New(opts), e.discovery}
+	if e.fleet = e.shared.fleet; e.fleet != nil {
+		e.fleet.Configure(opts.Sites, log)
+		e.backends = append(e.backends, e.fleet.Source())
+	}
 	e.health, e.verdicts = e.shared.manager, e.shared.manager
 	if opts.API.Enable {
 		if e.api, err = r.acquireAPI(load, opts.API, opts.Cluster, log); err != nil {
@@ -209,9 +224,15 @@ func (e *Engine) load() error {
 		}
 	}
 	warnGeoless(zones, e.opts.GeoIP, e.log)
+	if err := checkPlaceholders(zones); err != nil {
+		return err
+	}
 	snap, err := catalog.Build(zones, e.verdicts)
 	if err != nil {
 		return fmt.Errorf("compile zones: %w", err)
+	}
+	if e.fleet != nil {
+		snap.SetHeartbeat(e.fleet.Heartbeat())
 	}
 	for _, r := range snap.Records() {
 		for _, b := range r.Backends {
@@ -224,6 +245,9 @@ func (e *Engine) load() error {
 	}
 	e.verdicts.Sync(specs, backendKeys(snap))
 	e.specs = specs
+	if e.fleet != nil {
+		e.fleet.ReportAll() // the new snapshot's other sites' backends start unknown
+	}
 	for _, r := range snap.Records() {
 		r.Refresh() // Sync may have reset the state of backends whose checks changed
 		publishRecordHealth(r)

@@ -3,9 +3,11 @@ package engine
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/health/probe"
 )
@@ -14,7 +16,8 @@ import (
 // that are neither assume_healthy nor passive, and enabled by their configuration or by an
 // operator's override. Backends an operator disabled (drained) are still probed, so that their
 // health is known before they are enabled again. Passive backends get a spec without checks:
-// in cluster mode their results come from the fleet. Errors name the check's file position.
+// in cluster mode their results come from the fleet; so do other sites' backends (external:
+// the sites source reports what their site publishes). Errors name the check's file position.
 func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 	n := 0
 	for _, rec := range snap.Records() {
@@ -50,9 +53,10 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 					rec.Refresh()
 					publishRecordHealth(rec)
 				},
-				Passive: bc.Passive,
+				Passive:  bc.Passive,
+				External: bc.Remote,
 			}
-			if bc.Passive {
+			if bc.Passive || bc.Remote {
 				specs = append(specs, spec)
 				continue
 			}
@@ -92,4 +96,20 @@ func backendKeys(snap *catalog.Snapshot) map[string]bool {
 // at all; whether its health is probed is the configuration's Probed.
 func enabledOrForced(b *catalog.Backend) bool {
 	return b.Config.Enable || b.Override() == catalog.ForceEnable
+}
+
+// checkPlaceholders reports the backends that stand for what a site publishes (a site and no
+// address) left in zones: the block names no site of its own, so no source replaced them.
+func checkPlaceholders(zones []*config.Zone) error {
+	var errs []error
+	for _, z := range zones {
+		for _, r := range z.Records {
+			for _, b := range r.Backends {
+				if b.IsPlaceholder() {
+					errs = append(errs, fmt.Errorf("%s: backend of %s: site %s without an address stands for what that site publishes, which needs this block's own site (the site and peers options)", b.Pos, r.Name, b.Site))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -21,6 +21,14 @@ var (
 		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "record_healthy",
 		Help: "1 when a record has a healthy backend, 0 when its fallback policy answers.",
 	}, []string{"record"})
+	recordDegraded = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "record_degraded",
+		Help: "1 while a record answers other sites' stale targets because none of its backends of that address family is healthy.",
+	}, []string{"record"})
+	recordFailover = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "record_failover",
+		Help: "1 while a failover record answers from a worse priority than its best enabled backend's (failover in progress).",
+	}, []string{"record"})
 	recordsGauge = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "records",
 		Help: "GSLB records served by the current configuration.",
@@ -33,13 +41,21 @@ func init() {
 	reloadsTotal.WithLabelValues("failure")
 }
 
-// publishRecordHealth sets the record_healthy gauge of rec from its current view.
+// publishRecordHealth sets the record_healthy, record_degraded and record_failover gauges of
+// rec from its current view.
 func publishRecordHealth(rec *catalog.Record) {
-	v := 0.0
-	if rec.View().AnyHealthy {
-		v = 1
+	v := rec.View()
+	recordHealthy.WithLabelValues(rec.Name).Set(oneIf(v.AnyHealthy))
+	recordDegraded.WithLabelValues(rec.Name).Set(oneIf(v.Degraded[catalog.IPv4] || v.Degraded[catalog.IPv6]))
+	recordFailover.WithLabelValues(rec.Name).Set(oneIf(v.Failover[catalog.IPv4] || v.Failover[catalog.IPv6]))
+}
+
+// oneIf is 1 for true, 0 for false.
+func oneIf(b bool) float64 {
+	if b {
+		return 1
 	}
-	recordHealthy.WithLabelValues(rec.Name).Set(v)
+	return 0
 }
 
 // forgetRecords deletes the record_healthy series of records that old has and snap has not.
@@ -53,7 +69,9 @@ func forgetRecords(old, snap *catalog.Snapshot) {
 	}
 	for _, r := range old.Records() {
 		if !kept[r.Name] {
-			recordHealthy.DeleteLabelValues(r.Name)
+			for _, g := range []*prometheus.GaugeVec{recordHealthy, recordDegraded, recordFailover} {
+				g.DeleteLabelValues(r.Name)
+			}
 		}
 	}
 }

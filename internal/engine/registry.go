@@ -11,6 +11,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
+	"github.com/meridian-gslb/meridian/internal/source/sites"
 	"github.com/meridian-gslb/meridian/internal/source/statefile"
 )
 
@@ -56,8 +57,10 @@ type sharedHealth struct {
 	manager    *health.Manager
 	cluster    *cluster.Client // nil without cluster mode
 	discovered *discovery.Memory
-	refs       int
-	started    bool
+	// fleet is the block's view of the other sites, nil unless the block names its site.
+	fleet   *sites.Fleet
+	refs    int
+	started bool
 	// writer writes the manager's state to the state file (nil when the block has none); seed
 	// is what the file held at start, until the first engine reported it.
 	writer *statefile.Writer
@@ -66,14 +69,15 @@ type sharedHealth struct {
 }
 
 // healthKey identifies a gslb block across reloads: its zones and the options its health
-// manager was made with (coredns_gslb_metrics among them: it keeps the per-check counts). A block whose scheduler or cluster options change gets a new manager
-// (and a new Redis client).
+// manager was made with (coredns_gslb_metrics among them: it keeps the per-check counts), and
+// its site. A block whose scheduler, cluster or site options change gets a new manager (and a
+// new Redis client, a new fleet); its peers and their timing may change without one.
 func healthKey(o config.Options) string {
 	var redis string
 	if o.Cluster.Enable {
 		redis = fmt.Sprintf("%+v", o.Cluster.WithDefaults())
 	}
-	return fmt.Sprint(o.Zones, o.MaxStaggerStart, o.BatchSizeStart, o.ResolutionIdleTimeout, o.HealthcheckIdleMultiplier, o.Cluster.ProbeSources, o.CoreDNSGSLBMetrics, redis)
+	return fmt.Sprint(o.Zones, o.MaxStaggerStart, o.BatchSizeStart, o.ResolutionIdleTimeout, o.HealthcheckIdleMultiplier, o.Cluster.ProbeSources, o.CoreDNSGSLBMetrics, redis, o.Sites.Site)
 }
 
 // acquireHealth returns the block's health manager, creating it on first use, and counts one
@@ -111,6 +115,9 @@ func (r *Registry) startHealth(sh *sharedHealth) {
 		sh.cluster.Run()
 	}
 	sh.manager.Start()
+	if sh.fleet != nil {
+		sh.fleet.Start()
+	}
 	if sh.writer != nil {
 		sh.writer.Start()
 	}
@@ -130,6 +137,9 @@ func (r *Registry) releaseHealth(sh *sharedHealth) {
 		delete(r.files, sh.writer.Path())
 	}
 	r.mu.Unlock()
+	if sh.fleet != nil {
+		sh.fleet.Stop()
+	}
 	sh.manager.Stop()
 	if sh.cluster != nil {
 		sh.cluster.Close()
@@ -157,6 +167,9 @@ func newSharedHealth(key string, o config.Options, seed map[string]health.Status
 	sh.manager = health.NewManager(opts)
 	if sh.cluster != nil {
 		sh.cluster.Connect(sh.manager)
+	}
+	if o.Sites.Enabled() {
+		sh.fleet = sites.NewFleet(o.Sites, sh.manager, log)
 	}
 	return sh
 }

@@ -38,6 +38,9 @@ type Spec struct {
 	// Passive backends have no checks: their results come from the fleet through a
 	// Coordinator. Without one, the manager ignores them and they stay unknown.
 	Passive bool
+	// External backends have no checks either: their status is what Report says (another
+	// site's published health). They start unknown, or at their seeded status.
+	External bool
 }
 
 // Options tune the manager.
@@ -222,7 +225,7 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 // newBackend returns the backend of spec, starting over: unknown, or at its seeded status.
 func (m *Manager) newBackend(spec *Spec) *backend {
 	b := &backend{spec: spec, state: m.stateLocked(spec.Key)}
-	if st := m.seed[spec.Key]; st != Unknown && len(spec.Checks) > 0 {
+	if st := m.seed[spec.Key]; st != Unknown && (len(spec.Checks) > 0 || spec.External) {
 		b.status = st
 		b.details.Reason = "restored from the state file"
 	}
@@ -360,19 +363,45 @@ func (m *Manager) observeLocked(j *job, res probe.Result, by string) []func() {
 	return notify
 }
 
-// updateLocked recomputes b's status from its checks' machines. On a change it logs it with
-// reason, counts and stores it, and returns b's OnChange.
+// updateLocked recomputes b's status from its checks' machines and sets it (setLocked).
 func (m *Manager) updateLocked(b *backend, reason, by string) func() {
 	statuses := make([]Status, len(b.subs))
 	for i, sub := range b.subs {
 		statuses[i] = sub.machine.status
 	}
-	next := combine(statuses)
+	return m.setLocked(b, combine(statuses), reason, by)
+}
+
+// Report sets the status of the external backend with key (Spec.External), for reason; by
+// names who judged it (a site). It reports false when no external backend has key. The
+// backend's OnChange runs, outside the manager's lock, when the status changed.
+func (m *Manager) Report(key string, next Status, reason, by string) bool {
+	m.mu.Lock()
+	b := m.backends[key]
+	if b == nil || !b.spec.External {
+		m.mu.Unlock()
+		return false
+	}
+	d := &b.details
+	d.LastCheck, d.LastOK, d.Reason = time.Now(), next == Up, reason
+	notify := m.setLocked(b, next, reason, by)
+	m.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
+	return true
+}
+
+// setLocked makes next b's status. On a change it logs it with reason (and by, the instance
+// or site that judged it, when not this one), counts and stores it, and returns b's OnChange.
+func (m *Manager) setLocked(b *backend, next Status, reason, by string) func() {
 	if next == b.status {
 		return nil
 	}
-	if by != "" {
+	if by != "" && !b.spec.External {
 		reason += ", probed by " + by
+	} else if by != "" {
+		reason += ", as " + by + " publishes"
 	}
 	m.opts.Log.Infof("backend %s of %s is %s: %s (was %s)", b.spec.Backend, b.spec.Record, next, reason, b.status)
 	recordTransition(b.status, next)

@@ -132,7 +132,7 @@ func reasonClassIndex(reason string) int {
 }
 
 func init() {
-	for _, s := range []Status{Unknown, Up, Down} {
+	for _, s := range []Status{Unknown, Up, Down, Stale} {
 		backendsByState.WithLabelValues(s.String())
 		transitionsTotal.WithLabelValues(s.String())
 	}
@@ -265,7 +265,7 @@ func (m *Manager) healthySeries() []healthySeries {
 		switch b.status {
 		case Up:
 			out = append(out, healthySeries{b.spec.Record, b.spec.Backend, 1})
-		case Down:
+		case Down, Stale:
 			out = append(out, healthySeries{b.spec.Record, b.spec.Backend, 0})
 		}
 	}

@@ -15,6 +15,10 @@ const (
 	Unknown Status = iota
 	Up
 	Down
+	// Stale is another site's backend that was up when that site was last heard from, longer
+	// ago than the split-brain threshold: not healthy, unless nothing else is (see
+	// catalog.View).
+	Stale
 )
 
 // String returns the lower-case name of the status.
@@ -24,6 +28,8 @@ func (s Status) String() string {
 		return "up"
 	case Down:
 		return "down"
+	case Stale:
+		return "stale"
 	default:
 		return "unknown"
 	}

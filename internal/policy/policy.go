@@ -28,7 +28,15 @@ type Candidate struct {
 	// Host is the backend's address as the configuration writes it: the host name, or the
 	// IP address's text, which ip-hash's text order sorts by.
 	Host string
+	// Share, when more than 1, is the number of candidates that share Weight (the targets a
+	// site publishes for one placeholder backend, whose weight is the site's): weighted gives
+	// each Weight/Share.
+	Share int
 }
+
+// shareScale multiplies every weight before a share divides it: a multiple of 1..16, so that
+// the shares of sites with up to 16 targets are exact.
+const shareScale = 720720
 
 // Set is one record's candidates for one address family, ordered for its mode. Build it with
 // Prepare; the candidate at index i of the set is the input candidate Order[i].
@@ -83,7 +91,7 @@ func Prepare(mode config.Mode, order config.HashOrder, cands []Candidate, counte
 			if w <= 0 {
 				w = 1
 			}
-			sum += uint64(w)
+			sum += uint64(w) * shareScale / uint64(max(cands[idx].Share, 1))
 			s.cumWeights[i] = sum
 		}
 	}

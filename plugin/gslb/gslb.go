@@ -7,6 +7,8 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"strings"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
@@ -26,6 +28,10 @@ type GSLB struct {
 	Engine *engine.Engine
 	Answer answer.Options
 	Fall   fall.F
+	// PeerKey is the name of the peer_tsig key (canonical), "" without one: queries signed
+	// with it, which the server verified, are the peers' (answer.Query.Signed) and get signed
+	// answers.
+	PeerKey string
 }
 
 // Name implements plugin.Handler.
@@ -37,7 +43,17 @@ func (g *GSLB) Name() string { return pluginName }
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	src, tcp := clientOf(w)
 	snap, q := g.Engine.Snapshot(), answer.Query{Msg: r, Source: src, TCP: tcp, Geo: g.Engine.Geo()}
+	var tsig *dns.TSIG
+	if g.PeerKey != "" {
+		if tsig = r.IsTsig(); tsig != nil && strings.EqualFold(tsig.Hdr.Name, g.PeerKey) && w.TsigStatus() == nil {
+			q.Signed = true
+		}
+	}
 	m, res := answer.Respond(snap, g.Answer, q)
+	if q.Signed && m != nil {
+		// The server signs what carries a TSIG record, with the key and the request's MAC.
+		m.SetTsig(tsig.Hdr.Name, tsig.Algorithm, tsig.Fudge, time.Now().Unix())
+	}
 	if clog.D.Value() {
 		// Under CoreDNS's debug plugin only: one line per query saying why it got its answer.
 		log.Debug(answer.Describe(snap, g.Answer, q, m, res).String())

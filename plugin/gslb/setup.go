@@ -35,6 +35,9 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, block.openError(err))
 	}
 	g := &GSLB{Engine: eng, Answer: eng.AnswerOptions(), Fall: block.Fall}
+	if k := block.Options.Sites.TSIG; k != nil {
+		g.PeerKey = k.Name
+	}
 	c.OnStartup(eng.Start)
 	c.OnShutdown(eng.Stop)
 	// A failed Corefile reload keeps this instance: give the manager its backends back, and

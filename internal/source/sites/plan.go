@@ -1,0 +1,138 @@
+package sites
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+// plan is what the current configuration asks of the other sites, from the last Merge.
+type plan struct {
+	// zones are the origins of the zones with other sites' backends, in configuration order;
+	// heartbeats are read in the first.
+	zones []string
+	// reads are, by site, the records whose localtargets are read from it.
+	reads map[string][]string
+	// remote are the other sites' backends written with an address (the same YAML in every
+	// site), whose health this site takes from their site's localtargets.
+	remote []remoteBackend
+	// placeholders are, by record, the sites that its placeholder backends stand for.
+	placeholders map[string][]string
+}
+
+// remoteBackend is another site's backend: written with an address, or a target learned for
+// a placeholder.
+type remoteBackend struct {
+	key, site, record string
+	ip                netip.Addr
+	learned           bool
+}
+
+// sites returns every site the plan reads from, sorted.
+func (p *plan) sites() []string {
+	out := make([]string, 0, len(p.reads))
+	for s := range p.reads {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// merge returns zones with this site's view of sites applied, and the plan it implies:
+// backends of other sites are marked Remote, placeholders are replaced by the targets their
+// site last published (learned, by site and record), and every record with backends of this
+// site (a site: of this site, or none) publishes them. Zones and records that change are copies; the input is not modified.
+func merge(zones []*config.Zone, own string, learned func(site, record string) []netip.Addr) ([]*config.Zone, *plan) {
+	p := &plan{reads: map[string][]string{}, placeholders: map[string][]string{}}
+	out := slices.Clone(zones)
+	for zi, z := range zones {
+		var recs []config.Record
+		involved := false
+		for ri := range z.Records {
+			r := &z.Records[ri]
+			if recs == nil {
+				recs = slices.Clone(z.Records)
+			}
+			rec := &recs[ri]
+			if !hasSites(r) {
+				rec.Publish = slices.ContainsFunc(r.Backends, func(b config.Backend) bool { return b.IP.IsValid() })
+				continue
+			}
+			rec.Backends = nil
+			read := map[string]bool{}
+			for _, b := range r.Backends {
+				switch {
+				case b.Site == "" || b.Site == own:
+					rec.Publish = rec.Publish || !b.IsPlaceholder()
+					if !b.IsPlaceholder() {
+						rec.Backends = append(rec.Backends, b)
+					}
+					continue
+				case b.IsPlaceholder():
+					targets := expand(b, learned(b.Site, r.Name))
+					for i := range targets {
+						p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &targets[i]), site: b.Site, record: r.Name, ip: targets[i].IP, learned: true})
+					}
+					rec.Backends = append(rec.Backends, targets...)
+					p.placeholders[r.Name] = appendOnce(p.placeholders[r.Name], b.Site)
+				default:
+					b.Remote = true
+					rec.Backends = append(rec.Backends, b)
+					p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &b), site: b.Site, record: r.Name, ip: b.IP})
+				}
+				involved = true
+				if !read[b.Site] {
+					read[b.Site] = true
+					p.reads[b.Site] = append(p.reads[b.Site], r.Name)
+				}
+			}
+		}
+		if recs != nil {
+			zc := *z
+			zc.Records = recs
+			out[zi] = &zc
+		}
+		if involved {
+			p.zones = append(p.zones, z.Origin)
+		}
+	}
+	return out, p
+}
+
+// hasSites reports whether any backend of r names a site.
+func hasSites(r *config.Record) bool {
+	return slices.ContainsFunc(r.Backends, func(b config.Backend) bool { return b.Site != "" })
+}
+
+// expand returns the backends that placeholder stands for: one per address its site
+// published, each with the placeholder's settings, sharing its weight with the others of its
+// address family.
+func expand(placeholder config.Backend, addrs []netip.Addr) []config.Backend {
+	var v4 int
+	for _, a := range addrs {
+		if a.Is4() {
+			v4++
+		}
+	}
+	out := make([]config.Backend, 0, len(addrs))
+	for _, a := range addrs {
+		b := placeholder
+		b.Address, b.IP, b.Remote = a.String(), a, true
+		b.Share = len(addrs) - v4
+		if a.Is4() {
+			b.Share = v4
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// appendOnce appends s to list unless it is already there.
+func appendOnce(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}

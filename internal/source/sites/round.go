@@ -1,0 +1,334 @@
+package sites
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+// queriesPerPeer bounds the queries in flight to one peer.
+const queriesPerPeer = 16
+
+// readout is what one round read from one peer.
+type readout struct {
+	addr string
+	// site is the peer's site, from its heartbeat ("" when none was read); heartbeat is it.
+	site      string
+	heartbeat *Heartbeat
+	// at is when the heartbeat was read, or when reading it failed.
+	at time.Time
+	// targets are, by record, the addresses of the records read in full (A and AAAA).
+	targets map[string][]netip.Addr
+	errs    []error
+}
+
+// round reads every peer once, concurrently, then applies what it read: the sites'
+// freshness, their targets, the verdicts on their backends, and the placeholders' new
+// targets (which rebuild the snapshot).
+func (f *Fleet) round(ctx context.Context) {
+	f.mu.Lock()
+	opts, client, p := f.opts, f.client, f.plan
+	known := map[string]string{}
+	for addr, pe := range f.peers {
+		known[addr] = pe.site
+	}
+	f.mu.Unlock()
+	if opts.PeersFromNS && len(p.zones) > 0 {
+		f.discoverPeers(ctx, client, opts, p.zones)
+	}
+	f.mu.Lock()
+	addrs := f.peerAddrsLocked()
+	f.mu.Unlock()
+
+	reads := make([]readout, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Go(func() { reads[i] = readPeer(ctx, client, p, opts.Site, addr, known[addr]) })
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return // stopping: what was cut short says nothing about the peers
+	}
+
+	f.mu.Lock()
+	now := time.Now()
+	f.applyLocked(reads, addrs, now)
+	verdicts := f.judgeLocked(now)
+	changed := f.placeholdersChangedLocked()
+	var watchers []func()
+	if changed {
+		for _, w := range f.watchers {
+			watchers = append(watchers, w)
+		}
+	}
+	f.publishMetricsLocked(now)
+	f.mu.Unlock()
+	f.report(verdicts)
+	for _, w := range watchers {
+		w()
+	}
+}
+
+// discoverPeers reads the peers from the NS sets of zones; on failure the last list stays.
+func (f *Fleet) discoverPeers(ctx context.Context, client *Client, opts config.SitesOptions, zones []string) {
+	var found []string
+	var errs []error
+	for _, z := range zones {
+		aps, err := PeersFromNS(ctx, client, z, opts.NSServers, "", opts.PeerPort)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, ap := range aps {
+			found = append(found, ap.String())
+		}
+	}
+	slices.Sort(found)
+	found = slices.Compact(found)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(errs) > 0 {
+		f.log.Warningf("sites: peers from the NS sets: %v", errors.Join(errs...))
+	}
+	if len(found) > 0 {
+		f.fromNS = found
+	}
+}
+
+// peerAddrsLocked returns the addresses to read: the configured peers and those found from
+// the NS sets, without repeats. It forgets the peers that are neither any more.
+func (f *Fleet) peerAddrsLocked() []string {
+	addrs := slices.Concat(f.opts.Peers, f.fromNS)
+	slices.Sort(addrs)
+	addrs = slices.Compact(addrs)
+	for addr, pe := range f.peers {
+		if !slices.Contains(addrs, addr) {
+			forgetPeerMetrics(pe)
+			delete(f.peers, addr)
+		}
+	}
+	return addrs
+}
+
+// readPeer reads one peer: its heartbeat (finding its site first when site is ""), then the
+// localtargets of every record the plan reads from that site.
+func readPeer(ctx context.Context, c *Client, p *plan, own, addr, site string) readout {
+	r := readout{addr: addr}
+	if len(p.zones) == 0 {
+		return r
+	}
+	candidates := []string{site}
+	if site == "" {
+		candidates = append(p.sites(), own)
+	}
+	zone := p.zones[0]
+	for _, s := range candidates {
+		hb, err := readHeartbeat(ctx, c, addr, s, zone)
+		r.at = time.Now()
+		if err != nil {
+			r.errs = append(r.errs, err)
+			return r
+		}
+		if hb != nil {
+			r.site, r.heartbeat = s, hb
+			break
+		}
+	}
+	if r.heartbeat == nil {
+		if site != "" {
+			return readPeer(ctx, c, p, own, addr, "") // it no longer serves its site's heartbeat
+		}
+		return r
+	}
+	if r.site == own {
+		return r
+	}
+	r.targets, r.errs = readTargets(ctx, c, addr, p.reads[r.site])
+	return r
+}
+
+// readHeartbeat asks addr for site's heartbeat in zone. It returns nil without error when the
+// peer serves none of that site.
+func readHeartbeat(ctx context.Context, c *Client, addr, site, zone string) (*Heartbeat, error) {
+	name := catalog.HeartbeatPrefix + site + "." + zone
+	m, err := c.Exchange(ctx, addr, name, dns.TypeTXT)
+	if err != nil {
+		return nil, err
+	}
+	for _, rr := range m.Answer {
+		txt, ok := rr.(*dns.TXT)
+		if !ok || !strings.EqualFold(txt.Hdr.Name, name) {
+			continue
+		}
+		hb, err := ParseHeartbeat(txt.Txt)
+		if err != nil {
+			return nil, &ExchangeError{Kind: KindMalformed, Server: addr, Name: name, Qtype: dns.TypeTXT, Err: err}
+		}
+		if hb.Site != site {
+			return nil, nil
+		}
+		return &hb, nil
+	}
+	return nil, nil
+}
+
+// readTargets reads the localtargets A and AAAA of records from addr, queriesPerPeer at a
+// time. A record is in the result only when both families were read.
+func readTargets(ctx context.Context, c *Client, addr string, records []string) (map[string][]netip.Addr, []error) {
+	type answer struct {
+		addrs []netip.Addr
+		err   error
+	}
+	answers := make([][2]answer, len(records))
+	sem := make(chan struct{}, queriesPerPeer)
+	var wg sync.WaitGroup
+	for i, rec := range records {
+		for fi, qtype := range []uint16{dns.TypeA, dns.TypeAAAA} {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				addrs, err := readAddrs(ctx, c, addr, catalog.LocalTargetsPrefix+rec, qtype)
+				answers[i][fi] = answer{addrs, err}
+			})
+		}
+	}
+	wg.Wait()
+	out := make(map[string][]netip.Addr, len(records))
+	var errs []error
+	for i, rec := range records {
+		a, aaaa := answers[i][0], answers[i][1]
+		if a.err != nil || aaaa.err != nil {
+			errs = append(errs, errors.Join(a.err, aaaa.err))
+			continue
+		}
+		out[rec] = sortedAddrs(append(a.addrs, aaaa.addrs...))
+	}
+	return out, errs
+}
+
+// readAddrs asks addr for the addresses of name; NXDOMAIN is none.
+func readAddrs(ctx context.Context, c *Client, addr, name string, qtype uint16) ([]netip.Addr, error) {
+	m, err := c.Exchange(ctx, addr, name, qtype)
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	for _, rr := range m.Answer {
+		if !strings.EqualFold(rr.Header().Name, name) {
+			continue
+		}
+		var ip []byte
+		switch x := rr.(type) {
+		case *dns.A:
+			ip = x.A
+		case *dns.AAAA:
+			ip = x.AAAA
+		default:
+			continue
+		}
+		if a, ok := netip.AddrFromSlice(ip); ok {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out, nil
+}
+
+// applyLocked records what a round read: each peer's answers and errors, each site's
+// heartbeat and targets, and when the sites that did not confirm their heartbeat fell silent.
+func (f *Fleet) applyLocked(reads []readout, addrs []string, now time.Time) {
+	confirmed := map[string]bool{}
+	failedAt := map[string]time.Time{}
+	for _, r := range reads {
+		pe := f.peers[r.addr]
+		if pe == nil {
+			pe = &peer{addr: r.addr, errors: map[ErrorKind]uint64{}}
+			f.peers[r.addr] = pe
+		}
+		for _, err := range r.errs {
+			kind := KindOf(err)
+			pe.errors[kind]++
+			pe.lastError = err.Error()
+			countExchangeError(pe, kind)
+		}
+		if r.heartbeat == nil {
+			if pe.site != "" && (failedAt[pe.site].IsZero() || r.at.Before(failedAt[pe.site])) {
+				failedAt[pe.site] = r.at
+			}
+			continue
+		}
+		if pe.site != r.site {
+			forgetPeerMetrics(pe)
+		}
+		pe.site, pe.self, pe.lastAnswer = r.site, r.site == f.opts.Site, r.at
+		if pe.self {
+			continue
+		}
+		s := f.siteLocked(r.site)
+		s.peer = r.addr
+		hb := *r.heartbeat
+		switch {
+		case !s.heard() || hb.Boot != s.last.Boot || hb.Seq != s.last.Seq:
+			s.last, s.lastAdvance = hb, r.at
+			confirmed[r.site] = true
+		case r.at.Sub(s.lastAdvance) <= heartbeatGrace:
+			confirmed[r.site] = true
+		default:
+			if failedAt[r.site].IsZero() || r.at.Before(failedAt[r.site]) {
+				failedAt[r.site] = r.at // it answers, but its heartbeat stopped
+			}
+		}
+		pe.learned = 0
+		for rec, t := range r.targets {
+			s.targets[rec] = t
+			pe.learned += len(t)
+		}
+	}
+	for name, s := range f.sites {
+		switch {
+		case confirmed[name]:
+			s.silentSince = time.Time{}
+		case s.silentSince.IsZero() && s.heard():
+			at := failedAt[name]
+			if at.IsZero() {
+				at = now // no peer of the site was read at all
+			}
+			s.silentSince = at
+		}
+	}
+}
+
+// siteLocked returns the state of site, creating it on first use.
+func (f *Fleet) siteLocked(name string) *site {
+	s := f.sites[name]
+	if s == nil {
+		s = &site{name: name, targets: map[string][]netip.Addr{}}
+		f.sites[name] = s
+	}
+	return s
+}
+
+// staleLocked reports whether s has been silent for the split-brain threshold.
+func (f *Fleet) staleLocked(s *site, now time.Time) bool {
+	return !s.silentSince.IsZero() && now.Sub(s.silentSince) >= f.opts.SplitBrainThreshold
+}
+
+// placeholdersChangedLocked reports whether a placeholder's site published other targets than
+// the last merge expanded it to.
+func (f *Fleet) placeholdersChangedLocked() bool {
+	for rec, sites := range f.plan.placeholders {
+		for _, s := range sites {
+			if f.merged[s+"|"+rec] != fmtAddrs(f.learnedLocked(s, rec)) {
+				return true
+			}
+		}
+	}
+	return false
+}
