@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/overlay"
+	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
 
 // Provider is what one gslb block gives the admin API. Its methods are called from HTTP
@@ -45,7 +46,22 @@ const (
 	StateUp      State = "up"
 	StateDown    State = "down"
 	StateUnknown State = "unknown"
+	// StateStale is another site's backend whose site has been silent for the split-brain
+	// threshold: served only when nothing else is.
+	StateStale State = "stale"
 )
+
+// SitesProvider is a Provider of a block that names its site: it tells what the block knows
+// of the other sites.
+type SitesProvider interface {
+	Sites() sites.View
+}
+
+// SiteBlock is one block's view of the sites, for GET /api/v1/sites.
+type SiteBlock struct {
+	Zones []string `json:"zones"`
+	sites.View
+}
 
 // Zone is one zone of a block, with its records sorted by name.
 type Zone struct {
@@ -65,6 +81,11 @@ type Record struct {
 	Backends []Backend `json:"backends"`
 	// Discovery is the state of the record's discovery block; absent when it has none.
 	Discovery *Discovery `json:"discovery,omitempty"`
+	// Degraded is set while the record answers other sites' stale targets, none of its
+	// backends of that address family being healthy; Failover while a failover record
+	// answers from a worse priority than its best.
+	Degraded bool `json:"degraded"`
+	Failover bool `json:"failover"`
 }
 
 // Discovery is what a record's discovery block has fetched: its source, its last success and
@@ -100,6 +121,10 @@ type Backend struct {
 	City        string   `json:"city,omitempty"`
 	Continent   string   `json:"continent,omitempty"`
 	Tags        []string `json:"tags,omitempty"`
+	// Site is the backend's site; Remote is set for another site's, whose state that site
+	// publishes.
+	Site   string `json:"site,omitempty"`
+	Remote bool   `json:"remote,omitempty"`
 	// Enabled is the enable flag of the configuration.
 	Enabled bool `json:"enabled"`
 	// Override is the operators' override of Enabled. Providers leave it nil: the server fills

@@ -55,6 +55,7 @@ func (s *Server) apiRoutes() []route {
 		{"GET /api/v1/overrides", s.overrides},
 		{"GET /api/v1/transitions", s.transitions},
 		{"GET /api/v1/explain", s.explain},
+		{"GET /api/v1/sites", s.sites},
 		{"POST /api/v1/reload", s.reload},
 	}
 }
@@ -359,6 +360,18 @@ func (s *Server) transitions(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.SortStableFunc(out, func(a, b Transition) int { return b.Time.Compare(a.Time) })
 	writeJSON(w, http.StatusOK, out[:min(limit, len(out))])
+}
+
+// sites answers GET /api/v1/sites: each block that names its site, with its peers, the other
+// sites' freshness and what was learned from each.
+func (s *Server) sites(w http.ResponseWriter, _ *http.Request) {
+	out := []SiteBlock{}
+	for _, reg := range s.active() {
+		if sp, ok := reg.p.(SitesProvider); ok {
+			out = append(out, SiteBlock{Zones: reg.zones, View: sp.Sites()})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // explain answers GET /api/v1/explain?name=&type=&client=&ecs=. The type defaults to A and

@@ -299,10 +299,13 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	rec.Backends = make([]Backend, 0, len(items)) // kept for the configuration's life: no slack
 	for i, item := range items {
 		b, ok := p.backend(item, index(bpath, i), profiles, rec.ScrapeInterval)
-		if b.Address == "" {
+		if b.Address == "" && b.Site == "" {
 			continue
 		}
 		key := b.Address
+		if b.IsPlaceholder() {
+			key = "site " + b.Site
+		}
 		if b.IP.IsValid() {
 			key = b.IP.String()
 		}

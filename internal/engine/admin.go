@@ -15,6 +15,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
+	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
 
 // Status implements admin.Provider: every zone, record and backend of the current snapshot
@@ -33,7 +34,9 @@ func (e *Engine) Status() []admin.Zone {
 			index[r.Zone.Origin] = i
 			zones = append(zones, admin.Zone{Name: r.Zone.Origin})
 		}
-		rec := admin.Record{Name: r.Name, Mode: string(r.Config.Mode), Fallback: string(r.Config.Fallback.Mode)}
+		v := r.View()
+		rec := admin.Record{Name: r.Name, Mode: string(r.Config.Mode), Fallback: string(r.Config.Fallback.Mode),
+			Degraded: v.Degraded[catalog.IPv4] || v.Degraded[catalog.IPv6], Failover: v.Failover[catalog.IPv4] || v.Failover[catalog.IPv6]}
 		if st, ok := discovered[r.Name]; ok {
 			rec.Discovery = adminDiscovery(st)
 		}
@@ -54,7 +57,7 @@ func adminBackend(b *catalog.Backend, details map[string]health.Details, votes [
 	ab := admin.Backend{
 		Key: b.Key, Address: c.Address, Port: int(c.Port), Priority: c.Priority, Weight: c.Weight,
 		Description: c.Description, Location: c.Location, Country: c.Country, City: c.City,
-		Continent: c.Continent, Tags: c.Tags,
+		Continent: c.Continent, Tags: c.Tags, Site: c.Site, Remote: c.Remote,
 		Enabled: c.Enable, Healthy: b.Healthy(), State: admin.State(b.Status().String()),
 	}
 	if d, ok := details[b.Key]; ok {
@@ -83,6 +86,15 @@ func adminDiscovery(st discovery.Status) *admin.Discovery {
 // adminVote returns a quorum vote as the admin API shows it.
 func adminVote(v health.Vote) admin.Vote {
 	return admin.Vote{Instance: v.Instance, Site: v.Site, OK: v.OK, Reason: v.Reason, At: v.At, Isolated: v.Isolated}
+}
+
+// Sites implements admin.SitesProvider: what the block knows of the other sites; the zero
+// view when it names no site of its own.
+func (e *Engine) Sites() sites.View {
+	if e.fleet == nil {
+		return sites.View{}
+	}
+	return e.fleet.View()
 }
 
 // Transitions implements admin.Provider: the latest status changes of the block's backends.

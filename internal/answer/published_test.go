@@ -1,0 +1,115 @@
+package answer
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+// publishingSnapshot compiles a zone in which app publishes its local backends (as the sites
+// source marks them), with a wildcard and an operator's own localtargets-own record, and the
+// heartbeat of site us.
+func publishingSnapshot(t *testing.T) *catalog.Snapshot {
+	t.Helper()
+	z, err := config.ParseZone("example.org.yml", []byte(`
+records:
+  app.example.org.:
+    backends:
+      - {address: 10.0.0.1, site: eu}
+      - {address: 10.0.0.2, site: us}
+      - {address: "2001:db8::2", site: us}
+  other.example.org.: {backends: [{address: 10.0.0.9, site: eu}]}
+  "*.example.org.": {backends: [{address: 10.0.0.7}]}
+  localtargets-own.example.org.: {backends: [{address: 10.0.0.8}]}
+`), "example.org.", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range z.Records {
+		r := &z.Records[i]
+		for j := range r.Backends {
+			r.Backends[j].Remote = r.Backends[j].Site == "eu"
+			r.Publish = r.Publish || r.Backends[j].Site != "eu"
+		}
+	}
+	snap, err := catalog.Build([]*config.Zone{z}, states{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := catalog.NewHeartbeat("us")
+	hb.Set([]string{"site=us", "time=1", "seq=1", "boot=0123456789abcdef"})
+	snap.SetHeartbeat(hb)
+	return snap
+}
+
+// TestPublishedNames answers localtargets-<record> with this site's healthy backends and the
+// heartbeat, leaves an operator's record of such a name alone, does not let a wildcard answer
+// for an unpublished record, and refuses unsigned queries when a peer key is set.
+func TestPublishedNames(t *testing.T) {
+	snap := publishingSnapshot(t)
+	tests := []struct {
+		name    string
+		qtype   uint16
+		opts    Options
+		signed  bool
+		rcode   int
+		answers []string
+	}{
+		{"localtargets-app.example.org.", dns.TypeA, Options{}, false, dns.RcodeSuccess, []string{"10.0.0.2"}},
+		{"LocalTargets-App.example.org.", dns.TypeAAAA, Options{}, false, dns.RcodeSuccess, []string{"2001:db8::2"}},
+		{"localtargets-app.example.org.", dns.TypeTXT, Options{}, false, dns.RcodeSuccess, nil},
+		{"localtargets-other.example.org.", dns.TypeA, Options{}, false, dns.RcodeNameError, nil}, // no backend of us
+		{"localtargets-nothing.example.org.", dns.TypeA, Options{}, false, dns.RcodeNameError, nil},
+		{"localtargets-own.example.org.", dns.TypeA, Options{}, false, dns.RcodeSuccess, []string{"10.0.0.8"}},
+		{"heartbeat-us.example.org.", dns.TypeTXT, Options{}, false, dns.RcodeSuccess, []string{"site=us time=1 seq=1 boot=0123456789abcdef"}},
+		{"heartbeat-us.example.org.", dns.TypeA, Options{}, false, dns.RcodeSuccess, nil},
+		{"heartbeat-eu.example.org.", dns.TypeA, Options{}, false, dns.RcodeSuccess, []string{"10.0.0.7"}}, // not ours: the wildcard
+		{"localtargets-app.example.org.", dns.TypeA, Options{PeerKey: true}, false, dns.RcodeRefused, nil},
+		{"heartbeat-us.example.org.", dns.TypeTXT, Options{PeerKey: true}, false, dns.RcodeRefused, nil},
+		{"localtargets-app.example.org.", dns.TypeA, Options{PeerKey: true}, true, dns.RcodeSuccess, []string{"10.0.0.2"}},
+		{"app.example.org.", dns.TypeA, Options{PeerKey: true}, false, dns.RcodeSuccess, []string{"10.0.0.2"}}, // eu's is not known yet
+	}
+	for _, tt := range tests {
+		m := new(dns.Msg)
+		m.SetQuestion(tt.name, tt.qtype)
+		resp, _ := Respond(snap, tt.opts, Query{Msg: m, Signed: tt.signed})
+		if resp.Rcode != tt.rcode {
+			t.Errorf("%s %s: rcode %s, want %s", tt.name, dns.TypeToString[tt.qtype], dns.RcodeToString[resp.Rcode], dns.RcodeToString[tt.rcode])
+			continue
+		}
+		if got := answerStrings(resp); !slices.Equal(got, tt.answers) {
+			t.Errorf("%s %s: answers %v, want %v", tt.name, dns.TypeToString[tt.qtype], got, tt.answers)
+		}
+		if tt.rcode == dns.RcodeSuccess && len(tt.answers) == 0 && len(resp.Ns) != 1 {
+			t.Errorf("%s %s: NODATA without the SOA", tt.name, dns.TypeToString[tt.qtype])
+		}
+	}
+}
+
+// answerStrings returns the data of each answer record: the address, or the TXT strings.
+func answerStrings(m *dns.Msg) []string {
+	var out []string
+	for _, rr := range m.Answer {
+		switch x := rr.(type) {
+		case *dns.A:
+			out = append(out, x.A.String())
+		case *dns.AAAA:
+			out = append(out, x.AAAA.String())
+		case *dns.TXT:
+			s := ""
+			for i, t := range x.Txt {
+				if i > 0 {
+					s += " "
+				}
+				s += t
+			}
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
