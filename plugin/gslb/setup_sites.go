@@ -108,7 +108,7 @@ func withDefaultPort(a string, port int) (string, error) {
 		if ip.Zone() != "" {
 			return "", errors.New("an address with a zone is not accepted")
 		}
-	} else if _, ok := dns.IsDomainName(host); !ok || host == "" || strings.ContainsAny(host, "[]:") {
+	} else if host == "" || config.CheckHostName(host) != nil {
 		return "", errors.New("not an IP address or a host name")
 	}
 	return net.JoinHostPort(host, p), nil
@@ -121,8 +121,8 @@ func tsigKey(c *caddy.Controller) (*config.TSIGKey, error) {
 		return nil, c.Errf("peer_tsig: want 'peer_tsig NAME ALGORITHM SECRET', got %d arguments", len(args))
 	}
 	name, alg, secret := args[0], args[1], args[2]
-	if _, ok := dns.IsDomainName(name); !ok || strings.Trim(name, ".") == "" {
-		return nil, c.Errf("peer_tsig: %q is not a key name", name)
+	if err := config.CheckHostName(name); err != nil {
+		return nil, c.Errf("peer_tsig: %q is not a key name: %v", name, err)
 	}
 	algorithm, ok := tsigAlgorithms[strings.TrimSuffix(strings.ToLower(alg), ".")]
 	if !ok {

@@ -65,6 +65,8 @@ func TestParseSitesOptions(t *testing.T) {
 		{name: "port without a host", lines: "peers :53", wantErr: `peers: ":53": not an IP address or a host name`},
 		{name: "address with a zone", lines: "peers [fe80::1%eth0]:53", wantErr: "an address with a zone is not accepted"},
 		{name: "bad host name", lines: "peers ns..example.com", wantErr: "not an IP address or a host name"},
+		{name: "mistyped address", lines: "peers 192.0.2.300", wantErr: `peers: "192.0.2.300": not an IP address or a host name`},
+		{name: "host name with a bad character", lines: "peers ns_1!.example.com:53", wantErr: "not an IP address or a host name"},
 		{name: "bad NS server", lines: "peers_from_ns 192.0.2.53:99999", wantErr: `Testfile:3 - Error during parsing: peers_from_ns: "192.0.2.53:99999": the port`},
 		{name: "interval too short", lines: "peer_interval 50ms", wantErr: "Testfile:3 - Error during parsing: peer_interval: 50ms is shorter than 100ms"},
 		{name: "interval not a duration", lines: "peer_interval often", wantErr: "peer_interval: "},
@@ -75,7 +77,7 @@ func TestParseSitesOptions(t *testing.T) {
 		{name: "tsig algorithm", lines: "peer_tsig k hmac-md5 " + testSecret, wantErr: `peer_tsig: unknown algorithm "hmac-md5"`},
 		{name: "tsig secret", lines: "peer_tsig k hmac-sha256 not-base64!", wantErr: "peer_tsig: the secret is not base64"},
 		{name: "tsig empty secret", lines: `peer_tsig k hmac-sha256 ""`, wantErr: "peer_tsig: the secret is not base64"},
-		{name: "tsig name", lines: "peer_tsig . hmac-sha256 " + testSecret, wantErr: `peer_tsig: "." is not a key name`},
+		{name: "tsig name", lines: "peer_tsig . hmac-sha256 " + testSecret, wantErr: `peer_tsig: "." is not a key name: the root is not a host name`},
 
 		// The consistency of the options, reported at the first sites option.
 		{name: "peers without a site", lines: "enable_txt\n peers 192.0.2.10", wantErr: "Testfile:4 - Error during parsing: peers need the site option"},
