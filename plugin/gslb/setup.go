@@ -36,10 +36,10 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, block.openError(err))
 	}
-	// With peer_tsig, the server verifies the TSIG of incoming queries signed with the key
-	// (miekg/dns checks them against the server's secrets and gives the handler the result),
-	// and signs the answers to them: the engine refuses the queries of the published names
-	// whose signature is missing or wrong.
+	// With peer_tsig, the server verifies the TSIG of incoming queries signed with the key:
+	// miekg/dns checks each signed query against the server's secrets, gives the handler the
+	// result (which the engine reads to refuse the queries of the published names that are not
+	// signed with the key), and signs a reply that carries a TSIG record.
 	if k := block.Options.Sites.TSIG; k != nil {
 		if cfg.TsigSecret == nil {
 			cfg.TsigSecret = make(map[string]string)
@@ -145,12 +145,12 @@ func ParseBlock(c *caddy.Controller, root string, port int) (Block, error) {
 	return b, nil
 }
 
-// serverPort returns the port of the server block of cfg, 53 when it is not a number.
+// serverPort returns the port of the server block of cfg, the DNS port when it is not a number.
 func serverPort(cfg *dnsserver.Config) int {
 	if p, err := strconv.Atoi(cfg.Port); err == nil {
 		return p
 	}
-	return 53
+	return dnsPort
 }
 
 // parseShortForm reads "gslb FILE [ZONES...]"; without ZONES the server block's zone is used.

@@ -21,8 +21,8 @@ const (
 	minPeerTimeout  = 10 * time.Millisecond
 )
 
-// nsPort is the port of a peers_from_ns server written without one.
-const nsPort = 53
+// dnsPort is the DNS port: a peers_from_ns server's when it is written without one.
+const dnsPort = 53
 
 // tsigAlgorithms maps each peer_tsig algorithm to its name as miekg/dns spells it.
 var tsigAlgorithms = map[string]string{
@@ -53,7 +53,7 @@ func parseSitesOption(c *caddy.Controller, o *config.SitesOptions, port int) (bo
 		}
 	case "peers_from_ns":
 		var addrs []string
-		if addrs, err = defaultPortAddrs(c, nsPort, true); err == nil {
+		if addrs, err = defaultPortAddrs(c, dnsPort, true); err == nil {
 			o.PeersFromNS, o.PeerPort = true, port
 			o.NSServers = append(o.NSServers, addrs...)
 		}
