@@ -122,7 +122,8 @@ func gslbBlocks(path string) ([]gslb.Block, []error) {
 			root = rt[1].Text
 		}
 		c := &caddy.Controller{Dispenser: caddyfile.NewDispenserTokens(path, tokens), ServerBlockKeys: sb.Keys}
-		block, err := gslb.ParseBlock(c, root)
+		// Port 0: check contacts no peer, and the port is only where the peers found from NS are asked.
+		block, err := gslb.ParseBlock(c, root, 0)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -70,6 +70,10 @@ func checkHost(name string) error {
 	return nil
 }
 
+// CheckHostName reports why s, written in any case, with or without the trailing dot, is not a
+// host name (see checkHost).
+func CheckHostName(s string) error { return checkHost(CanonicalName(s)) }
+
 // inZone reports whether the canonical name is the origin or below it on a label boundary.
 func inZone(name, origin string) bool {
 	return origin == "." || name == origin || strings.HasSuffix(name, "."+origin)

@@ -1,6 +1,7 @@
 package gslb
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -26,13 +27,24 @@ func init() { plugin.Register(pluginName, setup) }
 // engine of a reloaded Corefile takes its health manager and admin API from the previous
 // load's through engine.Default, so that health state, probes and the listener carry over.
 func setup(c *caddy.Controller) error {
-	block, err := ParseBlock(c, dnsserver.GetConfig(c).Root)
+	cfg := dnsserver.GetConfig(c)
+	block, err := ParseBlock(c, cfg.Root, serverPort(cfg))
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
 	eng, err := engine.Default.Open(c.Context(), block.Options, log)
 	if err != nil {
 		return plugin.Error(pluginName, block.openError(err))
+	}
+	// With peer_tsig, the server verifies the TSIG of incoming queries signed with the key:
+	// miekg/dns checks each signed query against the server's secrets, gives the handler the
+	// result (which the engine reads to refuse the queries of the published names that are not
+	// signed with the key), and signs a reply that carries a TSIG record.
+	if k := block.Options.Sites.TSIG; k != nil {
+		if cfg.TsigSecret == nil {
+			cfg.TsigSecret = make(map[string]string)
+		}
+		cfg.TsigSecret[k.Name] = k.Secret
 	}
 	g := &GSLB{Engine: eng, Answer: eng.AnswerOptions(), Fall: block.Fall}
 	if k := block.Options.Sites.TSIG; k != nil {
@@ -62,6 +74,11 @@ type Block struct {
 	// apiLine is the line of the block's first api_* option, which errors of the admin API
 	// name.
 	apiLine int
+	// sitesLine is the line of the block's first sites option, which the errors of their
+	// consistency name.
+	sitesLine int
+	// port is the port of the server block, which the peers found from NS are asked on.
+	port int
 }
 
 // errorAt returns err as an error of the Corefile at line, in the form caddy gives the errors
@@ -82,9 +99,10 @@ func (b Block) openError(err error) error {
 }
 
 // ParseBlock parses the gslb directive at c. Relative file names are resolved against root
-// (the root plugin's directory) when it is set. Errors name the Corefile line.
-func ParseBlock(c *caddy.Controller, root string) (Block, error) {
-	b := Block{Options: config.DefaultOptions(), Written: make(map[string]int)}
+// (the root plugin's directory) when it is set. port is the port the server block listens on
+// (0: unknown, the default DNS port). Errors name the Corefile line.
+func ParseBlock(c *caddy.Controller, root string, port int) (Block, error) {
+	b := Block{Options: config.DefaultOptions(), Written: make(map[string]int), port: port}
 	seen := false
 	zoneLines := make(map[string]int) // the line of each zone's first listing
 	for c.Next() {
@@ -124,7 +142,18 @@ func ParseBlock(c *caddy.Controller, root string) (Block, error) {
 	if err := engine.CheckAPIOptions(b.Options.API); err != nil {
 		return b, b.errorAt(max(b.apiLine, b.Line), err)
 	}
+	if err := b.Options.Sites.Check(); err != nil {
+		return b, b.errorAt(max(b.sitesLine, b.Line), err)
+	}
 	return b, nil
+}
+
+// serverPort returns the port of the server block of cfg, the DNS port when it is not a number.
+func serverPort(cfg *dnsserver.Config) int {
+	if p, err := strconv.Atoi(cfg.Port); err == nil {
+		return p
+	}
+	return dnsPort
 }
 
 // parseShortForm reads "gslb FILE [ZONES...]"; without ZONES the server block's zone is used.
@@ -215,6 +244,11 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 			return err
 		}
 		if ok, err := parseAPIOption(c, root, &o.API); ok || err != nil {
+			return err
+		}
+		line := c.Line()
+		if ok, err := parseSitesOption(c, &o.Sites, b.port); ok || err != nil {
+			b.sitesLine = cmp.Or(b.sitesLine, line)
 			return err
 		}
 		return c.Errf("unknown option %q", name)

@@ -78,7 +78,7 @@ func TestParseClusterOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := caddy.NewTestController("dns", "gslb {\n zone example.org. a.yml\n "+tt.lines+"\n}")
-			b, err := ParseBlock(c, dir)
+			b, err := ParseBlock(c, dir, 0)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)

@@ -150,9 +150,15 @@ func TestParseBlock(t *testing.T) {
 // error contains it and reports false; otherwise it fails on an error and reports true.
 func parseBlockWant(t *testing.T, input string, keys []string, root, wantErr string) (Block, bool) {
 	t.Helper()
+	return parseBlockPortWant(t, input, keys, root, 0, wantErr)
+}
+
+// parseBlockPortWant is parseBlockWant for a server block listening on port.
+func parseBlockPortWant(t *testing.T, input string, keys []string, root string, port int, wantErr string) (Block, bool) {
+	t.Helper()
 	c := caddy.NewTestController("dns", input)
 	c.ServerBlockKeys = keys
-	b, err := ParseBlock(c, root)
+	b, err := ParseBlock(c, root, port)
 	if wantErr != "" {
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Fatalf("error %v, want one containing %q", err, wantErr)
