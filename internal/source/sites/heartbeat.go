@@ -21,10 +21,10 @@ const heartbeatGrace = 2 * heartbeatTick
 // heartbeat's ticks since then. A reader judges freshness by (Boot, Seq) changing on its own
 // clock, so that clocks need not agree between sites; Time is shown, never compared.
 type Heartbeat struct {
-	Site string
-	Time time.Time
-	Seq  uint64
-	Boot string
+	Site string    `json:"site"`
+	Time time.Time `json:"time"`
+	Seq  uint64    `json:"seq"`
+	Boot string    `json:"boot"`
 }
 
 // TXT returns the heartbeat's TXT strings.
