@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -256,5 +257,250 @@ func TestSitesShareHealthOverDNS(t *testing.T) {
 	}
 	if v, _ := procs[1].metric(t, `coredns_gslb_record_failover{record="app.gslb.example.com."}`); v != "1" {
 		t.Errorf("record_failover at site 2 = %q, want 1", v)
+	}
+}
+
+// TestSitesSurviveAHungSite: SIGSTOP keeps site 1's sockets open with nothing answering; the
+// other sites keep its backend until split_brain_threshold, then move on. SIGCONT: it rejoins
+// and the others return to its backend and stay there. Then every peer of site 2 goes silent
+// while site 2's own backend is down: site 2 keeps the last known answer, degraded, in the
+// metrics and the API.
+func TestSitesSurviveAHungSite(t *testing.T) {
+	t.Parallel()
+	backends := []string{"127.0.2.1", "127.0.2.2", "127.0.2.3"}
+	procs := startSites(t, siteSetup{names: []string{"s1", "s2", "s3"}, backends: backends, yaml: failoverSites(backends)})
+	for _, p := range procs {
+		t.Cleanup(func() { _ = p.srv.Signal(syscall.SIGCONT) }) // a stopped process cannot stop
+	}
+	waitAnswer(t, procs, 10*time.Second, "app.gslb.example.com.", dns.TypeA, backends[0])
+
+	if err := procs[0].srv.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	for i, a := range watchChange(t, procs[1:], siteThreshold+5*time.Second, backends[0], backends[1]) {
+		if took := a.Sub(stopped); !a.IsZero() && took < siteThreshold {
+			t.Errorf("site %s left the hung site's backend after %s, before split_brain_threshold %s", procs[i+1].name, took, siteThreshold)
+		}
+	}
+
+	if err := procs[0].srv.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitAnswer(t, procs, 5*time.Second, "app.gslb.example.com.", dns.TypeA, backends[0])
+	// Rejoined, it stays: no site flaps back for a few rounds.
+	for deadline := time.Now().Add(10 * sitePeerInterval); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, p := range procs {
+			if got := p.answer("app.gslb.example.com.", dns.TypeA); !slices.Equal(got, []string{backends[0]}) {
+				t.Fatalf("after the rejoin site %s answers %v, want %s", p.name, got, backends[0])
+			}
+		}
+	}
+
+	// Every peer of site 2 goes silent and its own backend dies: the last known answer stays.
+	for _, p := range []*siteProc{procs[0], procs[2]} {
+		if err := p.srv.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	procs[1].backend.Close()
+	const degraded = `coredns_gslb_record_degraded{record="app.gslb.example.com."}`
+	testutil.Eventually(t, siteThreshold+5*time.Second, func() bool { v, _ := procs[1].metric(t, degraded); return v == "1" },
+		"site 2's record is not degraded with every peer silent")
+	for deadline := time.Now().Add(5 * sitePeerInterval); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got := procs[1].answer("app.gslb.example.com.", dns.TypeA); !slices.Equal(got, []string{backends[0]}) {
+			t.Fatalf("with every peer stale site 2 answers %v, want the last known %s", got, backends[0])
+		}
+	}
+	var zone struct {
+		Records []struct {
+			Name     string
+			Degraded bool
+			Backends []struct{ Address, State string }
+		}
+	}
+	procs[1].getJSON(t, "/api/v1/zones/gslb.example.com.", &zone)
+	if len(zone.Records) != 1 || !zone.Records[0].Degraded || zone.Records[0].Backends[0].State != "stale" {
+		t.Errorf("site 2's API does not show the record degraded with s1's backend stale: %+v", zone)
+	}
+}
+
+// shares asks p for name A n times and returns the share of each address.
+func shares(t *testing.T, p *siteProc, name string, n int) map[string]float64 {
+	t.Helper()
+	c := &dns.Client{Timeout: time.Second}
+	m := new(dns.Msg)
+	m.SetQuestion(name, dns.TypeA)
+	out := map[string]float64{}
+	for range n {
+		r, _, err := c.Exchange(m, p.srv.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range addresses(r) {
+			out[a] += 1 / float64(n)
+		}
+	}
+	return out
+}
+
+// checkShares fails unless every address's share is within 0.05 of want (more than five
+// standard deviations for 2,000 answers).
+func checkShares(t *testing.T, got, want map[string]float64) {
+	t.Helper()
+	for a, w := range want {
+		if g := got[a]; g < w-0.05 || g > w+0.05 {
+			t.Errorf("share of %s = %.3f, want %.3f ± 0.05 (all: %v)", a, g, w, got)
+		}
+	}
+	for a := range got {
+		if _, ok := want[a]; !ok {
+			t.Errorf("%s answered, not expected (all: %v)", a, got)
+		}
+	}
+}
+
+// TestSitesPlaceholders: the k8gb form. Site us writes {site: eu, weight: 3} for whatever eu
+// publishes, beside a backend of its own of weight 1: it answers eu's IPv4 and IPv6 targets,
+// eu's weight shared among its targets, and follows eu's health.
+func TestSitesPlaceholders(t *testing.T) {
+	t.Parallel()
+	extra := map[string]net.Listener{}
+	for _, addr := range []string{"127.0.3.2", "::1"} {
+		l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go acceptAndClose(l)
+		t.Cleanup(func() { l.Close() })
+		extra[addr] = l
+	}
+	port := func(l net.Listener) int { return l.Addr().(*net.TCPAddr).Port }
+	yaml := func(i int, ports []int) string {
+		if i == 0 { // eu: a plain zone file, no site: fields
+			return fmt.Sprintf(`records:
+  app.gslb.example.com.:
+    scrape_interval: 200ms
+    scrape_timeout: 100ms
+    backends:
+      - {address: 127.0.3.1, fall: 1, healthchecks: [{type: tcp, params: {port: %d}}]}
+      - {address: 127.0.3.2, fall: 1, healthchecks: [{type: tcp, params: {port: %d}}]}
+      - {address: "::1", fall: 1, healthchecks: [{type: tcp, params: {port: %d}}]}
+`, ports[0], port(extra["127.0.3.2"]), port(extra["::1"]))
+		}
+		return fmt.Sprintf(`records:
+  app.gslb.example.com.:
+    mode: weighted
+    scrape_interval: 200ms
+    scrape_timeout: 100ms
+    backends:
+      - {address: 127.0.3.9, weight: 1, healthchecks: [{type: tcp, params: {port: %d}}]}
+      - {site: eu, weight: 3}
+`, ports[1])
+	}
+	procs := startSites(t, siteSetup{names: []string{"eu", "us"}, backends: []string{"127.0.3.1", "127.0.3.9"}, yaml: yaml})
+	us := procs[1:]
+	waitAnswer(t, us, 10*time.Second, "app.gslb.example.com.", dns.TypeAAAA, "::1")
+	testutil.Eventually(t, 5*time.Second, func() bool { return len(shares(t, procs[1], "app.gslb.example.com.", 50)) == 3 },
+		"us does not answer eu's two IPv4 targets and its own: %v", shares(t, procs[1], "app.gslb.example.com.", 50))
+	checkShares(t, shares(t, procs[1], "app.gslb.example.com.", 2000), map[string]float64{"127.0.3.9": 0.25, "127.0.3.1": 0.375, "127.0.3.2": 0.375})
+
+	// eu's IPv6 target dies: us stops answering it (NODATA: us has no IPv6 backend left).
+	extra["::1"].Close()
+	testutil.Eventually(t, 5*time.Second, func() bool { return len(procs[1].answer("app.gslb.example.com.", dns.TypeAAAA)) == 0 },
+		"us still answers eu's dead IPv6 target: %v", procs[1].answer("app.gslb.example.com.", dns.TypeAAAA))
+	var view []struct {
+		Sites []struct {
+			Name    string
+			State   string
+			Targets map[string][]string
+		}
+	}
+	procs[1].getJSON(t, "/api/v1/sites", &view)
+	if len(view) != 1 || len(view[0].Sites) != 1 || view[0].Sites[0].State != "fresh" ||
+		!slices.Equal(view[0].Sites[0].Targets["app.gslb.example.com."], []string{"127.0.3.1", "127.0.3.2"}) {
+		t.Errorf("us's API: %+v", view)
+	}
+}
+
+// TestSitesWeightedPerBackend: the same YAML in two sites, a weighted record with a backend of
+// weight 1 in s1 and one of weight 3 in s2: both sites answer in those proportions.
+func TestSitesWeightedPerBackend(t *testing.T) {
+	t.Parallel()
+	backends := []string{"127.0.4.1", "127.0.4.2"}
+	yaml := func(_ int, ports []int) string {
+		return fmt.Sprintf(`records:
+  app.gslb.example.com.:
+    mode: weighted
+    scrape_interval: 200ms
+    backends:
+      - {address: 127.0.4.1, site: s1, weight: 1, healthchecks: [{type: tcp, params: {port: %d}}]}
+      - {address: 127.0.4.2, site: s2, weight: 3, healthchecks: [{type: tcp, params: {port: %d}}]}
+`, ports[0], ports[1])
+	}
+	procs := startSites(t, siteSetup{names: []string{"s1", "s2"}, backends: backends, yaml: yaml})
+	for _, p := range procs {
+		testutil.Eventually(t, 10*time.Second, func() bool { return len(shares(t, p, "app.gslb.example.com.", 50)) == 2 },
+			"site %s does not answer both backends", p.name)
+		checkShares(t, shares(t, p, "app.gslb.example.com.", 2000), map[string]float64{"127.0.4.1": 0.25, "127.0.4.2": 0.75})
+	}
+}
+
+// TestSitesTSIG: with peer_tsig, s1 and s2 share one key and learn each other's health; s3
+// has another secret under the same name: it learns nothing, counts the failures, and is
+// refused. dig without a key is refused the published names, and answered with the key.
+func TestSitesTSIG(t *testing.T) {
+	t.Parallel()
+	const name, good, bad = "peers.example.com.", "c2VjcmV0LW9mLXRoZS1zaXRlcy0x", "YW5vdGhlci1zZWNyZXQtMg=="
+	backends := []string{"127.0.5.1", "127.0.5.2", "127.0.5.3"}
+	procs := startSites(t, siteSetup{names: []string{"s1", "s2", "s3"}, backends: backends, yaml: failoverSites(backends),
+		extra: func(i int) string {
+			secret := good
+			if i == 2 {
+				secret = bad
+			}
+			return fmt.Sprintf("  peer_tsig %s hmac-sha256 %s\n", name, secret)
+		}})
+	waitAnswer(t, procs[:2], 10*time.Second, "app.gslb.example.com.", dns.TypeA, backends[0])
+	type peerView struct {
+		Address string
+		Errors  map[string]int
+	}
+	var view []struct{ Peers []peerView }
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		procs[2].getJSON(t, "/api/v1/sites", &view)
+		return len(view) == 1 && len(view[0].Peers) == 2 && view[0].Peers[0].Errors["tsig"] > 0 && view[0].Peers[1].Errors["tsig"] > 0
+	}, "s3 does not count TSIG failures with both peers: %+v", view)
+	if got := procs[2].answer("app.gslb.example.com.", dns.TypeA); !slices.Equal(got, []string{backends[2]}) {
+		t.Errorf("s3, with the wrong key, answers %v: it learned from its peers", got)
+	}
+	if v, _ := procs[2].metric(t, `coredns_gslb_site_peer_exchange_errors_total{kind="tsig",peer="127.0.0.1:`+fmt.Sprint(procs[0].port)+`"`); v == "" || v == "0" {
+		t.Errorf("s3's tsig error count for s1 = %q", v)
+	}
+
+	dig, err := exec.LookPath("dig")
+	if err != nil {
+		t.Skip("dig is not installed: make deps installs dnsutils") // the checks above ran
+	}
+	host, port, _ := net.SplitHostPort(procs[0].srv.Addr)
+	for _, tt := range []struct {
+		args   []string
+		status string
+	}{
+		{nil, "REFUSED"},
+		{[]string{"-y", "hmac-sha256:" + name + ":" + good}, "NOERROR"},
+		{[]string{"-y", "hmac-sha256:" + name + ":" + bad}, ""}, // dig rejects the unsigned REFUSED itself
+	} {
+		args := append([]string{"@" + host, "-p", port, "+norec", "+tries=1", "+time=2", "localtargets-app.gslb.example.com.", "A"}, tt.args...)
+		out, _ := exec.Command(dig, args...).CombinedOutput()
+		if tt.status != "" && !strings.Contains(string(out), "status: "+tt.status) {
+			t.Errorf("dig %v: want status %s:\n%s", tt.args, tt.status, out)
+		}
+		if tt.status == "NOERROR" && !strings.Contains(string(out), backends[0]) {
+			t.Errorf("dig with the key does not get s1's target:\n%s", out)
+		}
+		if tt.status == "" && strings.Contains(string(out), "status: NOERROR") {
+			t.Errorf("dig with the wrong key was answered:\n%s", out)
+		}
 	}
 }
