@@ -104,6 +104,10 @@ func Describe(snap *catalog.Snapshot, opts Options, q Query, m *dns.Msg, res Res
 	case !opts.UseECS && findECS(q.Msg) != nil:
 		e.Steps = append(e.Steps, "the query's EDNS Client Subnet is ignored: use_edns_csubnet is off")
 	}
+	if step, ok := explainPublished(snap, &b, m); ok {
+		e.Steps = append(e.Steps, step)
+		return e
+	}
 	rec, exists, wildcard := b.zone.Lookup(b.qname)
 	switch {
 	case !exists:
@@ -156,6 +160,12 @@ func explainFamily(b *builder, f catalog.Family) []string {
 		}
 		return steps
 	}
+	if v.Degraded[f] {
+		steps = append(steps, fmt.Sprintf("%s: degraded: no backend is healthy, so the stale ones (of sites silent for the split-brain threshold) are answered: a stale answer beats an empty one", family))
+	}
+	if v.Failover[f] {
+		steps = append(steps, fmt.Sprintf("%s: failover in progress: no backend of the best priority is healthy", family))
+	}
 	if t := v.Geo[f]; t != nil {
 		var loc geo.Location
 		b.geo.Lookup(b.client, &loc)
@@ -199,8 +209,17 @@ func backendNotes(rec *catalog.Record, f catalog.Family) []BackendNote {
 // backendState describes a backend's health and whether it may be served.
 func backendState(be *catalog.Backend) string {
 	s := be.Status().String()
+	switch c := be.Config; {
+	case c.Remote:
+		s += " (site " + c.Site + "'s, as it publishes)"
+	case c.Site != "":
+		s += " (site " + c.Site + ", this site)"
+	}
 	if !be.Config.Probed() {
 		s += " (not probed)"
+	}
+	if be.Status() == health.Stale && be.Enabled() {
+		s += ": served only while no backend of its family is healthy"
 	}
 	switch be.Override() {
 	case catalog.ForceDisable:
@@ -224,4 +243,20 @@ func backendList(bs []*catalog.Backend) string {
 		names[i] = be.Config.Address
 	}
 	return "[" + strings.Join(names, " ") + "]"
+}
+
+// explainPublished says what a name that the site publishes for its peers answered (see
+// builder.published), and reports false for other names.
+func explainPublished(snap *catalog.Snapshot, b *builder, m *dns.Msg) (string, bool) {
+	probe := *b
+	if !probe.published(snap, Options{}, true) {
+		return "", false
+	}
+	if m.Rcode == dns.RcodeRefused {
+		return "a name this site publishes for its peers: refused, the query is not signed with the peer key", true
+	}
+	if strings.HasPrefix(b.qname, catalog.HeartbeatPrefix) {
+		return "this site's heartbeat, published for its peers (TTL 0)", true
+	}
+	return "published for the peers: this site's healthy backends of " + strings.TrimPrefix(b.qname, catalog.LocalTargetsPrefix), true
 }

@@ -2,18 +2,20 @@ package answer
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/health"
 )
 
 // publishingSnapshot compiles a zone in which app publishes its local backends (as the sites
 // source marks them), with a wildcard and an operator's own localtargets-own record, and the
 // heartbeat of site us.
-func publishingSnapshot(t *testing.T) *catalog.Snapshot {
+func publishingSnapshot(t testing.TB) *catalog.Snapshot {
 	t.Helper()
 	z, err := config.ParseZone("example.org.yml", []byte(`
 records:
@@ -112,4 +114,99 @@ func answerStrings(m *dns.Msg) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestExplainSites: explanations name the site of each backend, say when stale targets are
+// answered (degraded) or a failover is in progress, and what a published name is.
+func TestExplainSites(t *testing.T) {
+	snap := publishingSnapshot(t)
+	var app *catalog.Record
+	for _, r := range snap.Records() {
+		if r.Name == "app.example.org." {
+			app = r
+		}
+	}
+	for _, b := range app.Backends {
+		if b.Config.Remote {
+			b.State.Set(health.Stale)
+		} else {
+			b.SetOverride(catalog.ForceDisable)
+		}
+	}
+	app.Refresh()
+	ask := func(name string, qtype uint16, opts Options) string {
+		m := new(dns.Msg)
+		m.SetQuestion(name, qtype)
+		return Explain(snap, opts, Query{Msg: m}).String()
+	}
+	for _, tt := range []struct {
+		name  string
+		qtype uint16
+		opts  Options
+		want  []string
+	}{
+		{"app.example.org.", dns.TypeA, Options{}, []string{"stale (site eu's, as it publishes)", "up (site us, this site) (not probed), disabled by an operator", "IPv4: degraded", "[10.0.0.1]"}},
+		{"localtargets-app.example.org.", dns.TypeA, Options{}, []string{"published for the peers: this site's healthy backends of app.example.org."}},
+		{"heartbeat-us.example.org.", dns.TypeTXT, Options{PeerKey: true}, []string{"refused, the query is not signed"}},
+	} {
+		got := ask(tt.name, tt.qtype, tt.opts)
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("explain %s does not say %q:\n%s", tt.name, w, got)
+			}
+		}
+	}
+}
+
+// BenchmarkRespondSites measures the query path of a site: a record with other sites'
+// backends, and the published names its peers ask for. The allocations are the response's.
+func BenchmarkRespondSites(b *testing.B) {
+	snap := publishingSnapshot(b)
+	for _, c := range []struct {
+		name, qname string
+		qtype       uint16
+	}{
+		{"record/A", "app.example.org.", dns.TypeA},
+		{"localtargets/A", "localtargets-app.example.org.", dns.TypeA},
+		{"heartbeat/TXT", "heartbeat-us.example.org.", dns.TypeTXT},
+	} {
+		q := new(dns.Msg)
+		q.SetQuestion(c.qname, c.qtype)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if m, _ := Respond(snap, Options{}, Query{Msg: q, Source: testClient}); m == nil || len(m.Answer) == 0 {
+					b.Fatal("no answer")
+				}
+			}
+		})
+	}
+}
+
+// FuzzRespondSites is FuzzRespond on a site's snapshot, whose published names answer (or
+// refuse) too.
+func FuzzRespondSites(f *testing.F) {
+	snap := publishingSnapshot(f)
+	for _, name := range []string{"localtargets-app.example.org.", "heartbeat-us.example.org.", "localtargets-.example.org.", "app.example.org."} {
+		m := new(dns.Msg)
+		m.SetQuestion(name, dns.TypeTXT)
+		wire, err := m.Pack()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(wire, false, true, false)
+	}
+	f.Fuzz(func(t *testing.T, wire []byte, tcp, peerKey, signed bool) {
+		req := new(dns.Msg)
+		if err := req.Unpack(wire); err != nil {
+			return
+		}
+		m, res := Respond(snap, Options{PeerKey: peerKey}, Query{Msg: req, Source: testClient, TCP: tcp, Signed: signed})
+		if res == NotOurs {
+			return
+		}
+		if _, err := m.Pack(); err != nil {
+			t.Fatalf("response does not pack: %v\n%v", err, m)
+		}
+	})
 }

@@ -32,7 +32,7 @@ func TestReportSetsExternalBackends(t *testing.T) {
 		{"nobody", Up, false, Down, 3},
 	}
 	for i, s := range steps {
-		if got := m.Report(s.key, s.status, "test", "site eu"); got != s.ok {
+		if got := m.Report(s.key, s.status, "test"); got != s.ok {
 			t.Fatalf("step %d: Report(%s) = %v, want %v", i, s.key, got, s.ok)
 		}
 		if got := m.State("ext").Status(); got != s.want {
@@ -43,7 +43,7 @@ func TestReportSetsExternalBackends(t *testing.T) {
 		}
 	}
 	last := m.Transitions(1)
-	if len(last) != 1 || last[0].To != Down || last[0].Reason != "test, as site eu publishes" {
+	if len(last) != 1 || last[0].To != Down || last[0].Reason != "test" {
 		t.Fatalf("last transition = %+v", last)
 	}
 	m.Sync(specs, map[string]bool{"ext": true, "probed": true})

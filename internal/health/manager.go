@@ -372,10 +372,10 @@ func (m *Manager) updateLocked(b *backend, reason, by string) func() {
 	return m.setLocked(b, combine(statuses), reason, by)
 }
 
-// Report sets the status of the external backend with key (Spec.External), for reason; by
+// Report sets the status of the external backend with key (Spec.External), for reason, which
 // names who judged it (a site). It reports false when no external backend has key. The
 // backend's OnChange runs, outside the manager's lock, when the status changed.
-func (m *Manager) Report(key string, next Status, reason, by string) bool {
+func (m *Manager) Report(key string, next Status, reason string) bool {
 	m.mu.Lock()
 	b := m.backends[key]
 	if b == nil || !b.spec.External {
@@ -384,7 +384,7 @@ func (m *Manager) Report(key string, next Status, reason, by string) bool {
 	}
 	d := &b.details
 	d.LastCheck, d.LastOK, d.Reason = time.Now(), next == Up, reason
-	notify := m.setLocked(b, next, reason, by)
+	notify := m.setLocked(b, next, reason, "")
 	m.mu.Unlock()
 	if notify != nil {
 		notify()
@@ -393,15 +393,13 @@ func (m *Manager) Report(key string, next Status, reason, by string) bool {
 }
 
 // setLocked makes next b's status. On a change it logs it with reason (and by, the instance
-// or site that judged it, when not this one), counts and stores it, and returns b's OnChange.
+// that probed, when not this one), counts and stores it, and returns b's OnChange.
 func (m *Manager) setLocked(b *backend, next Status, reason, by string) func() {
 	if next == b.status {
 		return nil
 	}
-	if by != "" && !b.spec.External {
+	if by != "" {
 		reason += ", probed by " + by
-	} else if by != "" {
-		reason += ", as " + by + " publishes"
 	}
 	m.opts.Log.Infof("backend %s of %s is %s: %s (was %s)", b.spec.Backend, b.spec.Record, next, reason, b.status)
 	recordTransition(b.status, next)

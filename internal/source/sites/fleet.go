@@ -30,9 +30,9 @@ type Logger interface {
 }
 
 // Reporter takes the verdicts on other sites' backends (health.Manager is one): key is the
-// backend's catalog key, by names the site that published it.
+// backend's catalog key; reason says why, naming the site.
 type Reporter interface {
-	Report(key string, st health.Status, reason, by string) bool
+	Report(key string, st health.Status, reason string) bool
 }
 
 // Fleet is this site's view of the other sites: it publishes this site's heartbeat, reads the
@@ -256,7 +256,7 @@ func (f *Fleet) ReportAll() {
 // report hands verdicts to the reporter.
 func (f *Fleet) report(verdicts []verdict) {
 	for _, v := range verdicts {
-		f.reporter.Report(v.key, v.status, v.reason, "site "+v.site)
+		f.reporter.Report(v.key, v.status, v.reason)
 	}
 }
 

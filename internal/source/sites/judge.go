@@ -11,9 +11,9 @@ import (
 
 // verdict is the status of one other site's backend, and why.
 type verdict struct {
-	key, site string
-	status    health.Status
-	reason    string
+	key    string
+	status health.Status
+	reason string
 }
 
 // judgeLocked returns the verdict on every other site's backend of the plan that this site
@@ -30,16 +30,16 @@ func (f *Fleet) judgeLocked(now time.Time) []verdict {
 			continue
 		}
 		listed := slices.Contains(targets, b.ip)
-		v := verdict{key: b.key, site: b.site}
+		v := verdict{key: b.key}
 		switch {
 		case f.staleLocked(s, now) && listed:
 			v.status, v.reason = health.Stale, f.staleReason(s, now)
 		case f.staleLocked(s, now):
-			v.status, v.reason = health.Down, "not in its localtargets when last read; "+f.staleReason(s, now)
+			v.status, v.reason = health.Down, fmt.Sprintf("not in site %s's localtargets when last read; %s", s.name, f.staleReason(s, now))
 		case listed:
-			v.status, v.reason = health.Up, "in its localtargets"
+			v.status, v.reason = health.Up, fmt.Sprintf("in site %s's localtargets", s.name)
 		default:
-			v.status, v.reason = health.Down, "not in its localtargets"
+			v.status, v.reason = health.Down, fmt.Sprintf("not in site %s's localtargets", s.name)
 		}
 		out = append(out, v)
 	}
@@ -48,8 +48,8 @@ func (f *Fleet) judgeLocked(now time.Time) []verdict {
 
 // staleReason says why s is stale.
 func (f *Fleet) staleReason(s *site, now time.Time) string {
-	return fmt.Sprintf("the site is stale: its heartbeat has not changed for %s (split_brain_threshold %s)",
-		now.Sub(s.lastAdvance).Round(time.Second), f.opts.SplitBrainThreshold)
+	return fmt.Sprintf("site %s is stale: its heartbeat has not changed for %s (split_brain_threshold %s)",
+		s.name, now.Sub(s.lastAdvance).Round(time.Second), f.opts.SplitBrainThreshold)
 }
 
 // fmtAddrs is the comparable form of a placeholder's targets.

@@ -86,7 +86,7 @@ func TestMerge(t *testing.T) {
 // recorder is a Reporter that keeps the last verdict of each key.
 type recorder map[string]health.Status
 
-func (r recorder) Report(key string, st health.Status, _, _ string) bool { r[key] = st; return true }
+func (r recorder) Report(key string, st health.Status, _ string) bool { r[key] = st; return true }
 
 // TestFreshnessAndVerdicts drives a fleet's rounds with what peers answered (no network: the
 // exchanges are tested in exchange_test.go and end to end in cmd/meridian) and checks the
