@@ -35,6 +35,7 @@ const (
 type siteProc struct {
 	name    string
 	srv     *testutil.Server
+	host    string
 	port    int
 	api     int
 	metrics int
@@ -43,12 +44,16 @@ type siteProc struct {
 
 // siteSetup describes the sites of a test: their names, each site's zone file (given every
 // site's backend port), the extra Corefile lines of each, and the backend address of each
-// (empty for none).
+// (empty for none). With hosts, site i listens on hosts[i] and every site on the same port,
+// and peers (when set) writes each site's peer lines; by default each site listens on a port
+// of its own on 127.0.0.1 and names the others with peers.
 type siteSetup struct {
 	names    []string
 	backends []string
 	yaml     func(i int, ports []int) string
 	extra    func(i int) string
+	hosts    []string
+	peers    func(i int, procs []*siteProc) string
 }
 
 // startSites starts a tcp listener for each site's backend and one meridian per site on
@@ -58,8 +63,15 @@ func startSites(t *testing.T, s siteSetup) []*siteProc {
 	n := len(s.names)
 	procs := make([]*siteProc, n)
 	backendPorts := make([]int, n)
+	shared := 0
+	if s.hosts != nil {
+		shared = freePortOn(t, s.hosts)
+	}
 	for i := range n {
-		procs[i] = &siteProc{name: s.names[i], port: testutil.FreePort(t), api: testutil.FreePort(t), metrics: testutil.FreePort(t)}
+		procs[i] = &siteProc{name: s.names[i], host: "127.0.0.1", port: testutil.FreePort(t), api: testutil.FreePort(t), metrics: testutil.FreePort(t)}
+		if s.hosts != nil {
+			procs[i].host, procs[i].port = s.hosts[i], shared
+		}
 		if s.backends[i] == "" {
 			continue
 		}
@@ -75,8 +87,12 @@ func startSites(t *testing.T, s siteSetup) []*siteProc {
 		var peers []string
 		for j, q := range procs {
 			if j != i {
-				peers = append(peers, fmt.Sprintf("127.0.0.1:%d", q.port))
+				peers = append(peers, q.addr())
 			}
+		}
+		peerLines := "  peers " + strings.Join(peers, " ") + "\n"
+		if s.peers != nil {
+			peerLines = s.peers(i, procs)
 		}
 		dir := t.TempDir()
 		zone := filepath.Join(dir, "zone.yml")
@@ -88,23 +104,53 @@ func startSites(t *testing.T, s siteSetup) []*siteProc {
 			extra = s.extra(i)
 		}
 		corefile := fmt.Sprintf(`.:%d {
- bind 127.0.0.1
+ bind %s
  prometheus 127.0.0.1:%d
  gslb {
   zone gslb.example.com. %s
   site %s
-  peers %s
-  peer_interval %s
+%s  peer_interval %s
   peer_timeout %s
   split_brain_threshold %s
   api_enable
   api_listen_port %d
 %s }
 }
-`, p.port, p.metrics, zone, p.name, strings.Join(peers, " "), sitePeerInterval, sitePeerTimeout, siteThreshold, p.api, extra)
-		p.srv = testutil.StartOnPort(t, dir, p.port, corefile, 15*time.Second)
+`, p.port, p.host, p.metrics, zone, p.name, peerLines, sitePeerInterval, sitePeerTimeout, siteThreshold, p.api, extra)
+		p.srv = testutil.StartAt(t, dir, p.addr(), corefile, 15*time.Second)
 	}
 	return procs
+}
+
+// addr is the site's DNS address.
+func (p *siteProc) addr() string { return net.JoinHostPort(p.host, fmt.Sprint(p.port)) }
+
+// freePortOn returns a port free for UDP and TCP on every one of hosts.
+func freePortOn(t *testing.T, hosts []string) int {
+	t.Helper()
+	for range 50 {
+		port, free := testutil.FreePort(t), true
+		for _, h := range hosts {
+			addr := net.JoinHostPort(h, fmt.Sprint(port))
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				free = false
+				break
+			}
+			u, err := net.ListenPacket("udp", addr)
+			l.Close()
+			if err != nil {
+				free = false
+				break
+			}
+			u.Close()
+		}
+		if free {
+			return port
+		}
+	}
+	t.Fatal("no port free on every host")
+	return 0
 }
 
 // answer returns the sorted addresses name/qtype gets from p, or the error as a string.
@@ -130,6 +176,13 @@ func waitAnswer(t *testing.T, procs []*siteProc, timeout time.Duration, name str
 		testutil.Eventually(t, timeout, func() bool { return slices.Equal(p.answer(name, qtype), want) },
 			"site %s answers %s %s with %v, want %v\n%s", p.name, name, dns.TypeToString[qtype], p.answer(name, qtype), want, p.srv.Logs())
 	}
+}
+
+// peerJSON is a peer as GET /api/v1/sites shows it.
+type peerJSON struct {
+	Address, Site string
+	Self          bool
+	Errors        map[string]int
 }
 
 // getJSON decodes the admin API's answer to GET path on p.
@@ -252,7 +305,7 @@ func TestSitesShareHealthOverDNS(t *testing.T) {
 	if len(view) != 1 || !slices.ContainsFunc(view[0].Sites, func(s struct{ Name, State string }) bool { return s.Name == "s1" && s.State == "stale" }) {
 		t.Errorf("the API of site 2 does not show s1 stale: %+v", view)
 	}
-	if v, _ := procs[1].metric(t, `coredns_gslb_site_peer_up{peer="127.0.0.1:`+fmt.Sprint(procs[0].port)+`",site="s1"}`); v != "0" {
+	if v, _ := procs[1].metric(t, `coredns_gslb_site_peer_up{peer="`+procs[0].addr()+`",site="s1"}`); v != "0" {
 		t.Errorf("site_peer_up of s1 at site 2 = %q, want 0", v)
 	}
 	if v, _ := procs[1].metric(t, `coredns_gslb_record_failover{record="app.gslb.example.com."}`); v != "1" {
@@ -462,11 +515,7 @@ func TestSitesTSIG(t *testing.T) {
 			return fmt.Sprintf("  peer_tsig %s hmac-sha256 %s\n", name, secret)
 		}})
 	waitAnswer(t, procs[:2], 10*time.Second, "app.gslb.example.com.", dns.TypeA, backends[0])
-	type peerView struct {
-		Address string
-		Errors  map[string]int
-	}
-	var view []struct{ Peers []peerView }
+	var view []struct{ Peers []peerJSON }
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		procs[2].getJSON(t, "/api/v1/sites", &view)
 		return len(view) == 1 && len(view[0].Peers) == 2 && view[0].Peers[0].Errors["tsig"] > 0 && view[0].Peers[1].Errors["tsig"] > 0
@@ -474,7 +523,7 @@ func TestSitesTSIG(t *testing.T) {
 	if got := procs[2].answer("app.gslb.example.com.", dns.TypeA); !slices.Equal(got, []string{backends[2]}) {
 		t.Errorf("s3, with the wrong key, answers %v: it learned from its peers", got)
 	}
-	if v, _ := procs[2].metric(t, `coredns_gslb_site_peer_exchange_errors_total{kind="tsig",peer="127.0.0.1:`+fmt.Sprint(procs[0].port)+`"`); v == "" || v == "0" {
+	if v, _ := procs[2].metric(t, `coredns_gslb_site_peer_exchange_errors_total{kind="tsig",peer="`+procs[0].addr()+`"`); v == "" || v == "0" {
 		t.Errorf("s3's tsig error count for s1 = %q", v)
 	}
 
@@ -503,4 +552,31 @@ func TestSitesTSIG(t *testing.T) {
 			t.Errorf("dig with the wrong key was answered:\n%s", out)
 		}
 	}
+}
+
+// TestSitesPeersFromNS: no site names its peers; each finds them in the delegation of its zone
+// as the parent (a real authoritative server) serves it, with glue, and recognises itself by
+// its own heartbeat. They share health as with explicit peers.
+func TestSitesPeersFromNS(t *testing.T) {
+	t.Parallel()
+	hosts := []string{"127.0.7.1", "127.0.7.2", "127.0.7.3"}
+	parent := testutil.StartAuthoritative(t, "example.com.",
+		"gslb IN NS ns1.gslb", "gslb IN NS ns2.gslb", "gslb IN NS ns3.gslb",
+		"ns1.gslb IN A "+hosts[0], "ns2.gslb IN A "+hosts[1], "ns3.gslb IN A "+hosts[2])
+	backends := []string{"127.0.7.11", "127.0.7.12", "127.0.7.13"}
+	procs := startSites(t, siteSetup{names: []string{"s1", "s2", "s3"}, backends: backends, yaml: failoverSites(backends), hosts: hosts,
+		peers: func(int, []*siteProc) string { return "  peers_from_ns " + parent.Addr + "\n" }})
+	waitAnswer(t, procs, 10*time.Second, "app.gslb.example.com.", dns.TypeA, backends[0])
+	var view []struct{ Peers []peerJSON }
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		procs[1].getJSON(t, "/api/v1/sites", &view)
+		return len(view) == 1 && len(view[0].Peers) == 3 && !slices.ContainsFunc(view[0].Peers, func(p peerJSON) bool { return p.Site == "" })
+	}, "s2 does not know the three name servers' sites: %+v", view)
+	for i, pe := range view[0].Peers {
+		if pe.Address != procs[i].addr() || pe.Site != procs[i].name || pe.Self != (i == 1) {
+			t.Errorf("peer %d: %+v, want %s at %s, self %v", i, pe, procs[i].name, procs[i].addr(), i == 1)
+		}
+	}
+	procs[0].backend.Close()
+	waitAnswer(t, procs, 5*time.Second, "app.gslb.example.com.", dns.TypeA, backends[1])
 }

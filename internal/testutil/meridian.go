@@ -101,7 +101,7 @@ func Start(t testing.TB, dir string, corefile func(port int) string) *Server {
 	var lastLogs string
 	for attempt := 0; attempt < 3; attempt++ {
 		port := FreePort(t)
-		s := launch(t, dir, port, corefile(port))
+		s := launch(t, dir, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), corefile(port))
 		if s.waitReady(15 * time.Second) {
 			t.Cleanup(s.Stop)
 			return s
@@ -113,30 +113,30 @@ func Start(t testing.TB, dir string, corefile func(port int) string) *Server {
 	return nil
 }
 
-// StartOnPort is Start on a DNS port the caller chose, for servers that must know each other's
-// ports before they start (sites naming their peers). It waits at most timeout for the server
-// to answer on 127.0.0.1:port.
-func StartOnPort(t testing.TB, dir string, port int, corefile string, timeout time.Duration) *Server {
+// StartAt is Start on a DNS address (host:port) the caller chose, for servers that must know
+// each other's addresses before they start (sites naming their peers). It waits at most
+// timeout for the server to answer there.
+func StartAt(t testing.TB, dir, addr, corefile string, timeout time.Duration) *Server {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	s := launch(t, dir, port, corefile)
+	s := launch(t, dir, addr, corefile)
 	t.Cleanup(s.Stop)
 	if !s.waitReady(timeout) {
-		t.Fatalf("meridian did not start on port %d:\n%s", port, s.Logs())
+		t.Fatalf("meridian did not start on %s:\n%s", addr, s.Logs())
 	}
 	return s
 }
 
-// launch writes corefile into dir and starts meridian with it, to serve on 127.0.0.1:port.
-func launch(t testing.TB, dir string, port int, corefile string) *Server {
+// launch writes corefile into dir and starts meridian with it, to serve on addr.
+func launch(t testing.TB, dir, addr, corefile string) *Server {
 	t.Helper()
 	path := filepath.Join(dir, "Corefile")
 	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir, logs: &syncBuffer{}, done: make(chan struct{})}
+	s := &Server{Addr: addr, Dir: dir, logs: &syncBuffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(Binary(t), "-conf", path)
 	s.cmd.Dir = dir
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
