@@ -87,6 +87,8 @@ type site struct {
 	peer        string
 	// targets are, by record, the addresses it published when last read.
 	targets map[string][]netip.Addr
+	// skewed is set while its clock is far off this one's (it was logged).
+	skewed bool
 }
 
 // heard reports whether any heartbeat of the site was read.

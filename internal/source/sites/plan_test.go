@@ -155,3 +155,27 @@ type nopLog struct{}
 
 func (nopLog) Infof(string, ...any)    {}
 func (nopLog) Warningf(string, ...any) {}
+
+// countLog counts warnings.
+type countLog struct{ warnings int }
+
+func (*countLog) Infof(string, ...any)      {}
+func (l *countLog) Warningf(string, ...any) { l.warnings++ }
+
+// TestClockSkewIsLoggedOnce: a peer whose clock is off by more than half the threshold is
+// logged once until it is back, and its freshness does not depend on it.
+func TestClockSkewIsLoggedOnce(t *testing.T) {
+	log := &countLog{}
+	f := NewFleet(config.SitesOptions{Site: "eu", SplitBrainThreshold: 10 * time.Second}, recorder{}, log)
+	s := f.siteLocked("us")
+	now := time.Unix(1000, 0)
+	for i, tt := range []struct {
+		skew     time.Duration
+		warnings int
+	}{{time.Second, 0}, {-6 * time.Second, 1}, {-7 * time.Second, 1}, {0, 1}, {time.Minute, 2}} {
+		f.checkSkewLocked(s, Heartbeat{Time: now.Add(-tt.skew)}, now)
+		if log.warnings != tt.warnings {
+			t.Fatalf("step %d (skew %s): %d warnings, want %d", i, tt.skew, log.warnings, tt.warnings)
+		}
+	}
+}

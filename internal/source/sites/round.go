@@ -274,6 +274,7 @@ func (f *Fleet) applyLocked(reads []readout, addrs []string, now time.Time) {
 		s := f.siteLocked(r.site)
 		s.peer = r.addr
 		hb := *r.heartbeat
+		f.checkSkewLocked(s, hb, r.at)
 		switch {
 		case !s.heard() || hb.Boot != s.last.Boot || hb.Seq != s.last.Seq:
 			s.last, s.lastAdvance = hb, r.at
@@ -303,6 +304,18 @@ func (f *Fleet) applyLocked(reads []readout, addrs []string, now time.Time) {
 			s.silentSince = at
 		}
 	}
+}
+
+// checkSkewLocked warns, once until it is back within bounds, when site s's clock (its
+// heartbeat's time, read at at) is off this one's by more than half the split-brain threshold.
+// Freshness never depends on it; a skew that large usually means a clock is broken.
+func (f *Fleet) checkSkewLocked(s *site, hb Heartbeat, at time.Time) {
+	skew := at.Sub(hb.Time)
+	off := skew > f.opts.SplitBrainThreshold/2 || -skew > f.opts.SplitBrainThreshold/2
+	if off && !s.skewed {
+		f.log.Warningf("sites: site %s's clock is %s off this one's (freshness does not depend on it)", s.name, skew.Round(time.Second))
+	}
+	s.skewed = off
 }
 
 // siteLocked returns the state of site, creating it on first use.
