@@ -42,8 +42,9 @@ func (p *plan) sites() []string {
 
 // merge returns zones with this site's view of sites applied, and the plan it implies:
 // backends of other sites are marked Remote, placeholders are replaced by the targets their
-// site last published (learned, by site and record), and every record with backends of this
-// site (a site: of this site, or none) publishes them. Zones and records that change are copies; the input is not modified.
+// site last published (learned, by site and record), every record with backends of this site
+// (a site: of this site, or none) publishes them, and a backend's site is its location tag
+// (the geo modes' location) when it has none. Zones and records that change are copies; the input is not modified.
 func merge(zones []*config.Zone, own string, learned func(site, record string) []netip.Addr) ([]*config.Zone, *plan) {
 	p := &plan{reads: map[string][]string{}, placeholders: map[string][]string{}}
 	out := slices.Clone(zones)
@@ -63,6 +64,9 @@ func merge(zones []*config.Zone, own string, learned func(site, record string) [
 			rec.Backends = nil
 			read := map[string]bool{}
 			for _, b := range r.Backends {
+				if b.Location == "" {
+					b.Location = b.Site // the site is the backend's geo tag, unless it has one
+				}
 				switch {
 				case b.Site == "" || b.Site == own:
 					rec.Publish = rec.Publish || !b.IsPlaceholder()

@@ -25,7 +25,7 @@ records:
     mode: weighted
     backends:
       - {address: 10.1.0.1, site: eu, weight: 1, healthchecks: [{type: tcp, params: {port: 80}}]}
-      - {address: 10.2.0.1, site: us, weight: 1, healthchecks: [{type: tcp, params: {port: 80}}]}
+      - {address: 10.2.0.1, site: us, weight: 1, location: us-east, healthchecks: [{type: tcp, params: {port: 80}}]}
       - {site: ap, weight: 6, country: JP}
   plain.gslb.example.com.:
     backends: [{address: 10.1.0.9}]
@@ -35,7 +35,8 @@ records:
 
 // TestMerge marks other sites' backends remote, replaces a placeholder by what its site
 // published (sharing its weight and keeping its settings), publishes the records with this
-// site's backends, and plans what to read from whom; the input zones are left unchanged.
+// site's backends, makes a backend's site its location tag unless it has one, and plans what
+// to read from whom; the input zones are left unchanged.
 func TestMerge(t *testing.T) {
 	z := mustZone(t, sitesYAML)
 	learned := map[string][]netip.Addr{"ap|app.gslb.example.com.": {netip.MustParseAddr("10.3.0.1"), netip.MustParseAddr("10.3.0.2"), netip.MustParseAddr("2001:db8::3")}}
@@ -53,21 +54,21 @@ func TestMerge(t *testing.T) {
 		t.Errorf("publish: app %v plain %v names %v, want true true false", app.Publish, recs["plain.gslb.example.com."].Publish, recs["names.gslb.example.com."].Publish)
 	}
 	type got struct {
-		addr          string
-		remote        bool
-		weight, share int
-		country       string
+		addr              string
+		remote            bool
+		weight, share     int
+		country, location string
 	}
 	var backends []got
 	for _, b := range app.Backends {
-		backends = append(backends, got{b.Address, b.Remote, b.Weight, b.Share, b.Country})
+		backends = append(backends, got{b.Address, b.Remote, b.Weight, b.Share, b.Country, b.Location})
 	}
 	want := []got{
-		{"10.1.0.1", false, 1, 0, ""},
-		{"10.2.0.1", true, 1, 0, ""},
-		{"10.3.0.1", true, 6, 2, "JP"},
-		{"10.3.0.2", true, 6, 2, "JP"},
-		{"2001:db8::3", true, 6, 1, "JP"},
+		{"10.1.0.1", false, 1, 0, "", "eu"},
+		{"10.2.0.1", true, 1, 0, "", "us-east"},
+		{"10.3.0.1", true, 6, 2, "JP", "ap"},
+		{"10.3.0.2", true, 6, 2, "JP", "ap"},
+		{"2001:db8::3", true, 6, 1, "JP", "ap"},
 	}
 	if !slices.Equal(backends, want) {
 		t.Errorf("backends\n got %v\nwant %v", backends, want)
