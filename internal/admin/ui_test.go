@@ -36,6 +36,9 @@ func TestDashboard(t *testing.T) {
 	if got := b.Text("#summary"); got != "1 zones, 2 records, 5 backends: 3 up, 1 down, 1 unknown, 0 overridden" {
 		t.Errorf("summary = %q", got)
 	}
+	if n := b.Count("#sites:not([hidden])"); n != 0 {
+		t.Errorf("the Sites section is shown for a block that names no site")
+	}
 
 	// The backend goes down: the dashboard shows it at its next poll, with the reason.
 	p.setState(key, StateDown, "connection refused")

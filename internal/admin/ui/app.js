@@ -1,5 +1,6 @@
 // Meridian dashboard: polls the versioned admin API and renders zones -> records -> backends,
-// with overrides, a filter, the explain tool and the recent state changes. Plain DOM, no
+// with overrides, a filter, the explain tool, the recent state changes and, for a block that
+// names its site, what it knows of the other sites. Plain DOM, no
 // dependencies; every value is inserted as text, never as HTML.
 "use strict";
 
@@ -29,6 +30,11 @@ function el(tag, attrs, ...children) {
     if (c !== undefined && c !== null && c !== "") e.append(c instanceof Node ? c : String(c));
   }
   return e;
+}
+
+// table builds a table with a header row of heads and the body rows.
+function table(heads, rows) {
+  return el("table", {}, el("thead", {}, el("tr", {}, heads.map((h) => el("th", {}, h)))), el("tbody", {}, rows));
 }
 
 class SignInRequired extends Error {}
@@ -72,8 +78,13 @@ $("signin-form").addEventListener("submit", (ev) => {
   start();
 });
 
+// isSet reports whether iso is a time, not empty nor Go's zero time (0001-01-01).
+function isSet(iso) {
+  return Boolean(iso) && !iso.startsWith("0001-");
+}
+
 function ago(iso) {
-  if (!iso) return "-";
+  if (!isSet(iso)) return "-";
   const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
   if (s < 60) return `${s}s ago`;
   if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s ago`;
@@ -82,7 +93,7 @@ function ago(iso) {
 }
 
 function localTime(iso) {
-  return iso ? new Date(iso).toLocaleString() : "";
+  return isSet(iso) ? new Date(iso).toLocaleString() : "";
 }
 
 function hostPort(b) {
@@ -99,8 +110,9 @@ function overrideText(o) {
 function matches(z, r, b) {
   const state = $("state-filter").value;
   if (state === "override" ? !b.override : state && b.state !== state) return false;
-  const hay = [z.name, r.name, r.mode, b.key, b.address, hostPort(b), b.location, b.country, b.city,
-    b.continent, b.description, ...(b.tags || []), b.state, b.healthy ? "served" : "not-served",
+  const hay = [z.name, r.name, r.mode, r.degraded ? "degraded" : "", r.failover ? "failover" : "",
+    b.key, b.address, hostPort(b), b.location, b.country, b.city, b.continent, b.description,
+    ...(b.tags || []), b.site, b.remote ? "remote" : "", b.state, b.healthy ? "served" : "not-served",
     b.override ? `override ${b.override.action}` : "", b.reason].join(" ").toLowerCase();
   return $("filter").value.toLowerCase().split(/\s+/).filter(Boolean).every((t) => hay.includes(t));
 }
@@ -123,6 +135,8 @@ function backendRow(b) {
     el("td", {}, ""),
     el("td", { "data-field": "address", title: b.key }, hostPort(b), b.description ? el("div", { class: "muted" }, b.description) : ""),
     el("td", {}, [b.location, b.country, b.city].filter(Boolean).join(" / ")),
+    el("td", { "data-field": "site", title: b.remote ? "another site's backend: its state is what that site publishes" : "" },
+      b.site || "", b.remote ? el("span", { class: "badge badge-remote" }, "remote") : ""),
     el("td", {}, (b.tags || []).map((t) => el("span", { class: "tag" }, t))),
     el("td", { "data-field": "state", class: `state state-${b.state}` }, b.state),
     el("td", { "data-field": "served", class: b.healthy ? "" : "served-no" }, b.healthy ? "yes" : b.enabled ? "no" : "no (YAML)"),
@@ -135,7 +149,7 @@ function backendRow(b) {
 
 function render() {
   const box = $("zones");
-  const counts = { up: 0, down: 0, unknown: 0, overridden: 0, records: 0 };
+  const counts = { up: 0, down: 0, unknown: 0, stale: 0, overridden: 0, records: 0 };
   const sections = [];
   shownKeys = [];
   for (const z of zones) {
@@ -150,8 +164,12 @@ function render() {
       }
       if (!shown.length) continue;
       rows.push(el("tr", { class: "record", "data-record": r.name },
-        el("td", { colspan: 11 }, r.name, " ", el("span", { class: "mode" },
-          `${r.mode}, fallback ${r.fallback}, ${r.healthy} of ${(r.backends || []).length} served`))));
+        el("td", { colspan: 12 }, r.name, " ", el("span", { class: "mode" },
+          `${r.mode}, fallback ${r.fallback}, ${r.healthy} of ${(r.backends || []).length} served`),
+        r.degraded ? el("span", { class: "badge badge-degraded", "data-field": "degraded",
+          title: "answering other sites' stale targets: none of its own family is healthy" }, "degraded") : "",
+        r.failover ? el("span", { class: "badge badge-failover", "data-field": "failover",
+          title: "answering from a worse priority than its best" }, "failover") : "")));
       for (const b of shown) {
         rows.push(backendRow(b));
         shownKeys.push(b.key);
@@ -160,15 +178,14 @@ function render() {
     if (!rows.length) continue;
     sections.push(el("section", { class: "zone", "data-zone": z.name },
       el("h2", {}, z.name),
-      el("table", {},
-        el("thead", {}, el("tr", {}, ["Record", "Backend", "Location", "Tags", "State", "Served", "Override",
-          "Latency", "Changed", "Last result", ""].map((h) => el("th", {}, h)))),
-        el("tbody", {}, rows))));
+      table(["Record", "Backend", "Location", "Site", "Tags", "State", "Served", "Override",
+        "Latency", "Changed", "Last result", ""], rows)));
   }
   box.replaceChildren(...(sections.length ? sections : [el("p", { class: "muted" }, zones.length ? "No backend matches the filter." : "No zone is served.")]));
-  const backends = counts.up + counts.down + counts.unknown;
+  const backends = counts.up + counts.down + counts.unknown + counts.stale;
   $("summary").textContent = `${zones.length} zones, ${counts.records} records, ${backends} backends: ` +
-    `${counts.up} up, ${counts.down} down, ${counts.unknown} unknown, ${counts.overridden} overridden`;
+    `${counts.up} up, ${counts.down} down, ${counts.unknown} unknown, ` +
+    (counts.stale ? `${counts.stale} stale, ` : "") + `${counts.overridden} overridden`;
   $("shown").textContent = `${shownKeys.length} shown`;
 }
 
@@ -199,7 +216,7 @@ for (const b of document.querySelectorAll("[data-bulk]")) {
 }
 
 async function refresh() {
-  const [z, t] = await Promise.all([api("/api/v1/zones"), api("/api/v1/transitions?limit=25")]);
+  const [z, t, s] = await Promise.all([api("/api/v1/zones"), api("/api/v1/transitions?limit=25"), api("/api/v1/sites")]);
   const now = Date.now();
   for (const zone of z) for (const r of zone.records || []) for (const b of r.backends || []) {
     const before = lastStates.get(b.key);
@@ -209,6 +226,7 @@ async function refresh() {
   zones = z;
   render();
   renderTransitions(t);
+  renderSites(s);
   $("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
 }
 
@@ -219,6 +237,53 @@ function renderTransitions(list) {
     el("span", { class: `state state-${t.to}` }, t.to),
     t.reason ? ` (${t.reason})` : "")));
   if (!list.length) $("transitions").replaceChildren(el("li", { class: "muted" }, "none yet"));
+}
+
+// seconds formats a duration in nanoseconds, as the API gives the sites' options.
+function seconds(ns) {
+  return `${+(ns / 1e9).toFixed(3)}s`;
+}
+
+// siteRow is one other site as a block sees it: freshness, heartbeat, where it was heard, and
+// the targets it published per record.
+function siteRow(s) {
+  const heard = s.state !== "unknown";
+  return el("tr", { "data-site": s.name },
+    el("td", { "data-field": "name" }, s.name),
+    el("td", { "data-field": "state", class: `state state-${s.state}` }, s.state),
+    el("td", { "data-field": "age", title: heard ? `seq ${s.heartbeat.seq}, boot ${s.heartbeat.boot}, its clock ${localTime(s.heartbeat.time)}` : "" },
+      heard ? `${s.heartbeat_age_seconds.toFixed(1)}s` : "-"),
+    el("td", { "data-field": "peer" }, s.peer || "-"),
+    el("td", { "data-field": "silent", title: localTime(s.silent_since) }, isSet(s.silent_since) ? ago(s.silent_since) : ""),
+    el("td", { "data-field": "targets" }, Object.keys(s.targets || {}).sort().map((rec) =>
+      el("div", {}, `${rec} `, el("span", { class: "muted" }, s.targets[rec].join(", "))))));
+}
+
+// peerRow is one peer address: the site its heartbeat names, its last answer and its errors.
+function peerRow(p) {
+  const errors = Object.entries(p.errors || {}).filter(([, n]) => n > 0).sort();
+  return el("tr", { "data-peer": p.address },
+    el("td", { "data-field": "address" }, p.address),
+    el("td", { "data-field": "site" }, p.self ? "self" : p.site || "-"),
+    el("td", { "data-field": "answer", title: localTime(p.last_answer) }, ago(p.last_answer)),
+    el("td", { "data-field": "errors", class: errors.length ? "error" : "", title: p.last_error || "" },
+      errors.length ? errors.map(([k, n]) => `${k} ${n}`).join(", ") : "none"),
+    el("td", { "data-field": "targets" }, p.targets));
+}
+
+// renderSites shows the Sites section when a block names its site, and hides it otherwise.
+function renderSites(blocks) {
+  const box = $("sites");
+  box.hidden = !blocks.length;
+  box.replaceChildren(el("h2", {}, "Sites"), ...blocks.map((v) => el("div", { class: "site-block", "data-block": v.site },
+    el("p", {}, "This site: ", el("strong", { "data-field": "self" }, v.site),
+      ", heartbeat ", el("span", { "data-field": "seq", title: `boot ${v.heartbeat.boot}` }, `seq ${v.heartbeat.seq}`),
+      el("span", { class: "muted" }, ` (zones ${(v.zones || []).join(", ")}; peer interval ${seconds(v.peer_interval_ns)}, ` +
+        `split-brain threshold ${seconds(v.split_brain_threshold_ns)})`)),
+    table(["Site", "State", "Heartbeat age", "Heard at", "Silent since", "Targets"],
+      (v.sites || []).length ? v.sites.map(siteRow) : [el("tr", {}, el("td", { colspan: 6, class: "muted" }, "no other site"))]),
+    table(["Peer", "Site", "Last answer", "Errors", "Targets"],
+      (v.peers || []).length ? v.peers.map(peerRow) : [el("tr", {}, el("td", { colspan: 5, class: "muted" }, "no peer"))]))));
 }
 
 async function poll() {
