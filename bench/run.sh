@@ -12,25 +12,36 @@
 # the database places in San Jose: gslb looks the client up and answers the US site, the file
 # zone holds that same address. The budget for geo names is gslb >= 0.9x file.
 #
-# Usage: bench/run.sh [--quick] [--geo]
+# With --sites, the gslb listener is site a of two sites (docs/sites.md): every gslb name is a
+# failover record whose priority-1 backend belongs to site b (the address the file zone holds)
+# and whose priority-2 backend to site a. A second meridian process, site b, serves the same
+# zone file on PORT_PEER; site a names it in peers (peer_interval 1s) and learns from its
+# localtargets that its backends are up, so it answers them. The script waits until site a
+# answers site b's address for a sample of names before measuring. Site a keeps reading site b
+# every second during the runs. The budget is gslb >= 0.95x file, as without --sites.
+#
+# Usage: bench/run.sh [--quick] [--geo | --sites]
 # Environment: see bench/README.md.
 set -euo pipefail
 
 usage() {
-	echo "usage: $0 [--quick] [--geo]" >&2
+	echo "usage: $0 [--quick] [--geo | --sites]" >&2
 	exit 2
 }
 
 QUICK=0
 GEO=0
+SITES=0
 for arg in "$@"; do
 	case "$arg" in
 	--quick) QUICK=1 ;;
 	--geo) GEO=1 ;;
+	--sites) SITES=1 ;;
 	-h | --help) usage ;;
 	*) usage ;;
 	esac
 done
+((GEO && SITES)) && usage
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NAMES="${NAMES:-1000}"
@@ -50,6 +61,8 @@ TARGET="${TARGET:-$DEFAULT_TARGET}" # gslb/file ratio to reach
 # --geo: the client subnet of every query (ECS option 8: family 1, /24, scope 0, 198.18.0).
 GEO_SUBNET=198.18.0.0/24
 GEO_ECS=8:00011800c61200
+# --sites: how often site a reads site b.
+PEER_INTERVAL=1s
 MAX_LOST_PCT="${MAX_LOST_PCT:-0.5}"
 READY_TIMEOUT="${READY_TIMEOUT:-30}" # seconds to wait for both listeners
 
@@ -89,11 +102,16 @@ fi
 # --- 2. zone, Corefile, server ---------------------------------------------------------------
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-bench.XXXXXX")"
 SERVER_PID=""
-cleanup() {
-	if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-		kill "$SERVER_PID" 2>/dev/null || true
-		wait "$SERVER_PID" 2>/dev/null || true
+PEER_PID="" # --sites: site b's process
+stop_pid() { # pid: stops the process if it runs
+	if [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null; then
+		kill "$1" 2>/dev/null || true
+		wait "$1" 2>/dev/null || true
 	fi
+}
+cleanup() {
+	stop_pid "$SERVER_PID"
+	stop_pid "$PEER_PID"
 	if [[ "${KEEP_WORK:-0}" == 1 ]]; then
 		echo "work directory kept: $WORK" >&2
 	else
@@ -125,14 +143,16 @@ pick_port() { # [port to avoid]
 	return 1
 }
 FIXED_PORTS=0
-[[ -n "${PORT_GSLB:-}${PORT_FILE:-}" ]] && FIXED_PORTS=1
+[[ -n "${PORT_GSLB:-}${PORT_FILE:-}${PORT_PEER:-}" ]] && FIXED_PORTS=1
 PORT_GSLB="${PORT_GSLB:-$(pick_port)}"
 PORT_FILE="${PORT_FILE:-$(pick_port "$PORT_GSLB")}"
+PORT_PEER="${PORT_PEER:-$(pick_port "$PORT_FILE")}" # used with --sites only
 
 # Names: n00001.bench.test. ... Most are failover (2 backends, priority 1 wins: no health
 # checks, so the priority-1 backend is up). Every 50th is roundrobin and every 50th+25 is
 # ip-hash, both with 2 backends; the file zone holds one A record for every name, the
-# priority-1 (or first) address, so both listeners answer one A record per query.
+# priority-1 (or first) address, so both listeners answer one A record per query. With
+# --sites every name is failover, the priority-1 backend site b's, the priority-2 site a's.
 TTL=30
 addr() { # address of name i, backend b (1 or 2): 10.b.x.y
 	local i=$1 b=$2
@@ -167,6 +187,12 @@ EOF
 			printf '      - {address: %s, country: JP}\n      - {address: %s, country: BR}\n' "$(addr "$i" 3)" "$(addr "$i" 4)"
 			continue
 		fi
+		if ((SITES)); then
+			printf '  n%05d.bench.test.:\n    mode: failover\n    record_ttl: %d\n    backends:\n' "$i" "$TTL"
+			printf '      - {address: %s, site: b, priority: 1}\n      - {address: %s, site: a, priority: 2}\n' \
+				"$(addr "$i" 1)" "$(addr "$i" 2)"
+			continue
+		fi
 		mode=failover
 		if ((i % 50 == 0)); then
 			mode=roundrobin
@@ -196,13 +222,31 @@ if ((GEO)); then
         geoip_maxmind city_db $WORK/city.mmdb"
 fi
 
+# write_corefile writes the Corefile of the measured process and, with --sites, site b's
+# (Corefile.b); with --sites, the gslb block is site a's, reading site b.
 write_corefile() {
+	local sites_options=""
+	if ((SITES)); then
+		sites_options="site a
+        peers 127.0.0.1:$PORT_PEER
+        peer_interval $PEER_INTERVAL"
+		cat >"$WORK/Corefile.b" <<EOF
+bench.test:$PORT_PEER {
+    bind 127.0.0.1
+    gslb {
+        zone bench.test. $WORK/gslb.yml
+        site b
+    }
+}
+EOF
+	fi
 	cat >"$WORK/Corefile" <<EOF
 bench.test:$PORT_GSLB {
     bind 127.0.0.1
     gslb {
         zone bench.test. $WORK/gslb.yml
         $GEO_OPTIONS
+        $sites_options
     }
 }
 bench.test:$PORT_FILE {
@@ -218,27 +262,36 @@ probe() { # port name -> first A address or empty
 	dig +short +time=1 +tries=1 "${subnet[@]}" @127.0.0.1 -p "$1" "$2" A 2>/dev/null | head -n1
 }
 
-# start_server: starts meridian and waits until both listeners answer. Returns 1 if the
-# server exited because a port was taken (the caller retries with new ports); exits the
+# start_server: starts meridian (with --sites, site b's first) and waits until both listeners
+# answer (with --sites, until site a answers site b's address for a sample of names). Returns
+# 1 if a server exited because a port was taken (the caller retries with new ports); exits the
 # script on any other failure.
 start_server() {
 	local first=n00001.bench.test. want port deadline
 	want="$(addr 1 1)"
 	write_corefile
+	if ((SITES)); then
+		log "starting site b on 127.0.0.1:$PORT_PEER"
+		"$BIN" -conf "$WORK/Corefile.b" >"$WORK/meridian.b.log" 2>&1 &
+		PEER_PID=$!
+	fi
 	log "starting $BIN (gslb on 127.0.0.1:$PORT_GSLB, file on 127.0.0.1:$PORT_FILE, $NAMES names)"
 	"$BIN" -conf "$WORK/Corefile" >"$WORK/meridian.log" 2>&1 &
 	SERVER_PID=$!
 	deadline=$((SECONDS + READY_TIMEOUT))
 	for port in "$PORT_GSLB" "$PORT_FILE"; do
 		until [[ "$(probe "$port" "$first")" == "$want" ]]; do
-			if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+			if ! kill -0 "$SERVER_PID" 2>/dev/null || { ((SITES)) && ! kill -0 "$PEER_PID" 2>/dev/null; }; then
+				stop_pid "$SERVER_PID"
+				stop_pid "$PEER_PID"
 				wait "$SERVER_PID" 2>/dev/null || true
-				SERVER_PID=""
-				if grep -q 'address already in use' "$WORK/meridian.log"; then
+				SERVER_PID="" PEER_PID=""
+				if grep -qs 'address already in use' "$WORK/meridian.log" "$WORK/meridian.b.log"; then
 					return 1
 				fi
 				echo "meridian exited during startup:" >&2
 				cat "$WORK/meridian.log" >&2
+				((SITES)) && { echo "site b:" >&2; cat "$WORK/meridian.b.log" >&2; }
 				exit 1
 			fi
 			if ((SECONDS >= deadline)); then
@@ -249,6 +302,30 @@ start_server() {
 			sleep 0.2
 		done
 	done
+	if ((SITES)); then
+		wait_sites "$deadline"
+	fi
+}
+
+# wait_sites deadline: waits until site a answers site b's address (the priority-1 backend, up
+# once site a has read site b's localtargets) for a sample of names; before, it answers its own
+# priority-2 backend.
+wait_sites() {
+	local i n want
+	for i in 2 3 $((NAMES / 3)) $((NAMES / 2)) "$NAMES"; do
+		((i >= 1 && i <= NAMES)) || continue
+		n="$(printf 'n%05d.bench.test.' "$i")"
+		want="$(addr "$i" 1)"
+		until [[ "$(probe "$PORT_GSLB" "$n")" == "$want" ]]; do
+			if ((SECONDS >= $1)); then
+				echo "site a does not answer $n with site b's $want within ${READY_TIMEOUT}s (it answers '$(probe "$PORT_GSLB" "$n")')" >&2
+				cat "$WORK/meridian.log" >&2
+				exit 1
+			fi
+			sleep 0.2
+		done
+	done
+	log "site a answers site b's backends"
 }
 
 attempt=1
@@ -258,10 +335,11 @@ until start_server; do
 		cat "$WORK/meridian.log" >&2
 		exit 1
 	fi
-	log "port taken ($(grep -m1 'address already in use' "$WORK/meridian.log")); retrying with new ports"
+	log "port taken ($(grep -hs -m1 'address already in use' "$WORK/meridian.log" "$WORK/meridian.b.log" | head -n1)); retrying with new ports"
 	attempt=$((attempt + 1))
 	PORT_GSLB="$(pick_port)"
 	PORT_FILE="$(pick_port "$PORT_GSLB")"
+	PORT_PEER="$(pick_port "$PORT_FILE")"
 done
 # Spot-check that both listeners agree on a sample of failover names.
 for i in 2 3 $((NAMES / 2)) "$NAMES"; do
@@ -348,6 +426,11 @@ if ! kill -0 "$SERVER_PID" 2>/dev/null; then
 	cat "$WORK/meridian.log" >&2
 	exit 1
 fi
+if ((SITES)) && ! kill -0 "$PEER_PID" 2>/dev/null; then
+	echo "site b exited during the benchmark:" >&2
+	cat "$WORK/meridian.b.log" >&2
+	exit 1
+fi
 
 # --- 5. report -------------------------------------------------------------------------------
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -356,6 +439,7 @@ mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.2f\n", s / NR }';
 echo
 KIND="mixed failover/roundrobin/ip-hash"
 ((GEO)) && KIND="geoip with ECS $GEO_SUBNET"
+((SITES)) && KIND="failover, priority 1 at site b, read every $PEER_INTERVAL"
 echo "Meridian gslb vs CoreDNS file: $NAMES names ($KIND), $ROUNDS x ${DURATION}s, dnsperf -c $CLIENTS -T $THREADS -q $OUTSTANDING"
 echo
 echo "| round | gslb qps | file qps | gslb/file | gslb us CPU/q | file us CPU/q | dnsperf CPU % (gslb/file) |"

@@ -30,10 +30,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/miekg/dns"
+	"github.com/meridian-gslb/meridian/bench/internal/watch"
 )
 
 func main() {
@@ -72,7 +71,7 @@ func run(bin string, instances, transitions int, interval time.Duration, keep bo
 	}
 	procs = append(procs, p)
 
-	primary, err := newToggle("127.0.0.1:0")
+	primary, err := watch.NewToggle("127.0.0.1")
 	if err != nil {
 		return err
 	}
@@ -80,7 +79,7 @@ func run(bin string, instances, transitions int, interval time.Duration, keep bo
 	if err != nil {
 		return err
 	}
-	go acceptAndClose(secondary)
+	go watch.AcceptAndClose(secondary)
 	zone := filepath.Join(work, "bench.test.yml")
 	if err := os.WriteFile(zone, fmt.Appendf(nil, `records:
   app.bench.test.:
@@ -91,13 +90,13 @@ func run(bin string, instances, transitions int, interval time.Duration, keep bo
     backends:
       - {address: 127.0.0.1, priority: 1, rise: 1, fall: 1, healthchecks: [{type: tcp, params: {port: %d}}]}
       - {address: 127.0.0.2, priority: 2, rise: 1, fall: 1, healthchecks: [{type: tcp, params: {port: %d}}]}
-`, interval, interval/2, primary.port, secondary.Addr().(*net.TCPAddr).Port), 0o644); err != nil {
+`, interval, interval/2, primary.Port, secondary.Addr().(*net.TCPAddr).Port), 0o644); err != nil {
 		return err
 	}
 
 	var watchers []*watcher
 	for i := range instances {
-		dnsPort, metricsPort := freePort(), freePort()
+		dnsPort, metricsPort := watch.FreePort(), watch.FreePort()
 		corefile := filepath.Join(work, fmt.Sprintf("Corefile.%d", i))
 		if err := os.WriteFile(corefile, fmt.Appendf(nil, `bench.test:%d {
     bind 127.0.0.1
@@ -122,8 +121,8 @@ func run(bin string, instances, transitions int, interval time.Duration, keep bo
 			return fmt.Errorf("start %s: %w", bin, err)
 		}
 		procs = append(procs, cmd)
-		w := &watcher{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(dnsPort)), metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
-		if err := w.waitFor("127.0.0.1", 15*time.Second); err != nil {
+		w := &watcher{Watcher: watch.NewWatcher(net.JoinHostPort("127.0.0.1", strconv.Itoa(dnsPort)), "app.bench.test."), metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
+		if err := w.WaitFor("127.0.0.1", 15*time.Second); err != nil {
 			return fmt.Errorf("instance %d: %w", i, err)
 		}
 		watchers = append(watchers, w)
@@ -135,7 +134,7 @@ func run(bin string, instances, transitions int, interval time.Duration, keep bo
 		}
 	}
 	for _, w := range watchers {
-		go w.watch()
+		go w.Watch()
 	}
 
 	var spreads []time.Duration
@@ -148,12 +147,12 @@ func run(bin string, instances, transitions int, interval time.Duration, keep bo
 			want = "127.0.0.2"
 		}
 		mark := time.Now()
-		if err := primary.set(up); err != nil {
+		if err := primary.Set(up); err != nil {
 			return err
 		}
 		var first, last time.Time
 		for _, w := range watchers {
-			at, err := w.changedTo(want, mark, 10*interval+5*time.Second)
+			at, err := w.ChangedTo(want, mark, 10*interval+5*time.Second)
 			if err != nil {
 				return err
 			}
@@ -176,8 +175,8 @@ func run(bin string, instances, transitions int, interval time.Duration, keep bo
 		delays = delays.add(after.sub(before[i]))
 	}
 	slices.Sort(spreads)
-	pct := func(p float64) time.Duration { return spreads[min(len(spreads)-1, int(p*float64(len(spreads))))] }
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+	pct := func(p float64) time.Duration { return watch.Percentile(spreads, p) }
+	ms := watch.Ms
 	fmt.Printf("| instances | transitions | interval | p50 | p90 | p99 | max | metric p50 | metric p99 | results applied by message |\n")
 	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|\n")
 	fmt.Printf("| %d | %d | %s | %s | %s | %s | %s | %s | %s | %d |\n", instances, len(spreads), interval,
@@ -186,122 +185,10 @@ func run(bin string, instances, transitions int, interval time.Duration, keep bo
 	return nil
 }
 
-// toggle is the primary backend: a listener on a fixed port, opened and closed on demand.
-type toggle struct {
-	port int
-	l    net.Listener
-}
-
-func newToggle(addr string) (*toggle, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	go acceptAndClose(l)
-	return &toggle{port: l.Addr().(*net.TCPAddr).Port, l: l}, nil
-}
-
-// set opens (up) or closes the listener.
-func (t *toggle) set(up bool) error {
-	if !up {
-		return t.l.Close()
-	}
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(t.port)))
-	if err != nil {
-		return fmt.Errorf("reopen the primary: %w", err)
-	}
-	t.l = l
-	go acceptAndClose(l)
-	return nil
-}
-
-func acceptAndClose(l net.Listener) {
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		c.Close()
-	}
-}
-
-// watcher queries one instance every millisecond and notes each change of its answer: the
-// times it notes are within about a millisecond of the change.
+// watcher is an instance's watcher with the address of its metrics.
 type watcher struct {
-	addr, metrics string
-	mu            sync.Mutex
-	changes       []change
-}
-
-type change struct {
-	at     time.Time
-	answer string
-}
-
-func (w *watcher) query(c *dns.Client, m *dns.Msg) string {
-	r, _, err := c.Exchange(m, w.addr)
-	if err != nil || len(r.Answer) != 1 {
-		return ""
-	}
-	if a, ok := r.Answer[0].(*dns.A); ok {
-		return a.A.String()
-	}
-	return ""
-}
-
-// waitFor polls until the instance answers want.
-func (w *watcher) waitFor(want string, timeout time.Duration) error {
-	c := &dns.Client{Timeout: 200 * time.Millisecond}
-	m := new(dns.Msg)
-	m.SetQuestion("app.bench.test.", dns.TypeA)
-	deadline := time.Now().Add(timeout)
-	for w.query(c, m) != want {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s does not answer %s", w.addr, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return nil
-}
-
-func (w *watcher) watch() {
-	c := &dns.Client{Timeout: time.Second}
-	m := new(dns.Msg)
-	m.SetQuestion("app.bench.test.", dns.TypeA)
-	last := ""
-	for {
-		a := w.query(c, m)
-		at := time.Now()
-		if a != "" && a != last {
-			w.mu.Lock()
-			w.changes = append(w.changes, change{at, a})
-			w.mu.Unlock()
-			last = a
-		}
-		time.Sleep(time.Millisecond) // leave the CPU to the instances
-	}
-}
-
-// changedTo waits until the instance answered want after mark, and returns when it did.
-func (w *watcher) changedTo(want string, mark time.Time, timeout time.Duration) (time.Time, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		w.mu.Lock()
-		for _, c := range slices.Backward(w.changes) {
-			if c.at.Before(mark) {
-				break
-			}
-			if c.answer == want {
-				w.mu.Unlock()
-				return c.at, nil
-			}
-		}
-		w.mu.Unlock()
-		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("%s did not answer %s within %s", w.addr, want, timeout)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	*watch.Watcher
+	metrics string
 }
 
 // histogram is a Prometheus histogram's cumulative buckets (upper bound in seconds -> count).
@@ -370,7 +257,7 @@ func (h histogram) quantile(q float64) string {
 
 // startRedis starts a private redis-server and returns its address.
 func startRedis(dir string) (string, *exec.Cmd, error) {
-	port := freePort()
+	port := watch.FreePort()
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
 	if err := cmd.Start(); err != nil {
 		return "", nil, fmt.Errorf("start redis-server (Debian package redis-server): %w", err)
@@ -384,13 +271,4 @@ func startRedis(dir string) (string, *exec.Cmd, error) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return "", cmd, fmt.Errorf("redis-server does not listen on %s", addr)
-}
-
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
