@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -204,7 +207,6 @@ func TestExchangeMismatched(t *testing.T) {
 		name   string
 		change func(m *dns.Msg)
 	}{
-		{"wrong ID", func(m *dns.Msg) { m.Id++ }},
 		{"wrong name", func(m *dns.Msg) { m.Question[0].Name = "other.example.com." }},
 		{"wrong type", func(m *dns.Msg) { m.Question[0].Qtype = dns.TypeAAAA }},
 		{"wrong class", func(m *dns.Msg) { m.Question[0].Qclass = dns.ClassCHAOS }},
@@ -330,5 +332,105 @@ func TestKindOf(t *testing.T) {
 		if got := KindOf(err); got != want {
 			t.Errorf("KindOf(%v) = %q, want %q", err, got, want)
 		}
+	}
+}
+
+// TestExchangeSkipsOtherIDs: a datagram with another ID (a late answer to an earlier query on
+// a kept socket, or a spoof) is not the answer: the exchange waits for its own, and times out
+// when only others come.
+func TestExchangeSkipsOtherIDs(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		own    bool // the server sends the right answer after the wrong one
+		wantOK bool
+	}{{"then its own", true, true}, {"only others", false, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { pc.Close() })
+			go func() {
+				buf := make([]byte, dns.MaxMsgSize)
+				for {
+					n, from, err := pc.ReadFrom(buf)
+					if err != nil {
+						return
+					}
+					q := new(dns.Msg)
+					if q.Unpack(buf[:n]) != nil {
+						continue
+					}
+					m := new(dns.Msg)
+					m.SetReply(q)
+					answerA(m, 1)
+					m.Id++
+					other, _ := m.Pack()
+					_, _ = pc.WriteTo(other, from)
+					if tt.own {
+						m.Id--
+						own, _ := m.Pack()
+						_, _ = pc.WriteTo(own, from)
+					}
+				}
+			}()
+			c := &Client{Timeout: 300 * time.Millisecond}
+			defer c.Close()
+			r, err := c.Exchange(context.Background(), pc.LocalAddr().String(), question, dns.TypeA)
+			switch {
+			case tt.wantOK && (err != nil || len(r.Answer) != 1):
+				t.Fatalf("got %v, %v; want the answer with the query's ID", r, err)
+			case !tt.wantOK && KindOf(err) != KindTimeout:
+				t.Fatalf("kind %q, want timeout (err %v)", KindOf(err), err)
+			}
+		})
+	}
+}
+
+// TestExchangeKeepsSockets: sequential exchanges with one server reuse one UDP socket (the
+// server sees one source port); after Close, a client dials a new one.
+func TestExchangeKeepsSockets(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	var mu sync.Mutex
+	sources := map[string]int{}
+	go func() {
+		buf := make([]byte, dns.MaxMsgSize)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			q := new(dns.Msg)
+			if q.Unpack(buf[:n]) != nil {
+				continue
+			}
+			mu.Lock()
+			sources[from.String()]++
+			mu.Unlock()
+			m := new(dns.Msg)
+			m.SetReply(q)
+			out, _ := m.Pack()
+			_, _ = pc.WriteTo(out, from)
+		}
+	}()
+	ask := func(c *Client) {
+		if _, err := c.Exchange(context.Background(), pc.LocalAddr().String(), question, dns.TypeA); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Client{Timeout: time.Second}
+	for range 5 {
+		ask(c)
+	}
+	c.Close()
+	ask(c) // a closed client still works, keeping nothing
+	mu.Lock()
+	defer mu.Unlock()
+	if counts := slices.Sorted(maps.Values(sources)); !slices.Equal(counts, []int{1, 5}) {
+		t.Errorf("queries by source port: %v, want 5 from one kept socket, then 1 from a new one", sources)
 	}
 }

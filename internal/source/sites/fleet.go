@@ -119,6 +119,9 @@ func (f *Fleet) Configure(opts config.SitesOptions, log Logger) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.opts, f.log = opts, log
+	if f.client != nil {
+		f.client.Close() // a round still using it closes its sockets as it ends
+	}
 	f.client = &Client{Timeout: opts.PeerTimeout, Key: opts.TSIG}
 }
 
@@ -160,6 +163,9 @@ func (f *Fleet) Stop() {
 	close(f.stop)
 	f.mu.Unlock()
 	f.wg.Wait()
+	f.mu.Lock()
+	f.client.Close() // its kept sockets; a closed client still works, keeping none
+	f.mu.Unlock()
 }
 
 // tick advances the heartbeat every heartbeatTick until stop.

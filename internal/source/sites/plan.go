@@ -1,8 +1,11 @@
 package sites
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
+
+	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
@@ -14,12 +17,27 @@ type plan struct {
 	// heartbeats are read in the first.
 	zones []string
 	// reads are, by site, the records whose localtargets are read from it.
-	reads map[string][]string
+	reads map[string][]read
 	// remote are the other sites' backends written with an address (the same YAML in every
 	// site), whose health this site takes from their site's localtargets.
 	remote []remoteBackend
 	// placeholders are, by record, the sites that its placeholder backends stand for.
 	placeholders map[string][]string
+}
+
+// read is one record whose localtargets are read from a site, and the query types they are
+// read with: those of its backends of that site, both for a placeholder (which stands for
+// whatever the site publishes).
+type read struct {
+	record string
+	qtypes []uint16
+}
+
+// addQtype adds qtype to the types r is read with.
+func (r *read) addQtype(qtype uint16) {
+	if !slices.Contains(r.qtypes, qtype) {
+		r.qtypes = append(r.qtypes, qtype)
+	}
 }
 
 // remoteBackend is another site's backend: written with an address, or a target learned for
@@ -46,7 +64,7 @@ func (p *plan) sites() []string {
 // (a site: of this site, or none) publishes them, and a backend's site is its location tag
 // (the geo modes' location) when it has none. Zones and records that change are copies; the input is not modified.
 func merge(zones []*config.Zone, own string, learned func(site, record string) []netip.Addr) ([]*config.Zone, *plan) {
-	p := &plan{reads: map[string][]string{}, placeholders: map[string][]string{}}
+	p := &plan{reads: map[string][]read{}, placeholders: map[string][]string{}}
 	out := slices.Clone(zones)
 	for zi, z := range zones {
 		var recs []config.Record
@@ -62,7 +80,7 @@ func merge(zones []*config.Zone, own string, learned func(site, record string) [
 				continue
 			}
 			rec.Backends = nil
-			read := map[string]bool{}
+			reads := map[string]*read{}
 			for _, b := range r.Backends {
 				if b.Location == "" {
 					b.Location = b.Site // the site is the backend's geo tag, unless it has one
@@ -87,10 +105,23 @@ func merge(zones []*config.Zone, own string, learned func(site, record string) [
 					p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &b), site: b.Site, record: r.Name, ip: b.IP})
 				}
 				involved = true
-				if !read[b.Site] {
-					read[b.Site] = true
-					p.reads[b.Site] = append(p.reads[b.Site], r.Name)
+				rd := reads[b.Site]
+				if rd == nil {
+					rd = &read{record: r.Name}
+					reads[b.Site] = rd
 				}
+				switch {
+				case b.IsPlaceholder():
+					rd.addQtype(dns.TypeA)
+					rd.addQtype(dns.TypeAAAA)
+				case b.IP.Is4():
+					rd.addQtype(dns.TypeA)
+				case b.IP.Is6():
+					rd.addQtype(dns.TypeAAAA)
+				}
+			}
+			for _, site := range slices.Sorted(maps.Keys(reads)) {
+				p.reads[site] = append(p.reads[site], *reads[site])
 			}
 		}
 		if recs != nil {

@@ -1,10 +1,13 @@
 package sites
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
@@ -76,8 +79,12 @@ func TestMerge(t *testing.T) {
 	if got := p.sites(); !slices.Equal(got, []string{"ap", "us"}) {
 		t.Errorf("sites read: %v", got)
 	}
-	if !slices.Equal(p.zones, []string{"gslb.example.com."}) || !slices.Equal(p.reads["us"], []string{"app.gslb.example.com."}) {
-		t.Errorf("plan zones %v reads %v", p.zones, p.reads)
+	wantReads := map[string][]read{
+		"us": {{"app.gslb.example.com.", []uint16{dns.TypeA}}},
+		"ap": {{"app.gslb.example.com.", []uint16{dns.TypeA, dns.TypeAAAA}}},
+	}
+	if !slices.Equal(p.zones, []string{"gslb.example.com."}) || fmt.Sprint(p.reads) != fmt.Sprint(wantReads) {
+		t.Errorf("plan zones %v reads %v, want reads %v", p.zones, p.reads, wantReads)
 	}
 	if len(p.remote) != 4 || p.remote[0].key != "app.gslb.example.com.|10.2.0.1|0" || p.remote[0].learned || !p.remote[1].learned {
 		t.Errorf("remote backends: %+v", p.remote)

@@ -180,36 +180,44 @@ func readHeartbeat(ctx context.Context, c *Client, addr, site, zone string) (*He
 	return nil, nil
 }
 
-// readTargets reads the localtargets A and AAAA of records from addr, queriesPerPeer at a
-// time. A record is in the result only when both families were read.
-func readTargets(ctx context.Context, c *Client, addr string, records []string) (map[string][]netip.Addr, []error) {
+// readTargets reads the localtargets of records from addr, each with its query types,
+// queriesPerPeer at a time. A record is in the result only when every type was read.
+func readTargets(ctx context.Context, c *Client, addr string, records []read) (map[string][]netip.Addr, []error) {
 	type answer struct {
 		addrs []netip.Addr
 		err   error
 	}
-	answers := make([][2]answer, len(records))
+	answers := make([][]answer, len(records))
 	sem := make(chan struct{}, queriesPerPeer)
 	var wg sync.WaitGroup
-	for i, rec := range records {
-		for fi, qtype := range []uint16{dns.TypeA, dns.TypeAAAA} {
+	for i, rd := range records {
+		answers[i] = make([]answer, len(rd.qtypes))
+		for j, qtype := range rd.qtypes {
 			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				addrs, err := readAddrs(ctx, c, addr, catalog.LocalTargetsPrefix+rec, qtype)
-				answers[i][fi] = answer{addrs, err}
+				addrs, err := readAddrs(ctx, c, addr, catalog.LocalTargetsPrefix+rd.record, qtype)
+				answers[i][j] = answer{addrs, err}
 			})
 		}
 	}
 	wg.Wait()
 	out := make(map[string][]netip.Addr, len(records))
 	var errs []error
-	for i, rec := range records {
-		a, aaaa := answers[i][0], answers[i][1]
-		if a.err != nil || aaaa.err != nil {
-			errs = append(errs, errors.Join(a.err, aaaa.err))
+	for i, rd := range records {
+		var addrs []netip.Addr
+		var failed []error
+		for _, a := range answers[i] {
+			addrs = append(addrs, a.addrs...)
+			if a.err != nil {
+				failed = append(failed, a.err)
+			}
+		}
+		if len(failed) > 0 {
+			errs = append(errs, errors.Join(failed...))
 			continue
 		}
-		out[rec] = sortedAddrs(append(a.addrs, aaaa.addrs...))
+		out[rd.record] = sortedAddrs(addrs)
 	}
 	return out, errs
 }
