@@ -88,17 +88,25 @@ func (s SitesOptions) Check() error {
 
 // CheckSiteName reports why name cannot name a site: a site is one lower-case DNS label of
 // letters, digits and hyphens, as it appears in the heartbeat-<site> name.
-func CheckSiteName(name string) error {
+func CheckSiteName(name string) error { return checkLabel("site", name) }
+
+// CheckRegionName reports why name cannot name a region (the region option): the same rules
+// as a site's.
+func CheckRegionName(name string) error { return checkLabel("region", name) }
+
+// checkLabel reports why name cannot be the name of a kind (site, region) that appears as a
+// DNS label in heartbeat names.
+func checkLabel(kind, name string) error {
 	if name == "" || len(name) > 50 {
-		return fmt.Errorf("a site name has 1 to 50 characters, not %d", len(name))
+		return fmt.Errorf("a %s name has 1 to 50 characters, not %d", kind, len(name))
 	}
 	for _, c := range name {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return fmt.Errorf("site %q: a site name has lower-case letters, digits and hyphens only", name)
+			return fmt.Errorf("%s %q: a %s name has lower-case letters, digits and hyphens only", kind, name, kind)
 		}
 	}
 	if name[0] == '-' || name[len(name)-1] == '-' {
-		return fmt.Errorf("site %q: a site name neither starts nor ends with a hyphen", name)
+		return fmt.Errorf("%s %q: a %s name neither starts nor ends with a hyphen", kind, name, kind)
 	}
 	return nil
 }

@@ -95,6 +95,8 @@ type Options struct {
 	State StateOptions
 	// Sites are the multi-site options; off unless Sites.Site is set.
 	Sites SitesOptions
+	// Heartbeats are the heartbeats in the operator's DNS; off unless a heartbeat zone is set.
+	Heartbeats HeartbeatOptions
 }
 
 // StateOptions are the state file's settings (state_persist_*, state_max_age): the health of

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/files"
+	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
 	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
 
@@ -44,6 +46,10 @@ type Engine struct {
 	// source of backends (its Source is one of backends) and of the verdicts on other sites'
 	// backends, which it reports to the health manager.
 	fleet *sites.Fleet
+	// keeper writes and reads the heartbeats in the operator's DNS (nil unless the block has a
+	// heartbeat zone): a source of backends (its Source notes other sites' backends) and of
+	// the verdicts on them.
+	keeper *heartbeats.Keeper
 	// verdicts holds the health words; health is the same manager, for the admin API's view
 	// of its details, transitions and votes.
 	verdicts source.Verdicts
@@ -74,6 +80,9 @@ type Engine struct {
 // warnings of the zones (those New logs) when they load.
 func Check(opts config.Options) (warnings []error, err error) {
 	zones, err := files.Load(opts)
+	if err == nil && opts.Heartbeats.Enabled() {
+		zones, err = heartbeats.NewKeeper(opts.Sites.Site, opts.Heartbeats, nil, nil).Source().Merge(zones)
+	}
 	if err == nil && opts.Sites.Enabled() {
 		// What the placeholders stand for is learned at run time: none yet.
 		zones, _ = sites.NewFleet(opts.Sites, nil, nil).Source().Merge(zones)
@@ -142,6 +151,10 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	e.shared = r.acquireHealth(opts, log)
 	e.discovery = discovery.New(e.shared.discovered)
 	e.backends = []source.Backends{files.New(opts), e.discovery}
+	if e.keeper = e.shared.keeper; e.keeper != nil {
+		e.keeper.Configure(opts.Heartbeats, opts.ZoneOrigins(), func() ([]netip.Addr, int) { return heartbeats.Summary(e.Snapshot()) }, log)
+		e.backends = append(e.backends, e.keeper.Source()) // before the sites source: it sees the placeholders
+	}
 	if e.fleet = e.shared.fleet; e.fleet != nil {
 		e.fleet.Configure(opts.Sites, log)
 		e.backends = append(e.backends, e.fleet.Source())
@@ -247,6 +260,9 @@ func (e *Engine) load() error {
 	e.specs = specs
 	if e.fleet != nil {
 		e.fleet.ReportAll() // the new snapshot's other sites' backends start unknown
+	}
+	if e.keeper != nil {
+		e.keeper.ReportAll()
 	}
 	for _, r := range snap.Records() {
 		r.Refresh() // Sync may have reset the state of backends whose checks changed

@@ -11,6 +11,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
+	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
 	"github.com/meridian-gslb/meridian/internal/source/sites"
 	"github.com/meridian-gslb/meridian/internal/source/statefile"
 )
@@ -57,8 +58,10 @@ type sharedHealth struct {
 	manager    *health.Manager
 	cluster    *cluster.Client // nil without cluster mode
 	discovered *discovery.Memory
-	// fleet is the block's view of the other sites, nil unless the block names its site.
+	// fleet is the block's view of the other sites, nil unless the block names its site;
+	// keeper its heartbeats in the operator's DNS, nil unless it has a heartbeat zone.
 	fleet   *sites.Fleet
+	keeper  *heartbeats.Keeper
 	refs    int
 	started bool
 	// writer writes the manager's state to the state file (nil when the block has none); seed
@@ -77,7 +80,7 @@ func healthKey(o config.Options) string {
 	if o.Cluster.Enable {
 		redis = fmt.Sprintf("%+v", o.Cluster.WithDefaults())
 	}
-	return fmt.Sprint(o.Zones, o.MaxStaggerStart, o.BatchSizeStart, o.ResolutionIdleTimeout, o.HealthcheckIdleMultiplier, o.Cluster.ProbeSources, o.CoreDNSGSLBMetrics, redis, o.Sites.Site)
+	return fmt.Sprint(o.Zones, o.MaxStaggerStart, o.BatchSizeStart, o.ResolutionIdleTimeout, o.HealthcheckIdleMultiplier, o.Cluster.ProbeSources, o.CoreDNSGSLBMetrics, redis, o.Sites.Site, o.Heartbeats.Enabled())
 }
 
 // acquireHealth returns the block's health manager, creating it on first use, and counts one
@@ -118,6 +121,9 @@ func (r *Registry) startHealth(sh *sharedHealth) {
 	if sh.fleet != nil {
 		sh.fleet.Start()
 	}
+	if sh.keeper != nil {
+		sh.keeper.Start()
+	}
 	if sh.writer != nil {
 		sh.writer.Start()
 	}
@@ -139,6 +145,9 @@ func (r *Registry) releaseHealth(sh *sharedHealth) {
 	r.mu.Unlock()
 	if sh.fleet != nil {
 		sh.fleet.Stop()
+	}
+	if sh.keeper != nil {
+		sh.keeper.Stop()
 	}
 	sh.manager.Stop()
 	if sh.cluster != nil {
@@ -170,6 +179,9 @@ func newSharedHealth(key string, o config.Options, seed map[string]health.Status
 	}
 	if o.Sites.Enabled() {
 		sh.fleet = sites.NewFleet(o.Sites, sh.manager, log)
+	}
+	if o.Heartbeats.Enabled() {
+		sh.keeper = heartbeats.NewKeeper(o.Sites.Site, o.Heartbeats, sh.manager, log)
 	}
 	return sh
 }

@@ -142,7 +142,7 @@ func ParseBlock(c *caddy.Controller, root string, port int) (Block, error) {
 	if err := engine.CheckAPIOptions(b.Options.API); err != nil {
 		return b, b.errorAt(max(b.apiLine, b.Line), err)
 	}
-	if err := b.Options.Sites.Check(); err != nil {
+	if err := errors.Join(b.Options.Sites.Check(), b.Options.Heartbeats.Check(b.Options.Sites)); err != nil {
 		return b, b.errorAt(max(b.sitesLine, b.Line), err)
 	}
 	return b, nil
@@ -248,6 +248,10 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 		}
 		line := c.Line()
 		if ok, err := parseSitesOption(c, &o.Sites, b.port); ok || err != nil {
+			b.sitesLine = cmp.Or(b.sitesLine, line)
+			return err
+		}
+		if ok, err := parseHeartbeatOption(c, &o.Heartbeats); ok || err != nil {
 			b.sitesLine = cmp.Or(b.sitesLine, line)
 			return err
 		}

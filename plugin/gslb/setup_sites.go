@@ -114,22 +114,23 @@ func withDefaultPort(a string, port int) (string, error) {
 	return net.JoinHostPort(host, p), nil
 }
 
-// tsigKey reads "peer_tsig NAME ALGORITHM SECRET".
+// tsigKey reads "OPTION NAME ALGORITHM SECRET" (peer_tsig, heartbeat_tsig).
 func tsigKey(c *caddy.Controller) (*config.TSIGKey, error) {
+	opt := c.Val()
 	args := c.RemainingArgs()
 	if len(args) != 3 {
-		return nil, c.Errf("peer_tsig: want 'peer_tsig NAME ALGORITHM SECRET', got %d arguments", len(args))
+		return nil, c.Errf("%s: want '%s NAME ALGORITHM SECRET', got %d arguments", opt, opt, len(args))
 	}
 	name, alg, secret := args[0], args[1], args[2]
 	if err := config.CheckHostName(name); err != nil {
-		return nil, c.Errf("peer_tsig: %q is not a key name: %v", name, err)
+		return nil, c.Errf("%s: %q is not a key name: %v", opt, name, err)
 	}
 	algorithm, ok := tsigAlgorithms[strings.TrimSuffix(strings.ToLower(alg), ".")]
 	if !ok {
-		return nil, c.Errf("peer_tsig: unknown algorithm %q (valid: hmac-sha1, hmac-sha224, hmac-sha256, hmac-sha384, hmac-sha512)", alg)
+		return nil, c.Errf("%s: unknown algorithm %q (valid: hmac-sha1, hmac-sha224, hmac-sha256, hmac-sha384, hmac-sha512)", opt, alg)
 	}
 	if b, err := base64.StdEncoding.DecodeString(secret); err != nil || len(b) == 0 {
-		return nil, c.Errf("peer_tsig: the secret is not base64 (as 'tsig-keygen' or 'openssl rand -base64 32' write one)")
+		return nil, c.Errf("%s: the secret is not base64 (as 'tsig-keygen' or 'openssl rand -base64 32' write one)", opt)
 	}
 	return &config.TSIGKey{Name: config.CanonicalName(name), Algorithm: algorithm, Secret: secret}, nil
 }

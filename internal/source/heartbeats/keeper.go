@@ -1,0 +1,303 @@
+// Package heartbeats shares health between sites through the operator's own DNS (see
+// docs/heartbeats.md): every heartbeat interval, each site writes its heartbeat (its healthy
+// addresses, dated) by RFC 2136 UPDATE signed with TSIG into the local zone, which the sites of
+// its region read, and into the global zone, which every region reads; and it reads the other
+// sites' there. A site whose heartbeat is older than the zone's healthy duration is stale: its
+// backends leave the answers, unless a record would have none left. A site that finds its own
+// heartbeat going stale while it is healthy (its writes refused, dropped or throttled) dates
+// the next ones up to self_heal_interval ahead, so that throttling alone does not fail it over.
+// With a delegation, the sites also keep the parent zone's NS records and glue in step.
+//
+// A Keeper is, like the sites' Fleet, a source of backend sets (its Source notes which
+// backends are other sites') and of health verdicts on them, which it reports to the health
+// manager.
+package heartbeats
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/source/sites"
+)
+
+// Logger is where the keeper reports what it cannot act on.
+type Logger interface {
+	Infof(format string, args ...any)
+	Warningf(format string, args ...any)
+}
+
+// The zones a site writes its heartbeat to.
+const (
+	local  = "local"
+	global = "global"
+)
+
+// Keeper writes this site's heartbeats and reads the other sites'. It lives as long as the
+// block's health manager, across Corefile reloads.
+type Keeper struct {
+	site     string
+	reporter sites.Reporter
+
+	mu      sync.Mutex
+	opts    config.HeartbeatOptions // with defaults
+	log     Logger
+	summary func() ([]netip.Addr, int)
+	plan    *plan
+	sites   map[string]*siteState
+	writers map[string]*writer // by zone kind
+	// origins are the block's zones, whose delegation the keeper keeps.
+	origins []string
+	// delegationErr is the last error of a delegation update logged, so that one cause is
+	// logged once.
+	delegationErr string
+	running       bool
+	stop          chan struct{}
+	wg            sync.WaitGroup
+}
+
+// siteState is what this site knows of another from its heartbeats.
+type siteState struct {
+	// rec is the newest heartbeat read; kind the zone it was read in, whose healthy duration
+	// applies; ok whether one was ever read.
+	rec  Record
+	kind string
+	ok   bool
+}
+
+// NewKeeper returns the keeper of site, reporting its verdicts to reporter. It writes and
+// reads nothing until Start.
+func NewKeeper(site string, opts config.HeartbeatOptions, reporter sites.Reporter, log Logger) *Keeper {
+	k := &Keeper{site: site, reporter: reporter, sites: map[string]*siteState{}, writers: map[string]*writer{}, plan: &plan{}}
+	k.Configure(opts, nil, nil, log)
+	return k
+}
+
+// Configure makes opts the keeper's options from the next round on, summary the source of
+// this site's healthy addresses (the current snapshot's), and origins the block's zones.
+func (k *Keeper) Configure(opts config.HeartbeatOptions, origins []string, summary func() ([]netip.Addr, int), log Logger) {
+	opts = opts.WithDefaults()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.opts, k.log, k.summary, k.origins = opts, log, summary, origins
+	for kind, z := range map[string]*config.HeartbeatZone{local: opts.Local, global: opts.Global} {
+		switch {
+		case z == nil:
+			delete(k.writers, kind)
+		case k.writers[kind] == nil || k.writers[kind].zone.Zone != z.Zone:
+			k.writers[kind] = &writer{kind: kind, zone: *z}
+		default:
+			k.writers[kind].zone = *z
+		}
+	}
+}
+
+// healthyFor returns how old a heartbeat read in the zone of kind may be.
+func (k *Keeper) healthyFor(kind string) time.Duration {
+	if kind == local {
+		return k.opts.LocalHealthy
+	}
+	return k.opts.GlobalHealthy
+}
+
+// timeout bounds one exchange: half an interval, at most two seconds.
+func (k *Keeper) timeout() time.Duration { return min(2*time.Second, k.opts.Interval/2) }
+
+// Start starts the rounds, the first at once. It may be called more than once.
+func (k *Keeper) Start() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.running {
+		return
+	}
+	k.running, k.stop = true, make(chan struct{})
+	k.wg.Add(1)
+	go k.rounds(k.stop)
+}
+
+// Stop ends the rounds and waits for the one in progress.
+func (k *Keeper) Stop() {
+	k.mu.Lock()
+	if !k.running {
+		k.mu.Unlock()
+		return
+	}
+	k.running = false
+	close(k.stop)
+	k.mu.Unlock()
+	k.wg.Wait()
+}
+
+// rounds runs a round every interval until stop.
+func (k *Keeper) rounds(stop <-chan struct{}) {
+	defer k.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-stop; cancel() }()
+	for {
+		k.round(ctx)
+		k.mu.Lock()
+		interval := k.opts.Interval
+		k.mu.Unlock()
+		select {
+		case <-stop:
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+// round writes this site's heartbeats, reads the others', and reports the verdicts.
+func (k *Keeper) round(ctx context.Context) {
+	k.mu.Lock()
+	opts, p, summary := k.opts, k.plan, k.summary
+	writers := make([]*writer, 0, len(k.writers))
+	for _, w := range k.writers {
+		writers = append(writers, w)
+	}
+	k.mu.Unlock()
+	if summary == nil {
+		return // no snapshot yet
+	}
+	up, total := summary()
+	reader := &sites.Client{Timeout: k.timeout()}
+	defer reader.Close()
+	u := updater{key: opts.TSIG, timeout: k.timeout()}
+	var wg sync.WaitGroup
+	for _, w := range writers {
+		wg.Go(func() { k.write(ctx, w, reader, u, up, total) })
+	}
+	reads := k.read(ctx, reader, p)
+	wg.Wait()
+	if ctx.Err() != nil {
+		return
+	}
+	k.mu.Lock()
+	now := time.Now()
+	for name, r := range reads {
+		s := k.sites[name]
+		if s == nil {
+			s = &siteState{}
+			k.sites[name] = s
+		}
+		s.rec, s.kind, s.ok = r.rec, r.kind, true
+	}
+	verdicts := k.judgeLocked(now)
+	k.publishLocked(now, len(up) > 0)
+	k.mu.Unlock()
+	for _, v := range verdicts {
+		k.reporter.Report(v.key, v.status, v.reason)
+	}
+	if opts.Delegation != nil {
+		k.keepDelegation(ctx, u, len(up) > 0)
+	}
+}
+
+// reading is one heartbeat read, and the zone it was read in.
+type reading struct {
+	rec  Record
+	kind string
+}
+
+// read reads the heartbeat of every site the plan names: in the local zone (where the sites
+// of this region write), else in the global zone. Sites not found keep what was read before.
+func (k *Keeper) read(ctx context.Context, c *sites.Client, p *plan) map[string]reading {
+	k.mu.Lock()
+	zones := map[string]*config.HeartbeatZone{local: k.opts.Local, global: k.opts.Global}
+	k.mu.Unlock()
+	names := p.sites()
+	found := make([]*reading, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			for _, kind := range []string{local, global} {
+				if z := zones[kind]; z != nil {
+					if rec, ok := readRecord(ctx, c, *z, name); ok {
+						found[i] = &reading{rec: rec, kind: kind}
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	out := map[string]reading{}
+	for i, r := range found {
+		if r != nil {
+			out[names[i]] = *r
+		}
+	}
+	return out
+}
+
+// readRecord reads site's heartbeat in z from the first of its servers that answers.
+func readRecord(ctx context.Context, c *sites.Client, z config.HeartbeatZone, site string) (Record, bool) {
+	name := Name(site, z.Zone)
+	for _, server := range z.Servers {
+		m, err := c.Exchange(ctx, server, name, dns.TypeTXT)
+		if err != nil {
+			continue
+		}
+		for _, rr := range m.Answer {
+			if txt, ok := rr.(*dns.TXT); ok {
+				if rec, err := ParseRecord(txt.Txt); err == nil && rec.Site == site {
+					return rec, true
+				}
+			}
+		}
+		return Record{}, false
+	}
+	return Record{}, false
+}
+
+// verdict is the status of one other site's backend, and why.
+type verdict struct {
+	key    string
+	status health.Status
+	reason string
+}
+
+// judgeLocked returns the verdict on every other site's backend of the plan whose site's
+// heartbeat was read.
+func (k *Keeper) judgeLocked(now time.Time) []verdict {
+	var out []verdict
+	for _, b := range k.plan.remote {
+		s := k.sites[b.site]
+		if s == nil || !s.ok {
+			continue
+		}
+		listed := slices.Contains(s.rec.Up, b.ip)
+		age := now.Sub(s.rec.Time)
+		fresh := age <= k.healthyFor(s.kind)
+		v := verdict{key: b.key}
+		switch {
+		case fresh && listed:
+			v.status, v.reason = health.Up, "up in site "+b.site+"'s "+s.kind+" heartbeat"
+		case fresh:
+			v.status, v.reason = health.Down, "not up in site "+b.site+"'s "+s.kind+" heartbeat"
+		case listed:
+			v.status, v.reason = health.Stale, "site "+b.site+"'s "+s.kind+" heartbeat is "+age.Round(time.Second).String()+" old, more than "+k.healthyFor(s.kind).String()
+		default:
+			v.status, v.reason = health.Down, "not up in site "+b.site+"'s last heartbeat, which is stale"
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// ReportAll reports the current verdict on every other site's backend. The engine calls it
+// after each snapshot's backends reached the health manager, whose new ones start unknown.
+func (k *Keeper) ReportAll() {
+	k.mu.Lock()
+	verdicts := k.judgeLocked(time.Now())
+	k.mu.Unlock()
+	for _, v := range verdicts {
+		k.reporter.Report(v.key, v.status, v.reason)
+	}
+}
