@@ -26,6 +26,8 @@ deps:
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	command -v unbound >/dev/null || missing="$$missing unbound"; \
 	command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
+	command -v named >/dev/null || [ -x /usr/sbin/named ] || missing="$$missing bind9"; \
+	command -v knotd >/dev/null || [ -x /usr/sbin/knotd ] || missing="$$missing knot"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \

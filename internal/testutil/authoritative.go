@@ -38,13 +38,19 @@ func StartAuthoritative(t testing.TB, origin string, rrs ...string) *Authoritati
 func (a *Authoritative) SetRecords(t testing.TB, rrs ...string) {
 	t.Helper()
 	a.serial++
-	zone := fmt.Sprintf("$ORIGIN %s\n$TTL 30\n@ IN SOA ns.%s hostmaster.%s %d 3600 600 86400 30\n@ IN NS ns.%s\nns IN A 127.0.0.1\n%s\n",
-		a.origin, a.origin, a.origin, a.serial, a.origin, strings.Join(rrs, "\n"))
 	tmp := a.db + ".tmp"
-	if err := os.WriteFile(tmp, []byte(zone), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(zoneFile(a.origin, a.serial, rrs)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(tmp, a.db); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// zoneFile returns the text of a zone file for origin (fully qualified) with serial: an SOA, an
+// NS record naming ns.origin, its address 127.0.0.1, and then rrs (zone file lines, names
+// relative to origin).
+func zoneFile(origin string, serial int, rrs []string) string {
+	return fmt.Sprintf("$ORIGIN %s\n$TTL 30\n@ IN SOA ns.%s hostmaster.%s %d 3600 600 86400 30\n@ IN NS ns.%s\nns IN A 127.0.0.1\n%s\n",
+		origin, origin, origin, serial, origin, strings.Join(rrs, "\n"))
 }
