@@ -45,15 +45,16 @@ type siteProc struct {
 // siteSetup describes the sites of a test: their names, each site's zone file (given every
 // site's backend port), the extra Corefile lines of each, and the backend address of each
 // (empty for none). With hosts, site i listens on hosts[i] and every site on the same port,
-// and peers (when set) writes each site's peer lines; by default each site listens on a port
-// of its own on 127.0.0.1 and names the others with peers.
+// and transport (when set) writes each site's lines that say how it reads the others (peers
+// from the NS set, heartbeat zones); by default each site listens on a port of its own on
+// 127.0.0.1 and names the others with peers.
 type siteSetup struct {
-	names    []string
-	backends []string
-	yaml     func(i int, ports []int) string
-	extra    func(i int) string
-	hosts    []string
-	peers    func(i int, procs []*siteProc) string
+	names     []string
+	backends  []string
+	yaml      func(i int, ports []int) string
+	extra     func(i int) string
+	hosts     []string
+	transport func(i int, procs []*siteProc) string
 }
 
 // startSites starts a tcp listener for each site's backend and one meridian per site on
@@ -91,8 +92,8 @@ func startSites(t *testing.T, s siteSetup) []*siteProc {
 			}
 		}
 		peerLines := "  peers " + strings.Join(peers, " ") + "\n"
-		if s.peers != nil {
-			peerLines = s.peers(i, procs)
+		if s.transport != nil {
+			peerLines = s.transport(i, procs)
 		}
 		dir := t.TempDir()
 		zone := filepath.Join(dir, "zone.yml")
@@ -121,6 +122,9 @@ func startSites(t *testing.T, s siteSetup) []*siteProc {
 	}
 	return procs
 }
+
+// backendIP returns the address of the site's backend listener.
+func (p *siteProc) backendIP() string { return p.backend.Addr().(*net.TCPAddr).IP.String() }
 
 // addr is the site's DNS address.
 func (p *siteProc) addr() string { return net.JoinHostPort(p.host, fmt.Sprint(p.port)) }
@@ -565,7 +569,7 @@ func TestSitesPeersFromNS(t *testing.T) {
 		"ns1.gslb IN A "+hosts[0], "ns2.gslb IN A "+hosts[1], "ns3.gslb IN A "+hosts[2])
 	backends := []string{"127.0.7.11", "127.0.7.12", "127.0.7.13"}
 	procs := startSites(t, siteSetup{names: []string{"s1", "s2", "s3"}, backends: backends, yaml: failoverSites(backends), hosts: hosts,
-		peers: func(int, []*siteProc) string { return "  peers_from_ns " + parent.Addr + "\n" }})
+		transport: func(int, []*siteProc) string { return "  peers_from_ns " + parent.Addr + "\n" }})
 	waitAnswer(t, procs, 10*time.Second, "app.gslb.example.com.", dns.TypeA, backends[0])
 	var view []struct{ Peers []peerJSON }
 	testutil.Eventually(t, 5*time.Second, func() bool {

@@ -13,7 +13,8 @@ import (
 // Writes are so rate limited to three an interval, whatever fails.
 const attemptsPerRound = 3
 
-// firstBackoff is the wait before the first retry; each retry waits twice as long.
+// firstBackoff is the wait before the first retry (an eighth of the interval when that is
+// shorter); each retry waits twice as long.
 const firstBackoff = 250 * time.Millisecond
 
 // writer is this site's heartbeat in one zone.
@@ -67,7 +68,7 @@ func (k *Keeper) write(ctx context.Context, w *writer, reader *sites.Client, u u
 	m := replaceTXT(w.zone.Zone, Name(site, w.zone.Zone), rec.TXT())
 	var res outcome
 	var err error
-	backoff := firstBackoff
+	backoff := min(firstBackoff, opts.Interval/8)
 	for attempt := 0; attempt < attemptsPerRound; attempt++ {
 		if attempt > 0 && !sleep(ctx, backoff) {
 			return

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
+	"github.com/meridian-gslb/meridian/internal/testutil"
+)
+
+// The timing of the heartbeat tests.
+const (
+	hbInterval = 250 * time.Millisecond
+	hbHealthy  = 2 * time.Second
+	hbSelfHeal = 4 * time.Second
+)
+
+// hbKey is the TSIG key the update servers of the tests accept.
+var hbKey = testutil.TSIGKey{Name: "meridian-sites.", Algorithm: dns.HmacSHA256, Secret: "aGVhcnRiZWF0cy1vZi10aGUtc2l0ZXMtYXJlLXNpZ25lZA=="}
+
+// hbZones are the heartbeat zones of the tests: a local zone per region and the global one.
+var hbZones = map[string][]string{"europe.hb.test.": nil, "america.hb.test.": nil, "global.hb.test.": nil}
+
+// hbSites are three sites in two regions (eu-1, eu-2 in europe; us-1 in america), in the
+// order of failoverSites' priorities.
+var hbSites = []struct{ name, region string }{{"eu-1", "europe"}, {"eu-2", "europe"}, {"us-1", "america"}}
+
+// hbTransport returns the heartbeat lines of site i: its region, the local zone of its region
+// and the global zone at server (host:port), the key (secret overrides the test key's when
+// set), and extra lines.
+func hbTransport(server string, secret func(i int) string, extra string) func(int, []*siteProc) string {
+	return func(i int, _ []*siteProc) string {
+		s := hbKey.Secret
+		if secret != nil {
+			s = secret(i)
+		}
+		site := hbSites[i]
+		return fmt.Sprintf("  region %s\n  heartbeat_zone local %s.hb.test. %s\n  heartbeat_zone global global.hb.test. %s\n"+
+			"  heartbeat_tsig %s hmac-sha256 %s\n  heartbeat_interval %s\n  local_healthy_duration %s\n  global_healthy_duration %s\n  self_heal_interval %s\n%s",
+			site.region, site.region, server, server, hbKey.Name, s, hbInterval, hbHealthy, hbHealthy, hbSelfHeal, extra)
+	}
+}
+
+// startHBSites starts the three sites of hbSites writing their heartbeats at server, with the
+// failover record of failoverSites over one backend each.
+func startHBSites(t *testing.T, server string, base string, secret func(int) string, extra string) []*siteProc {
+	t.Helper()
+	backends := []string{base + ".1", base + ".2", base + ".3"}
+	names := []string{hbSites[0].name, hbSites[1].name, hbSites[2].name}
+	procs := startSites(t, siteSetup{names: names, backends: backends, yaml: hbFailover(backends), transport: hbTransport(server, secret, extra)})
+	for _, p := range procs {
+		t.Cleanup(func() { _ = p.srv.Signal(syscall.SIGCONT) })
+	}
+	return procs
+}
+
+// hbFailover is failoverSites with the heartbeat tests' site names.
+func hbFailover(backends []string) func(int, []int) string {
+	yaml := failoverSites(backends)
+	return func(i int, ports []int) string {
+		s := yaml(i, ports)
+		for j, site := range hbSites {
+			s = strings.ReplaceAll(s, fmt.Sprintf("site: s%d,", j+1), "site: "+site.name+",")
+		}
+		return s
+	}
+}
+
+// heartbeatIn reads site's heartbeat in zone from the server.
+func heartbeatIn(t *testing.T, s *testutil.UpdateServer, site, zone string) (heartbeats.Record, bool) {
+	t.Helper()
+	for _, rr := range s.Query(t, heartbeats.Name(site, zone), dns.TypeTXT).Answer {
+		if txt, ok := rr.(*dns.TXT); ok {
+			rec, err := heartbeats.ParseRecord(txt.Txt)
+			if err != nil {
+				t.Fatalf("%s's heartbeat in %s: %v", site, zone, err)
+			}
+			return rec, true
+		}
+	}
+	return heartbeats.Record{}, false
+}
+
+// TestHeartbeatsInBINDAndKnot: three sites in two regions write their heartbeats into a real
+// BIND and a real Knot and read each other's there. The records carry fresh timestamps and
+// the sites' healthy addresses; every site answers eu-1's backend. eu-1's process dies with
+// its backend alive: the others keep it until its last heartbeat is older than the healthy
+// duration, not before, then answer eu-2's; once eu-2 dies too, the whole region is stale and
+// us-1's backend (the other region's, the failover answer) is answered.
+func TestHeartbeatsInBINDAndKnot(t *testing.T) {
+	t.Parallel()
+	for i, start := range []func(testing.TB, testutil.TSIGKey, map[string][]string) *testutil.UpdateServer{testutil.StartBIND, testutil.StartKnot} {
+		srv := start(t, hbKey, hbZones)
+		t.Run(srv.Kind, func(t *testing.T) {
+			t.Parallel()
+			procs := startHBSites(t, srv.Addr, fmt.Sprintf("127.0.%d", 20+i), nil, "")
+			waitAnswer(t, procs, 10*time.Second, "app.gslb.example.com.", dns.TypeA, procs[0].backendIP())
+			for _, site := range hbSites {
+				for _, zone := range []string{site.region + ".hb.test.", "global.hb.test."} {
+					var rec heartbeats.Record
+					var ok bool
+					testutil.Eventually(t, 5*time.Second, func() bool {
+						rec, ok = heartbeatIn(t, srv, site.name, zone)
+						return ok && rec.Region == site.region && time.Since(rec.Time) < hbHealthy/2 && len(rec.Up) == 1
+					}, "%s's heartbeat in %s: %+v (found %v), want fresh, in %s, one address up", site.name, zone, rec, ok, site.region)
+				}
+			}
+
+			if err := procs[0].srv.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			last, _ := heartbeatIn(t, srv, "eu-1", "europe.hb.test.")
+			for i, at := range watchChange(t, procs[1:], hbHealthy+5*time.Second, procs[0].backendIP(), procs[1].backendIP()) {
+				stale := last.Time.Add(hbHealthy)
+				if !at.IsZero() && at.Before(stale) {
+					t.Errorf("%s left eu-1's backend %s before its heartbeat of %s was stale", procs[i+1].name, stale.Sub(at), last.Time.Format(time.StampMilli))
+				}
+				if limit := stale.Add(2*hbInterval + siteMargin); !at.IsZero() && at.After(limit) {
+					t.Errorf("%s left eu-1's backend %s after its heartbeat went stale", procs[i+1].name, at.Sub(stale))
+				}
+			}
+			if err := procs[1].srv.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			waitAnswer(t, procs[2:], hbHealthy+5*time.Second, "app.gslb.example.com.", dns.TypeA, procs[2].backendIP())
+			if v, _ := procs[2].metric(t, `coredns_gslb_heartbeat_region_healthy{region="europe"}`); v != "0" {
+				t.Errorf("us-1 sees region europe healthy (%q) with both its sites dead", v)
+			}
+		})
+	}
+}
