@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -133,4 +134,76 @@ func TestHeartbeatsInBINDAndKnot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHeartbeatsSelfHeal: the sites write through a fault proxy that refuses most updates (it
+// stands in for a provider's rate limiting, which cannot be made to happen here). eu-1 stays
+// healthy for the others through self-heal: its heartbeat in the server is dated ahead and its
+// recovering metric is 1. When it then really stops, the others see it stale only once its
+// dated time plus the healthy duration has passed.
+func TestHeartbeatsSelfHeal(t *testing.T) {
+	t.Parallel()
+	srv := testutil.StartKnot(t, hbKey, hbZones)
+	proxy := testutil.StartFaultProxy(t, srv.Addr)
+	procs := startHBSites(t, proxy.Addr, "127.0.22", nil, "")
+	waitAnswer(t, procs, 10*time.Second, "app.gslb.example.com.", dns.TypeA, procs[0].backendIP())
+
+	proxy.SetUpdateFaults(0.7, 0.1)
+	const metric = `coredns_gslb_heartbeat_recovering_from_rate_limiting{zone="local"}`
+	testutil.Eventually(t, 10*time.Second, func() bool { v, _ := procs[0].metric(t, metric); return v == "1" },
+		"eu-1 does not say it is recovering from rate limiting")
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		rec, ok := heartbeatIn(t, srv, "eu-1", "europe.hb.test.")
+		return ok && time.Until(rec.Time) > hbSelfHeal/2
+	}, "eu-1's heartbeat in the server is not dated ahead")
+	// Meanwhile nobody failed over: eu-1's backend is answered by every site throughout.
+	for deadline := time.Now().Add(hbHealthy + time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, p := range procs {
+			if got := p.answer("app.gslb.example.com.", dns.TypeA); len(got) != 1 || got[0] != procs[0].backendIP() {
+				t.Fatalf("while its writes are throttled, %s answers %v, not eu-1's backend", p.name, got)
+			}
+		}
+	}
+	if passed, refused, dropped := proxy.Counts(); refused == 0 || dropped == 0 || passed == 0 {
+		t.Errorf("the proxy passed %d, refused %d, dropped %d updates: the test throttled nothing", passed, refused, dropped)
+	}
+
+	// eu-1 really stops: it stays fresh until its dated time has passed, then leaves.
+	if err := procs[0].srv.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	last, _ := heartbeatIn(t, srv, "eu-1", "europe.hb.test.")
+	stale := last.Time.Add(hbHealthy)
+	at := watchChange(t, procs[1:2], time.Until(stale)+5*time.Second, procs[0].backendIP(), procs[1].backendIP())
+	if !at[0].IsZero() && at[0].Before(stale) {
+		t.Errorf("eu-2 left the stopped eu-1 %s before its self-healed heartbeat (dated %s) was stale", stale.Sub(at[0]), last.Time.Format(time.StampMilli))
+	}
+}
+
+// TestHeartbeatsWrongKey: a site with a wrong secret is refused by the server (NOTAUTH), logs it
+// once however often it retries, counts every refusal, and its backend is never answered by
+// the others, which never read a heartbeat of it.
+func TestHeartbeatsWrongKey(t *testing.T) {
+	t.Parallel()
+	srv := testutil.StartBIND(t, hbKey, hbZones)
+	procs := startHBSites(t, srv.Addr, "127.0.23", func(i int) string {
+		if i == 0 {
+			return "d3JvbmctZm9yLWV1LTEtb25seQ=="
+		}
+		return hbKey.Secret
+	}, "")
+	const refused = `coredns_gslb_heartbeat_updates_total{rcode="NOTAUTH",zone="local"}`
+	// Three rounds of three attempts each at least: the first round's log line, and no other.
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		v, _ := procs[0].metric(t, refused)
+		n, err := strconv.Atoi(v)
+		return err == nil && n >= 3*3
+	}, "eu-1's refused updates are not counted")
+	if n := strings.Count(procs[0].srv.Logs(), "writing this site's local heartbeat"); n != 1 {
+		t.Errorf("eu-1 logged its refused local heartbeat %d times, want once:\n%s", n, procs[0].srv.Logs())
+	}
+	if _, ok := heartbeatIn(t, srv, "eu-1", "europe.hb.test."); ok {
+		t.Error("the server holds a heartbeat of eu-1, whose key is wrong")
+	}
+	waitAnswer(t, procs[1:], 5*time.Second, "app.gslb.example.com.", dns.TypeA, procs[1].backendIP())
 }

@@ -115,9 +115,10 @@ func startSites(t *testing.T, s siteSetup) []*siteProc {
   split_brain_threshold %s
   api_enable
   api_listen_port %d
+  api_overrides_file %s
 %s }
 }
-`, p.port, p.host, p.metrics, zone, p.name, peerLines, sitePeerInterval, sitePeerTimeout, siteThreshold, p.api, extra)
+`, p.port, p.host, p.metrics, zone, p.name, peerLines, sitePeerInterval, sitePeerTimeout, siteThreshold, p.api, filepath.Join(dir, "overrides.json"), extra)
 		p.srv = testutil.StartAt(t, dir, p.addr(), corefile, 15*time.Second)
 	}
 	return procs
