@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -206,4 +209,72 @@ func TestHeartbeatsWrongKey(t *testing.T) {
 		t.Error("the server holds a heartbeat of eu-1, whose key is wrong")
 	}
 	waitAnswer(t, procs[1:], 5*time.Second, "app.gslb.example.com.", dns.TypeA, procs[1].backendIP())
+}
+
+// delegationNS returns the name servers of gslb.example.com. in the parent zone's referral.
+func delegationNS(t *testing.T, srv *testutil.UpdateServer) []string {
+	t.Helper()
+	m := srv.Query(t, "gslb.example.com.", dns.TypeNS)
+	var out []string
+	for _, rr := range append(m.Answer, m.Ns...) {
+		if ns, ok := rr.(*dns.NS); ok && ns.Hdr.Name == "gslb.example.com." {
+			out = append(out, strings.TrimSuffix(strings.TrimPrefix(ns.Ns, "ns-"), ".example.com."))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestHeartbeatsKeepTheDelegation: the parent zone (a real BIND) delegates gslb.example.com. to
+// eu-1's name server only. eu-1 and eu-2 add theirs while they are healthy; us-1, which has no
+// backend of its own, adds none. When both eu sites die, us-1 removes eu-1's name server once
+// its heartbeat has been stale for the threshold, but never eu-2's, the last one. eu-1
+// restarted adds itself back.
+func TestHeartbeatsKeepTheDelegation(t *testing.T) {
+	t.Parallel()
+	zones := map[string][]string{"example.com.": {"gslb IN NS ns-eu-1", "ns-eu-1 IN A 127.0.25.11"}}
+	for z := range hbZones {
+		zones[z] = nil
+	}
+	srv := testutil.StartBIND(t, hbKey, zones)
+	backends := []string{"127.0.25.1", "127.0.25.2", "127.0.25.3"}
+	eu := hbFailover(backends[:2])
+	yaml := func(i int, ports []int) string { return eu(i, ports[:2]) } // us-1 serves no backend of its own
+	transport := hbTransport(srv.Addr, nil, "")
+	procs := startSites(t, siteSetup{names: []string{"eu-1", "eu-2", "us-1"}, backends: backends, yaml: yaml,
+		transport: func(i int, procs []*siteProc) string {
+			return transport(i, procs) + fmt.Sprintf("  delegation example.com. %s\n  delegation_ns ns-%s.example.com. 127.0.25.%d\n  delegation_stale_threshold %s\n",
+				srv.Addr, hbSites[i].name, 11+i, hbHealthy)
+		}})
+	testutil.Eventually(t, 10*time.Second, func() bool { return slices.Equal(delegationNS(t, srv), []string{"eu-1", "eu-2"}) },
+		"the delegation is %v, want eu-1 and eu-2", delegationNS(t, srv))
+	if glue := srv.Query(t, "ns-eu-2.example.com.", dns.TypeA); len(glue.Answer) != 1 {
+		t.Errorf("eu-2's glue: %v", glue.Answer)
+	}
+
+	corefile, err := os.ReadFile(filepath.Join(procs[0].srv.Dir, "Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs[:2] {
+		if err := p.srv.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 3*hbHealthy+5*time.Second, func() bool {
+		ns := delegationNS(t, srv)
+		if len(ns) == 0 {
+			t.Fatal("the delegation is empty")
+		}
+		return len(ns) == 1
+	}, "us-1 did not remove a dead site's name server: %v", delegationNS(t, srv))
+	for deadline := time.Now().Add(2 * hbHealthy); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if ns := delegationNS(t, srv); len(ns) != 1 {
+			t.Fatalf("the delegation became %v: the last name server must stay", ns)
+		}
+	}
+
+	testutil.StartAt(t, procs[0].srv.Dir, procs[0].addr(), string(corefile), 15*time.Second)
+	testutil.Eventually(t, 10*time.Second, func() bool { return slices.Contains(delegationNS(t, srv), "eu-1") },
+		"eu-1, back, did not add its name server: %v", delegationNS(t, srv))
 }
