@@ -152,11 +152,9 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	e.discovery = discovery.New(e.shared.discovered)
 	e.backends = []source.Backends{files.New(opts), e.discovery}
 	if e.keeper = e.shared.keeper; e.keeper != nil {
-		e.keeper.Configure(opts.Heartbeats, opts.ZoneOrigins(), func() ([]netip.Addr, int) { return heartbeats.Summary(e.Snapshot()) }, log)
 		e.backends = append(e.backends, e.keeper.Source()) // before the sites source: it sees the placeholders
 	}
 	if e.fleet = e.shared.fleet; e.fleet != nil {
-		e.fleet.Configure(opts.Sites, log)
 		e.backends = append(e.backends, e.fleet.Source())
 	}
 	e.health, e.verdicts = e.shared.manager, e.shared.manager
@@ -171,9 +169,23 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 		e.abandon()
 		return nil, err
 	}
+	e.configureSites()
 	r.reportSeeded(e)
 	r.track(e)
 	return e, nil
+}
+
+// configureSites gives the block's sites fleet and heartbeat keeper, which outlive reloads,
+// the engine's options and its snapshot as this site's summary: once the engine loaded (a
+// load that failed must not change them), and again when a failed reload leaves the engine
+// serving (Resync).
+func (e *Engine) configureSites() {
+	if e.fleet != nil {
+		e.fleet.Configure(e.opts.Sites, e.log)
+	}
+	if e.keeper != nil {
+		e.keeper.Configure(e.opts.Heartbeats, e.opts.ZoneOrigins(), func() ([]netip.Addr, int) { return heartbeats.Summary(e.Snapshot()) }, e.log)
+	}
 }
 
 // abandon gives back the shares of an engine that failed to open.
@@ -187,12 +199,14 @@ func (e *Engine) abandon() {
 	}
 }
 
-// Resync hands the engine's current backends to its health manager again, and keeps only the
-// shares of the registry that belong to the engine's load: after a Corefile reload failed, the
+// Resync hands the engine's current backends to its health manager again (and its options to
+// the sites fleet and heartbeat keeper), and keeps only the shares of the registry that belong
+// to the engine's load: after a Corefile reload failed, the
 // manager may hold the backends of the load that was abandoned, whose engines never start nor
 // stop.
 func (e *Engine) Resync() error {
 	e.reg.KeepOnly(e.corefileLoad)
+	e.configureSites()
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
 	e.verdicts.Sync(e.specs, backendKeys(e.Snapshot()))

@@ -67,3 +67,25 @@ func TestPlaceholdersNeedASite(t *testing.T) {
 		t.Errorf("Check with a site: %v", err)
 	}
 }
+
+// TestAFailedReloadKeepsTheSitesOptions: a Corefile reload whose files do not load leaves the
+// fleet with the serving engine's options (it outlives reloads, and a failed load must not
+// change it).
+func TestAFailedReloadKeepsTheSitesOptions(t *testing.T) {
+	r := NewRegistry()
+	opts := blockOptions(t, t.TempDir(), "example.org.")
+	opts.Sites.Site, opts.Sites.PeerInterval = "eu", time.Second
+	serving := open(t, r, newLoad(), opts)
+	start(t, serving)
+	bad := opts // the same block (the same fleet), whose file no longer loads
+	bad.Sites.PeerInterval = 5 * time.Second
+	if err := os.WriteFile(opts.Zones[0].File, []byte("records: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Open(newLoad(), bad, &testutil.Log{}); err == nil {
+		t.Fatal("a load of a broken file succeeded")
+	}
+	if got := serving.Sites().PeerInterval; got != time.Second {
+		t.Errorf("after a failed reload the fleet reads every %s, want the serving engine's 1s", got)
+	}
+}
