@@ -128,6 +128,13 @@ func TestHeartbeatsInBINDAndKnot(t *testing.T) {
 					t.Errorf("%s left eu-1's backend %s after its heartbeat went stale", procs[i+1].name, at.Sub(stale))
 				}
 			}
+			var view []struct {
+				Sites []struct{ Name, State, Peer string }
+			}
+			procs[1].getJSON(t, "/api/v1/sites", &view)
+			if len(view) != 1 || !slices.Contains(view[0].Sites, struct{ Name, State, Peer string }{"eu-1", "stale", "local"}) {
+				t.Errorf("eu-2's API does not show eu-1 stale in the local zone: %+v", view)
+			}
 			if err := procs[1].srv.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}

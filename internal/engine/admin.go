@@ -88,13 +88,17 @@ func adminVote(v health.Vote) admin.Vote {
 	return admin.Vote{Instance: v.Instance, Site: v.Site, OK: v.OK, Reason: v.Reason, At: v.At, Isolated: v.Isolated}
 }
 
-// Sites implements admin.SitesProvider: what the block knows of the other sites; the zero
-// view when it names no site of its own.
+// Sites implements admin.SitesProvider: what the block knows of the other sites (from its
+// peers, or from their heartbeats); the zero view when it names no site of its own.
 func (e *Engine) Sites() sites.View {
 	if e.fleet == nil {
 		return sites.View{}
 	}
-	return e.fleet.View()
+	v := e.fleet.View()
+	if e.keeper != nil { // the other sites are read from their heartbeats, not from peers
+		v.Sites = e.keeper.SiteViews()
+	}
+	return v
 }
 
 // Transitions implements admin.Provider: the latest status changes of the block's backends.

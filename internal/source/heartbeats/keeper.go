@@ -301,3 +301,30 @@ func (k *Keeper) ReportAll() {
 		k.reporter.Report(v.key, v.status, v.reason)
 	}
 }
+
+// SiteViews returns the other sites as the admin API's sites view shows them: fresh, stale or
+// unknown (never read) by their heartbeats; Peer is the zone a site's heartbeat was read in
+// (local or global), and its one entry of Targets, "*", the addresses it lists as up.
+func (k *Keeper) SiteViews() []sites.SiteView {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := time.Now()
+	var out []sites.SiteView
+	for _, name := range k.plan.sites() {
+		v := sites.SiteView{Name: name, State: "unknown", Targets: map[string][]string{}}
+		if s := k.sites[name]; s != nil && s.ok {
+			age := now.Sub(s.rec.Time)
+			v.State = "fresh"
+			if age > k.healthyFor(s.kind) {
+				v.State = "stale"
+			}
+			v.Heartbeat = sites.Heartbeat{Site: name, Time: s.rec.Time}
+			v.HeartbeatAge, v.Peer = age.Seconds(), s.kind
+			for _, a := range s.rec.Up {
+				v.Targets["*"] = append(v.Targets["*"], a.String())
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
