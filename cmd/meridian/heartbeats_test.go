@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,8 +37,9 @@ var hbSites = []struct{ name, region string }{{"eu-1", "europe"}, {"eu-2", "euro
 
 // hbTransport returns the heartbeat lines of site i: its region, the local zone of its region
 // and the global zone at server (host:port), the key (secret overrides the test key's when
-// set), and extra lines.
-func hbTransport(server string, secret func(i int) string, extra string) func(int, []*siteProc) string {
+// set), the healthy durations (hbHealthy when 0), and extra lines.
+func hbTransport(server string, secret func(i int) string, healthy time.Duration, extra string) func(int, []*siteProc) string {
+	healthy = cmp.Or(healthy, hbHealthy)
 	return func(i int, _ []*siteProc) string {
 		s := hbKey.Secret
 		if secret != nil {
@@ -46,17 +48,17 @@ func hbTransport(server string, secret func(i int) string, extra string) func(in
 		site := hbSites[i]
 		return fmt.Sprintf("  region %s\n  heartbeat_zone local %s.hb.test. %s\n  heartbeat_zone global global.hb.test. %s\n"+
 			"  heartbeat_tsig %s hmac-sha256 %s\n  heartbeat_interval %s\n  local_healthy_duration %s\n  global_healthy_duration %s\n  self_heal_interval %s\n%s",
-			site.region, site.region, server, server, hbKey.Name, s, hbInterval, hbHealthy, hbHealthy, hbSelfHeal, extra)
+			site.region, site.region, server, server, hbKey.Name, s, hbInterval, healthy, healthy, hbSelfHeal, extra)
 	}
 }
 
 // startHBSites starts the three sites of hbSites writing their heartbeats at server, with the
 // failover record of failoverSites over one backend each.
-func startHBSites(t *testing.T, server string, base string, secret func(int) string, extra string) []*siteProc {
+func startHBSites(t *testing.T, server string, base string, secret func(int) string, healthy time.Duration) []*siteProc {
 	t.Helper()
 	backends := []string{base + ".1", base + ".2", base + ".3"}
 	names := []string{hbSites[0].name, hbSites[1].name, hbSites[2].name}
-	procs := startSites(t, siteSetup{names: names, backends: backends, yaml: hbFailover(backends), transport: hbTransport(server, secret, extra)})
+	procs := startSites(t, siteSetup{names: names, backends: backends, yaml: hbFailover(backends), transport: hbTransport(server, secret, healthy, "")})
 	for _, p := range procs {
 		t.Cleanup(func() { _ = p.srv.Signal(syscall.SIGCONT) })
 	}
@@ -102,7 +104,7 @@ func TestHeartbeatsInBINDAndKnot(t *testing.T) {
 		srv := start(t, hbKey, hbZones)
 		t.Run(srv.Kind, func(t *testing.T) {
 			t.Parallel()
-			procs := startHBSites(t, srv.Addr, fmt.Sprintf("127.0.%d", 20+i), nil, "")
+			procs := startHBSites(t, srv.Addr, fmt.Sprintf("127.0.%d", 20+i), nil, 0)
 			waitAnswer(t, procs, 10*time.Second, "app.gslb.example.com.", dns.TypeA, procs[0].backendIP())
 			for _, site := range hbSites {
 				for _, zone := range []string{site.region + ".hb.test.", "global.hb.test."} {
@@ -155,10 +157,13 @@ func TestHeartbeatsSelfHeal(t *testing.T) {
 	t.Parallel()
 	srv := testutil.StartKnot(t, hbKey, hbZones)
 	proxy := testutil.StartFaultProxy(t, srv.Addr)
-	procs := startHBSites(t, proxy.Addr, "127.0.22", nil, "")
+	// Longer healthy durations than the other tests': a dated write must pass within three
+	// quarters of it while most updates fail.
+	const healthy = 2 * hbHealthy
+	procs := startHBSites(t, proxy.Addr, "127.0.22", nil, healthy)
 	waitAnswer(t, procs, 10*time.Second, "app.gslb.example.com.", dns.TypeA, procs[0].backendIP())
 
-	proxy.SetUpdateFaults(0.7, 0.1)
+	proxy.SetUpdateFaults(0.6, 0.1)
 	const metric = `coredns_gslb_heartbeat_recovering_from_rate_limiting{zone="local"}`
 	testutil.Eventually(t, 10*time.Second, func() bool { v, _ := procs[0].metric(t, metric); return v == "1" },
 		"eu-1 does not say it is recovering from rate limiting")
@@ -167,7 +172,7 @@ func TestHeartbeatsSelfHeal(t *testing.T) {
 		return ok && time.Until(rec.Time) > hbSelfHeal/2
 	}, "eu-1's heartbeat in the server is not dated ahead")
 	// Meanwhile nobody failed over: eu-1's backend is answered by every site throughout.
-	for deadline := time.Now().Add(hbHealthy + time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(healthy + time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		for _, p := range procs {
 			if got := p.answer("app.gslb.example.com.", dns.TypeA); len(got) != 1 || got[0] != procs[0].backendIP() {
 				t.Fatalf("while its writes are throttled, %s answers %v, not eu-1's backend", p.name, got)
@@ -183,7 +188,7 @@ func TestHeartbeatsSelfHeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	last, _ := heartbeatIn(t, srv, "eu-1", "europe.hb.test.")
-	stale := last.Time.Add(hbHealthy)
+	stale := last.Time.Add(healthy)
 	at := watchChange(t, procs[1:2], time.Until(stale)+5*time.Second, procs[0].backendIP(), procs[1].backendIP())
 	if !at[0].IsZero() && at[0].Before(stale) {
 		t.Errorf("eu-2 left the stopped eu-1 %s before its self-healed heartbeat (dated %s) was stale", stale.Sub(at[0]), last.Time.Format(time.StampMilli))
@@ -201,7 +206,7 @@ func TestHeartbeatsWrongKey(t *testing.T) {
 			return "d3JvbmctZm9yLWV1LTEtb25seQ=="
 		}
 		return hbKey.Secret
-	}, "")
+	}, 0)
 	const refused = `coredns_gslb_heartbeat_updates_total{rcode="NOTAUTH",zone="local"}`
 	// Three rounds of three attempts each at least: the first round's log line, and no other.
 	testutil.Eventually(t, 10*time.Second, func() bool {
@@ -247,7 +252,7 @@ func TestHeartbeatsKeepTheDelegation(t *testing.T) {
 	backends := []string{"127.0.25.1", "127.0.25.2", "127.0.25.3"}
 	eu := hbFailover(backends[:2])
 	yaml := func(i int, ports []int) string { return eu(i, ports[:2]) } // us-1 serves no backend of its own
-	transport := hbTransport(srv.Addr, nil, "")
+	transport := hbTransport(srv.Addr, nil, 0, "")
 	procs := startSites(t, siteSetup{names: []string{"eu-1", "eu-2", "us-1"}, backends: backends, yaml: yaml,
 		transport: func(i int, procs []*siteProc) string {
 			return transport(i, procs) + fmt.Sprintf("  delegation example.com. %s\n  delegation_ns ns-%s.example.com. 127.0.25.%d\n  delegation_stale_threshold %s\n",

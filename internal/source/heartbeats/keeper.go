@@ -24,6 +24,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/source/periodic"
 	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
 
@@ -57,9 +58,7 @@ type Keeper struct {
 	// delegationErr is the last error of a delegation update logged, so that one cause is
 	// logged once.
 	delegationErr string
-	running       bool
-	stop          chan struct{}
-	wg            sync.WaitGroup
+	rounds        periodic.Loop
 }
 
 // siteState is what this site knows of another from its heartbeats.
@@ -111,47 +110,15 @@ func (k *Keeper) timeout() time.Duration { return min(2*time.Second, k.opts.Inte
 
 // Start starts the rounds, the first at once. It may be called more than once.
 func (k *Keeper) Start() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.running {
-		return
-	}
-	k.running, k.stop = true, make(chan struct{})
-	k.wg.Add(1)
-	go k.rounds(k.stop)
+	k.rounds.Start(k.round, func() time.Duration {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return k.opts.Interval
+	})
 }
 
 // Stop ends the rounds and waits for the one in progress.
-func (k *Keeper) Stop() {
-	k.mu.Lock()
-	if !k.running {
-		k.mu.Unlock()
-		return
-	}
-	k.running = false
-	close(k.stop)
-	k.mu.Unlock()
-	k.wg.Wait()
-}
-
-// rounds runs a round every interval until stop.
-func (k *Keeper) rounds(stop <-chan struct{}) {
-	defer k.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-stop; cancel() }()
-	for {
-		k.round(ctx)
-		k.mu.Lock()
-		interval := k.opts.Interval
-		k.mu.Unlock()
-		select {
-		case <-stop:
-			return
-		case <-time.After(interval):
-		}
-	}
-}
+func (k *Keeper) Stop() { k.rounds.Stop() }
 
 // round writes this site's heartbeats, reads the others', and reports the verdicts.
 func (k *Keeper) round(ctx context.Context) {

@@ -35,9 +35,8 @@ type writer struct {
 }
 
 // write writes this site's heartbeat into w's zone: at the current time, or up to
-// self_heal_interval ahead when the heartbeat the zone holds is more than half its healthy
-// duration old while the site is healthy (its writes are failing: refused, dropped or
-// throttled).
+// self_heal_interval ahead when the heartbeat the zone holds is older than healAfter while the
+// site is healthy (its writes are failing: refused, dropped or throttled).
 func (k *Keeper) write(ctx context.Context, w *writer, reader *sites.Client, u updater, up []netip.Addr, total int) {
 	k.mu.Lock()
 	opts, site := k.opts, k.site
@@ -51,7 +50,7 @@ func (k *Keeper) write(ctx context.Context, w *writer, reader *sites.Client, u u
 	if ownOK {
 		vouched = own.Time
 	}
-	if len(up) > 0 && now.Sub(vouched) > healthyFor/2 && !w.healing && !vouched.IsZero() {
+	if len(up) > 0 && now.Sub(vouched) > healAfter(healthyFor, opts.Interval) && !w.healing && !vouched.IsZero() {
 		w.healing = true
 		k.log.Warningf("heartbeats: this site's %s heartbeat in %s is %s old while the site is healthy: dating it up to %s ahead (self-heal)",
 			w.kind, w.zone.Zone, now.Sub(vouched).Round(time.Second), opts.SelfHeal)
@@ -99,6 +98,14 @@ func (k *Keeper) write(ctx context.Context, w *writer, reader *sites.Client, u u
 		w.healing = false // writes pass again: back to the current time from the next round
 	}
 	w.wroteLast = true
+}
+
+// healAfter is how old a healthy site's heartbeat may be in a zone before the site heals it: a
+// quarter of the zone's healthy duration, and at least two intervals (one write missed is no
+// cause). That leaves three quarters of the duration for a dated write to pass before the
+// other sites see the heartbeat stale.
+func healAfter(healthy, interval time.Duration) time.Duration {
+	return max(healthy/4, 2*interval)
 }
 
 // sleep waits d, and reports false when ctx ended first.

@@ -21,6 +21,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/source"
+	"github.com/meridian-gslb/meridian/internal/source/periodic"
 )
 
 // Logger is where the fleet reports what it cannot act on.
@@ -55,9 +56,9 @@ type Fleet struct {
 	watchers map[int]func()
 	nextID   int
 	seq      uint64
-	running  bool
-	stop     chan struct{}
-	wg       sync.WaitGroup
+
+	// ticks advance the heartbeat; rounds read the peers.
+	ticks, rounds periodic.Loop
 }
 
 // peer is one address that a site's Meridian answers at.
@@ -140,66 +141,21 @@ func (f *Fleet) beat() {
 // Start starts the heartbeat's ticks and the peer rounds, the first at once. It may be called
 // more than once.
 func (f *Fleet) Start() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.running {
-		return
-	}
-	f.running = true
-	f.stop = make(chan struct{})
-	f.wg.Add(2)
-	go f.tick(f.stop)
-	go f.rounds(f.stop)
+	f.ticks.Start(func(context.Context) { f.beat() }, func() time.Duration { return heartbeatTick })
+	f.rounds.Start(f.round, func() time.Duration {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.opts.PeerInterval
+	})
 }
 
 // Stop ends what Start started and waits for it.
 func (f *Fleet) Stop() {
-	f.mu.Lock()
-	if !f.running {
-		f.mu.Unlock()
-		return
-	}
-	f.running = false
-	close(f.stop)
-	f.mu.Unlock()
-	f.wg.Wait()
+	f.rounds.Stop()
+	f.ticks.Stop()
 	f.mu.Lock()
 	f.client.Close() // its kept sockets; a closed client still works, keeping none
 	f.mu.Unlock()
-}
-
-// tick advances the heartbeat every heartbeatTick until stop.
-func (f *Fleet) tick(stop <-chan struct{}) {
-	defer f.wg.Done()
-	t := time.NewTicker(heartbeatTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			f.beat()
-		}
-	}
-}
-
-// rounds reads every peer every peer interval until stop.
-func (f *Fleet) rounds(stop <-chan struct{}) {
-	defer f.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-stop; cancel() }()
-	for {
-		f.round(ctx)
-		f.mu.Lock()
-		interval := f.opts.PeerInterval
-		f.mu.Unlock()
-		select {
-		case <-stop:
-			return
-		case <-time.After(interval):
-		}
-	}
 }
 
 // Source returns the fleet as a source of backend sets for one engine.
