@@ -106,6 +106,8 @@ func (h HeartbeatOptions) Check(s SitesOptions) error {
 		return fmt.Errorf("heartbeat_zone needs heartbeat_tsig: updates are signed")
 	case d.LocalHealthy <= d.Interval || d.GlobalHealthy <= d.Interval:
 		return fmt.Errorf("the healthy durations (%v, %v) must be longer than heartbeat_interval %v", d.LocalHealthy, d.GlobalHealthy, d.Interval)
+	case h.Delegation != nil && h.Delegation.Parent == "":
+		return fmt.Errorf("delegation_ns and delegation_stale_threshold need delegation: the parent zone and its servers")
 	case h.Delegation != nil && (h.Delegation.NS == "" || len(h.Delegation.Glue) == 0):
 		return fmt.Errorf("delegation needs delegation_ns: this site's name server and its addresses")
 	case d.Delegation != nil && d.Delegation.StaleThreshold < d.LocalHealthy:

@@ -51,11 +51,12 @@ func parseHeartbeatOption(c *caddy.Controller, o *config.HeartbeatOptions) (bool
 
 // heartbeatZone reads "heartbeat_zone local|global ZONE SERVER[:PORT]...".
 func heartbeatZone(c *caddy.Controller, o *config.HeartbeatOptions) error {
+	opt := c.Val()
 	args := c.RemainingArgs()
 	if len(args) < 3 {
 		return c.Err("heartbeat_zone: want 'heartbeat_zone local|global ZONE SERVER[:PORT]...'")
 	}
-	z, err := zoneAndServers(c, args[1], args[2:])
+	z, err := zoneAndServers(c, opt, args[1], args[2:])
 	if err != nil {
 		return err
 	}
@@ -70,16 +71,17 @@ func heartbeatZone(c *caddy.Controller, o *config.HeartbeatOptions) error {
 	return nil
 }
 
-// zoneAndServers checks the ZONE and SERVER[:PORT] arguments of the option at c.
-func zoneAndServers(c *caddy.Controller, zone string, servers []string) (*config.HeartbeatZone, error) {
+// zoneAndServers checks the ZONE and SERVER[:PORT] arguments of the option opt at c (read
+// before its arguments: c.Val() is the last argument by now).
+func zoneAndServers(c *caddy.Controller, opt, zone string, servers []string) (*config.HeartbeatZone, error) {
 	if err := config.CheckHostName(zone); err != nil {
-		return nil, c.Errf("%s: %q is not a zone name: %v", c.Val(), zone, err)
+		return nil, c.Errf("%s: %q is not a zone name: %v", opt, zone, err)
 	}
 	z := &config.HeartbeatZone{Zone: config.CanonicalName(zone)}
 	for _, s := range servers {
 		hp, err := withDefaultPort(s, dnsPort)
 		if err != nil {
-			return nil, c.Errf("%s: %q: %v", c.Val(), s, err)
+			return nil, c.Errf("%s: %q: %v", opt, s, err)
 		}
 		z.Servers = append(z.Servers, hp)
 	}
@@ -88,11 +90,12 @@ func zoneAndServers(c *caddy.Controller, zone string, servers []string) (*config
 
 // delegation reads "delegation PARENT_ZONE SERVER[:PORT]...".
 func delegation(c *caddy.Controller, o *config.HeartbeatOptions) error {
+	opt := c.Val()
 	args := c.RemainingArgs()
 	if len(args) < 2 {
 		return c.Err("delegation: want 'delegation PARENT_ZONE SERVER[:PORT]...'")
 	}
-	z, err := zoneAndServers(c, args[0], args[1:])
+	z, err := zoneAndServers(c, opt, args[0], args[1:])
 	if err != nil {
 		return err
 	}
