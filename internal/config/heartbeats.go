@@ -110,8 +110,20 @@ func (h HeartbeatOptions) Check(s SitesOptions) error {
 		return fmt.Errorf("delegation_ns and delegation_stale_threshold need delegation: the parent zone and its servers")
 	case h.Delegation != nil && (h.Delegation.NS == "" || len(h.Delegation.Glue) == 0):
 		return fmt.Errorf("delegation needs delegation_ns: this site's name server and its addresses")
-	case d.Delegation != nil && d.Delegation.StaleThreshold < d.LocalHealthy:
-		return fmt.Errorf("delegation_stale_threshold %v is shorter than the healthy duration %v", d.Delegation.StaleThreshold, d.LocalHealthy)
+	case d.Delegation != nil && d.Delegation.StaleThreshold < d.healthy():
+		return fmt.Errorf("delegation_stale_threshold %v is shorter than the healthy duration %v", d.Delegation.StaleThreshold, d.healthy())
 	}
 	return nil
+}
+
+// healthy is the longest healthy duration of the zones h has.
+func (h HeartbeatOptions) healthy() time.Duration {
+	var d time.Duration
+	if h.Local != nil {
+		d = h.LocalHealthy
+	}
+	if h.Global != nil {
+		d = max(d, h.GlobalHealthy)
+	}
+	return d
 }

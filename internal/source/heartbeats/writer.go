@@ -100,12 +100,12 @@ func (k *Keeper) write(ctx context.Context, w *writer, reader *sites.Client, u u
 	w.wroteLast = true
 }
 
-// healAfter is how old a healthy site's heartbeat may be in a zone before the site heals it: a
-// quarter of the zone's healthy duration, and at least two intervals (one write missed is no
-// cause). That leaves three quarters of the duration for a dated write to pass before the
-// other sites see the heartbeat stale.
+// healAfter is how old a healthy site's heartbeat may be in a zone before the site heals it:
+// one and a half intervals (a round's writes all failed), or a quarter of the zone's healthy
+// duration when that is longer, so that most of the duration is left for a dated write to
+// pass before the other sites see the heartbeat stale (15 s of 30 with the defaults).
 func healAfter(healthy, interval time.Duration) time.Duration {
-	return max(healthy/4, 2*interval)
+	return max(interval*3/2, healthy/4)
 }
 
 // sleep waits d, and reports false when ctx ended first.
