@@ -86,7 +86,7 @@ func StartKnot(t testing.TB, key TSIGKey, zones map[string][]string) *UpdateServ
 // taken between FreePort and the server's bind).
 func startUpdateServer(t testing.TB, kind updateServerKind, key TSIGKey, zones map[string][]string) *UpdateServer {
 	t.Helper()
-	bin := findSbin(t, kind.bin, kind.pkg)
+	bin := Sbin(t, kind.bin, kind.pkg)
 	if len(zones) == 0 {
 		t.Fatalf("%s: no zones to serve", kind.kind)
 	}
@@ -126,9 +126,9 @@ func startUpdateServer(t testing.TB, kind updateServerKind, key TSIGKey, zones m
 	return nil
 }
 
-// findSbin returns the path of the program name, looked up in PATH and then in /usr/sbin
+// Sbin returns the path of the program name, looked up in PATH and then in /usr/sbin
 // (which a non-root PATH may lack), and skips the test when it is not installed.
-func findSbin(t testing.TB, name, pkg string) string {
+func Sbin(t testing.TB, name, pkg string) string {
 	t.Helper()
 	if bin, err := exec.LookPath(name); err == nil {
 		return bin
