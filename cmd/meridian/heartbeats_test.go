@@ -100,52 +100,48 @@ func heartbeatIn(t *testing.T, s *testutil.UpdateServer, site, zone string) (hea
 // us-1's backend (the other region's, the failover answer) is answered.
 func TestHeartbeatsInBINDAndKnot(t *testing.T) {
 	t.Parallel()
-	for i, start := range []func(testing.TB, testutil.TSIGKey, map[string][]string) *testutil.UpdateServer{testutil.StartBIND, testutil.StartKnot} {
-		srv := start(t, hbKey, hbZones)
-		t.Run(srv.Kind, func(t *testing.T) {
-			t.Parallel()
-			procs := startHBSites(t, srv.Addr, fmt.Sprintf("127.0.%d", 20+i), nil, 0)
-			waitAnswer(t, procs, 10*time.Second, "app.gslb.example.com.", dns.TypeA, procs[0].backendIP())
-			for _, site := range hbSites {
-				for _, zone := range []string{site.region + ".hb.test.", "global.hb.test."} {
-					var rec heartbeats.Record
-					var ok bool
-					testutil.Eventually(t, 5*time.Second, func() bool {
-						rec, ok = heartbeatIn(t, srv, site.name, zone)
-						return ok && rec.Region == site.region && time.Since(rec.Time) < hbHealthy/2 && len(rec.Up) == 1
-					}, "%s's heartbeat in %s: %+v (found %v), want fresh, in %s, one address up", site.name, zone, rec, ok, site.region)
-				}
+	forEachUpdateServer(t, hbZones, func(t *testing.T, srv *testutil.UpdateServer, i int) {
+		procs := startHBSites(t, srv.Addr, fmt.Sprintf("127.0.%d", 20+10*i), nil, 0)
+		waitAnswer(t, procs, 10*time.Second, "app.gslb.example.com.", dns.TypeA, procs[0].backendIP())
+		for _, site := range hbSites {
+			for _, zone := range []string{site.region + ".hb.test.", "global.hb.test."} {
+				var rec heartbeats.Record
+				var ok bool
+				testutil.Eventually(t, 5*time.Second, func() bool {
+					rec, ok = heartbeatIn(t, srv, site.name, zone)
+					return ok && rec.Region == site.region && time.Since(rec.Time) < hbHealthy/2 && len(rec.Up) == 1
+				}, "%s's heartbeat in %s: %+v (found %v), want fresh, in %s, one address up", site.name, zone, rec, ok, site.region)
 			}
+		}
 
-			if err := procs[0].srv.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
+		if err := procs[0].srv.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		last, _ := heartbeatIn(t, srv, "eu-1", "europe.hb.test.")
+		for i, at := range watchChange(t, procs[1:], hbHealthy+5*time.Second, procs[0].backendIP(), procs[1].backendIP()) {
+			stale := last.Time.Add(hbHealthy)
+			if !at.IsZero() && at.Before(stale) {
+				t.Errorf("%s left eu-1's backend %s before its heartbeat of %s was stale", procs[i+1].name, stale.Sub(at), last.Time.Format(time.StampMilli))
 			}
-			last, _ := heartbeatIn(t, srv, "eu-1", "europe.hb.test.")
-			for i, at := range watchChange(t, procs[1:], hbHealthy+5*time.Second, procs[0].backendIP(), procs[1].backendIP()) {
-				stale := last.Time.Add(hbHealthy)
-				if !at.IsZero() && at.Before(stale) {
-					t.Errorf("%s left eu-1's backend %s before its heartbeat of %s was stale", procs[i+1].name, stale.Sub(at), last.Time.Format(time.StampMilli))
-				}
-				if limit := stale.Add(2*hbInterval + siteMargin); !at.IsZero() && at.After(limit) {
-					t.Errorf("%s left eu-1's backend %s after its heartbeat went stale", procs[i+1].name, at.Sub(stale))
-				}
+			if limit := stale.Add(2*hbInterval + siteMargin); !at.IsZero() && at.After(limit) {
+				t.Errorf("%s left eu-1's backend %s after its heartbeat went stale", procs[i+1].name, at.Sub(stale))
 			}
-			var view []struct {
-				Sites []struct{ Name, State, Peer string }
-			}
-			procs[1].getJSON(t, "/api/v1/sites", &view)
-			if len(view) != 1 || !slices.Contains(view[0].Sites, struct{ Name, State, Peer string }{"eu-1", "stale", "local"}) {
-				t.Errorf("eu-2's API does not show eu-1 stale in the local zone: %+v", view)
-			}
-			if err := procs[1].srv.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			waitAnswer(t, procs[2:], hbHealthy+5*time.Second, "app.gslb.example.com.", dns.TypeA, procs[2].backendIP())
-			if v, _ := procs[2].metric(t, `coredns_gslb_heartbeat_region_healthy{region="europe"}`); v != "0" {
-				t.Errorf("us-1 sees region europe healthy (%q) with both its sites dead", v)
-			}
-		})
-	}
+		}
+		var view []struct {
+			Sites []struct{ Name, State, Peer string }
+		}
+		procs[1].getJSON(t, "/api/v1/sites", &view)
+		if len(view) != 1 || !slices.Contains(view[0].Sites, struct{ Name, State, Peer string }{"eu-1", "stale", "local"}) {
+			t.Errorf("eu-2's API does not show eu-1 stale in the local zone: %+v", view)
+		}
+		if err := procs[1].srv.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitAnswer(t, procs[2:], hbHealthy+5*time.Second, "app.gslb.example.com.", dns.TypeA, procs[2].backendIP())
+		if v, _ := procs[2].metric(t, `coredns_gslb_heartbeat_region_healthy{region="europe"}`); v != "0" {
+			t.Errorf("us-1 sees region europe healthy (%q) with both its sites dead", v)
+		}
+	})
 }
 
 // TestHeartbeatsSelfHeal: the sites write through a fault proxy that refuses most updates (it
@@ -200,8 +196,25 @@ func TestHeartbeatsSelfHeal(t *testing.T) {
 // the others, which never read a heartbeat of it.
 func TestHeartbeatsWrongKey(t *testing.T) {
 	t.Parallel()
-	srv := testutil.StartBIND(t, hbKey, hbZones)
-	procs := startHBSites(t, srv.Addr, "127.0.23", func(i int) string {
+	forEachUpdateServer(t, hbZones, func(t *testing.T, srv *testutil.UpdateServer, i int) {
+		testWrongKey(t, srv, fmt.Sprintf("127.0.%d", 23+10*i))
+	})
+}
+
+// forEachUpdateServer runs test, in parallel, against a BIND and a Knot serving zones (i is 0
+// for BIND, 1 for Knot, for the test to choose its addresses).
+func forEachUpdateServer(t *testing.T, zones map[string][]string, test func(t *testing.T, srv *testutil.UpdateServer, i int)) {
+	for i, start := range []func(testing.TB, testutil.TSIGKey, map[string][]string) *testutil.UpdateServer{testutil.StartBIND, testutil.StartKnot} {
+		srv := start(t, hbKey, zones)
+		t.Run(srv.Kind, func(t *testing.T) {
+			t.Parallel()
+			test(t, srv, i)
+		})
+	}
+}
+
+func testWrongKey(t *testing.T, srv *testutil.UpdateServer, base string) {
+	procs := startHBSites(t, srv.Addr, base, func(i int) string {
 		if i == 0 {
 			return "d3JvbmctZm9yLWV1LTEtb25seQ=="
 		}
@@ -248,15 +261,20 @@ func TestHeartbeatsKeepTheDelegation(t *testing.T) {
 	for z := range hbZones {
 		zones[z] = nil
 	}
-	srv := testutil.StartBIND(t, hbKey, zones)
-	backends := []string{"127.0.25.1", "127.0.25.2", "127.0.25.3"}
+	forEachUpdateServer(t, zones, func(t *testing.T, srv *testutil.UpdateServer, i int) {
+		testDelegation(t, srv, fmt.Sprintf("127.0.%d", 25+10*i))
+	})
+}
+
+func testDelegation(t *testing.T, srv *testutil.UpdateServer, base string) {
+	backends := []string{base + ".1", base + ".2", base + ".3"}
 	eu := hbFailover(backends[:2])
 	yaml := func(i int, ports []int) string { return eu(i, ports[:2]) } // us-1 serves no backend of its own
 	transport := hbTransport(srv.Addr, nil, 0, "")
 	procs := startSites(t, siteSetup{names: []string{"eu-1", "eu-2", "us-1"}, backends: backends, yaml: yaml,
 		transport: func(i int, procs []*siteProc) string {
-			return transport(i, procs) + fmt.Sprintf("  delegation example.com. %s\n  delegation_ns ns-%s.example.com. 127.0.25.%d\n  delegation_stale_threshold %s\n",
-				srv.Addr, hbSites[i].name, 11+i, hbHealthy)
+			return transport(i, procs) + fmt.Sprintf("  delegation example.com. %s\n  delegation_ns ns-%s.example.com. %s.%d\n  delegation_stale_threshold %s\n",
+				srv.Addr, hbSites[i].name, base, 11+i, hbHealthy)
 		}})
 	testutil.Eventually(t, 10*time.Second, func() bool { return slices.Equal(delegationNS(t, srv), []string{"eu-1", "eu-2"}) },
 		"the delegation is %v, want eu-1 and eu-2", delegationNS(t, srv))
