@@ -42,6 +42,21 @@ func cachedBinary(name, version string, build func(dir, tmp string) error) (stri
 	return bin, os.Rename(bin+".tmp", bin)
 }
 
+// buildGoMain builds the main package pkg into bin with the go command's extra flags, from a
+// module of its own in dir/build whose go.mod is gomod (a module requiring the release that
+// holds pkg), with extra environment env.
+func buildGoMain(dir, bin, pkg, gomod string, env []string, flags ...string) error {
+	src, err := goModuleDir(dir, map[string]string{
+		"go.mod":   gomod,
+		"tools.go": "//go:build tools\n\npackage tools\n\nimport _ \"" + pkg + "\"\n",
+	})
+	if err != nil {
+		return err
+	}
+	_, err = runGo(src, env, append(append([]string{"build"}, flags...), "-o", bin, pkg)...)
+	return err
+}
+
 // goModuleDir creates dir/build, a module of its own for building a program from the Go module
 // proxy, holding files (name: content), and returns its path.
 func goModuleDir(dir string, files map[string]string) (string, error) {
