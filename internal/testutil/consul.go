@@ -129,17 +129,6 @@ func ConsulBinary() (string, error) {
 // not apply, and the nested modules come from the proxy at the versions it requires. Their
 // checksums are not in the checksum database, hence GONOSUMDB.
 func buildConsul(dir, bin string) error {
-	src, err := goModuleDir(dir, map[string]string{
-		"go.mod":   "module meridian.test/consul\n\ngo 1.26\n",
-		"tools.go": "//go:build tools\n\npackage tools\n\nimport _ \"github.com/hashicorp/consul\"\n",
-	})
-	if err != nil {
-		return err
-	}
-	env := []string{"GONOSUMDB=github.com/hashicorp/*"}
-	if _, err := runGo(src, env, "get", "github.com/hashicorp/consul@"+ConsulVersion); err != nil {
-		return err
-	}
-	_, err = runGo(src, env, "build", "-o", bin, "github.com/hashicorp/consul")
-	return err
+	gomod := "module meridian.test/consul\n\ngo 1.26\n\nrequire github.com/hashicorp/consul " + ConsulVersion + "\n"
+	return buildGoMain(dir, bin, "github.com/hashicorp/consul", gomod, []string{"GONOSUMDB=github.com/hashicorp/*"})
 }
