@@ -35,9 +35,11 @@ deps:
 	fi
 
 # Servers the tests run that Debian does not package, built once per machine and cached outside
-# the repository: consul (built from its Go module; about ten minutes the first time).
+# the repository: consul, and etcd and kube-apiserver (built from their Go modules; about ten
+# minutes, and twenty the first time; Debian's etcd is older than Kubernetes supports).
 testbins:
 	$(GO) run ./internal/testutil/consulbuild
+	$(GO) run ./internal/testutil/kubebuild
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

@@ -8,10 +8,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -27,8 +25,7 @@ const consulStartTimeout = 30 * time.Second
 type Consul struct {
 	// URL is the agent's HTTP API, http://127.0.0.1:PORT.
 	URL  string
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *process
 
 	mu    sync.Mutex
 	nodes map[string]string // the node of each registered instance, by instance id
@@ -50,25 +47,8 @@ func StartConsul(t testing.TB) *Consul {
 		"-serf-wan-port="+strconv.Itoa(serfWAN), "-server-port="+strconv.Itoa(server),
 		"-log-level=error", "-hcl=disable_update_check = true")
 	cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1")
-	logs := new(syncBuffer) // written by the process's copy goroutines, read on failure
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start consul: %v", err)
-	}
-	c := &Consul{URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), cmd: cmd, done: make(chan struct{}), nodes: make(map[string]string)}
-	go func() { _ = cmd.Wait(); close(c.done) }()
-	t.Cleanup(c.Stop)
-	deadline := time.Now().Add(consulStartTimeout)
-	for !c.hasLeader() {
-		select {
-		case <-c.done:
-			t.Fatalf("consul agent exited: %s", logs.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consul agent at %s elected no leader within %s: %s", c.URL, consulStartTimeout, logs.String())
-		}
-	}
+	c := &Consul{URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), proc: startProcess(t, cmd), nodes: make(map[string]string)}
+	c.proc.waitFor(t, "consul agent at "+c.URL+" (electing itself leader)", consulStartTimeout, c.hasLeader)
 	return c
 }
 
@@ -130,9 +110,7 @@ func (c *Consul) put(t testing.TB, path string, body any) {
 
 // Stop ends the agent: its port refuses connections from then on. It may be called more than
 // once.
-func (c *Consul) Stop() {
-	terminate(c.cmd.Process, c.done)
-}
+func (c *Consul) Stop() { c.proc.stop() }
 
 // ConsulBinary returns the path of a consul binary of ConsulVersion: $MERIDIAN_CONSUL when set,
 // else the one cached under the user's cache directory, which it builds there first when it is
@@ -142,30 +120,7 @@ func ConsulBinary() (string, error) {
 	if bin := os.Getenv("MERIDIAN_CONSUL"); bin != "" {
 		return bin, nil
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(cache, "meridian-test", "consul-"+ConsulVersion)
-	bin := filepath.Join(dir, "consul")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, "build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
-	}
-	if _, err := os.Stat(bin); err == nil { // another process built it meanwhile
-		return bin, nil
-	}
-	return bin, buildConsul(dir, bin)
+	return cachedBinary("consul", ConsulVersion, buildConsul)
 }
 
 // buildConsul builds consul into bin, in a module of its own under dir that requires the
@@ -174,29 +129,6 @@ func ConsulBinary() (string, error) {
 // not apply, and the nested modules come from the proxy at the versions it requires. Their
 // checksums are not in the checksum database, hence GONOSUMDB.
 func buildConsul(dir, bin string) error {
-	src := filepath.Join(dir, "build")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		return err
-	}
-	files := map[string]string{
-		"go.mod":   "module meridian.test/consul\n\ngo 1.26\n",
-		"tools.go": "//go:build tools\n\npackage tools\n\nimport _ \"github.com/hashicorp/consul\"\n",
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(src, name), []byte(content), 0o644); err != nil {
-			return err
-		}
-	}
-	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GONOSUMDB=github.com/hashicorp/*", "GOTOOLCHAIN=local")
-	for _, args := range [][]string{
-		{"get", "github.com/hashicorp/consul@" + ConsulVersion},
-		{"build", "-o", bin + ".tmp", "github.com/hashicorp/consul"},
-	} {
-		cmd := exec.Command("go", args...)
-		cmd.Dir, cmd.Env = src, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go %s: %w\n%s", args[0], err, out)
-		}
-	}
-	return os.Rename(bin+".tmp", bin)
+	gomod := "module meridian.test/consul\n\ngo 1.26\n\nrequire github.com/hashicorp/consul " + ConsulVersion + "\n"
+	return buildGoMain(dir, bin, "github.com/hashicorp/consul", gomod, []string{"GONOSUMDB=github.com/hashicorp/*"})
 }
