@@ -34,10 +34,12 @@ deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-# Servers the tests run that Debian does not package, built once per machine and cached outside
-# the repository: consul (built from its Go module; about ten minutes the first time).
+# Servers and tools the tests run that Debian does not package, built once per machine and cached
+# outside the repository: consul (built from its Go module; about ten minutes the first time) and helm
+# (the chart's tests render and lint it with a pinned release).
 testbins:
 	$(GO) run ./internal/testutil/consulbuild
+	$(GO) run ./internal/testutil/helmbuild
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

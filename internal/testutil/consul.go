@@ -8,10 +8,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -134,69 +132,23 @@ func (c *Consul) Stop() {
 	terminate(c.cmd.Process, c.done)
 }
 
+// consul is the consul binary the tests run. The release's go.mod replaces its nested modules
+// (api, sdk, ...) with directories of its repository, which a module download does not hold: as
+// a dependency those replacements do not apply, and the nested modules come from the proxy at the
+// versions it requires. Their checksums are not in the checksum database, hence GONOSUMDB.
+var consul = goModuleBinary{
+	envVar:  "MERIDIAN_CONSUL",
+	name:    "consul",
+	module:  "github.com/hashicorp/consul",
+	version: ConsulVersion,
+	pkg:     "github.com/hashicorp/consul",
+	env:     []string{"GONOSUMDB=github.com/hashicorp/*"},
+}
+
 // ConsulBinary returns the path of a consul binary of ConsulVersion: $MERIDIAN_CONSUL when set,
 // else the one cached under the user's cache directory, which it builds there first when it is
 // missing, from the module github.com/hashicorp/consul through the Go module proxy. Builds of
 // concurrent test processes wait for each other.
 func ConsulBinary() (string, error) {
-	if bin := os.Getenv("MERIDIAN_CONSUL"); bin != "" {
-		return bin, nil
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(cache, "meridian-test", "consul-"+ConsulVersion)
-	bin := filepath.Join(dir, "consul")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, "build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
-	}
-	if _, err := os.Stat(bin); err == nil { // another process built it meanwhile
-		return bin, nil
-	}
-	return bin, buildConsul(dir, bin)
-}
-
-// buildConsul builds consul into bin, in a module of its own under dir that requires the
-// release. The release's go.mod replaces its nested modules (api, sdk, ...) with directories of
-// its repository, which a module download does not hold: as a dependency those replacements do
-// not apply, and the nested modules come from the proxy at the versions it requires. Their
-// checksums are not in the checksum database, hence GONOSUMDB.
-func buildConsul(dir, bin string) error {
-	src := filepath.Join(dir, "build")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		return err
-	}
-	files := map[string]string{
-		"go.mod":   "module meridian.test/consul\n\ngo 1.26\n",
-		"tools.go": "//go:build tools\n\npackage tools\n\nimport _ \"github.com/hashicorp/consul\"\n",
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(src, name), []byte(content), 0o644); err != nil {
-			return err
-		}
-	}
-	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GONOSUMDB=github.com/hashicorp/*", "GOTOOLCHAIN=local")
-	for _, args := range [][]string{
-		{"get", "github.com/hashicorp/consul@" + ConsulVersion},
-		{"build", "-o", bin + ".tmp", "github.com/hashicorp/consul"},
-	} {
-		cmd := exec.Command("go", args...)
-		cmd.Dir, cmd.Env = src, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go %s: %w\n%s", args[0], err, out)
-		}
-	}
-	return os.Rename(bin+".tmp", bin)
+	return consul.path()
 }
