@@ -52,17 +52,14 @@ type object struct {
 	node yaml.Node
 }
 
-// manifests is the chart rendered with the release name "gslb" and the values sets (helm's
-// --set syntax).
+// manifests is the chart rendered with the release name "gslb" in the namespace "dns".
 type manifests []object
 
-// render renders the chart with sets and parses every YAML document it outputs.
-func render(t *testing.T, sets ...string) manifests {
+// render renders the chart with helm's flags (--set NAME=VALUE, -f FILE) and parses every YAML
+// document it outputs.
+func render(t *testing.T, flags ...string) manifests {
 	t.Helper()
-	args := []string{"template", "gslb", chartDir, "--namespace", "dns"}
-	for _, s := range sets {
-		args = append(args, "--set", s)
-	}
+	args := append([]string{"template", "gslb", chartDir, "--namespace", "dns"}, flags...)
 	dec := yaml.NewDecoder(strings.NewReader(runHelm(t, args...)))
 	var out manifests
 	for {
@@ -433,36 +430,36 @@ func equalCounts(a, b map[string]int) bool {
 func TestChartValues(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		sets  []string
+		flags []string       // helm's
 		kinds map[string]int // kinds whose count must be this (0: absent)
 		check func(t *testing.T, m manifests)
 	}{
-		{name: "rbac off", sets: []string{"rbac.create=false"}, kinds: map[string]int{"ClusterRole": 0, "ClusterRoleBinding": 0}},
-		{name: "replicas", sets: []string{"replicas=3"}, check: func(t *testing.T, m manifests) {
+		{name: "rbac off", flags: []string{"--set", "rbac.create=false"}, kinds: map[string]int{"ClusterRole": 0, "ClusterRoleBinding": 0}},
+		{name: "replicas", flags: []string{"--set", "replicas=3"}, check: func(t *testing.T, m manifests) {
 			var d deployment
 			m.get(t, "Deployment", fullname, &d)
 			if d.Spec.Replicas != 3 {
 				t.Errorf("replicas = %d, want 3", d.Spec.Replicas)
 			}
 		}},
-		{name: "api off", sets: []string{"api.enabled=false"}, kinds: map[string]int{"Secret": 0, "Service": 1}, check: func(t *testing.T, m manifests) {
+		{name: "api off", flags: []string{"--set", "api.enabled=false"}, kinds: map[string]int{"Secret": 0, "Service": 1}, check: func(t *testing.T, m manifests) {
 			var cm configMap
 			m.get(t, "ConfigMap", fullname, &cm)
 			if strings.Contains(cm.Data["Corefile"], "api_") {
 				t.Errorf("Corefile with the API off has api_ options:\n%s", cm.Data["Corefile"])
 			}
 		}},
-		{name: "existing secret", sets: []string{"api.existingSecret=mine", "api.existingSecretKey=t"}, kinds: map[string]int{"Secret": 0}, check: func(t *testing.T, m manifests) {
+		{name: "existing secret", flags: []string{"--set", "api.existingSecret=mine", "--set", "api.existingSecretKey=t"}, kinds: map[string]int{"Secret": 0}, check: func(t *testing.T, m manifests) {
 			var d deployment
 			m.get(t, "Deployment", fullname, &d)
 			if ref := tokenRef(d.Spec.Template.Spec.Containers[0]); ref != "mine/t" {
 				t.Errorf("MERIDIAN_API_TOKEN comes from %q, want mine/t", ref)
 			}
 		}},
-		{name: "no pdb", sets: []string{"podDisruptionBudget.enabled=false"}, kinds: map[string]int{"PodDisruptionBudget": 0}},
+		{name: "no pdb", flags: []string{"--set", "podDisruptionBudget.enabled=false"}, kinds: map[string]int{"PodDisruptionBudget": 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := render(t, tc.sets...)
+			m := render(t, tc.flags...)
 			got := m.kinds()
 			for kind, n := range tc.kinds {
 				if got[kind] != n {
@@ -479,12 +476,12 @@ func TestChartValues(t *testing.T) {
 // TestChartConfigChecksum checks that a change of a zone file changes the pods' checksum
 // annotation, so that it rolls them.
 func TestChartConfigChecksum(t *testing.T) {
-	checksum := func(sets ...string) string {
+	checksum := func(flags ...string) string {
 		var d deployment
-		render(t, sets...).get(t, "Deployment", fullname, &d)
+		render(t, flags...).get(t, "Deployment", fullname, &d)
 		return d.Spec.Template.Metadata.Annotations["checksum/config"]
 	}
-	before, after := checksum(), checksum("config.zones.extra\\.yml=records: {}")
+	before, after := checksum(), checksum("--set", "config.zones.extra\\.yml=records: {}")
 	if before == "" || before == after {
 		t.Errorf("checksum/config %q before a zone file change, %q after: want two different checksums", before, after)
 	}
@@ -497,27 +494,18 @@ func TestChartConfigChecksum(t *testing.T) {
 func TestChartCorefileChecks(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		sets   []string
+		flags  []string // helm's
 		env    []string
 		failed string // a part of the output when the check must fail
 	}{
 		{name: "defaults", env: []string{"MERIDIAN_API_TOKEN=0123456789abcdef"}},
 		{name: "no token in the environment", failed: "without authentication"},
-		{name: "api off", sets: []string{"api.enabled=false"}},
+		{name: "api off", flags: []string{"--set", "api.enabled=false"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var cm configMap
-			render(t, tc.sets...).get(t, "ConfigMap", fullname, &cm)
-			dir := t.TempDir()
-			for name, content := range cm.Data {
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cmd := exec.Command(testutil.Binary(t), "check", "-conf", "Corefile")
-			cmd.Dir = dir
-			cmd.Env = append(withoutToken(os.Environ()), tc.env...)
-			out, err := cmd.CombinedOutput()
+			render(t, tc.flags...).get(t, "ConfigMap", fullname, &cm)
+			out, err := checkConfig(t, cm, tc.env...)
 			switch {
 			case tc.failed == "" && err != nil:
 				t.Fatalf("meridian check of the chart's Corefile: %v\n%s\nCorefile:\n%s", err, out, cm.Data["Corefile"])
@@ -526,6 +514,49 @@ func TestChartCorefileChecks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestChartReadmeValues renders the chart with the values file its README shows, and checks the
+// Corefile and the zone file it gives.
+func TestChartReadmeValues(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(chartDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(config:.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the chart's README has no values file example (a yaml fence starting with config:)")
+	}
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, m[1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cm configMap
+	render(t, "-f", values).get(t, "ConfigMap", fullname, &cm)
+	if _, ok := cm.Data["example.org.yml"]; !ok || !strings.HasPrefix(cm.Data["Corefile"], "example.org:53 {") {
+		t.Fatalf("the README's values are not in the ConfigMap: %v", cm.Data)
+	}
+	if out, err := checkConfig(t, cm, "MERIDIAN_API_TOKEN=0123456789abcdef"); err != nil {
+		t.Fatalf("meridian check of the README's Corefile: %v\n%s", err, out)
+	}
+}
+
+// checkConfig writes the ConfigMap's files into a directory, as the pod's mount does, and runs
+// `meridian check -conf Corefile` there with env added to the environment, less any
+// MERIDIAN_API_TOKEN of the test's own. It returns the output and the error of the run.
+func checkConfig(t *testing.T, cm configMap, env ...string) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range cm.Data {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(testutil.Binary(t), "check", "-conf", "Corefile")
+	cmd.Dir = dir
+	cmd.Env = append(withoutToken(os.Environ()), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // withoutToken returns env without MERIDIAN_API_TOKEN.
