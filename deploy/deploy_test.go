@@ -1,7 +1,7 @@
 // Package deploy holds the tests of Meridian's deployment artifacts: the Helm chart in
 // helm/meridian, rendered and linted by a real helm binary (testutil.HelmBinary), whose
-// Corefile the real meridian binary checks; and the repository's Dockerfile, compared with the
-// Makefile's build.
+// Corefile and zone files the real meridian binary checks and serves; and the repository's
+// Dockerfile, compared with the Makefile's build and with the chart.
 package deploy
 
 import (
@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path"
@@ -18,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -513,6 +515,87 @@ func TestChartCorefileChecks(t *testing.T) {
 				t.Fatalf("meridian check = %v, %s; want an error naming %q", err, out, tc.failed)
 			}
 		})
+	}
+}
+
+// TestChartServes runs the real meridian with the chart's default Corefile and zone file,
+// rendered with free ports, and checks what the pod's probes, Services and annotations rely on:
+// DNS answers over UDP and TCP, GET /ready and GET /health answer 200 on the ports the probes
+// use, the metrics are on the annotated port, and the admin API requires the token the
+// Deployment puts in its environment. The test rewrites the listeners to loopback, where the
+// pod listens on every interface, and the overrides file into the test's directory.
+func TestChartServes(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef"
+	t.Setenv("MERIDIAN_API_TOKEN", token)
+	ready, health, metrics, api := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
+	dir := t.TempDir()
+	srv := testutil.Start(t, dir, func(dns int) string {
+		var cm configMap
+		render(t, "--set", "ports.dns="+strconv.Itoa(dns), "--set", "ports.ready="+strconv.Itoa(ready),
+			"--set", "ports.health="+strconv.Itoa(health), "--set", "metrics.port="+strconv.Itoa(metrics),
+			"--set", "api.port="+strconv.Itoa(api)).get(t, "ConfigMap", fullname, &cm)
+		for name, content := range cm.Data {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		corefile := cm.Data["Corefile"]
+		for _, r := range []struct{ from, to string }{
+			{"example.test:" + strconv.Itoa(dns) + " {", "example.test:" + strconv.Itoa(dns) + " {\n    bind 127.0.0.1"},
+			{"ready :", "ready 127.0.0.1:"},
+			{"health :", "health 127.0.0.1:"},
+			{"prometheus :", "prometheus 127.0.0.1:"},
+			{"api_listen_addr 0.0.0.0", "api_listen_addr 127.0.0.1"},
+			{"api_overrides_file /var/lib/meridian/overrides.json", "api_overrides_file overrides.json"},
+		} {
+			if strings.Count(corefile, r.from) != 1 {
+				t.Fatalf("the chart's Corefile has not one %q to rewrite:\n%s", r.from, corefile)
+			}
+			corefile = strings.Replace(corefile, r.from, r.to, 1)
+		}
+		return corefile
+	})
+
+	for _, network := range []string{"udp", "tcp"} {
+		r := srv.Query(t, network, "www.example.test.", 1) // A
+		if len(r.Answer) != 1 || !strings.Contains(r.Answer[0].String(), "192.0.2.10") {
+			t.Errorf("%s: www.example.test. A = %v, want 192.0.2.10", network, r.Answer)
+		}
+	}
+	get := func(port int, path, auth string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		code, _ := get(ready, "/ready", "")
+		return code == http.StatusOK
+	}, "GET /ready on the readiness probe's port never answered 200:\n%s", srv.Logs())
+	for _, tc := range []struct {
+		name, path, auth string
+		port, want       int
+		body             string
+	}{
+		{"liveness", "/health", "", health, http.StatusOK, ""},
+		{"metrics", "/metrics", "", metrics, http.StatusOK, "coredns_dns_requests_total"},
+		{"api with the token", "/api/v1/zones", token, api, http.StatusOK, "example.test."},
+		{"api without a token", "/api/v1/zones", "", api, http.StatusUnauthorized, ""},
+		{"api with another token", "/api/v1/zones", "wrong", api, http.StatusUnauthorized, ""},
+	} {
+		if code, body := get(tc.port, tc.path, tc.auth); code != tc.want || !strings.Contains(body, tc.body) {
+			t.Errorf("%s: GET %s on %d = %d %.200q, want %d with %q", tc.name, tc.path, tc.port, code, body, tc.want, tc.body)
+		}
 	}
 }
 
