@@ -32,17 +32,26 @@ const chartDir = "helm/meridian"
 // runHelm runs helm with args and returns its standard output, failing the test on an error.
 func runHelm(t *testing.T, args ...string) string {
 	t.Helper()
+	stdout, stderr, err := helm(t, args...)
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout, stderr)
+	}
+	return stdout
+}
+
+// helm runs helm with args and returns what it wrote to its standard output and standard
+// error, and its error.
+func helm(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	bin, err := testutil.HelmBinary()
 	if err != nil {
 		t.Fatalf("helm: %v", err)
 	}
-	var stdout, stderr bytes.Buffer
+	var out, errs bytes.Buffer
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	err = cmd.Run()
+	return out.String(), errs.String(), err
 }
 
 // object is one rendered manifest: its kind and name, and the whole document to decode further.
@@ -473,6 +482,31 @@ func TestChartValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestChartRefusesBadValues checks that values of the wrong type (the chart's values.schema.json)
+// and ports that collide in the container stop the rendering with a message naming them.
+func TestChartRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		set, want string
+	}{
+		{"replicas=two", "/replicas"},
+		{"service.type=External", "/service/type"},
+		{"api.port=70000", "/api/port"},
+		{"api.enabled=yes", "/api/enabled"},
+		{"api.port=8080", "api.port and ports.health are both 8080"},
+		{"metrics.port=53", "metrics.port and ports.dns are both 53"},
+		{"ports.ready=8080", "ports.health and ports.ready are both 8080"},
+	} {
+		t.Run(tc.set, func(t *testing.T) {
+			_, stderr, err := helm(t, "template", "gslb", chartDir, "--set", tc.set)
+			if err == nil || !strings.Contains(stderr, tc.want) {
+				t.Errorf("helm template --set %s = %v, %s; want an error naming %q", tc.set, err, stderr, tc.want)
+			}
+		})
+	}
+	// The admin API's port is free to be the health plugin's when the API is off.
+	render(t, "--set", "api.enabled=false", "--set", "api.port=8080")
 }
 
 // TestChartConfigChecksum checks that a change of a zone file changes the pods' checksum

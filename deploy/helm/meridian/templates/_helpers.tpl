@@ -71,3 +71,22 @@ The Corefile, rendered from config.corefile.
 {{- define "meridian.corefile" -}}
 {{- tpl .Values.config.corefile . }}
 {{- end }}
+
+{{/*
+Fails the rendering when two of the container's ports are the same: CoreDNS's health plugin and
+the admin API both default to 8080 outside the chart, and a collision would stop the pod at start.
+*/}}
+{{- define "meridian.checkPorts" -}}
+{{- $ports := dict "ports.dns" .Values.ports.dns "ports.ready" .Values.ports.ready "ports.health" .Values.ports.health "metrics.port" .Values.metrics.port }}
+{{- if .Values.api.enabled }}
+{{- $_ := set $ports "api.port" .Values.api.port }}
+{{- end }}
+{{- $seen := dict }}
+{{- range $name := keys $ports | sortAlpha }}
+{{- $port := toString (get $ports $name) }}
+{{- if hasKey $seen $port }}
+{{- fail (printf "%s and %s are both %s: the container's ports must differ" (get $seen $port) $name $port) }}
+{{- end }}
+{{- $_ := set $seen $port $name }}
+{{- end }}
+{{- end }}
