@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -239,6 +240,7 @@ const (
 	apiSecret = fullname + "-api"
 )
 
+// TestChartLints runs `helm lint --strict` on the chart: warnings fail it too.
 func TestChartLints(t *testing.T) {
 	out := runHelm(t, "lint", "--strict", chartDir)
 	if !strings.Contains(out, "0 chart(s) failed") {
@@ -254,7 +256,7 @@ func TestChartDefaults(t *testing.T) {
 	m := render(t)
 	want := map[string]int{"Deployment": 1, "Service": 2, "ConfigMap": 1, "Secret": 1, "ServiceAccount": 1,
 		"ClusterRole": 1, "ClusterRoleBinding": 1, "PodDisruptionBudget": 1}
-	if got := m.kinds(); !equalCounts(got, want) {
+	if got := m.kinds(); !maps.Equal(got, want) {
 		t.Errorf("kinds = %v, want %v", got, want)
 	}
 
@@ -422,19 +424,6 @@ func tokenRef(c container) string {
 		}
 	}
 	return ""
-}
-
-// equalCounts reports whether a and b hold the same counts.
-func equalCounts(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, n := range a {
-		if b[k] != n {
-			return false
-		}
-	}
-	return true
 }
 
 // TestChartValues renders the chart with values that change what it creates.
@@ -687,15 +676,28 @@ func withoutToken(env []string) []string {
 	return out
 }
 
-// TestDockerfile checks the image definition: its build stage runs the Makefile's build
-// command, word for word once the Makefile's variables are expanded; its final stage runs as a
-// user other than root, exposes DNS over UDP and TCP, and starts meridian with -conf on the file
-// the chart mounts.
+// TestDockerfile checks the image definition: its build stage has go.mod's Go and runs the
+// Makefile's build command, word for word once the Makefile's variables are expanded; its final
+// stage runs as a user other than root, exposes DNS over UDP and TCP, and starts meridian with
+// -conf on the file the chart mounts.
 func TestDockerfile(t *testing.T) {
 	stages := dockerStages(t, "../Dockerfile")
 	if len(stages) < 2 {
 		t.Fatalf("Dockerfile has %d stage(s), want a build stage and a final one", len(stages))
 	}
+	// The build stage's Go is go.mod's release: golang:MAJOR.MINOR, the newest patch release.
+	gomod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(gomod)
+	if goVersion == nil {
+		t.Fatal("go.mod has no go directive")
+	}
+	if from := strings.Fields(stages[0].last("FROM")); len(from) == 0 || from[0] != "golang:"+string(goVersion[1]) {
+		t.Errorf("the build stage is FROM %v, want golang:%s, go.mod's Go", from, goVersion[1])
+	}
+
 	want := makeRecipe(t, "../Makefile", "build")
 	var builds []string
 	for _, in := range stages[0] {
