@@ -16,6 +16,7 @@ type goModuleBinary struct {
 	module  string   // the module required at version
 	version string   // the module's version
 	pkg     string   // the main package built, within module
+	ldflags string   // go build's -ldflags, as the release's own build sets them
 	env     []string // added to the go commands' environment
 }
 
@@ -74,7 +75,7 @@ func (g goModuleBinary) build(dir, bin string) error {
 	env := append(append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local"), g.env...)
 	for _, args := range [][]string{
 		{"get", g.module + "@" + g.version},
-		{"build", "-o", bin + ".tmp", g.pkg},
+		{"build", "-trimpath", "-ldflags", g.ldflags, "-o", bin + ".tmp", g.pkg},
 	} {
 		cmd := exec.Command("go", args...)
 		cmd.Dir, cmd.Env = src, env

@@ -4,13 +4,21 @@ package testutil
 // Go module.
 const HelmVersion = "v3.22.0"
 
-// helm is the helm binary the tests run.
+// helmKubeMinor is the Kubernetes minor release HelmVersion renders and lints for by default,
+// 1 + the minor of the k8s.io/client-go it requires (v0.37.0), as helm's Makefile sets it. A
+// plain `go build` would leave helm's fallback, Kubernetes 1.20.
+const helmKubeMinor = "37"
+
+// helm is the helm binary the tests run, built with the variables its release build sets.
 var helm = goModuleBinary{
 	envVar:  "MERIDIAN_HELM",
 	name:    "helm",
 	module:  "helm.sh/helm/v3",
 	version: HelmVersion,
 	pkg:     "helm.sh/helm/v3/cmd/helm",
+	ldflags: "-X helm.sh/helm/v3/internal/version.version=" + HelmVersion +
+		" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=" + helmKubeMinor +
+		" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=" + helmKubeMinor,
 }
 
 // HelmBinary returns the path of a helm binary of HelmVersion: $MERIDIAN_HELM when set, else the
