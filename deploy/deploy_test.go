@@ -498,8 +498,8 @@ func TestChartRefusesBadValues(t *testing.T) {
 	render(t, "--set", "api.enabled=false", "--set", "api.port=8080")
 }
 
-// TestChartConfigChecksum checks that a change of a zone file changes the pods' checksum
-// annotation, so that it rolls them.
+// TestChartConfigChecksum checks that a change of the zone files (one more here) changes the
+// pods' checksum annotation, so that it rolls them.
 func TestChartConfigChecksum(t *testing.T) {
 	checksum := func(flags ...string) string {
 		var d deployment
