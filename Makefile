@@ -34,12 +34,14 @@ deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-# Servers the tests run that Debian does not package, built once per machine and cached outside
-# the repository: consul, and etcd and kube-apiserver (built from their Go modules; about ten
-# minutes, and twenty the first time; Debian's etcd is older than Kubernetes supports).
+# Servers and tools the tests run that Debian does not package, built once per machine and cached
+# outside the repository: consul, etcd and kube-apiserver (built from their Go modules; about ten,
+# two and twenty minutes the first time; Debian's etcd is older than Kubernetes supports), and
+# helm (the chart's tests render and lint it with a pinned release; two to five minutes).
 testbins:
 	$(GO) run ./internal/testutil/consulbuild
 	$(GO) run ./internal/testutil/kubebuild
+	$(GO) run ./internal/testutil/helmbuild
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

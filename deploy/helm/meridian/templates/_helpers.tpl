@@ -1,0 +1,92 @@
+{{/*
+The chart's name, shortened to the 63 characters of a label value.
+*/}}
+{{- define "meridian.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The objects' base name: the release name, with the chart's name unless the release name
+already contains it.
+*/}}
+{{- define "meridian.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The chart label: name-version.
+*/}}
+{{- define "meridian.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The labels of every object.
+*/}}
+{{- define "meridian.labels" -}}
+helm.sh/chart: {{ include "meridian.chart" . }}
+{{ include "meridian.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/*
+The labels that select the pods.
+*/}}
+{{- define "meridian.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "meridian.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+The ServiceAccount the pods run as.
+*/}}
+{{- define "meridian.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "meridian.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Secret holding the admin API's token: an existing one, or the chart's.
+*/}}
+{{- define "meridian.apiSecretName" -}}
+{{- default (printf "%s-api" (include "meridian.fullname" .)) .Values.api.existingSecret }}
+{{- end }}
+
+{{/*
+The Corefile, rendered from config.corefile.
+*/}}
+{{- define "meridian.corefile" -}}
+{{- tpl .Values.config.corefile . }}
+{{- end }}
+
+{{/*
+Fails the rendering when two of the container's ports are the same: CoreDNS's health plugin and
+the admin API both default to 8080 outside the chart, and a collision would stop the pod at start.
+*/}}
+{{- define "meridian.checkPorts" -}}
+{{- $ports := dict "ports.dns" .Values.ports.dns "ports.ready" .Values.ports.ready "ports.health" .Values.ports.health "metrics.port" .Values.metrics.port }}
+{{- if .Values.api.enabled }}
+{{- $_ := set $ports "api.port" .Values.api.port }}
+{{- end }}
+{{- $seen := dict }}
+{{- range $name := keys $ports | sortAlpha }}
+{{- $port := toString (get $ports $name) }}
+{{- if hasKey $seen $port }}
+{{- fail (printf "%s and %s are both %s: the container's ports must differ" (get $seen $port) $name $port) }}
+{{- end }}
+{{- $_ := set $seen $port $name }}
+{{- end }}
+{{- end }}
