@@ -7,6 +7,7 @@ package deploy
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 	"maps"
@@ -894,4 +895,34 @@ func shellWords(t *testing.T, s string) []string {
 		words = append(words, cur.String())
 	}
 	return words
+}
+
+// TestTheAPIServerAcceptsTheChart applies the rendered chart, with its defaults and with every
+// optional part on, to a real kube-apiserver (testutil.StartKube), which validates each object
+// against its schema as a cluster would.
+func TestTheAPIServerAcceptsTheChart(t *testing.T) {
+	kube := testutil.StartKube(t)
+	kube.Apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "dns"}})
+	clusterScoped := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true, "Namespace": true}
+	for _, flags := range [][]string{nil, {"--set", "replicas=3"}} {
+		for _, o := range render(t, flags...) {
+			var obj map[string]any
+			if err := o.node.Decode(&obj); err != nil {
+				t.Fatal(err)
+			}
+			if !clusterScoped[o.Kind] {
+				obj["metadata"].(map[string]any)["namespace"] = "dns"
+			}
+			kube.Apply(t, obj) // fails the test with the server's answer when it refuses
+		}
+	}
+	var dep struct {
+		Spec struct{ Replicas int }
+	}
+	if err := json.Unmarshal(kube.Get(t, "/apis/apps/v1/namespaces/dns/deployments/"+fullname), &dep); err != nil {
+		t.Fatal(err)
+	}
+	if dep.Spec.Replicas != 3 {
+		t.Errorf("the Deployment the server stored has %d replicas, want 3 from the second apply", dep.Spec.Replicas)
+	}
 }
