@@ -926,3 +926,83 @@ func TestTheAPIServerAcceptsTheChart(t *testing.T) {
 		t.Errorf("the Deployment the server stored has %d replicas, want 3 from the second apply", dep.Spec.Replicas)
 	}
 }
+
+// TestGslbCRDs installs the chart's custom resource definitions of k8gb's Gslb (k8gb.io and the
+// legacy k8gb.absa.oss) in a real kube-apiserver, applies a Gslb of each strategy in each group
+// as k8gb's users write them, writes a status through the status subresource, and checks that
+// the server refuses what k8gb's API refuses (an unknown strategy, a negative TTL, a weight
+// that is not a percentage in the legacy group).
+func TestGslbCRDs(t *testing.T) {
+	kube := testutil.StartKube(t)
+	files, err := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
+	if err != nil || len(files) != 2 {
+		t.Fatalf("the chart's CRDs: %v %v", files, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd map[string]any
+		if err := yaml.Unmarshal(data, &crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		kube.Apply(t, crd)
+	}
+	kube.Apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "apps"}})
+	for _, gv := range []string{"/apis/k8gb.io/v1beta1", "/apis/k8gb.absa.oss/v1beta1"} {
+		testutil.Eventually(t, 10*time.Second, func() bool { return kube.Served(gv) }, "%s is not served", gv)
+	}
+	ingress := map[string]any{"rules": []any{map[string]any{"host": "app.cloud.example.com", "http": map[string]any{"paths": []any{
+		map[string]any{"path": "/", "pathType": "Prefix", "backend": map[string]any{"service": map[string]any{"name": "app", "port": map[string]any{"number": 80}}}}}}}}}
+	gslb := func(apiVersion, name string, strategy map[string]any) map[string]any {
+		return map[string]any{"apiVersion": apiVersion, "kind": "Gslb", "metadata": map[string]any{"name": name, "namespace": "apps"},
+			"spec": map[string]any{"ingress": ingress, "strategy": strategy}}
+	}
+	tests := []struct {
+		apiVersion, name string
+		strategy         map[string]any
+		ok               bool
+	}{
+		{"k8gb.io/v1beta1", "rr", map[string]any{"type": "roundRobin", "dnsTtlSeconds": 30}, true},
+		{"k8gb.io/v1beta1", "weighted", map[string]any{"type": "roundRobin", "weight": map[string]any{"eu": 5, "us": 2}}, true},
+		{"k8gb.io/v1beta1", "failover", map[string]any{"type": "failover", "primaryGeoTag": "eu", "splitBrainThresholdSeconds": 300}, true},
+		{"k8gb.io/v1beta1", "geo", map[string]any{"type": "geoip"}, true},
+		{"k8gb.io/v1beta1", "unknown", map[string]any{"type": "consistent"}, false},
+		{"k8gb.io/v1beta1", "negative", map[string]any{"type": "roundRobin", "dnsTtlSeconds": -1}, false},
+		{"k8gb.absa.oss/v1beta1", "legacy", map[string]any{"type": "roundRobin", "weight": map[string]any{"eu": "30%", "us": "70%"}}, true},
+		{"k8gb.absa.oss/v1beta1", "legacy-failover", map[string]any{"type": "failover", "primaryGeoTag": "us"}, true},
+		{"k8gb.absa.oss/v1beta1", "legacy-bad-weight", map[string]any{"type": "roundRobin", "weight": map[string]any{"eu": "a lot"}}, false},
+	}
+	for _, tt := range tests {
+		status, out := kube.TryApply(t, gslb(tt.apiVersion, tt.name, tt.strategy))
+		if ok := status/100 == 2; ok != tt.ok {
+			t.Errorf("%s %s: status %d, want accepted %v: %s", tt.apiVersion, tt.name, status, tt.ok, out)
+		}
+	}
+	var stored struct {
+		Spec struct {
+			ServiceHealthPolicy string `json:"serviceHealthPolicy"`
+		}
+	}
+	if err := json.Unmarshal(kube.Get(t, "/apis/k8gb.io/v1beta1/namespaces/apps/gslbs/rr"), &stored); err != nil || stored.Spec.ServiceHealthPolicy != "Any" {
+		t.Errorf("serviceHealthPolicy defaults to %q (%v), want Any", stored.Spec.ServiceHealthPolicy, err)
+	}
+	withStatus := gslb("k8gb.io/v1beta1", "failover", nil)
+	delete(withStatus, "spec")
+	withStatus["status"] = map[string]any{"geoTag": "eu", "hosts": "app.cloud.example.com",
+		"serviceHealth": map[string]any{"app.cloud.example.com": "Healthy"}, "healthyRecords": map[string]any{"app.cloud.example.com": []any{"192.0.2.10"}}}
+	var got struct {
+		Status struct {
+			GeoTag        string              `json:"geoTag"`
+			ServiceHealth map[string]string   `json:"serviceHealth"`
+			Healthy       map[string][]string `json:"healthyRecords"`
+		}
+	}
+	if err := json.Unmarshal(kube.ApplyStatus(t, withStatus), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.GeoTag != "eu" || got.Status.ServiceHealth["app.cloud.example.com"] != "Healthy" || len(got.Status.Healthy["app.cloud.example.com"]) != 1 {
+		t.Errorf("the stored status: %+v", got.Status)
+	}
+}

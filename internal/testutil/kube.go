@@ -209,6 +209,32 @@ func (k *Kube) ApplyStatus(t testing.TB, obj any) []byte {
 // apply sends obj to its path plus subresource as an apply patch, owned by the test.
 func (k *Kube) apply(t testing.TB, obj any, subresource string) []byte {
 	t.Helper()
+	path, body := k.applyRequest(t, obj, subresource)
+	return k.must(t, http.MethodPatch, path, "application/apply-patch+yaml", body)
+}
+
+// TryApply is Apply that returns the server's status and answer rather than failing the test
+// when the server refuses obj: for tests that expect a refusal.
+func (k *Kube) TryApply(t testing.TB, obj any) (int, []byte) {
+	t.Helper()
+	path, body := k.applyRequest(t, obj, "")
+	status, out, err := k.do(http.MethodPatch, path, "application/apply-patch+yaml", body)
+	if err != nil {
+		t.Fatalf("kube apply %s: %v", path, err)
+	}
+	return status, out
+}
+
+// Served reports whether the server answers GET path with 200: for tests that wait for a
+// resource (a custom resource's group version) to be served.
+func (k *Kube) Served(path string) bool {
+	status, _, err := k.do(http.MethodGet, path, "", nil)
+	return err == nil && status == http.StatusOK
+}
+
+// applyRequest returns the path and body of the apply patch of obj's subresource.
+func (k *Kube) applyRequest(t testing.TB, obj any, subresource string) (string, []byte) {
+	t.Helper()
 	body, err := json.Marshal(obj)
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +251,7 @@ func (k *Kube) apply(t testing.TB, obj any, subresource string) []byte {
 		t.Fatalf("apply: %s is not an object with apiVersion, kind and metadata.name (%v)", body, err)
 	}
 	path := k.resourcePath(t, head.APIVersion, head.Kind, head.Metadata.Namespace) + "/" + head.Metadata.Name + subresource
-	return k.must(t, http.MethodPatch, path+"?fieldManager=meridian-test&force=true", "application/apply-patch+yaml", body)
+	return path + "?fieldManager=meridian-test&force=true", body
 }
 
 // resourcePath returns the collection path of kind in apiVersion ("/api/v1/namespaces/NS/services"),
