@@ -3,6 +3,7 @@ package health
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestReportSetsExternalBackends feeds an external backend's status through Report: it changes
@@ -55,11 +56,15 @@ func TestReportSetsExternalBackends(t *testing.T) {
 	}
 }
 
-// TestExternalBackendsAreSeeded starts an external backend at its seeded status.
+// TestExternalBackendsAreSeeded starts external backends at their seeded status, stale
+// included; a probed backend is never seeded stale (only another site's can be).
 func TestExternalBackendsAreSeeded(t *testing.T) {
-	m := NewManager(Options{Log: testLog{}, Seed: map[string]Status{"ext": Up}})
-	m.Sync([]Spec{{Key: "ext", External: true}}, map[string]bool{"ext": true})
-	if got := m.State("ext").Status(); got != Up {
-		t.Fatalf("seeded external backend is %s, want up", got)
+	m := NewManager(Options{Log: testLog{}, Seed: map[string]Status{"ext": Up, "gone": Stale, "probed": Stale}})
+	m.Sync([]Spec{{Key: "ext", External: true}, {Key: "gone", External: true}, spec("probed", &scriptedProber{}, "c", time.Hour)},
+		map[string]bool{"ext": true, "gone": true, "probed": true})
+	for key, want := range map[string]Status{"ext": Up, "gone": Stale, "probed": Unknown} {
+		if got := m.State(key).Status(); got != want {
+			t.Errorf("%s starts %s, want %s", key, got, want)
+		}
 	}
 }

@@ -225,7 +225,7 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 // newBackend returns the backend of spec, starting over: unknown, or at its seeded status.
 func (m *Manager) newBackend(spec *Spec) *backend {
 	b := &backend{spec: spec, state: m.stateLocked(spec.Key)}
-	if st := m.seed[spec.Key]; st != Unknown && (len(spec.Checks) > 0 || spec.External) {
+	if st := m.seed[spec.Key]; st != Unknown && (len(spec.Checks) > 0 || spec.External) && (st != Stale || spec.External) {
 		b.status = st
 		b.details.Reason = "restored from the state file"
 	}

@@ -173,7 +173,9 @@ func (l *Loaded) add(key string, st health.Status, asOf time.Time) {
 	l.States[key], l.AsOf[key] = st, asOf
 }
 
-// parse reads Meridian's format. Entries whose status is neither up nor down are skipped.
+// parse reads Meridian's format: up, down, and stale (another site's backend whose site was
+// silent: it restarts stale, served only when nothing else is, until its site is read).
+// Entries of other statuses are skipped.
 func parse(data []byte) (*Loaded, error) {
 	var f File
 	if err := json.Unmarshal(data, &f); err != nil {
@@ -192,6 +194,8 @@ func parse(data []byte) (*Loaded, error) {
 			l.add(key, health.Up, e.AsOf)
 		case health.Down.String():
 			l.add(key, health.Down, e.AsOf)
+		case health.Stale.String():
+			l.add(key, health.Stale, e.AsOf)
 		}
 	}
 	return l, nil

@@ -209,12 +209,12 @@ func TestReadRefuses(t *testing.T) {
 	}
 }
 
-// TestReadSkipsWhatItDoesNotKnow: statuses other than up and down are skipped; keys of
+// TestReadSkipsWhatItDoesNotKnow: statuses other than up, down and stale are skipped; keys of
 // backends that are not configured are returned (the manager ignores them).
 func TestReadSkipsWhatItDoesNotKnow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	content := `{"version": 1, "written_at": "` + time.Now().UTC().Format(time.RFC3339) + `", "future_field": true,
-		"backends": {"a|1|0": {"status": "draining"}, "gone.example.|9.9.9.9|0": {"status": "down"}}}`
+		"backends": {"a|1|0": {"status": "draining"}, "gone.example.|9.9.9.9|0": {"status": "down"}, "remote|2|0": {"status": "stale"}}}`
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestReadSkipsWhatItDoesNotKnow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]health.Status{"gone.example.|9.9.9.9|0": health.Down}; !maps.Equal(l.States, want) {
+	if want := map[string]health.Status{"gone.example.|9.9.9.9|0": health.Down, "remote|2|0": health.Stale}; !maps.Equal(l.States, want) {
 		t.Errorf("states %v, want %v", l.States, want)
 	}
 }
