@@ -61,8 +61,8 @@ type sharedHealth struct {
 	discovered *discovery.Memory
 	// fleet is the block's view of the other sites, nil unless the block names its site;
 	// keeper its heartbeats in the operator's DNS, nil unless it has a heartbeat zone.
-	fleet   *sites.Fleet
-	keeper  *heartbeats.Keeper
+	fleet  *sites.Fleet
+	keeper *heartbeats.Keeper
 	// kube follows the Services that the block's kubernetes backends name; it connects at
 	// the first load that names one.
 	kube    *kubernetes.Watcher
