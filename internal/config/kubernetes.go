@@ -1,7 +1,7 @@
 package config
 
 import (
-	"fmt"
+	"slices"
 
 	"gopkg.in/yaml.v3"
 )
@@ -36,15 +36,7 @@ func (o KubernetesOptions) Enabled(zones []*Zone) bool {
 
 // Watches reports whether namespace is one the options watch.
 func (o KubernetesOptions) Watches(namespace string) bool {
-	if len(o.Namespaces) == 0 {
-		return true
-	}
-	for _, ns := range o.Namespaces {
-		if ns == namespace {
-			return true
-		}
-	}
-	return false
+	return len(o.Namespaces) == 0 || slices.Contains(o.Namespaces, namespace)
 }
 
 // KubernetesRef names the Service a backend stands for (kubernetes: {namespace, service}).
@@ -58,20 +50,7 @@ func (r KubernetesRef) String() string { return r.Namespace + "/" + r.Service }
 
 // CheckKubernetesName reports why name cannot name a namespace or a Service: Kubernetes
 // requires a DNS label (RFC 1123) of at most 63 lower-case letters, digits and hyphens.
-func CheckKubernetesName(kind, name string) error {
-	if name == "" || len(name) > 63 {
-		return fmt.Errorf("a %s name has 1 to 63 characters, not %d", kind, len(name))
-	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return fmt.Errorf("%s %q: a %s name has lower-case letters, digits and hyphens only", kind, name, kind)
-		}
-	}
-	if name[0] == '-' || name[len(name)-1] == '-' {
-		return fmt.Errorf("%s %q: a %s name neither starts nor ends with a hyphen", kind, name, kind)
-	}
-	return nil
-}
+func CheckKubernetesName(kind, name string) error { return checkLabel(kind, name, 63) }
 
 var kubernetesKeys = []string{"namespace", "service"}
 
