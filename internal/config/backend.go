@@ -111,8 +111,15 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 	if b.IsPlaceholder() && len(b.HealthChecks) > 0 {
 		p.Errorf(n, child(path, "healthchecks"), "a backend without an address stands for what site %s publishes: it has nothing to probe here", b.Site)
 	}
-	if b.IsKubernetes() && len(b.HealthChecks) > 0 {
-		p.Errorf(n, child(path, "healthchecks"), "a kubernetes backend is judged by its Service's readiness: probes are not combined with it yet")
+	if b.IsKubernetes() {
+		for _, f := range []struct {
+			key string
+			set bool
+		}{{"healthchecks", len(b.HealthChecks) > 0}, {"passive", b.Passive}, {"assume_healthy", b.AssumeHealthy}} {
+			if f.set {
+				p.Errorf(n, child(path, f.key), "a kubernetes backend is judged by its Service's readiness: %s does not apply to it", f.key)
+			}
+		}
 	}
 	return b, p.Len() == before
 }

@@ -255,7 +255,9 @@ func TestKubernetesBackendErrors(t *testing.T) {
 		{"unknown key", "{kubernetes: {namespace: shop, service: web, port: 80}}", `unknown key "port"`},
 		{"with an address", "{address: 10.0.0.1, kubernetes: {namespace: shop, service: web}}", `records["a.example.org"].backends[0].address: a kubernetes backend stands for its Service's LoadBalancer addresses`},
 		{"with a site", "{site: eu, kubernetes: {namespace: shop, service: web}}", `records["a.example.org"].backends[0].kubernetes: a backend is either a site's placeholder or a kubernetes Service`},
-		{"with probes", "{kubernetes: {namespace: shop, service: web}, healthchecks: [{type: tcp, params: {port: 80}}]}", `records["a.example.org"].backends[0].healthchecks: a kubernetes backend is judged by its Service's readiness`},
+		{"with probes", "{kubernetes: {namespace: shop, service: web}, healthchecks: [{type: tcp, params: {port: 80}}]}", `records["a.example.org"].backends[0].healthchecks: a kubernetes backend is judged by its Service's readiness: healthchecks does not apply to it`},
+		{"passive", "{kubernetes: {namespace: shop, service: web}, passive: true}", `records["a.example.org"].backends[0].passive: a kubernetes backend is judged by its Service's readiness: passive does not apply to it`},
+		{"assume_healthy", "{kubernetes: {namespace: shop, service: web}, assume_healthy: true}", `backends[0].assume_healthy: a kubernetes backend is judged by its Service's readiness: assume_healthy does not apply to it`},
 		{"twice", "{kubernetes: {namespace: shop, service: web}}\n      - {kubernetes: {namespace: shop, service: web}}", `duplicate backend kubernetes shop/web (first at line 4)`},
 	}
 	for _, tt := range tests {
