@@ -12,7 +12,7 @@ import (
 
 var backendKeys = []string{"address", "port", "priority", "weight", "enable", "tags", "description",
 	"country", "subdivision", "city", "continent", "asn", "location", "latitude", "longitude",
-	"healthchecks", "timeout", "rise", "fall", "assume_healthy", "passive", "site"}
+	"healthchecks", "timeout", "rise", "fall", "assume_healthy", "passive", "site", "kubernetes"}
 
 var continents = []string{"AF", "AN", "AS", "EU", "NA", "OC", "SA"}
 
@@ -26,7 +26,7 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 		return b, false
 	}
 	before := p.Len()
-	var address, lat, lon *yaml.Node
+	var address, kube, lat, lon *yaml.Node
 	var cs checkSettings
 	for _, e := range p.entries(n, path) {
 		if YAMLIsNull(e.v) {
@@ -53,6 +53,9 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 			b.Passive = p.boolField(e.v, kpath, b.Passive)
 		case "site":
 			b.Site = p.siteName(e.v, kpath)
+		case "kubernetes":
+			kube = e.v
+			b.Kubernetes = p.kubernetesRef(e.v, kpath)
 		case "tags":
 			b.Tags, _ = p.strList(e.v, kpath)
 		case "description":
@@ -88,8 +91,13 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 			}
 		}
 	}
-	if address == nil && b.Site == "" {
-		p.Errorf(n, child(path, "address"), "a backend needs an address (or a site, for what that site publishes)")
+	switch {
+	case address == nil && b.Site == "" && kube == nil:
+		p.Errorf(n, child(path, "address"), "a backend needs an address (or a site, for what that site publishes, or a kubernetes Service)")
+	case address != nil && b.Kubernetes != nil:
+		p.Errorf(address, child(path, "address"), "a kubernetes backend stands for its Service's LoadBalancer addresses: it has no address of its own")
+	case b.Site != "" && b.Kubernetes != nil:
+		p.Errorf(n, child(path, "kubernetes"), "a backend is either a site's placeholder or a kubernetes Service, not both")
 	}
 	switch {
 	case lat != nil && lon == nil:
@@ -102,6 +110,16 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 	cs.thresholds(&b, profiles)
 	if b.IsPlaceholder() && len(b.HealthChecks) > 0 {
 		p.Errorf(n, child(path, "healthchecks"), "a backend without an address stands for what site %s publishes: it has nothing to probe here", b.Site)
+	}
+	if b.IsKubernetes() {
+		for _, f := range []struct {
+			key string
+			set bool
+		}{{"healthchecks", len(b.HealthChecks) > 0}, {"passive", b.Passive}, {"assume_healthy", b.AssumeHealthy}} {
+			if f.set {
+				p.Errorf(n, child(path, f.key), "a kubernetes backend is judged by its Service's readiness: %s does not apply to it", f.key)
+			}
+		}
 	}
 	return b, p.Len() == before
 }

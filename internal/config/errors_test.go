@@ -243,3 +243,48 @@ func TestAliasBomb(t *testing.T) {
 		t.Errorf("took %v", d)
 	}
 }
+
+// TestKubernetesBackendErrors checks the messages of a kubernetes backend's mistakes.
+func TestKubernetesBackendErrors(t *testing.T) {
+	tests := []struct {
+		name, backend, want string
+	}{
+		{"no service", "{kubernetes: {namespace: shop}}", `zone.yml:4:22: records["a.example.org"].backends[0].kubernetes.service: a kubernetes backend needs the name of its Service`},
+		{"no namespace", "{kubernetes: {service: web}}", `zone.yml:4:22: records["a.example.org"].backends[0].kubernetes.namespace: a kubernetes backend needs the namespace of its Service`},
+		{"bad name", "{kubernetes: {namespace: shop, service: Web_1}}", `records["a.example.org"].backends[0].kubernetes.service: service "Web_1": a service name has lower-case letters, digits and hyphens only`},
+		{"unknown key", "{kubernetes: {namespace: shop, service: web, port: 80}}", `unknown key "port"`},
+		{"with an address", "{address: 10.0.0.1, kubernetes: {namespace: shop, service: web}}", `records["a.example.org"].backends[0].address: a kubernetes backend stands for its Service's LoadBalancer addresses`},
+		{"with a site", "{site: eu, kubernetes: {namespace: shop, service: web}}", `records["a.example.org"].backends[0].kubernetes: a backend is either a site's placeholder or a kubernetes Service`},
+		{"with probes", "{kubernetes: {namespace: shop, service: web}, healthchecks: [{type: tcp, params: {port: 80}}]}", `records["a.example.org"].backends[0].healthchecks: a kubernetes backend is judged by its Service's readiness: healthchecks does not apply to it`},
+		{"passive", "{kubernetes: {namespace: shop, service: web}, passive: true}", `records["a.example.org"].backends[0].passive: a kubernetes backend is judged by its Service's readiness: passive does not apply to it`},
+		{"assume_healthy", "{kubernetes: {namespace: shop, service: web}, assume_healthy: true}", `backends[0].assume_healthy: a kubernetes backend is judged by its Service's readiness: assume_healthy does not apply to it`},
+		{"twice", "{kubernetes: {namespace: shop, service: web}}\n      - {kubernetes: {namespace: shop, service: web}}", `duplicate backend kubernetes shop/web (first at line 4)`},
+	}
+	for _, tt := range tests {
+		yml := "records:\n  a.example.org:\n    backends:\n      - " + tt.backend + "\n"
+		_, err := ParseZone("zone.yml", []byte(yml), "example.org", nil, 7)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestKubernetesBackend checks that a kubernetes backend parses with its settings, and that it
+// enables the Kubernetes source.
+func TestKubernetesBackend(t *testing.T) {
+	yml := "records:\n  a.example.org:\n    backends:\n      - {kubernetes: {namespace: shop, service: web}, priority: 2, location: eu}\n      - {address: 10.0.0.1}\n"
+	z, err := ParseZone("zone.yml", []byte(yml), "example.org", nil, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := z.Records[0].Backends[0]
+	if !b.IsKubernetes() || *b.Kubernetes != (KubernetesRef{"shop", "web"}) || b.Priority != 2 || b.Location != "eu" {
+		t.Errorf("backend = %+v, want the Service shop/web with priority 2 and location eu", b)
+	}
+	if z.Records[0].Backends[1].IsKubernetes() {
+		t.Error("an address backend is a kubernetes one")
+	}
+	if !(KubernetesOptions{}).Enabled([]*Zone{z}) || (KubernetesOptions{}).Enabled(nil) || !(KubernetesOptions{Kubeconfig: "k"}).Enabled(nil) {
+		t.Error("Enabled is not: a kubernetes backend, or the kubeconfig option")
+	}
+}

@@ -299,12 +299,15 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	rec.Backends = make([]Backend, 0, len(items)) // kept for the configuration's life: no slack
 	for i, item := range items {
 		b, ok := p.backend(item, index(bpath, i), profiles, rec.ScrapeInterval)
-		if b.Address == "" && b.Site == "" {
+		if b.Address == "" && b.Site == "" && b.Kubernetes == nil {
 			continue
 		}
 		key := b.Address
-		if b.IsPlaceholder() {
+		switch {
+		case b.IsPlaceholder():
 			key = "site " + b.Site
+		case b.IsKubernetes():
+			key = "kubernetes " + b.Kubernetes.String()
 		}
 		if b.IP.IsValid() {
 			key = b.IP.String()

@@ -88,17 +88,20 @@ func (s SitesOptions) Check() error {
 
 // CheckSiteName reports why name cannot name a site: a site is one lower-case DNS label of
 // letters, digits and hyphens, as it appears in the heartbeat-<site> name.
-func CheckSiteName(name string) error { return checkLabel("site", name) }
+func CheckSiteName(name string) error { return checkLabel("site", name, maxSiteName) }
 
 // CheckRegionName reports why name cannot name a region (the region option): the same rules
 // as a site's.
-func CheckRegionName(name string) error { return checkLabel("region", name) }
+func CheckRegionName(name string) error { return checkLabel("region", name, maxSiteName) }
 
-// checkLabel reports why name cannot be the name of a kind (site, region) that appears as a
-// DNS label in heartbeat names.
-func checkLabel(kind, name string) error {
-	if name == "" || len(name) > 50 {
-		return fmt.Errorf("a %s name has 1 to 50 characters, not %d", kind, len(name))
+// maxSiteName is the longest site or region name.
+const maxSiteName = 50
+
+// checkLabel reports why name cannot be the name of a kind (site, region, a Kubernetes
+// namespace) that is a DNS label of at most maxLen lower-case letters, digits and hyphens.
+func checkLabel(kind, name string, maxLen int) error {
+	if name == "" || len(name) > maxLen {
+		return fmt.Errorf("a %s name has 1 to %d characters, not %d", kind, maxLen, len(name))
 	}
 	for _, c := range name {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {

@@ -97,6 +97,8 @@ type Options struct {
 	Sites SitesOptions
 	// Heartbeats are the heartbeats in the operator's DNS; off unless a heartbeat zone is set.
 	Heartbeats HeartbeatOptions
+	// Kubernetes is how the Kubernetes source reaches the cluster.
+	Kubernetes KubernetesOptions
 }
 
 // StateOptions are the state file's settings (state_persist_*, state_max_age): the health of
@@ -253,8 +255,14 @@ type Backend struct {
 	// particular. A backend with a site and no address is a placeholder: it stands for the
 	// targets that site publishes (the k8gb form, see docs/sites.md).
 	Site string
-	// Remote is set by the sites source on the backends of other sites: their health comes
-	// from those sites' published targets, never from probes here.
+	// Kubernetes, when set, names the Service the backend stands for (kubernetes:): it has
+	// no address, and the Kubernetes source replaces it by the Service's LoadBalancer
+	// addresses.
+	Kubernetes *KubernetesRef
+	// Remote means "judged by an external source": set by a source on the backends whose
+	// health it reports rather than probes here: the sites source on the backends of other
+	// sites (from those sites' published targets), the Kubernetes source on a Service's
+	// addresses (from its readiness).
 	Remote bool
 	// Share is, on a target that the sites source learned for a placeholder, the number of
 	// targets the placeholder's weight is shared among (the site's weight); 0 otherwise.
@@ -264,6 +272,10 @@ type Backend struct {
 // IsPlaceholder reports whether the backend stands for what its site publishes: it has a
 // site and no address.
 func (b *Backend) IsPlaceholder() bool { return b.Site != "" && b.Address == "" }
+
+// IsKubernetes reports whether the backend stands for a Kubernetes Service's addresses: it
+// names a Service and has no address.
+func (b *Backend) IsKubernetes() bool { return b.Kubernetes != nil && b.Address == "" }
 
 // IsHost reports whether the backend is a host name (answered as CNAME) rather than an address.
 func (b *Backend) IsHost() bool { return !b.IP.IsValid() }

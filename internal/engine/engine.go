@@ -24,6 +24,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/files"
 	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
+	"github.com/meridian-gslb/meridian/internal/source/kubernetes"
 	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
 
@@ -50,6 +51,10 @@ type Engine struct {
 	// heartbeat zone): a source of backends (its Source notes other sites' backends) and of
 	// the verdicts on them.
 	keeper *heartbeats.Keeper
+	// kube follows the Services that kubernetes backends name: a source of backends (its
+	// Source replaces them by the Services' addresses) and of the verdicts on them. It
+	// connects only when the zones name a Service or the block has a kubeconfig.
+	kube *kubernetes.Watcher
 	// verdicts holds the health words; health is the same manager, for the admin API's view
 	// of its details, transitions and votes.
 	verdicts source.Verdicts
@@ -80,6 +85,10 @@ type Engine struct {
 // warnings of the zones (those New logs) when they load.
 func Check(opts config.Options) (warnings []error, err error) {
 	zones, err := files.Load(opts)
+	if err == nil {
+		// What the Services stand for is read at run time: nothing yet.
+		zones, err = kubernetes.Check(zones, opts.Kubernetes)
+	}
 	if err == nil && opts.Heartbeats.Enabled() {
 		zones, err = heartbeats.NewKeeper(opts.Sites.Site, opts.Heartbeats, nil, nil).Source().Merge(zones)
 	}
@@ -150,7 +159,8 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	e := &Engine{opts: opts, log: log, geo: st, reg: r, corefileLoad: load}
 	e.shared = r.acquireHealth(opts, log)
 	e.discovery = discovery.New(e.shared.discovered)
-	e.backends = []source.Backends{files.New(opts), e.discovery}
+	e.kube = e.shared.kube
+	e.backends = []source.Backends{files.New(opts), e.discovery, e.kube.Source()}
 	if e.keeper = e.shared.keeper; e.keeper != nil {
 		e.backends = append(e.backends, e.keeper.Source()) // before the sites source: it sees the placeholders
 	}
@@ -278,6 +288,7 @@ func (e *Engine) load() error {
 	if e.keeper != nil {
 		e.keeper.ReportAll()
 	}
+	e.kube.ReportAll() // so do the Services' backends
 	for _, r := range snap.Records() {
 		r.Refresh() // Sync may have reset the state of backends whose checks changed
 		publishRecordHealth(r)

@@ -12,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/overlay"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
+	"github.com/meridian-gslb/meridian/internal/source/kubernetes"
 	"github.com/meridian-gslb/meridian/internal/source/sites"
 	"github.com/meridian-gslb/meridian/internal/source/statefile"
 )
@@ -60,8 +61,11 @@ type sharedHealth struct {
 	discovered *discovery.Memory
 	// fleet is the block's view of the other sites, nil unless the block names its site;
 	// keeper its heartbeats in the operator's DNS, nil unless it has a heartbeat zone.
-	fleet   *sites.Fleet
-	keeper  *heartbeats.Keeper
+	fleet  *sites.Fleet
+	keeper *heartbeats.Keeper
+	// kube follows the Services that the block's kubernetes backends name; it connects at
+	// the first load that names one.
+	kube    *kubernetes.Watcher
 	refs    int
 	started bool
 	// writer writes the manager's state to the state file (nil when the block has none); seed
@@ -73,14 +77,15 @@ type sharedHealth struct {
 
 // healthKey identifies a gslb block across reloads: its zones and the options its health
 // manager was made with (coredns_gslb_metrics among them: it keeps the per-check counts), and
-// its site. A block whose scheduler, cluster or site options change gets a new manager (and a
-// new Redis client, a new fleet); its peers and their timing may change without one.
+// its site, and its Kubernetes options. A block whose scheduler, cluster, site or Kubernetes
+// options change gets a new manager (and a new Redis client, a new fleet, a new Kubernetes
+// watcher); its peers and their timing may change without one.
 func healthKey(o config.Options) string {
 	var redis string
 	if o.Cluster.Enable {
 		redis = fmt.Sprintf("%+v", o.Cluster.WithDefaults())
 	}
-	return fmt.Sprint(o.Zones, o.MaxStaggerStart, o.BatchSizeStart, o.ResolutionIdleTimeout, o.HealthcheckIdleMultiplier, o.Cluster.ProbeSources, o.CoreDNSGSLBMetrics, redis, o.Sites.Site, o.Heartbeats.Enabled())
+	return fmt.Sprint(o.Zones, o.MaxStaggerStart, o.BatchSizeStart, o.ResolutionIdleTimeout, o.HealthcheckIdleMultiplier, o.Cluster.ProbeSources, o.CoreDNSGSLBMetrics, redis, o.Sites.Site, o.Heartbeats.Enabled(), o.Kubernetes)
 }
 
 // acquireHealth returns the block's health manager, creating it on first use, and counts one
@@ -124,6 +129,7 @@ func (r *Registry) startHealth(sh *sharedHealth) {
 	if sh.keeper != nil {
 		sh.keeper.Start()
 	}
+	sh.kube.Start()
 	if sh.writer != nil {
 		sh.writer.Start()
 	}
@@ -149,6 +155,7 @@ func (r *Registry) releaseHealth(sh *sharedHealth) {
 	if sh.keeper != nil {
 		sh.keeper.Stop()
 	}
+	sh.kube.Stop()
 	sh.manager.Stop()
 	if sh.cluster != nil {
 		sh.cluster.Close()
@@ -183,6 +190,7 @@ func newSharedHealth(key string, o config.Options, seed map[string]health.Status
 	if o.Heartbeats.Enabled() {
 		sh.keeper = heartbeats.NewKeeper(o.Sites.Site, o.Heartbeats, sh.manager, log)
 	}
+	sh.kube = kubernetes.NewWatcher(o.Kubernetes, sh.manager, log)
 	return sh
 }
 

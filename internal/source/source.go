@@ -3,12 +3,13 @@
 //
 //   - Backends: backend sets, which records a zone has and which backends each record has.
 //     Today the YAML zone files (package files) and the records' discovery blocks: HTTP lists,
-//     Consul services, SVCB/HTTPS records (package discovery); next Kubernetes Services and
-//     remote sites' localtargets.
+//     Consul services, SVCB/HTTPS records (package discovery); Kubernetes Services' LoadBalancer
+//     addresses (package kubernetes); remote sites' localtargets.
 //   - Verdicts: health verdicts, what state each backend is in. Today the health manager, which
 //     holds local probes and, through its coordinator, the Redis fleet in lock, none or quorum
 //     mode and passive agents, and which the state file (package statefile) seeds at start;
-//     next site heartbeats and Kubernetes readiness.
+//     the sources that judge backends without probing them (sites, heartbeats, Kubernetes
+//     readiness) report their verdicts to it.
 //
 // A new input is one package implementing one of the two, registered in the engine; neither
 // the CoreDNS adapter nor the query path changes, and no source is ever called on the query

@@ -1,0 +1,77 @@
+package kubernetes
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+// use is what a merge expanded one Service to: its addresses, and the catalog keys of the
+// backends they became, whose verdicts the watcher reports.
+type use struct {
+	addrs []netip.Addr
+	keys  []string
+}
+
+// Check returns zones with every kubernetes backend removed, as a merge before any Service is
+// read does, and reports the backends whose namespace opts does not watch.
+func Check(zones []*config.Zone, opts config.KubernetesOptions) ([]*config.Zone, error) {
+	out, _, err := expand(zones, opts, func(config.KubernetesRef) []netip.Addr { return nil })
+	return out, err
+}
+
+// expand returns zones with each kubernetes backend replaced by one backend per address that
+// addrs gives for its Service, each with the backend's settings and marked Remote (judged by
+// this source), and what each Service was expanded to. Zones without kubernetes backends are
+// returned as they are. A backend whose namespace opts does not watch is an error.
+func expand(zones []*config.Zone, opts config.KubernetesOptions, addrs func(config.KubernetesRef) []netip.Addr) ([]*config.Zone, map[config.KubernetesRef]*use, error) {
+	uses := map[config.KubernetesRef]*use{}
+	var errs []error
+	out := slices.Clone(zones)
+	for zi, z := range zones {
+		var recs []config.Record
+		for ri := range z.Records {
+			r := &z.Records[ri]
+			if !slices.ContainsFunc(r.Backends, func(b config.Backend) bool { return b.IsKubernetes() }) {
+				continue
+			}
+			if recs == nil {
+				recs = slices.Clone(z.Records)
+			}
+			rec := &recs[ri]
+			rec.Backends = make([]config.Backend, 0, len(r.Backends))
+			for _, b := range r.Backends {
+				if !b.IsKubernetes() {
+					rec.Backends = append(rec.Backends, b)
+					continue
+				}
+				ref := *b.Kubernetes
+				if !opts.Watches(ref.Namespace) {
+					errs = append(errs, fmt.Errorf("%s: backend of %s: the Service %s is in a namespace that kubernetes_namespaces does not watch", b.Pos, r.Name, ref))
+					continue
+				}
+				u := uses[ref]
+				if u == nil {
+					u = &use{addrs: addrs(ref)}
+					uses[ref] = u
+				}
+				for _, a := range u.addrs {
+					t := b
+					t.Address, t.IP, t.Remote = a.String(), a, true
+					u.keys = append(u.keys, catalog.BackendKey(r.Name, &t))
+					rec.Backends = append(rec.Backends, t)
+				}
+			}
+		}
+		if recs != nil {
+			zc := *z
+			zc.Records = recs
+			out[zi] = &zc
+		}
+	}
+	return out, uses, errors.Join(errs...)
+}
