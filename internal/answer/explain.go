@@ -214,6 +214,8 @@ func backendState(be *catalog.Backend) string {
 		s += " (site " + c.Site + "'s, as it publishes)"
 	case c.Site != "":
 		s += " (site " + c.Site + ", this site)"
+	case c.External:
+		s += " (its health reported by a source, not probed here)"
 	}
 	if !be.Config.Probed() {
 		s += " (not probed)"

@@ -27,7 +27,8 @@ records:
 	rc := &z.Records[0]
 	rc.Publish = true
 	for i := range rc.Backends {
-		rc.Backends[i].Remote = rc.Backends[i].Site != "us"
+		remote := rc.Backends[i].Site != "us"
+		rc.Backends[i].Remote, rc.Backends[i].External = remote, remote
 	}
 	snap, err := Build([]*config.Zone{z}, hs)
 	if err != nil {
@@ -99,4 +100,33 @@ func addrs(bs []*Backend) []string {
 		out = append(out, b.Config.Address)
 	}
 	return out
+}
+
+// TestExternalLocalBackendsArePublished: a backend of this site whose health a source reports
+// (a Kubernetes Service's address) is published in localtargets like a probed one; another
+// site's is not.
+func TestExternalLocalBackendsArePublished(t *testing.T) {
+	z := mustZone(t, "example.org", `
+records:
+  app.example.org.:
+    backends:
+      - {address: 10.0.0.1}
+      - {address: 10.0.0.2, site: eu}
+`)
+	rc := &z.Records[0]
+	rc.Publish = true
+	rc.Backends[0].External = true                              // this site's, judged by a source
+	rc.Backends[1].External, rc.Backends[1].Remote = true, true // another site's
+	hs := states{}
+	for _, ip := range []string{"10.0.0.1", "10.0.0.2"} {
+		hs.State("app.example.org.|" + ip + "|0").Set(health.Up)
+	}
+	snap, err := Build([]*config.Zone{z}, hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := snap.Records()[0].View().Published[IPv4]
+	if len(pub) != 1 || pub[0].(*dns.A).A.String() != "10.0.0.1" {
+		t.Errorf("published %v, want this site's externally judged 10.0.0.1 only", pub)
+	}
 }

@@ -259,10 +259,13 @@ type Backend struct {
 	// no address, and the Kubernetes source replaces it by the Service's LoadBalancer
 	// addresses.
 	Kubernetes *KubernetesRef
-	// Remote means "judged by an external source": set by a source on the backends whose
-	// health it reports rather than probes here: the sites source on the backends of other
-	// sites (from those sites' published targets), the Kubernetes source on a Service's
-	// addresses (from its readiness).
+	// External is set by a source on the backends whose health it reports rather than this
+	// instance probes: the sites and heartbeats sources on other sites' backends (from what
+	// those sites publish), the Kubernetes source on a Service's addresses (from its
+	// readiness).
+	External bool
+	// Remote is set by the sites source on the backends of other sites (External too): this
+	// site neither publishes them nor counts them as its own.
 	Remote bool
 	// Share is, on a target that the sites source learned for a placeholder, the number of
 	// targets the placeholder's weight is shared among (the site's weight); 0 otherwise.
@@ -281,10 +284,10 @@ func (b *Backend) IsKubernetes() bool { return b.Kubernetes != nil && b.Address 
 func (b *Backend) IsHost() bool { return !b.IP.IsValid() }
 
 // Probed reports whether the backend has a health state: it has health checks, or it is
-// passive (a cluster fleet probes it), and it is not assume_healthy; or it is another site's
-// (Remote), whose state that site publishes. A backend that is not probed counts as up.
+// passive (a cluster fleet probes it), and it is not assume_healthy; or a source reports its
+// health (External). A backend that is not probed counts as up.
 func (b *Backend) Probed() bool {
-	return b.Remote || !b.AssumeHealthy && (b.Passive || len(b.HealthChecks) > 0)
+	return b.External || !b.AssumeHealthy && (b.Passive || len(b.HealthChecks) > 0)
 }
 
 // HealthCheck is one check of a backend, from a profile or written inline.

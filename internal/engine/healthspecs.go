@@ -54,9 +54,9 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 					publishRecordHealth(rec)
 				},
 				Passive:  bc.Passive,
-				External: bc.Remote,
+				External: bc.External,
 			}
-			if bc.Passive || bc.Remote {
+			if bc.Passive || bc.External {
 				specs = append(specs, spec)
 				continue
 			}

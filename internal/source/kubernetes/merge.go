@@ -25,7 +25,7 @@ func Check(zones []*config.Zone, opts config.KubernetesOptions) ([]*config.Zone,
 }
 
 // expand returns zones with each kubernetes backend replaced by one backend per address that
-// addrs gives for its Service, each with the backend's settings and marked Remote (judged by
+// addrs gives for its Service, each with the backend's settings and marked External (judged by
 // this source), and what each Service was expanded to. Zones without kubernetes backends are
 // returned as they are. A backend whose namespace opts does not watch is an error.
 func expand(zones []*config.Zone, opts config.KubernetesOptions, addrs func(config.KubernetesRef) []netip.Addr) ([]*config.Zone, map[config.KubernetesRef]*use, error) {
@@ -61,7 +61,7 @@ func expand(zones []*config.Zone, opts config.KubernetesOptions, addrs func(conf
 				}
 				for _, a := range u.addrs {
 					t := b
-					t.Address, t.IP, t.Remote = a.String(), a, true
+					t.Address, t.IP, t.External = a.String(), a, true
 					u.keys = append(u.keys, catalog.BackendKey(r.Name, &t))
 					rec.Backends = append(rec.Backends, t)
 				}

@@ -306,7 +306,7 @@ func (s *Source) Name() string { return "kubernetes" }
 
 // Merge implements source.Backends: each kubernetes backend becomes one backend per
 // LoadBalancer address that its Service had when last read (none before the first read),
-// marked Remote: their health is the Service's readiness, reported, never probed. It connects
+// marked External: their health is the Service's readiness, reported, never probed. It connects
 // the watcher when zones first need it, without waiting on the network.
 func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 	w := s.w

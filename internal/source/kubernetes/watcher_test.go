@@ -129,7 +129,7 @@ func (h *harness) reloadCount() int {
 }
 
 // kubeAddrs returns the merged backends that stand for the Service, and whether each is
-// Remote with the kubernetes backend's settings.
+// External with the kubernetes backend's settings.
 func (h *harness) kubeAddrs() ([]string, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -138,7 +138,7 @@ func (h *harness) kubeAddrs() ([]string, bool) {
 	for _, b := range h.merged {
 		if b.Kubernetes != nil {
 			out = append(out, b.Address)
-			ok = ok && b.Remote && b.Priority == 1 && b.Location == "eu" && b.IP.String() == b.Address
+			ok = ok && b.External && !b.Remote && b.Priority == 1 && b.Location == "eu" && b.IP.String() == b.Address
 		}
 	}
 	return out, ok
@@ -212,7 +212,7 @@ func TestWatcher(t *testing.T) {
 		t.Errorf("the removed address's last verdict = %+v, want down for no LoadBalancer address", r)
 	}
 	if _, ok := h.kubeAddrs(); !ok {
-		t.Error("a merged backend is not Remote with the kubernetes backend's settings")
+		t.Error("a merged backend is not External (and not another site's) with the kubernetes backend's settings")
 	}
 }
 

@@ -100,7 +100,7 @@ func merge(zones []*config.Zone, own string, learned func(site, record string) [
 					rec.Backends = append(rec.Backends, targets...)
 					p.placeholders[r.Name] = appendOnce(p.placeholders[r.Name], b.Site)
 				default:
-					b.Remote = true
+					b.Remote, b.External = true, true
 					rec.Backends = append(rec.Backends, b)
 					p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &b), site: b.Site, record: r.Name, ip: b.IP})
 				}
@@ -154,7 +154,7 @@ func expand(placeholder config.Backend, addrs []netip.Addr) []config.Backend {
 	out := make([]config.Backend, 0, len(addrs))
 	for _, a := range addrs {
 		b := placeholder
-		b.Address, b.IP, b.Remote = a.String(), a, true
+		b.Address, b.IP, b.Remote, b.External = a.String(), a, true, true
 		b.Share = len(addrs) - v4
 		if a.Is4() {
 			b.Share = v4
