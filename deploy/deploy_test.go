@@ -551,7 +551,8 @@ func TestChartCorefileChecks(t *testing.T) {
 func TestChartServes(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef"
 	t.Setenv("MERIDIAN_API_TOKEN", token)
-	ready, health, metrics, api := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
+	ports := testutil.FreePorts(t, 4)
+	ready, health, metrics, api := ports[0], ports[1], ports[2], ports[3]
 	dir := t.TempDir()
 	srv := testutil.Start(t, dir, func(dns int) string {
 		var cm configMap

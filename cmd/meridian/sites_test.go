@@ -68,8 +68,9 @@ func startSites(t *testing.T, s siteSetup) []*siteProc {
 	if s.hosts != nil {
 		shared = freePortOn(t, s.hosts)
 	}
+	ports := testutil.FreePorts(t, 3*n) // DNS, admin API and metrics of each site, all distinct
 	for i := range n {
-		procs[i] = &siteProc{name: s.names[i], host: "127.0.0.1", port: testutil.FreePort(t), api: testutil.FreePort(t), metrics: testutil.FreePort(t)}
+		procs[i] = &siteProc{name: s.names[i], host: "127.0.0.1", port: ports[3*i], api: ports[3*i+1], metrics: ports[3*i+2]}
 		if s.hosts != nil {
 			procs[i].host, procs[i].port = s.hosts[i], shared
 		}

@@ -40,7 +40,8 @@ func StartConsul(t testing.TB) *Consul {
 	if err != nil {
 		t.Fatalf("consul: %v", err)
 	}
-	httpPort, serfLAN, serfWAN, server := FreePort(t), FreePort(t), FreePort(t), FreePort(t)
+	ports := FreePorts(t, 4)
+	httpPort, serfLAN, serfWAN, server := ports[0], ports[1], ports[2], ports[3]
 	cmd := exec.Command(bin, "agent", "-dev", "-bind=127.0.0.1", "-client=127.0.0.1",
 		"-node=meridian-test", "-http-port="+strconv.Itoa(httpPort), "-dns-port=-1", "-grpc-port=-1",
 		"-grpc-tls-port=-1", "-serf-lan-port="+strconv.Itoa(serfLAN),

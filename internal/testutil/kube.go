@@ -70,8 +70,9 @@ func StartKube(t testing.TB) *Kube {
 // directory, waits until it is healthy and returns its client URL.
 func (k *Kube) startEtcd(t testing.TB, bin string) string {
 	t.Helper()
-	client := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
-	peer := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	ports := FreePorts(t, 2)
+	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	k.etcd = startProcess(t, exec.Command(bin, "--name=meridian-test", "--data-dir="+filepath.Join(k.dir, "etcd"),
 		"--listen-client-urls="+client, "--advertise-client-urls="+client,
 		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,

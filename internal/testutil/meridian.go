@@ -5,6 +5,7 @@ package testutil
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -77,6 +78,38 @@ func FreePort(t testing.TB) int {
 	}
 	t.Fatal("no free port for UDP and TCP")
 	return 0
+}
+
+// FreePorts returns n distinct loopback ports, each free for both UDP and TCP at the time of the
+// call: they are held until all are chosen, so that (unlike n calls of FreePort) no two are
+// the same.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var held []io.Closer
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for attempts := 0; len(ports) < n; attempts++ {
+		if attempts > 50*n {
+			t.Fatal("no free ports for UDP and TCP")
+		}
+		tl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := tl.Addr().(*net.TCPAddr).Port
+		ul, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			tl.Close()
+			continue
+		}
+		held = append(held, tl, ul)
+		ports = append(ports, port)
+	}
+	return ports
 }
 
 // Server is a running meridian process.
