@@ -9,7 +9,7 @@
 //     holds local probes and, through its coordinator, the Redis fleet in lock, none or quorum
 //     mode and passive agents, and which the state file (package statefile) seeds at start;
 //     the sources that judge backends without probing them (sites, heartbeats, Kubernetes
-//     readiness) report their verdicts to it.
+//     readiness) report their Verdicts to it, as a Reporter.
 //
 // A new input is one package implementing one of the two, registered in the engine; neither
 // the CoreDNS adapter nor the query path changes, and no source is ever called on the query
@@ -57,4 +57,25 @@ type Verdicts interface {
 type Logger interface {
 	Infof(format string, args ...any)
 	Warningf(format string, args ...any)
+}
+
+// Reporter takes a source's verdicts on the backends whose health it reports
+// (config.Backend.External): health.Manager is one. key is the backend's catalog key; reason
+// says why, naming who judged.
+type Reporter interface {
+	Report(key string, st health.Status, reason string) bool
+}
+
+// Verdict is a source's status of one backend, and why.
+type Verdict struct {
+	Key    string
+	Status health.Status
+	Reason string
+}
+
+// Report hands verdicts to r.
+func Report(r Reporter, verdicts []Verdict) {
+	for _, v := range verdicts {
+		r.Report(v.Key, v.Status, v.Reason)
+	}
 }

@@ -23,16 +23,10 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/config"
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/periodic"
 	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
-
-// Logger is where the keeper reports what it cannot act on.
-type Logger interface {
-	Infof(format string, args ...any)
-	Warningf(format string, args ...any)
-}
 
 // The zones a site writes its heartbeat to.
 const (
@@ -44,11 +38,11 @@ const (
 // block's health manager, across Corefile reloads.
 type Keeper struct {
 	site     string
-	reporter sites.Reporter
+	reporter source.Reporter
 
 	mu      sync.Mutex
 	opts    config.HeartbeatOptions // with defaults
-	log     Logger
+	log     source.Logger
 	summary func() ([]netip.Addr, int)
 	plan    *plan
 	sites   map[string]*siteState
@@ -72,7 +66,7 @@ type siteState struct {
 
 // NewKeeper returns the keeper of site, reporting its verdicts to reporter. It writes and
 // reads nothing until Start.
-func NewKeeper(site string, opts config.HeartbeatOptions, reporter sites.Reporter, log Logger) *Keeper {
+func NewKeeper(site string, opts config.HeartbeatOptions, reporter source.Reporter, log source.Logger) *Keeper {
 	k := &Keeper{site: site, reporter: reporter, sites: map[string]*siteState{}, writers: map[string]*writer{}, plan: &plan{}}
 	k.Configure(opts, nil, nil, log)
 	return k
@@ -80,7 +74,7 @@ func NewKeeper(site string, opts config.HeartbeatOptions, reporter sites.Reporte
 
 // Configure makes opts the keeper's options from the next round on, summary the source of
 // this site's healthy addresses (the current snapshot's), and origins the block's zones.
-func (k *Keeper) Configure(opts config.HeartbeatOptions, origins []string, summary func() ([]netip.Addr, int), log Logger) {
+func (k *Keeper) Configure(opts config.HeartbeatOptions, origins []string, summary func() ([]netip.Addr, int), log source.Logger) {
 	opts = opts.WithDefaults()
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -158,9 +152,7 @@ func (k *Keeper) round(ctx context.Context) {
 	verdicts := k.judgeLocked(now)
 	k.publishLocked(now, len(up) > 0)
 	k.mu.Unlock()
-	for _, v := range verdicts {
-		k.reporter.Report(v.key, v.status, v.reason)
-	}
+	source.Report(k.reporter, verdicts)
 	if opts.Delegation != nil {
 		k.keepDelegation(ctx, u, len(up) > 0)
 	}
@@ -223,17 +215,10 @@ func readRecord(ctx context.Context, c *sites.Client, z config.HeartbeatZone, si
 	return Record{}, false
 }
 
-// verdict is the status of one other site's backend, and why.
-type verdict struct {
-	key    string
-	status health.Status
-	reason string
-}
-
 // judgeLocked returns the verdict on every other site's backend of the plan whose site's
 // heartbeat was read.
-func (k *Keeper) judgeLocked(now time.Time) []verdict {
-	var out []verdict
+func (k *Keeper) judgeLocked(now time.Time) []source.Verdict {
+	var out []source.Verdict
 	for _, b := range k.plan.remote {
 		s := k.sites[b.site]
 		if s == nil || !s.ok {
@@ -242,18 +227,14 @@ func (k *Keeper) judgeLocked(now time.Time) []verdict {
 		listed := slices.Contains(s.rec.Up, b.ip)
 		age := now.Sub(s.rec.Time)
 		fresh := age <= k.healthyFor(s.kind)
-		v := verdict{key: b.key}
-		switch {
-		case fresh && listed:
-			v.status, v.reason = health.Up, "up in site "+b.site+"'s "+s.kind+" heartbeat"
-		case fresh:
-			v.status, v.reason = health.Down, "not up in site "+b.site+"'s "+s.kind+" heartbeat"
-		case listed:
-			v.status, v.reason = health.Stale, "site "+b.site+"'s "+s.kind+" heartbeat is "+age.Round(time.Second).String()+" old, more than "+k.healthyFor(s.kind).String()
-		default:
-			v.status, v.reason = health.Down, "not up in site "+b.site+"'s last heartbeat, which is stale"
+		reason := "up in site " + b.site + "'s " + s.kind + " heartbeat"
+		if !listed {
+			reason = "not " + reason
 		}
-		out = append(out, v)
+		if !fresh {
+			reason += ", which is " + age.Round(time.Second).String() + " old, more than " + k.healthyFor(s.kind).String()
+		}
+		out = append(out, source.Verdict{Key: b.key, Status: sites.Status(fresh, listed), Reason: reason})
 	}
 	return out
 }
@@ -264,9 +245,7 @@ func (k *Keeper) ReportAll() {
 	k.mu.Lock()
 	verdicts := k.judgeLocked(time.Now())
 	k.mu.Unlock()
-	for _, v := range verdicts {
-		k.reporter.Report(v.key, v.status, v.reason)
-	}
+	source.Report(k.reporter, verdicts)
 }
 
 // SiteViews returns the other sites as the admin API's sites view shows them: fresh, stale or

@@ -8,6 +8,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/source"
 )
 
 // recorder is a Reporter that keeps the last verdict of each key.
@@ -62,9 +63,7 @@ records:
 			verdicts := k.judgeLocked(now)
 			k.mu.Unlock()
 			clear(rec)
-			for _, v := range verdicts {
-				rec.Report(v.key, v.status, v.reason)
-			}
+			source.Report(rec, verdicts)
 			if rec[key("192.0.2.2")] != tt.want2 || rec[key("192.0.2.3")] != tt.want3 {
 				t.Errorf("eu-2's backend %s, us-1's %s; want %s, %s", rec[key("192.0.2.2")], rec[key("192.0.2.3")], tt.want2, tt.want3)
 			}

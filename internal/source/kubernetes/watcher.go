@@ -4,7 +4,7 @@
 // address and at least one ready endpoint in its EndpointSlices, down at once otherwise. A
 // Watcher follows Services and EndpointSlices with client-go's shared informers, off the
 // query path; it is a source of backend sets (its Source) and of health verdicts, which it
-// reports through a Reporter. It lives as long as the block's health manager.
+// reports through a source.Reporter. It lives as long as the block's health manager.
 package kubernetes
 
 import (
@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/meridian-gslb/meridian/internal/config"
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/periodic"
 )
@@ -40,18 +39,12 @@ const (
 	resolveTimeout  = 5 * time.Second
 )
 
-// Reporter takes the verdicts on the Services' backends (health.Manager is one): key is the
-// backend's catalog key; reason says why, naming the Service.
-type Reporter interface {
-	Report(key string, st health.Status, reason string) bool
-}
-
 // Watcher follows the Services that the zones' kubernetes backends name, and their
 // EndpointSlices. It connects to the API server at the first merge that needs it and reads
 // once started.
 type Watcher struct {
 	opts     config.KubernetesOptions
-	reporter Reporter
+	reporter source.Reporter
 	log      source.Logger
 	resolver *net.Resolver
 
@@ -84,7 +77,7 @@ type conn struct {
 
 // NewWatcher returns the watcher of opts, reporting its verdicts to reporter and logging to log.
 // It connects to nothing yet.
-func NewWatcher(opts config.KubernetesOptions, reporter Reporter, log source.Logger) *Watcher {
+func NewWatcher(opts config.KubernetesOptions, reporter source.Reporter, log source.Logger) *Watcher {
 	return &Watcher{opts: opts, reporter: reporter, log: log, resolver: net.DefaultResolver,
 		resolved: map[string][]netip.Addr{}, watchers: map[int]func(){}}
 }

@@ -19,22 +19,9 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/periodic"
 )
-
-// Logger is where the fleet reports what it cannot act on.
-type Logger interface {
-	Infof(format string, args ...any)
-	Warningf(format string, args ...any)
-}
-
-// Reporter takes the verdicts on other sites' backends (health.Manager is one): key is the
-// backend's catalog key; reason says why, naming the site.
-type Reporter interface {
-	Report(key string, st health.Status, reason string) bool
-}
 
 // Fleet is this site's view of the other sites: it publishes this site's heartbeat, reads the
 // peers every peer interval, keeps what each site published last, and judges the other sites'
@@ -42,12 +29,12 @@ type Reporter interface {
 type Fleet struct {
 	heartbeat *catalog.Heartbeat
 	boot      string
-	reporter  Reporter
+	reporter  source.Reporter
 
 	mu       sync.Mutex
 	opts     config.SitesOptions // with defaults
 	client   *Client
-	log      Logger
+	log      source.Logger
 	plan     *plan
 	fromNS   []string          // the peers last found from the NS sets
 	peers    map[string]*peer  // by address
@@ -97,7 +84,7 @@ func (s *site) heard() bool { return !s.lastAdvance.IsZero() }
 
 // NewFleet returns the fleet of site opts.Site, reporting its verdicts to reporter. Its
 // heartbeat serves at once; it reads no peer until Start.
-func NewFleet(opts config.SitesOptions, reporter Reporter, log Logger) *Fleet {
+func NewFleet(opts config.SitesOptions, reporter source.Reporter, log source.Logger) *Fleet {
 	f := &Fleet{
 		heartbeat: catalog.NewHeartbeat(opts.Site),
 		boot:      newBoot(),
@@ -115,7 +102,7 @@ func NewFleet(opts config.SitesOptions, reporter Reporter, log Logger) *Fleet {
 
 // Configure makes opts (whose site must stay the same) the fleet's options from the next
 // round on: a Corefile reload may change the peers, the intervals and the key.
-func (f *Fleet) Configure(opts config.SitesOptions, log Logger) {
+func (f *Fleet) Configure(opts config.SitesOptions, log source.Logger) {
 	opts = opts.WithDefaults()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -214,14 +201,7 @@ func (f *Fleet) ReportAll() {
 	f.mu.Lock()
 	verdicts := f.judgeLocked(time.Now())
 	f.mu.Unlock()
-	f.report(verdicts)
-}
-
-// report hands verdicts to the reporter.
-func (f *Fleet) report(verdicts []verdict) {
-	for _, v := range verdicts {
-		f.reporter.Report(v.key, v.status, v.reason)
-	}
+	source.Report(f.reporter, verdicts)
 }
 
 // sortedAddrs returns addrs sorted and without repeats.

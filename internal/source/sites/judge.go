@@ -7,19 +7,27 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/source"
 )
 
-// verdict is the status of one other site's backend, and why.
-type verdict struct {
-	key    string
-	status health.Status
-	reason string
+// Status is the status of another site's backend from what its site published, the rule of
+// the sites' transports (peers and heartbeats): while the site is fresh, up when it lists the
+// backend and down otherwise; once it is stale, stale when it last listed the backend (served
+// only when nothing else is) and down otherwise.
+func Status(fresh, listed bool) health.Status {
+	switch {
+	case fresh && listed:
+		return health.Up
+	case !fresh && listed:
+		return health.Stale
+	}
+	return health.Down
 }
 
 // judgeLocked returns the verdict on every other site's backend of the plan that this site
 // can judge: not those of a site never heard from, nor of records not read from it yet.
-func (f *Fleet) judgeLocked(now time.Time) []verdict {
-	out := make([]verdict, 0, len(f.plan.remote))
+func (f *Fleet) judgeLocked(now time.Time) []source.Verdict {
+	out := make([]source.Verdict, 0, len(f.plan.remote))
 	for _, b := range f.plan.remote {
 		s := f.sites[b.site]
 		if s == nil || !s.heard() {
@@ -29,19 +37,15 @@ func (f *Fleet) judgeLocked(now time.Time) []verdict {
 		if !read {
 			continue
 		}
-		listed := slices.Contains(targets, b.ip)
-		v := verdict{key: b.key}
-		switch {
-		case f.staleLocked(s, now) && listed:
-			v.status, v.reason = health.Stale, f.staleReason(s, now)
-		case f.staleLocked(s, now):
-			v.status, v.reason = health.Down, fmt.Sprintf("not in site %s's localtargets when last read; %s", s.name, f.staleReason(s, now))
-		case listed:
-			v.status, v.reason = health.Up, fmt.Sprintf("in site %s's localtargets", s.name)
-		default:
-			v.status, v.reason = health.Down, fmt.Sprintf("not in site %s's localtargets", s.name)
+		listed, stale := slices.Contains(targets, b.ip), f.staleLocked(s, now)
+		reason := fmt.Sprintf("in site %s's localtargets", s.name)
+		if !listed {
+			reason = "not " + reason
 		}
-		out = append(out, v)
+		if stale {
+			reason += " when last read; " + f.staleReason(s, now)
+		}
+		out = append(out, source.Verdict{Key: b.key, Status: Status(!stale, listed), Reason: reason})
 	}
 	return out
 }

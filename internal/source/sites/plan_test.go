@@ -11,6 +11,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/source"
 )
 
 func mustZone(t *testing.T, yaml string) *config.Zone {
@@ -142,7 +143,7 @@ func TestFreshnessAndVerdicts(t *testing.T) {
 		f.applyLocked([]readout{s.read}, []string{s.read.addr}, s.at)
 		verdicts := f.judgeLocked(s.at)
 		f.mu.Unlock()
-		f.report(verdicts)
+		source.Report(rec, verdicts)
 		if rec[key] != s.want {
 			t.Fatalf("%s: %s, want %s", s.name, rec[key], s.want)
 		}

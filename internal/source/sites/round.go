@@ -13,6 +13,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/source"
 )
 
 // queriesPerPeer bounds the queries in flight to one peer.
@@ -72,7 +73,7 @@ func (f *Fleet) round(ctx context.Context) {
 	}
 	f.publishMetricsLocked(now)
 	f.mu.Unlock()
-	f.report(verdicts)
+	source.Report(f.reporter, verdicts)
 	for _, w := range watchers {
 		w()
 	}
