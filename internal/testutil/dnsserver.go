@@ -36,6 +36,18 @@ func StartDNS(t testing.TB, handler dns.Handler, tsig map[string]string) string 
 // for answers a real server would not give. The socket is closed when the test ends.
 func ServeUDP(t testing.TB, addr string, reply func(packet []byte) []byte) net.PacketConn {
 	t.Helper()
+	return ServeUDPFrom(t, addr, func(packet []byte, _ net.Addr) [][]byte {
+		if out := reply(packet); out != nil {
+			return [][]byte{out}
+		}
+		return nil
+	})
+}
+
+// ServeUDPFrom is ServeUDP for responders that need to know who asked, or answer with several
+// datagrams (sent in order): reply gets each packet and its sender.
+func ServeUDPFrom(t testing.TB, addr string, reply func(packet []byte, from net.Addr) [][]byte) net.PacketConn {
+	t.Helper()
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +60,7 @@ func ServeUDP(t testing.TB, addr string, reply func(packet []byte) []byte) net.P
 			if err != nil {
 				return
 			}
-			if out := reply(buf[:n]); out != nil {
+			for _, out := range reply(buf[:n], from) {
 				_, _ = pc.WriteTo(out, from)
 			}
 		}

@@ -345,35 +345,23 @@ func TestExchangeSkipsOtherIDs(t *testing.T) {
 		wantOK bool
 	}{{"then its own", true, true}, {"only others", false, false}} {
 		t.Run(tt.name, func(t *testing.T) {
-			pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { pc.Close() })
-			go func() {
-				buf := make([]byte, dns.MaxMsgSize)
-				for {
-					n, from, err := pc.ReadFrom(buf)
-					if err != nil {
-						return
-					}
-					q := new(dns.Msg)
-					if q.Unpack(buf[:n]) != nil {
-						continue
-					}
-					m := new(dns.Msg)
-					m.SetReply(q)
-					answerA(m, 1)
-					m.Id++
-					other, _ := m.Pack()
-					_, _ = pc.WriteTo(other, from)
-					if tt.own {
-						m.Id--
-						own, _ := m.Pack()
-						_, _ = pc.WriteTo(own, from)
-					}
+			pc := testutil.ServeUDPFrom(t, "127.0.0.1:0", func(p []byte, _ net.Addr) [][]byte {
+				q := new(dns.Msg)
+				if q.Unpack(p) != nil {
+					return nil
 				}
-			}()
+				m := new(dns.Msg)
+				m.SetReply(q)
+				answerA(m, 1)
+				m.Id++
+				other, _ := m.Pack()
+				if !tt.own {
+					return [][]byte{other}
+				}
+				m.Id--
+				own, _ := m.Pack()
+				return [][]byte{other, own}
+			})
 			c := &Client{Timeout: 300 * time.Millisecond}
 			defer c.Close()
 			r, err := c.Exchange(context.Background(), pc.LocalAddr().String(), question, dns.TypeA)
@@ -390,33 +378,21 @@ func TestExchangeSkipsOtherIDs(t *testing.T) {
 // TestExchangeKeepsSockets: sequential exchanges with one server reuse one UDP socket (the
 // server sees one source port); after Close, a client dials a new one.
 func TestExchangeKeepsSockets(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
 	var mu sync.Mutex
 	sources := map[string]int{}
-	go func() {
-		buf := make([]byte, dns.MaxMsgSize)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			q := new(dns.Msg)
-			if q.Unpack(buf[:n]) != nil {
-				continue
-			}
-			mu.Lock()
-			sources[from.String()]++
-			mu.Unlock()
-			m := new(dns.Msg)
-			m.SetReply(q)
-			out, _ := m.Pack()
-			_, _ = pc.WriteTo(out, from)
+	pc := testutil.ServeUDPFrom(t, "127.0.0.1:0", func(p []byte, from net.Addr) [][]byte {
+		q := new(dns.Msg)
+		if q.Unpack(p) != nil {
+			return nil
 		}
-	}()
+		mu.Lock()
+		sources[from.String()]++
+		mu.Unlock()
+		m := new(dns.Msg)
+		m.SetReply(q)
+		out, _ := m.Pack()
+		return [][]byte{out}
+	})
 	ask := func(c *Client) {
 		if _, err := c.Exchange(context.Background(), pc.LocalAddr().String(), question, dns.TypeA); err != nil {
 			t.Fatal(err)
