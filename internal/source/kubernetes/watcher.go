@@ -10,7 +10,6 @@ package kubernetes
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -59,8 +58,7 @@ type Watcher struct {
 	merged map[config.KubernetesRef]*use
 	// resolved are the addresses of the LoadBalancer host names, by name.
 	resolved map[string][]netip.Addr
-	watchers map[int]func()
-	nextID   int
+	watchers source.Watchers
 
 	resolves periodic.Loop
 }
@@ -79,7 +77,7 @@ type conn struct {
 // It connects to nothing yet.
 func NewWatcher(opts config.KubernetesOptions, reporter source.Reporter, log source.Logger) *Watcher {
 	return &Watcher{opts: opts, reporter: reporter, log: log, resolver: net.DefaultResolver,
-		resolved: map[string][]netip.Addr{}, watchers: map[int]func(){}}
+		resolved: map[string][]netip.Addr{}}
 }
 
 // connectLocked makes the watcher's connection, unless it has one, and runs it when the
@@ -194,15 +192,12 @@ func (w *Watcher) changed(ref config.KubernetesRef) {
 	addrs, hostnames := ingress(svc, w.resolved)
 	v := judge(ref, svc, slices, addrs)
 	w.resolveNewLocked(hostnames)
-	var notify []func()
-	if !equalAddrs(addrs, u.addrs) {
-		notify = w.watchersLocked()
-	}
+	moved := !equalAddrs(addrs, u.addrs)
 	keys := u.keys
 	w.mu.Unlock()
 	w.report(keys, v)
-	for _, f := range notify {
-		f()
+	if moved {
+		w.watchers.Call()
 	}
 }
 
@@ -223,11 +218,6 @@ func (w *Watcher) lookupLocked(ref config.KubernetesRef) (*corev1.Service, []*di
 	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: ref.Service})
 	slices, _ := w.conn.slices[ns].EndpointSlices(ref.Namespace).List(sel) // a lister fails only on a bad selector
 	return svc, slices
-}
-
-// watchersLocked returns the watches' callbacks.
-func (w *Watcher) watchersLocked() []func() {
-	return slices.Collect(maps.Values(w.watchers))
 }
 
 // report hands the verdict v on the backends with keys to the reporter.
@@ -328,17 +318,7 @@ func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 // Watch implements source.Backends: changed is called when a merged Service's LoadBalancer
 // addresses change, until stop.
 func (s *Source) Watch(changed func(), _ source.Logger) (func(), error) {
-	w := s.w
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	id := w.nextID
-	w.nextID++
-	w.watchers[id] = changed
-	return func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		delete(w.watchers, id)
-	}, nil
+	return s.w.watchers.Add(changed), nil
 }
 
 // equalAddrs reports whether a and b are the same sorted addresses.

@@ -40,8 +40,7 @@ type Fleet struct {
 	peers    map[string]*peer  // by address
 	sites    map[string]*site  // by name
 	merged   map[string]string // what the last merge expanded each placeholder to, by site|record
-	watchers map[int]func()
-	nextID   int
+	watchers source.Watchers
 	seq      uint64
 
 	// ticks advance the heartbeat; rounds read the peers.
@@ -92,7 +91,6 @@ func NewFleet(opts config.SitesOptions, reporter source.Reporter, log source.Log
 		peers:     map[string]*peer{},
 		sites:     map[string]*site{},
 		merged:    map[string]string{},
-		watchers:  map[int]func(){},
 		plan:      &plan{},
 	}
 	f.Configure(opts, log)
@@ -174,17 +172,7 @@ func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 // Watch implements source.Backends: changed is called when a placeholder's site published
 // other targets, until stop.
 func (s *Source) Watch(changed func(), _ source.Logger) (func(), error) {
-	f := s.f
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	id := f.nextID
-	f.nextID++
-	f.watchers[id] = changed
-	return func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		delete(f.watchers, id)
-	}, nil
+	return s.f.watchers.Add(changed), nil
 }
 
 // learnedLocked returns what site last published for record, sorted; nil when nothing.

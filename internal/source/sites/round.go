@@ -65,17 +65,11 @@ func (f *Fleet) round(ctx context.Context) {
 	f.applyLocked(reads, addrs, now)
 	verdicts := f.judgeLocked(now)
 	changed := f.placeholdersChangedLocked()
-	var watchers []func()
-	if changed {
-		for _, w := range f.watchers {
-			watchers = append(watchers, w)
-		}
-	}
 	f.publishMetricsLocked(now)
 	f.mu.Unlock()
 	source.Report(f.reporter, verdicts)
-	for _, w := range watchers {
-		w()
+	if changed {
+		f.watchers.Call()
 	}
 }
 
