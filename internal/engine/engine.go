@@ -55,6 +55,9 @@ type Engine struct {
 	// Source replaces them by the Services' addresses) and of the verdicts on them. It
 	// connects only when the zones name a Service or the block has a kubeconfig.
 	kube *kubernetes.Watcher
+	// judges are the sources above that report verdicts (kube, keeper, fleet): each reports all
+	// of them again once a new snapshot's backends reached the health manager.
+	judges []source.Judge
 	// verdicts holds the health words; health is the same manager, for the admin API's view
 	// of its details, transitions and votes.
 	verdicts source.Verdicts
@@ -161,11 +164,14 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	e.discovery = discovery.New(e.shared.discovered)
 	e.kube = e.shared.kube
 	e.backends = []source.Backends{files.New(opts), e.discovery, e.kube.Source()}
+	e.judges = []source.Judge{e.kube}
 	if e.keeper = e.shared.keeper; e.keeper != nil {
 		e.backends = append(e.backends, e.keeper.Source()) // before the sites source: it sees the placeholders
+		e.judges = append(e.judges, e.keeper)
 	}
 	if e.fleet = e.shared.fleet; e.fleet != nil {
 		e.backends = append(e.backends, e.fleet.Source())
+		e.judges = append(e.judges, e.fleet)
 	}
 	e.health, e.verdicts = e.shared.manager, e.shared.manager
 	if opts.API.Enable {
@@ -282,13 +288,9 @@ func (e *Engine) load() error {
 	}
 	e.verdicts.Sync(specs, backendKeys(snap))
 	e.specs = specs
-	if e.fleet != nil {
-		e.fleet.ReportAll() // the new snapshot's other sites' backends start unknown
+	for _, j := range e.judges {
+		j.ReportAll() // the new snapshot's backends that j judges start unknown
 	}
-	if e.keeper != nil {
-		e.keeper.ReportAll()
-	}
-	e.kube.ReportAll() // so do the Services' backends
 	for _, r := range snap.Records() {
 		r.Refresh() // Sync may have reset the state of backends whose checks changed
 		publishRecordHealth(r)

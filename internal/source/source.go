@@ -66,6 +66,13 @@ type Reporter interface {
 	Report(key string, st health.Status, reason string) bool
 }
 
+// Judge is a source that reports Verdicts on the backends it judges. ReportAll reports every
+// current one again; the engine calls it after each snapshot's backends reached the health
+// manager, whose new ones start unknown.
+type Judge interface {
+	ReportAll()
+}
+
 // Verdict is a source's status of one backend, and why.
 type Verdict struct {
 	Key    string
