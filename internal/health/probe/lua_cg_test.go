@@ -65,10 +65,9 @@ func cgHTTPServer(t *testing.T, active *atomic.Int64) *httptest.Server {
 		fmt.Fprintf(w, "# TYPE nginx_connections_active gauge\nnginx_connections_active %d\n", active.Load())
 	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(2 * time.Second):
-		}
+		// Slow whatever the request's context says: a handler that returned when the
+		// context ended could answer 200 with an empty body to a client still waiting.
+		time.Sleep(2 * time.Second)
 	})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != "user" || p != "pass" {
