@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -249,8 +250,11 @@ func TestKubernetesBackendErrors(t *testing.T) {
 	tests := []struct {
 		name, backend, want string
 	}{
-		{"no service", "{kubernetes: {namespace: shop}}", `zone.yml:4:22: records["a.example.org"].backends[0].kubernetes.service: a kubernetes backend needs the name of its Service`},
-		{"no namespace", "{kubernetes: {service: web}}", `zone.yml:4:22: records["a.example.org"].backends[0].kubernetes.namespace: a kubernetes backend needs the namespace of its Service`},
+		{"no service", "{kubernetes: {namespace: shop}}", `zone.yml:4:22: records["a.example.org"].backends[0].kubernetes.service: a kubernetes backend names a service, an ingress or a gateway`},
+		{"two objects", "{kubernetes: {namespace: shop, service: web, ingress: web}}", `backends[0].kubernetes.ingress: a kubernetes backend names one object, not a service and a ingress`},
+		{"bad policy", "{kubernetes: {namespace: shop, ingress: web, policy: most}}", `backends[0].kubernetes.policy: unknown policy "most"`},
+		{"bad services", "{kubernetes: {namespace: shop, ingress: web, services: [A]}}", `backends[0].kubernetes.services: service "A"`},
+		{"no namespace", "{kubernetes: {service: web}}", `zone.yml:4:22: records["a.example.org"].backends[0].kubernetes.namespace: a kubernetes backend needs the namespace of its object`},
 		{"bad name", "{kubernetes: {namespace: shop, service: Web_1}}", `records["a.example.org"].backends[0].kubernetes.service: service "Web_1": a service name has lower-case letters, digits and hyphens only`},
 		{"unknown key", "{kubernetes: {namespace: shop, service: web, port: 80}}", `unknown key "port"`},
 		{"with an address", "{address: 10.0.0.1, kubernetes: {namespace: shop, service: web}}", `records["a.example.org"].backends[0].address: a kubernetes backend stands for its Service's LoadBalancer addresses`},
@@ -258,7 +262,7 @@ func TestKubernetesBackendErrors(t *testing.T) {
 		{"with probes", "{kubernetes: {namespace: shop, service: web}, healthchecks: [{type: tcp, params: {port: 80}}]}", `records["a.example.org"].backends[0].healthchecks: a kubernetes backend is judged by its Service's readiness: healthchecks does not apply to it`},
 		{"passive", "{kubernetes: {namespace: shop, service: web}, passive: true}", `records["a.example.org"].backends[0].passive: a kubernetes backend is judged by its Service's readiness: passive does not apply to it`},
 		{"assume_healthy", "{kubernetes: {namespace: shop, service: web}, assume_healthy: true}", `backends[0].assume_healthy: a kubernetes backend is judged by its Service's readiness: assume_healthy does not apply to it`},
-		{"twice", "{kubernetes: {namespace: shop, service: web}}\n      - {kubernetes: {namespace: shop, service: web}}", `duplicate backend kubernetes shop/web (first at line 4)`},
+		{"twice", "{kubernetes: {namespace: shop, service: web}}\n      - {kubernetes: {namespace: shop, service: web}}", `duplicate backend kubernetes Service shop/web (first at line 4)`},
 	}
 	for _, tt := range tests {
 		yml := "records:\n  a.example.org:\n    backends:\n      - " + tt.backend + "\n"
@@ -278,7 +282,7 @@ func TestKubernetesBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := z.Records[0].Backends[0]
-	if !b.IsKubernetes() || *b.Kubernetes != (KubernetesRef{"shop", "web"}) || b.Priority != 2 || b.Location != "eu" {
+	if !b.IsKubernetes() || b.Kubernetes.Key() != "Service shop/web" || b.Priority != 2 || b.Location != "eu" {
 		t.Errorf("backend = %+v, want the Service shop/web with priority 2 and location eu", b)
 	}
 	if z.Records[0].Backends[1].IsKubernetes() {
@@ -286,5 +290,48 @@ func TestKubernetesBackend(t *testing.T) {
 	}
 	if !(KubernetesOptions{}).Enabled([]*Zone{z}) || (KubernetesOptions{}).Enabled(nil) || !(KubernetesOptions{Kubeconfig: "k"}).Enabled(nil) {
 		t.Error("Enabled is not: a kubernetes backend, or the kubeconfig option")
+	}
+}
+
+// TestRecordKubernetes checks a record's kubernetes key: one object or a list, each a backend
+// next to the record's others, with its kind, health Services and policy.
+func TestRecordKubernetes(t *testing.T) {
+	tests := []struct {
+		name, record string
+		want         []string // the backends' keys
+		err          string
+	}{
+		{"one", "kubernetes: {namespace: shop, ingress: web}", []string{"Ingress shop/web"}, ""},
+		{"list", "kubernetes:\n      - {namespace: shop, gateway: gw, services: [b, a, a], policy: All}\n      - {namespace: shop, service: lb}\n    backends: [{address: 10.0.0.1}]",
+			[]string{"10.0.0.1", "Gateway shop/gw services a,b policy all", "Service shop/lb"}, ""},
+		{"twice", "kubernetes: [{namespace: shop, service: lb}, {namespace: shop, service: lb}]", nil, "duplicate backend kubernetes Service shop/lb"},
+		{"in defaults", "", nil, "kubernetes has no defaults"},
+	}
+	for _, tt := range tests {
+		yml := "records:\n  a.example.org:\n    " + tt.record + "\n"
+		if tt.record == "" {
+			yml = "defaults: {kubernetes: {namespace: shop, service: lb}}\n" + yml + "    backends: [{address: 10.0.0.1}]\n"
+		}
+		z, err := ParseZone("zone.yml", []byte(yml), "example.org", nil, 7)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: error %v, want %q", tt.name, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var got []string
+		for _, b := range z.Records[0].Backends {
+			if b.IsKubernetes() {
+				got = append(got, b.Kubernetes.Key())
+			} else {
+				got = append(got, b.Address)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: backends %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

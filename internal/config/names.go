@@ -114,3 +114,7 @@ func joinName(label, origin string) string {
 	}
 	return label + "." + origin
 }
+
+// CheckRecordName reports why name (canonical) cannot be a record's name, as the zone files
+// check it: a wildcard is allowed as the first label.
+func CheckRecordName(name string) error { return checkName(name, true) }

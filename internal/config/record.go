@@ -12,10 +12,11 @@ import (
 
 // recordKeys are the keys of a record; all but backends may also be set under defaults.
 var recordKeys = []string{"mode", "record_ttl", "owner", "description", "scrape_interval", "scrape_timeout",
-	"scrape_retries", "fallback_policy", "alpn", "hash_order", "discovery", "backends"}
+	"scrape_retries", "fallback_policy", "alpn", "hash_order", "discovery", "kubernetes", "backends"}
 
-// defaultKeys are the record keys that defaults may set: all but discovery and backends.
-var defaultKeys = recordKeys[:len(recordKeys)-2]
+// defaultKeys are the record keys that defaults may set: all but discovery, kubernetes and
+// backends.
+var defaultKeys = recordKeys[:len(recordKeys)-3]
 
 // recordAliases are other spellings of record keys: the name CoreDNS-GSLB documents, and
 // whether it is deprecated there (a warning asks to rename it).
@@ -213,8 +214,8 @@ func (p *parser) defaults(n *yaml.Node) recordOpts {
 		case YAMLIsNull(e.v):
 		case e.key == "backends":
 			p.Errorf(e.k, child(path, e.key), "backends have no defaults; list them under each record")
-		case e.key == "discovery":
-			p.Errorf(e.k, child(path, e.key), "discovery has no defaults; set it under each record")
+		case e.key == "discovery", e.key == "kubernetes":
+			p.Errorf(e.k, child(path, e.key), "%s has no defaults; set it under each record", e.key)
 		case !p.opt(&o, e, path):
 			p.unknownKey(e, path, defaultKeys)
 		}
@@ -251,7 +252,7 @@ func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profil
 // record parses one record; its problems are recorded, and its name was checked by the caller.
 func (p *parser) record(name string, e entry, path string, defs recordOpts, profiles profileSet) Record {
 	var o recordOpts
-	var backends, discovery *yaml.Node
+	var backends, discovery, kube *yaml.Node
 	for _, f := range p.entries(e.v, path) {
 		switch {
 		case YAMLIsNull(f.v):
@@ -259,6 +260,8 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 			backends = f.v
 		case f.key == "discovery":
 			discovery = f.v
+		case f.key == "kubernetes":
+			kube = f.v
 		case !p.opt(&o, f, path):
 			p.unknownKey(f, path, recordKeys)
 		}
@@ -288,7 +291,11 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	}
 	bpath := child(path, "backends")
 	items := p.items(backends, bpath)
-	if len(items) == 0 && discovery == nil {
+	var kubeBackends []Backend
+	if kube != nil {
+		kubeBackends = p.recordKubernetes(kube, child(path, "kubernetes"))
+	}
+	if len(items) == 0 && discovery == nil && kube == nil {
 		at := e.k
 		if backends != nil {
 			at = YAMLResolve(backends)
@@ -296,9 +303,23 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 		p.Errorf(at, bpath, "a record needs at least one backend")
 	}
 	first := map[string]*yaml.Node{}
-	rec.Backends = make([]Backend, 0, len(items)) // kept for the configuration's life: no slack
+	rec.Backends = make([]Backend, 0, len(items)+len(kubeBackends)) // kept for the configuration's life: no slack
+	type parsed struct {
+		b    Backend
+		ok   bool
+		node *yaml.Node
+		path string
+	}
+	all := make([]parsed, 0, len(items)+len(kubeBackends))
 	for i, item := range items {
 		b, ok := p.backend(item, index(bpath, i), profiles, rec.ScrapeInterval)
+		all = append(all, parsed{b, ok, item, index(bpath, i)})
+	}
+	for _, b := range kubeBackends {
+		all = append(all, parsed{b, true, kube, child(path, "kubernetes")})
+	}
+	for _, pb := range all {
+		b, ok, item := pb.b, pb.ok, pb.node
 		if b.Address == "" && b.Site == "" && b.Kubernetes == nil {
 			continue
 		}
@@ -307,7 +328,7 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 		case b.IsPlaceholder():
 			key = "site " + b.Site
 		case b.IsKubernetes():
-			key = "kubernetes " + b.Kubernetes.String()
+			key = "kubernetes " + b.Kubernetes.Key()
 		}
 		if b.IP.IsValid() {
 			key = b.IP.String()
@@ -316,7 +337,7 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 			key += " port " + strconv.Itoa(int(b.Port))
 		}
 		if f := first[key]; f != nil {
-			p.Errorf(YAMLResolve(item), index(bpath, i), "duplicate backend %s (first at line %d)", key, f.Line)
+			p.Errorf(YAMLResolve(item), pb.path, "duplicate backend %s (first at line %d)", key, f.Line)
 			continue
 		}
 		first[key] = YAMLResolve(item)

@@ -51,7 +51,7 @@ type Engine struct {
 	// heartbeat zone): a source of backends (its Source notes other sites' backends) and of
 	// the verdicts on them.
 	keeper *heartbeats.Keeper
-	// kube follows the Services that kubernetes backends name: a source of backends (its
+	// kube follows the Kubernetes objects that kubernetes backends name: a source of backends (its
 	// Source replaces them by the Services' addresses) and of the verdicts on them. It
 	// connects only when the zones name a Service or the block has a kubeconfig.
 	kube *kubernetes.Watcher
@@ -191,11 +191,13 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	return e, nil
 }
 
-// configureSites gives the block's sites fleet and heartbeat keeper, which outlive reloads,
-// the engine's options and its snapshot as this site's summary: once the engine loaded (a
+// configureSites gives the block's sites fleet, heartbeat keeper and Kubernetes watcher,
+// which outlive reloads, the engine's options and its snapshot (this site's summary, what the
+// Gslb resources' status shows): once the engine loaded (a
 // load that failed must not change them), and again when a failed reload leaves the engine
 // serving (Resync).
 func (e *Engine) configureSites() {
+	e.kube.Configure(e.opts.Sites.Site, e.Snapshot)
 	if e.fleet != nil {
 		e.fleet.Configure(e.opts.Sites, e.log)
 	}

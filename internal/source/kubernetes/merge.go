@@ -10,26 +10,29 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 )
 
-// use is what a merge expanded one Service to: its addresses, and the catalog keys of the
-// backends they became, whose verdicts the watcher reports.
+// use is what a merge expanded one kubernetes backend of a record to: its addresses, and the
+// catalog keys of the backends they became, whose verdicts the watcher reports.
 type use struct {
-	addrs []netip.Addr
-	keys  []string
+	ref    config.KubernetesRef
+	record string
+	addrs  []netip.Addr
+	keys   []string
 }
 
-// Check returns zones with every kubernetes backend removed, as a merge before any Service is
+// Check returns zones with every kubernetes backend removed, as a merge before any object is
 // read does, and reports the backends whose namespace opts does not watch.
 func Check(zones []*config.Zone, opts config.KubernetesOptions) ([]*config.Zone, error) {
-	out, _, err := expand(zones, opts, func(config.KubernetesRef) []netip.Addr { return nil })
+	out, _, err := expand(zones, opts, func(config.KubernetesRef, string) []netip.Addr { return nil })
 	return out, err
 }
 
 // expand returns zones with each kubernetes backend replaced by one backend per address that
-// addrs gives for its Service, each with the backend's settings and marked External (judged by
-// this source), and what each Service was expanded to. Zones without kubernetes backends are
-// returned as they are. A backend whose namespace opts does not watch is an error.
-func expand(zones []*config.Zone, opts config.KubernetesOptions, addrs func(config.KubernetesRef) []netip.Addr) ([]*config.Zone, map[config.KubernetesRef]*use, error) {
-	uses := map[config.KubernetesRef]*use{}
+// addrs gives for its object (and record), each with the backend's settings, marked External
+// (judged by this source) and sharing its weight with the others of its address family; and
+// what each backend was expanded to, by record and reference. Zones without kubernetes
+// backends are returned as they are. A backend whose namespace opts does not watch is an error.
+func expand(zones []*config.Zone, opts config.KubernetesOptions, addrs func(config.KubernetesRef, string) []netip.Addr) ([]*config.Zone, map[string]*use, error) {
+	uses := map[string]*use{}
 	var errs []error
 	out := slices.Clone(zones)
 	for zi, z := range zones {
@@ -51,17 +54,26 @@ func expand(zones []*config.Zone, opts config.KubernetesOptions, addrs func(conf
 				}
 				ref := *b.Kubernetes
 				if !opts.Watches(ref.Namespace) {
-					errs = append(errs, fmt.Errorf("%s: backend of %s: the Service %s is in a namespace that kubernetes_namespaces does not watch", b.Pos, r.Name, ref))
+					errs = append(errs, fmt.Errorf("%s: backend of %s: the %s is in a namespace that kubernetes_namespaces does not watch", b.Pos, r.Name, ref))
 					continue
 				}
-				u := uses[ref]
+				key := r.Name + "|" + ref.Key()
+				u := uses[key]
 				if u == nil {
-					u = &use{addrs: addrs(ref)}
-					uses[ref] = u
+					u = &use{ref: ref, record: r.Name, addrs: addrs(ref, r.Name)}
+					uses[key] = u
+				}
+				v4 := slices.IndexFunc(u.addrs, func(a netip.Addr) bool { return !a.Is4() }) // sorted: IPv4 first
+				if v4 < 0 {
+					v4 = len(u.addrs)
 				}
 				for _, a := range u.addrs {
 					t := b
 					t.Address, t.IP, t.External = a.String(), a, true
+					t.Share = len(u.addrs) - v4
+					if a.Is4() {
+						t.Share = v4
+					}
 					u.keys = append(u.keys, catalog.BackendKey(r.Name, &t))
 					rec.Backends = append(rec.Backends, t)
 				}

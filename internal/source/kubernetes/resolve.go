@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"maps"
 	"net/netip"
 	"slices"
 )
@@ -31,10 +30,10 @@ func (w *Watcher) resolveNewLocked(hostnames []string) {
 func (w *Watcher) resolveAll(ctx context.Context) {
 	w.mu.Lock()
 	var hostnames []string
-	for ref := range w.merged {
-		svc, _ := w.lookupLocked(ref)
-		_, hs := ingress(svc, nil)
-		hostnames = append(hostnames, hs...)
+	if w.conn != nil {
+		for _, u := range w.merged {
+			hostnames = append(hostnames, w.targetLocked(u.ref, u.record).hostnames...)
+		}
 	}
 	w.mu.Unlock()
 	slices.Sort(hostnames)
@@ -68,17 +67,11 @@ func (w *Watcher) resolve(ctx context.Context, hostnames []string) {
 				addrs = nil
 			}
 			w.resolved[h] = addrs
-			changed = changed || !seen && len(addrs) > 0 || seen && !equalAddrs(old, addrs)
+			changed = changed || !seen && len(addrs) > 0 || seen && !slices.Equal(old, addrs)
 		}
 		w.mu.Unlock()
 	}
-	if !changed {
-		return
-	}
-	w.mu.Lock()
-	refs := slices.Collect(maps.Keys(w.merged))
-	w.mu.Unlock()
-	for _, ref := range refs {
-		w.changed(ref) // the Services whose addresses did not change are only judged again
+	if changed {
+		w.kick()
 	}
 }

@@ -2,62 +2,85 @@ package kubernetes
 
 import (
 	"fmt"
-	"net/netip"
-	"slices"
-
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
+	"strings"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 )
 
-// verdict is the health of one Service's backends, and why.
+// verdict is the health of one kubernetes backend's addresses, and why.
 type verdict struct {
 	status health.Status
 	reason string
 }
 
-// judge returns the verdict on the backends of ref, whose Service is svc (nil when it does not
-// exist) with the EndpointSlices slices and the LoadBalancer addresses addrs: up when it has an
-// address and at least one ready endpoint, down otherwise. An endpoint whose ready condition
-// is not set counts as ready, as the EndpointSlice API asks of its readers.
-func judge(ref config.KubernetesRef, svc *corev1.Service, slices []*discoveryv1.EndpointSlice, addrs []netip.Addr) verdict {
-	switch {
-	case svc == nil:
-		return verdict{health.Down, fmt.Sprintf("kubernetes: no Service %s", ref)}
-	case len(addrs) == 0:
-		return verdict{health.Down, fmt.Sprintf("kubernetes: no LoadBalancer address of %s", ref)}
-	}
-	ready := 0
-	for _, s := range slices {
-		for _, ep := range s.Endpoints {
-			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
-				ready++
-			}
-		}
-	}
-	if ready == 0 {
-		return verdict{health.Down, fmt.Sprintf("kubernetes: no ready endpoint in the EndpointSlices of %s", ref)}
-	}
-	return verdict{health.Up, fmt.Sprintf("kubernetes: %d ready endpoints of %s", ready, ref)}
+// serviceHealth is one Service's signals: how many of its endpoints are ready, and why it
+// fails (empty when it passes).
+type serviceHealth struct {
+	ready  int
+	failed string
 }
 
-// ingress returns the LoadBalancer addresses of svc, sorted and without repeats: its ingress
-// IPs, and what resolved gives for its ingress host names; and the host names.
-func ingress(svc *corev1.Service, resolved map[string][]netip.Addr) (addrs []netip.Addr, hostnames []string) {
+// judge returns the verdict on the backends of ref, whose object the cluster describes as t,
+// with health giving each Service's signals: down when the object is missing, has no
+// external address or is a Gateway its controller has not programmed; else, with Services
+// to judge it, up when any of them passes (policy any) or all of them do (all); else up.
+func judge(ref config.KubernetesRef, t target, health func(service string) serviceHealth) verdict {
+	switch {
+	case !t.found:
+		return down("no %s", ref)
+	case len(t.addrs) == 0:
+		return down("no external address of %s", ref)
+	case t.notProgrammed != "":
+		return down("%s is %s", ref, t.notProgrammed)
+	case len(t.services) == 0:
+		return up("%s has an address", ref)
+	}
+	var passed, ready int
+	var failed []string
+	for _, s := range t.services {
+		h := health(s)
+		if h.failed != "" {
+			failed = append(failed, h.failed)
+			continue
+		}
+		passed++
+		ready += h.ready
+	}
+	switch {
+	case passed == 0, ref.Policy == config.PolicyAll && len(failed) > 0:
+		return down("%s", strings.Join(failed, "; "))
+	case len(failed) > 0:
+		return up("%d ready endpoints of %s (policy any; %s)", ready, ref, strings.Join(failed, "; "))
+	}
+	return up("%d ready endpoints of %s", ready, ref)
+}
+
+// down and up return the verdicts with a reason formatted as fmt.Sprintf does.
+func down(format string, args ...any) verdict {
+	return verdict{health.Down, "kubernetes: " + fmt.Sprintf(format, args...)}
+}
+
+func up(format string, args ...any) verdict {
+	return verdict{health.Up, "kubernetes: " + fmt.Sprintf(format, args...)}
+}
+
+// serviceHealthLocked returns the signals of the Service namespace/name: it exists, has a
+// ready endpoint and, with the Istio check on and for a Service of Istio's ingress gateway,
+// its pods' proxies are synced.
+func (w *Watcher) serviceHealthLocked(namespace, name string) serviceHealth {
+	svc := w.conn.service(namespace, name)
 	if svc == nil {
-		return nil, nil
+		return serviceHealth{failed: fmt.Sprintf("no Service %s/%s", namespace, name)}
 	}
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if a, err := netip.ParseAddr(in.IP); err == nil {
-			addrs = append(addrs, a.Unmap())
-		}
-		if in.Hostname != "" {
-			hostnames = append(hostnames, in.Hostname)
-			addrs = append(addrs, resolved[in.Hostname]...)
+	ready, _ := readyEndpoints(w.conn.endpointSlices(namespace, name))
+	if ready == 0 {
+		return serviceHealth{failed: fmt.Sprintf("no ready endpoint in the EndpointSlices of %s/%s", namespace, name)}
+	}
+	if w.istio != nil && isIstioGateway(svc) {
+		if why := w.istio.failingReason(namespace + "/" + name); why != "" {
+			return serviceHealth{failed: fmt.Sprintf("the istio-proxy of %s/%s: %s", namespace, name, why)}
 		}
 	}
-	slices.SortFunc(addrs, netip.Addr.Compare)
-	return slices.Compact(addrs), hostnames
+	return serviceHealth{ready: ready}
 }

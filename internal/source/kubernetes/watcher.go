@@ -1,13 +1,17 @@
-// Package kubernetes is the Kubernetes source (see docs/kubernetes.md): backends that stand for
-// a Service (kubernetes: {namespace, service}) become the Service's LoadBalancer ingress
-// addresses, and their health is the cluster's own signal: up when the Service has an external
-// address and at least one ready endpoint in its EndpointSlices, down at once otherwise. A
-// Watcher follows Services and EndpointSlices with client-go's shared informers, off the
-// query path; it is a source of backend sets (its Source) and of health verdicts, which it
-// reports through a source.Reporter. It lives as long as the block's health manager.
+// Package kubernetes is the Kubernetes source (see docs/kubernetes.md). Backends that stand
+// for a Kubernetes object (kubernetes: {namespace, service | ingress | gateway}, on a backend
+// or a record; or a Service, Ingress or Gateway annotated meridian.io/record; or a host of
+// k8gb's Gslb resources) become the object's external addresses, and their health is the
+// cluster's own signal: up while the object has an address and its Services have ready
+// endpoints (any or all of them), and optionally while Istio's gateway proxies are synced;
+// down at once otherwise. A Watcher follows the objects with client-go's shared informers,
+// off the query path; it is a source of backend sets (its Source) and of health verdicts,
+// which it reports through a source.Reporter, and it writes the status of the Gslb resources
+// it serves. It lives as long as the block's health manager.
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -16,31 +20,51 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	k8s "k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/periodic"
 )
 
-// The timing of the LoadBalancer host names' resolution.
+// The timing of the background work.
 const (
+	// resolveInterval and resolveTimeout time the resolution of the objects' host names.
 	resolveInterval = 30 * time.Second
 	resolveTimeout  = 5 * time.Second
+	// discoverInterval is how often the API server is asked again for the custom resources
+	// (the Gateway API, k8gb's Gslb) it did not serve.
+	discoverInterval = 30 * time.Second
+	// statusInterval is how often the Gslb resources' status is computed again (and written
+	// where it changed), besides after each change the informers saw.
+	statusInterval = 5 * time.Second
 )
 
-// Watcher follows the Services that the zones' kubernetes backends name, and their
-// EndpointSlices. It connects to the API server at the first merge that needs it and reads
-// once started.
+// The custom resources the watcher reads when the API server serves them.
+var (
+	gatewayResource = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
+	gslbResources   = []schema.GroupVersionResource{
+		{Group: "k8gb.io", Version: "v1beta1", Resource: "gslbs"},
+		{Group: "k8gb.absa.oss", Version: "v1beta1", Resource: "gslbs"},
+	}
+)
+
+// Watcher follows the Kubernetes objects the zones' kubernetes backends name, those annotated
+// meridian.io/record, and (with the k8gb option) the Gslb resources. It connects to the API
+// server at the first merge that needs it and reads once started.
 type Watcher struct {
 	opts     config.KubernetesOptions
 	reporter source.Reporter
@@ -50,34 +74,76 @@ type Watcher struct {
 	mu      sync.Mutex
 	conn    *conn // nil until a merge needs it
 	started bool
-	// ctx ends the background resolutions at Stop.
+	// ctx ends the background work at Stop.
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// merged is what the last merge expanded each Service to.
-	merged map[config.KubernetesRef]*use
-	// resolved are the addresses of the LoadBalancer host names, by name.
+	kicks  chan struct{}
+	// merged is what the last merge expanded each backend to, by use key; added is what it
+	// added to the zones (from annotations and Gslb resources), to tell when that changes.
+	merged map[string]*use
+	added  string
+	// resolved are the addresses of the objects' host names, by name.
 	resolved map[string][]netip.Addr
 	watchers source.Watchers
+	// site and served are the engine's (Configure): this site's name (k8gb's geo tag), and
+	// what the answers are.
+	site   string
+	served Served
+	// gslbs is what the last merge made of the Gslb resources, for their status.
+	gslbs []*gslb
+	// written is the status last written to each Gslb resource, by its identity.
+	written map[string]gslbStatus
+	istio   *istioCheck // nil without istio_sync_check
+	// warned is the last warning logged for each of its keys (warnOnce).
+	warned map[string]string
 
-	resolves periodic.Loop
+	resolves, discovers, statuses, istioRounds periodic.Loop
 }
 
-// conn is the watcher's connection: the informers and their listers, one factory per watched
-// namespace ("" for all).
+// Served returns the snapshot the engine serves, from which the Gslb resources' healthy
+// records are read.
+type Served func() *catalog.Snapshot
+
+// conn is the watcher's connection: its clients, and the informers and their listers, one
+// factory per watched namespace ("" for all).
 type conn struct {
+	client    k8s.Interface
+	dynamic   dynamic.Interface
 	factories []informers.SharedInformerFactory
+	dynamics  []dynamicinformer.DynamicSharedInformerFactory
 	services  map[string]corelisters.ServiceLister
 	slices    map[string]discoverylisters.EndpointSliceLister
-	stop      chan struct{}
-	running   bool
+	ingresses map[string]networkinglisters.IngressLister
+	// custom are the listers of the custom resources the API server serves, by resource and
+	// namespace; a resource is absent until discovery found it.
+	custom  map[schema.GroupVersionResource]map[string]cache.GenericLister
+	stop    chan struct{}
+	running bool
 }
 
 // NewWatcher returns the watcher of opts, reporting its verdicts to reporter and logging to log.
 // It connects to nothing yet.
 func NewWatcher(opts config.KubernetesOptions, reporter source.Reporter, log source.Logger) *Watcher {
-	return &Watcher{opts: opts, reporter: reporter, log: log, resolver: net.DefaultResolver,
-		resolved: map[string][]netip.Addr{}}
+	w := &Watcher{opts: opts, reporter: reporter, log: log, resolver: net.DefaultResolver,
+		resolved: map[string][]netip.Addr{}, written: map[string]gslbStatus{}, kicks: make(chan struct{}, 1)}
+	if opts.IstioSyncURL != "" {
+		w.istio = newIstioCheck(opts.IstioSyncURL)
+	}
+	return w
+}
+
+// Configure gives the watcher the engine's site (this cluster's geo tag for the Gslb
+// resources) and what it serves, from which the Gslb resources' healthy records are written.
+// The engine calls it after each load that succeeded.
+func (w *Watcher) Configure(site string, served Served) {
+	w.mu.Lock()
+	changed := w.site != site
+	w.site, w.served = site, served
+	w.mu.Unlock()
+	if changed {
+		w.kick()
+	}
 }
 
 // connectLocked makes the watcher's connection, unless it has one, and runs it when the
@@ -100,22 +166,24 @@ func (w *Watcher) connectLocked() error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	c := &conn{services: map[string]corelisters.ServiceLister{}, slices: map[string]discoverylisters.EndpointSliceLister{}, stop: make(chan struct{})}
-	namespaces := w.opts.Namespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{""}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
-	for _, ns := range namespaces {
+	c := &conn{client: client, dynamic: dyn, services: map[string]corelisters.ServiceLister{},
+		slices: map[string]discoverylisters.EndpointSliceLister{}, ingresses: map[string]networkinglisters.IngressLister{},
+		custom: map[schema.GroupVersionResource]map[string]cache.GenericLister{}, stop: make(chan struct{})}
+	for _, ns := range w.namespaces() {
 		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
-		services, endpointSlices := f.Core().V1().Services(), f.Discovery().V1().EndpointSlices()
-		if _, err := services.Informer().AddEventHandler(w.handler(serviceOf)); err != nil {
-			return fmt.Errorf("watch Services: %w", err)
+		services, endpointSlices, ingresses := f.Core().V1().Services(), f.Discovery().V1().EndpointSlices(), f.Networking().V1().Ingresses()
+		for _, inf := range []cache.SharedIndexInformer{services.Informer(), endpointSlices.Informer(), ingresses.Informer()} {
+			if _, err := inf.AddEventHandler(w.handler()); err != nil {
+				return fmt.Errorf("watch: %w", err)
+			}
 		}
-		if _, err := endpointSlices.Informer().AddEventHandler(w.handler(endpointSliceService)); err != nil {
-			return fmt.Errorf("watch EndpointSlices: %w", err)
-		}
-		c.services[ns], c.slices[ns] = services.Lister(), endpointSlices.Lister()
+		c.services[ns], c.slices[ns], c.ingresses[ns] = services.Lister(), endpointSlices.Lister(), ingresses.Lister()
 		c.factories = append(c.factories, f)
+		c.dynamics = append(c.dynamics, dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil))
 	}
 	w.conn = c
 	if w.started {
@@ -124,13 +192,30 @@ func (w *Watcher) connectLocked() error {
 	return nil
 }
 
-// run starts the connection's informers.
-func (c *conn) run() {
-	if c.running {
-		return
+// namespaces returns the namespaces a factory each watches: those of kubernetes_namespaces,
+// or "" for all.
+func (w *Watcher) namespaces() []string {
+	if len(w.opts.Namespaces) == 0 {
+		return []string{""}
 	}
+	return w.opts.Namespaces
+}
+
+// factoryNamespace returns the namespace of the factory that watches namespace.
+func (c *conn) factoryNamespace(namespace string) string {
+	if _, ok := c.services[namespace]; ok {
+		return namespace
+	}
+	return "" // every namespace is watched
+}
+
+// run starts the connection's informers (those added since, when called again).
+func (c *conn) run() {
 	c.running = true
 	for _, f := range c.factories {
+		f.Start(c.stop)
+	}
+	for _, f := range c.dynamics {
 		f.Start(c.stop)
 	}
 }
@@ -141,114 +226,191 @@ func (c *conn) close() {
 	for _, f := range c.factories {
 		f.Shutdown()
 	}
+	for _, f := range c.dynamics {
+		f.Shutdown()
+	}
 }
 
-// handler returns the informer handler that hands the Service that an object concerns (as
-// service tells, false when none) to changed.
-func (w *Watcher) handler(service func(obj any) (config.KubernetesRef, bool)) cache.ResourceEventHandler {
-	on := func(obj any) {
-		if ref, ok := service(obj); ok {
-			w.changed(ref)
+// dynamicGet returns the custom resource namespace/name of res, nil when the informers do
+// not know it (or the API server does not serve res).
+func (c *conn) dynamicGet(res schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
+	l := c.custom[res][c.factoryNamespace(namespace)]
+	if l == nil {
+		return nil
+	}
+	obj, err := l.ByNamespace(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	return u
+}
+
+// dynamicList returns every custom resource of res the informers know.
+func (c *conn) dynamicList(res schema.GroupVersionResource) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, l := range c.custom[res] {
+		objs, _ := l.List(nil) // a lister fails only on a bad selector
+		for _, o := range objs {
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				out = append(out, u)
+			}
 		}
 	}
+	slices.SortFunc(out, func(a, b *unstructured.Unstructured) int {
+		return cmp.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
+	})
+	return out
+}
+
+// discover starts the informers of the custom resources the watcher wants (the Gateway API,
+// and k8gb's Gslb with the k8gb option) that the API server serves and that are not started.
+func (w *Watcher) discover(ctx context.Context) {
+	w.mu.Lock()
+	c := w.conn
+	want := []schema.GroupVersionResource{gatewayResource}
+	if w.opts.K8gb {
+		want = append(want, gslbResources...)
+	}
+	var missing []schema.GroupVersionResource
+	if c != nil {
+		for _, res := range want {
+			if c.custom[res] == nil {
+				missing = append(missing, res)
+			}
+		}
+	}
+	w.mu.Unlock()
+	var found []schema.GroupVersionResource
+	for _, res := range missing {
+		if ctx.Err() != nil {
+			return
+		}
+		list, err := c.client.Discovery().ServerResourcesForGroupVersion(res.GroupVersion().String())
+		if err != nil {
+			continue // not served (yet): asked again in discoverInterval
+		}
+		if slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == res.Resource }) {
+			found = append(found, res)
+		}
+	}
+	if len(found) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.conn != c || !w.started {
+		return
+	}
+	for _, res := range found {
+		listers := map[string]cache.GenericLister{}
+		for i, ns := range w.namespaces() {
+			inf := c.dynamics[i].ForResource(res)
+			if _, err := inf.Informer().AddEventHandler(w.handler()); err != nil {
+				w.log.Warningf("kubernetes: watch %s: %v", res, err)
+				continue
+			}
+			listers[ns] = inf.Lister()
+		}
+		c.custom[res] = listers
+		w.log.Infof("kubernetes: the API server serves %s; watching it", res.GroupResource())
+	}
+	c.run()
+}
+
+// handler returns the informer handler that tells the watcher something changed.
+func (w *Watcher) handler() cache.ResourceEventHandler {
+	on := func(any) { w.kick() }
 	return cache.ResourceEventHandlerFuncs{AddFunc: on, UpdateFunc: func(_, obj any) { on(obj) }, DeleteFunc: on}
 }
 
-// serviceOf returns the Service obj is (or was, for a deleted one).
-func serviceOf(obj any) (config.KubernetesRef, bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
+// kick asks the refresh loop for a refresh; kicks that come while one is pending are one.
+func (w *Watcher) kick() {
+	select {
+	case w.kicks <- struct{}{}:
+	default:
 	}
-	s, ok := obj.(*corev1.Service)
-	if !ok {
-		return config.KubernetesRef{}, false
-	}
-	return config.KubernetesRef{Namespace: s.Namespace, Service: s.Name}, true
 }
 
-// endpointSliceService returns the Service whose endpoints obj lists (or listed).
-func endpointSliceService(obj any) (config.KubernetesRef, bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
+// refreshLoop refreshes after each kick until ctx ends.
+func (w *Watcher) refreshLoop(ctx context.Context) {
+	defer w.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.kicks:
+			w.refresh()
+			w.writeStatuses(ctx)
+		}
 	}
-	s, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok || s.Labels[discoveryv1.LabelServiceName] == "" {
-		return config.KubernetesRef{}, false
-	}
-	return config.KubernetesRef{Namespace: s.Namespace, Service: s.Labels[discoveryv1.LabelServiceName]}, true
 }
 
-// changed acts on a change of what the cluster says of ref: when the last merge used it, its
-// backends get their verdict at once, new LoadBalancer host names are resolved, and the
-// watches are told when its addresses are no longer what was merged.
-func (w *Watcher) changed(ref config.KubernetesRef) {
+// refresh acts on what the cluster says now: every merged backend gets its verdict, new host
+// names are resolved, and the watches are told when the addresses of a merged object, or what
+// the merge would add to the zones, changed.
+func (w *Watcher) refresh() {
 	w.mu.Lock()
-	u := w.merged[ref]
-	if u == nil {
+	if w.conn == nil {
 		w.mu.Unlock()
 		return
 	}
-	svc, slices := w.lookupLocked(ref)
-	addrs, hostnames := ingress(svc, w.resolved)
-	v := judge(ref, svc, slices, addrs)
-	w.resolveNewLocked(hostnames)
-	moved := !equalAddrs(addrs, u.addrs)
-	keys := u.keys
+	batches, moved := w.verdictsLocked()
+	if !moved {
+		_, fingerprint := w.additionsLocked()
+		moved = fingerprint != w.added
+	}
 	w.mu.Unlock()
-	w.report(keys, v)
+	report(w.reporter, batches)
 	if moved {
 		w.watchers.Call()
 	}
 }
 
-// lookupLocked returns the Service ref (nil when the watcher does not know it) and its
-// EndpointSlices, as the informers last read them.
-func (w *Watcher) lookupLocked(ref config.KubernetesRef) (*corev1.Service, []*discoveryv1.EndpointSlice) {
-	if w.conn == nil {
-		return nil, nil
-	}
-	ns := ref.Namespace
-	if _, ok := w.conn.services[ns]; !ok {
-		ns = "" // every namespace is watched
-	}
-	svc, err := w.conn.services[ns].Services(ref.Namespace).Get(ref.Service)
-	if err != nil {
-		return nil, nil
-	}
-	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: ref.Service})
-	slices, _ := w.conn.slices[ns].EndpointSlices(ref.Namespace).List(sel) // a lister fails only on a bad selector
-	return svc, slices
+// batch is the verdict on the backends with keys.
+type batch struct {
+	keys []string
+	v    verdict
 }
 
-// report hands the verdict v on the backends with keys to the reporter.
-func (w *Watcher) report(keys []string, v verdict) {
-	for _, k := range keys {
-		w.reporter.Report(k, v.status, v.reason)
+// verdictsLocked returns the verdict on every merged backend, and whether the address of any
+// of them is no longer what was merged. It starts the resolution of host names not seen yet.
+func (w *Watcher) verdictsLocked() ([]batch, bool) {
+	moved := false
+	out := make([]batch, 0, len(w.merged))
+	for _, u := range w.merged {
+		t := w.targetLocked(u.ref, u.record)
+		w.resolveNewLocked(t.hostnames)
+		moved = moved || !slices.Equal(t.addrs, u.addrs)
+		out = append(out, batch{u.keys, judge(u.ref, t, func(s string) serviceHealth { return w.serviceHealthLocked(u.ref.Namespace, s) })})
+	}
+	return out, moved
+}
+
+// report hands the verdicts of batches to r.
+func report(r source.Reporter, batches []batch) {
+	for _, b := range batches {
+		for _, k := range b.keys {
+			r.Report(k, b.v.status, b.v.reason)
+		}
 	}
 }
 
-// ReportAll reports the current verdict on every backend of the Services of the last merge.
-// The engine calls it after each snapshot's backends reached the health manager, whose new
-// ones start unknown.
+// ReportAll reports the current verdict on every backend of the last merge. The engine calls
+// it after each snapshot's backends reached the health manager, whose new ones start unknown.
 func (w *Watcher) ReportAll() {
-	type batch struct {
-		keys []string
-		v    verdict
-	}
 	w.mu.Lock()
-	var all []batch
-	for ref, u := range w.merged {
-		svc, slices := w.lookupLocked(ref)
-		all = append(all, batch{u.keys, judge(ref, svc, slices, u.addrs)})
+	var batches []batch
+	if w.conn != nil {
+		batches, _ = w.verdictsLocked()
 	}
 	w.mu.Unlock()
-	for _, b := range all {
-		w.report(b.keys, b.v)
-	}
+	report(w.reporter, batches)
 }
 
-// Start starts reading: the informers (once a merge connected them) and the resolution of the
-// LoadBalancer host names every 30 seconds. It may be called more than once.
+// Start starts reading: the informers (once a merge connected them), the discovery of the
+// custom resources, the resolution of host names every 30 seconds, the Gslb status and the
+// Istio check. It may be called more than once.
 func (w *Watcher) Start() {
 	w.mu.Lock()
 	if !w.started {
@@ -257,14 +419,26 @@ func (w *Watcher) Start() {
 		if w.conn != nil {
 			w.conn.run()
 		}
+		w.wg.Add(1)
+		go w.refreshLoop(w.ctx)
 	}
 	w.mu.Unlock()
 	w.resolves.Start(w.resolveAll, func() time.Duration { return resolveInterval })
+	w.discovers.Start(w.discover, func() time.Duration { return discoverInterval })
+	if w.opts.K8gb {
+		w.statuses.Start(w.writeStatuses, func() time.Duration { return statusInterval })
+	}
+	if w.istio != nil {
+		w.istioRounds.Start(w.checkIstio, func() time.Duration { return w.opts.IstioSyncInterval })
+	}
 }
 
 // Stop ends what Start started and waits for it; the connection closes.
 func (w *Watcher) Stop() {
 	w.resolves.Stop()
+	w.discovers.Stop()
+	w.statuses.Stop()
+	w.istioRounds.Stop()
 	w.mu.Lock()
 	c := w.conn
 	w.conn, w.started = nil, false
@@ -287,39 +461,38 @@ type Source struct{ w *Watcher }
 // Name implements source.Backends.
 func (s *Source) Name() string { return "kubernetes" }
 
-// Merge implements source.Backends: each kubernetes backend becomes one backend per
-// LoadBalancer address that its Service had when last read (none before the first read),
-// marked External: their health is the Service's readiness, reported, never probed. It connects
-// the watcher when zones first need it, without waiting on the network.
+// Merge implements source.Backends: the records and backends that annotated objects and Gslb
+// resources stand for are added to the zones, and each kubernetes backend becomes one backend
+// per external address that its object had when last read (none before the first read),
+// marked External: their health is the cluster's signals, reported. It connects the watcher
+// when zones first need it, without waiting on the network.
 func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 	w := s.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.opts.Enabled(zones) {
-		w.merged = nil
+		w.merged, w.gslbs = nil, nil
 		return zones, nil
 	}
 	if err := w.connectLocked(); err != nil {
 		return nil, err
 	}
-	out, uses, err := expand(zones, w.opts, func(ref config.KubernetesRef) []netip.Addr {
-		svc, _ := w.lookupLocked(ref)
-		addrs, hostnames := ingress(svc, w.resolved)
-		w.resolveNewLocked(hostnames)
-		return addrs
+	adds, fingerprint := w.additionsLocked()
+	zones, gslbs := w.addLocked(zones, adds)
+	out, uses, err := expand(zones, w.opts, func(ref config.KubernetesRef, record string) []netip.Addr {
+		t := w.targetLocked(ref, record)
+		w.resolveNewLocked(t.hostnames)
+		return t.addrs
 	})
 	if err != nil {
 		return nil, err
 	}
-	w.merged = uses
+	w.merged, w.added, w.gslbs = uses, fingerprint, gslbs
 	return out, nil
 }
 
-// Watch implements source.Backends: changed is called when a merged Service's LoadBalancer
-// addresses change, until stop.
+// Watch implements source.Backends: changed is called when what Merge returns changed (an
+// object's addresses, the annotated objects, the Gslb resources), until stop.
 func (s *Source) Watch(changed func(), _ source.Logger) (func(), error) {
 	return s.w.watchers.Add(changed), nil
 }
-
-// equalAddrs reports whether a and b are the same sorted addresses.
-func equalAddrs(a, b []netip.Addr) bool { return slices.Equal(a, b) }

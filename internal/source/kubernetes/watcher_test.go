@@ -35,10 +35,10 @@ const zoneYAML = `records:
 // engine, recording instead of holding words.
 type reports struct {
 	mu   sync.Mutex
-	last map[string]report
+	last map[string]reported
 }
 
-type report struct {
+type reported struct {
 	status health.Status
 	reason string
 }
@@ -46,11 +46,11 @@ type report struct {
 func (r *reports) Report(key string, st health.Status, reason string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.last[key] = report{st, reason}
+	r.last[key] = reported{st, reason}
 	return true
 }
 
-func (r *reports) get(key string) report {
+func (r *reports) get(key string) reported {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.last[key]
@@ -87,7 +87,7 @@ func newHarness(t *testing.T, opts config.KubernetesOptions, resolver *net.Resol
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, kube: kube, rep: &reports{last: map[string]report{}}, zone: z}
+	h := &harness{t: t, kube: kube, rep: &reports{last: map[string]reported{}}, zone: z}
 	h.w = NewWatcher(opts, h.rep, testLog{t})
 	if resolver != nil {
 		h.w.resolver = resolver
@@ -183,13 +183,13 @@ func TestWatcher(t *testing.T) {
 			h.kube.Apply(h.t, testutil.KubeService("shop", "web"))
 			h.kube.ApplyStatus(h.t, testutil.KubeService("shop", "web", "192.0.2.10"))
 			h.kube.Apply(h.t, testutil.KubeEndpointSlice("shop", "web-1", "web", true))
-		}, []string{"192.0.2.10"}, health.Up, "1 ready endpoints of shop/web", true},
+		}, []string{"192.0.2.10"}, health.Up, "1 ready endpoints of Service shop/web", true},
 		{"every endpoint not ready", func() {
 			h.kube.Apply(h.t, testutil.KubeEndpointSlice("shop", "web-1", "web", false, false))
 		}, []string{"192.0.2.10"}, health.Down, "no ready endpoint in the EndpointSlices of shop/web", false},
 		{"one ready again, in a second slice", func() {
 			h.kube.Apply(h.t, testutil.KubeEndpointSlice("shop", "web-2", "web", true))
-		}, []string{"192.0.2.10"}, health.Up, "1 ready endpoints of shop/web", false},
+		}, []string{"192.0.2.10"}, health.Up, "1 ready endpoints of Service shop/web", false},
 		{"an IPv6 address too", func() {
 			h.kube.ApplyStatus(h.t, testutil.KubeService("shop", "web", "192.0.2.10", "2001:db8::10"))
 		}, []string{"192.0.2.10", "2001:db8::10"}, health.Up, "ready endpoints", true},
@@ -208,7 +208,7 @@ func TestWatcher(t *testing.T) {
 	}
 	// The Service's address left the backends; its old key heard why.
 	b := config.Backend{Address: "192.0.2.10", IP: netip.MustParseAddr("192.0.2.10")}
-	if r := h.rep.get(catalog.BackendKey("app.example.org.", &b)); r.status != health.Down || !strings.Contains(r.reason, "no LoadBalancer address of shop/web") {
+	if r := h.rep.get(catalog.BackendKey("app.example.org.", &b)); r.status != health.Down || !strings.Contains(r.reason, "no external address of Service shop/web") {
 		t.Errorf("the removed address's last verdict = %+v, want down for no LoadBalancer address", r)
 	}
 	if _, ok := h.kubeAddrs(); !ok {
@@ -235,7 +235,7 @@ func TestWatcherHostname(t *testing.T) {
 	h.kube.Apply(t, testutil.KubeService("shop", "web"))
 	h.kube.ApplyStatus(t, testutil.KubeService("shop", "web", "lb.example.test"))
 	h.kube.Apply(t, testutil.KubeEndpointSlice("shop", "web-1", "web", true))
-	d := h.wait(start, []string{"192.0.2.30"}, health.Up, "ready endpoints of shop/web")
+	d := h.wait(start, []string{"192.0.2.30"}, health.Up, "ready endpoints of Service shop/web")
 	t.Logf("host name resolved and merged in %s", d.Round(time.Millisecond))
 }
 
