@@ -6,6 +6,8 @@ package deploy
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -241,11 +243,20 @@ const (
 	apiSecret = fullname + "-api"
 )
 
-// TestChartLints runs `helm lint --strict` on the chart: warnings fail it too.
+// k8gbFlags turn k8gb on, as the site eu among us and za.
+var k8gbFlags = []string{"--set", "k8gb.enabled=true", "--set", "k8gb.clusterGeoTag=eu", "--set", "k8gb.extGslbsClusterGeoTags={us,za}"}
+
+// allOn are helm's flags that turn on every optional part of the chart that is off by default.
+var allOn = append(slices.Clone(k8gbFlags), "--set", "istio.syncCheck.enabled=true")
+
+// TestChartLints runs `helm lint --strict` on the chart, with its defaults and with every
+// optional part on: warnings fail it too.
 func TestChartLints(t *testing.T) {
-	out := runHelm(t, "lint", "--strict", chartDir)
-	if !strings.Contains(out, "0 chart(s) failed") {
-		t.Fatalf("helm lint:\n%s", out)
+	for _, flags := range [][]string{nil, allOn} {
+		out := runHelm(t, append([]string{"lint", "--strict", chartDir}, flags...)...)
+		if !strings.Contains(out, "0 chart(s) failed") {
+			t.Fatalf("helm lint %q:\n%s", flags, out)
+		}
 	}
 }
 
@@ -385,25 +396,62 @@ func TestChartDefaults(t *testing.T) {
 	})
 
 	t.Run("rbac", func(t *testing.T) {
-		var role clusterRole
-		m.get(t, "ClusterRole", fullname, &role)
-		granted := map[string]string{}
-		for _, r := range role.Rules {
-			for _, g := range r.APIGroups {
-				for _, res := range r.Resources {
-					granted[g+"/"+res] = strings.Join(r.Verbs, ",")
-				}
-			}
-		}
+		granted := m.grants(t)
 		for _, res := range []string{"/services", "discovery.k8s.io/endpointslices", "networking.k8s.io/ingresses", "gateway.networking.k8s.io/gateways"} {
 			if granted[res] != "get,list,watch" {
 				t.Errorf("ClusterRole grants %q on %s, want get,list,watch", granted[res], res)
+			}
+		}
+		for _, res := range gslbResources {
+			if granted[res] != "" {
+				t.Errorf("ClusterRole grants %q on %s with k8gb off, want nothing", granted[res], res)
 			}
 		}
 		if pod.ServiceAccountName != fullname {
 			t.Errorf("pods run as %q, want the chart's ServiceAccount %s", pod.ServiceAccountName, fullname)
 		}
 	})
+}
+
+// gslbResources are k8gb's Gslb resources and their status, in both of k8gb's groups, as
+// manifests.grants names them.
+var gslbResources = []string{"k8gb.io/gslbs", "k8gb.absa.oss/gslbs", "k8gb.io/gslbs/status", "k8gb.absa.oss/gslbs/status"}
+
+// grants returns the verbs (VERB,VERB...) the chart's ClusterRole grants on each GROUP/RESOURCE.
+func (m manifests) grants(t *testing.T) map[string]string {
+	t.Helper()
+	var role clusterRole
+	m.get(t, "ClusterRole", fullname, &role)
+	granted := map[string]string{}
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				if granted[g+"/"+res] != "" {
+					t.Errorf("ClusterRole grants %s twice", g+"/"+res)
+				}
+				granted[g+"/"+res] = strings.Join(r.Verbs, ",")
+			}
+		}
+	}
+	return granted
+}
+
+// gslbOptions returns the lines of the Corefile's gslb block that start with one of options.
+func gslbOptions(t *testing.T, m manifests, options ...string) []string {
+	t.Helper()
+	var cm configMap
+	m.get(t, "ConfigMap", fullname, &cm)
+	block := regexp.MustCompile(`(?s)gslb \{\n(.*?)\n\s*\}`).FindStringSubmatch(cm.Data["Corefile"])
+	if block == nil {
+		t.Fatalf("the Corefile has no gslb block:\n%s", cm.Data["Corefile"])
+	}
+	var lines []string
+	for _, line := range strings.Split(block[1], "\n") {
+		if f := strings.Fields(line); len(f) > 0 && slices.Contains(options, f[0]) {
+			lines = append(lines, strings.Join(f, " "))
+		}
+	}
+	return lines
 }
 
 // serverPort returns the DNS port of the Corefile's first server block (ZONE:PORT {), or 0.
@@ -458,6 +506,39 @@ func TestChartValues(t *testing.T) {
 			}
 		}},
 		{name: "no pdb", flags: []string{"--set", "podDisruptionBudget.enabled=false"}, kinds: map[string]int{"PodDisruptionBudget": 0}},
+		{name: "k8gb", flags: k8gbFlags, check: func(t *testing.T, m manifests) {
+			if got, want := gslbOptions(t, m, "site", "k8gb", "istio_sync_check"), []string{"site eu", "k8gb us za"}; !slices.Equal(got, want) {
+				t.Errorf("the gslb block's options %q, want %q", got, want)
+			}
+			granted := m.grants(t)
+			for _, res := range gslbResources {
+				want := "get,list,watch"
+				if strings.HasSuffix(res, "/status") {
+					want = "update,patch"
+				}
+				if granted[res] != want {
+					t.Errorf("ClusterRole grants %q on %s, want %s", granted[res], res, want)
+				}
+			}
+		}},
+		{name: "k8gb without other clusters", flags: []string{"--set", "k8gb.enabled=true", "--set", "k8gb.clusterGeoTag=eu"}, check: func(t *testing.T, m manifests) {
+			if got, want := gslbOptions(t, m, "site", "k8gb"), []string{"site eu", "k8gb"}; !slices.Equal(got, want) {
+				t.Errorf("the gslb block's options %q, want %q", got, want)
+			}
+		}},
+		{name: "istio", flags: []string{"--set", "istio.syncCheck.enabled=true"}, check: func(t *testing.T, m manifests) {
+			if got, want := gslbOptions(t, m, "site", "k8gb", "istio_sync_check"), []string{"istio_sync_check"}; !slices.Equal(got, want) {
+				t.Errorf("the gslb block's options %q, want %q", got, want)
+			}
+			if granted := m.grants(t); granted["k8gb.io/gslbs"] != "" {
+				t.Errorf("the Istio check grants gslbs: %v", granted)
+			}
+		}},
+		{name: "istio url", flags: []string{"--set", "istio.syncCheck.enabled=true", "--set", "istio.syncCheck.url=https://istiod.mesh.svc:15014/debug/syncz"}, check: func(t *testing.T, m manifests) {
+			if got, want := gslbOptions(t, m, "istio_sync_check"), []string{"istio_sync_check https://istiod.mesh.svc:15014/debug/syncz"}; !slices.Equal(got, want) {
+				t.Errorf("the gslb block's options %q, want %q", got, want)
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := render(t, tc.flags...)
@@ -474,27 +555,55 @@ func TestChartValues(t *testing.T) {
 	}
 }
 
-// TestChartRefusesBadValues checks that values of the wrong type (the chart's values.schema.json)
-// and ports that collide in the container stop the rendering with a message naming them.
+// TestChartRefusesBadValues checks that values of the wrong type (the chart's values.schema.json),
+// ports that collide in the container, and k8gb values that contradict each other or the
+// Corefile stop the rendering with a message naming them.
 func TestChartRefusesBadValues(t *testing.T) {
+	// k8gbCorefile is a Corefile of the user's own serving Gslb resources.
+	const k8gbCorefile = "config.corefile=example.test:53 {\n    gslb {\n        site eu\n        k8gb us\n    }\n}\n"
 	for _, tc := range []struct {
-		set, want string
+		sets []string // helm's --set, or --set-literal with a config.corefile
+		want string
 	}{
-		{"replicas=two", "/replicas"},
-		{"service.type=External", "/service/type"},
-		{"api.port=70000", "/api/port"},
-		{"api.enabled=yes", "/api/enabled"},
-		{"api.port=8080", "api.port and ports.health are both 8080"},
-		{"metrics.port=53", "metrics.port and ports.dns are both 53"},
-		{"ports.ready=8080", "ports.health and ports.ready are both 8080"},
+		{[]string{"replicas=two"}, "/replicas"},
+		{[]string{"service.type=External"}, "/service/type"},
+		{[]string{"api.port=70000"}, "/api/port"},
+		{[]string{"api.enabled=yes"}, "/api/enabled"},
+		{[]string{"api.port=8080"}, "api.port and ports.health are both 8080"},
+		{[]string{"metrics.port=53"}, "metrics.port and ports.dns are both 53"},
+		{[]string{"ports.ready=8080"}, "ports.health and ports.ready are both 8080"},
+		{[]string{"k8gb.enabled=yes"}, "/k8gb/enabled"},
+		{[]string{"k8gb.enabled=true"}, "/k8gb/clusterGeoTag"},
+		{[]string{"k8gb.clusterGeoTag=EU"}, "/k8gb/clusterGeoTag"},
+		{[]string{"k8gb.clusterGeoTag=eu-"}, "/k8gb/clusterGeoTag"},
+		{[]string{"k8gb.extGslbsClusterGeoTags=us"}, "/k8gb/extGslbsClusterGeoTags"},
+		{[]string{"k8gb.extGslbsClusterGeoTags={us,us}"}, "/k8gb/extGslbsClusterGeoTags"},
+		{[]string{"k8gb.extGslbsClusterGeoTags={us,Za}"}, "/k8gb/extGslbsClusterGeoTags/1"},
+		{[]string{"k8gb.enabled=true", "k8gb.clusterGeoTag=eu", "k8gb.extGslbsClusterGeoTags={us,eu}"}, "k8gb.extGslbsClusterGeoTags has eu"},
+		{[]string{"istio.syncCheck.enabled=on"}, "/istio/syncCheck/enabled"},
+		{[]string{"istio.syncCheck.url=istiod:15014/debug/syncz"}, "/istio/syncCheck/url"},
+		{[]string{"istio.syncCheck.url=ftp://istiod/syncz"}, "/istio/syncCheck/url"},
+		{[]string{k8gbCorefile}, "the Corefile has a k8gb line but k8gb.enabled is false"},
+		{[]string{"k8gb.enabled=true", "k8gb.clusterGeoTag=eu", "config.corefile=example.test:53 {\n    gslb {\n    }\n}\n"}, "the Corefile's gslb block has no k8gb line"},
 	} {
-		t.Run(tc.set, func(t *testing.T) {
-			_, stderr, err := helm(t, "template", "gslb", chartDir, "--set", tc.set)
+		name, _, _ := strings.Cut(strings.Join(tc.sets, " "), "\n") // a Corefile's first line
+		t.Run(name, func(t *testing.T) {
+			args := []string{"template", "gslb", chartDir}
+			for _, set := range tc.sets {
+				flag := "--set"
+				if strings.HasPrefix(set, "config.corefile=") {
+					flag = "--set-literal"
+				}
+				args = append(args, flag, set)
+			}
+			_, stderr, err := helm(t, args...)
 			if err == nil || !strings.Contains(stderr, tc.want) {
-				t.Errorf("helm template --set %s = %v, %s; want an error naming %q", tc.set, err, stderr, tc.want)
+				t.Errorf("helm %q = %v, %s; want an error naming %q", args, err, stderr, tc.want)
 			}
 		})
 	}
+	// A Corefile of the user's own serving Gslb resources, with k8gb on.
+	render(t, "--set-literal", k8gbCorefile, "--set", "k8gb.enabled=true", "--set", "k8gb.clusterGeoTag=eu")
 	// The admin API's port is free to be the health plugin's when the API is off.
 	render(t, "--set", "api.enabled=false", "--set", "api.port=8080")
 }
@@ -898,15 +1007,23 @@ func shellWords(t *testing.T, s string) []string {
 	return words
 }
 
-// TestTheAPIServerAcceptsTheChart applies the rendered chart, with its defaults and with every
-// optional part on, to a real kube-apiserver (testutil.StartKube), which validates each object
-// against its schema as a cluster would.
+// TestTheAPIServerAcceptsTheChart applies the rendered chart, with its defaults and then with
+// every optional part on, to a real kube-apiserver (testutil.StartKube), which validates each
+// object against its schema as a cluster would; after each, the server's RBAC authorizer says
+// what the pods' ServiceAccount may do: read what the Kubernetes source reads, and k8gb's Gslb
+// resources and write their status only with k8gb on.
 func TestTheAPIServerAcceptsTheChart(t *testing.T) {
 	kube := testutil.StartKube(t)
 	kube.Apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "dns"}})
 	clusterScoped := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true, "Namespace": true}
-	for _, flags := range [][]string{nil, {"--set", "replicas=3"}} {
-		for _, o := range render(t, flags...) {
+	for _, tc := range []struct {
+		flags []string
+		k8gb  bool
+	}{
+		{nil, false},
+		{append([]string{"--set", "replicas=3"}, allOn...), true},
+	} {
+		for _, o := range render(t, tc.flags...) {
 			var obj map[string]any
 			if err := o.node.Decode(&obj); err != nil {
 				t.Fatal(err)
@@ -915,6 +1032,26 @@ func TestTheAPIServerAcceptsTheChart(t *testing.T) {
 				obj["metadata"].(map[string]any)["namespace"] = "dns"
 			}
 			kube.Apply(t, obj) // fails the test with the server's answer when it refuses
+		}
+		for _, a := range []struct {
+			verb, group, resource, subresource string
+			want                               bool
+		}{
+			{"watch", "", "services", "", true},
+			{"list", "discovery.k8s.io", "endpointslices", "", true},
+			{"watch", "networking.k8s.io", "ingresses", "", true},
+			{"list", "gateway.networking.k8s.io", "gateways", "", true},
+			{"update", "", "services", "status", false},
+			{"list", "k8gb.io", "gslbs", "", tc.k8gb},
+			{"watch", "k8gb.absa.oss", "gslbs", "", tc.k8gb},
+			{"patch", "k8gb.io", "gslbs", "status", tc.k8gb},
+			{"update", "k8gb.absa.oss", "gslbs", "status", tc.k8gb},
+			{"update", "k8gb.io", "gslbs", "", false},
+			{"delete", "k8gb.io", "gslbs", "", false},
+		} {
+			if got := allowed(t, kube, a.verb, a.group, a.resource, a.subresource); got != a.want {
+				t.Errorf("flags %q: the ServiceAccount may %s %s/%s/%s: %v, want %v", tc.flags, a.verb, a.group, a.resource, a.subresource, got, a.want)
+			}
 		}
 	}
 	var dep struct {
@@ -928,6 +1065,43 @@ func TestTheAPIServerAcceptsTheChart(t *testing.T) {
 	}
 }
 
+// allowed asks the API server's authorizer (a SubjectAccessReview) whether the chart's
+// ServiceAccount, in the namespace dns, may do verb on the resource (and subresource) of group
+// in every namespace.
+func allowed(t *testing.T, kube *testutil.Kube, verb, group, resource, subresource string) bool {
+	t.Helper()
+	review, err := json.Marshal(map[string]any{"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+		"spec": map[string]any{"user": "system:serviceaccount:dns:" + fullname,
+			"groups":             []string{"system:serviceaccounts", "system:serviceaccounts:dns", "system:authenticated"},
+			"resourceAttributes": map[string]any{"verb": verb, "group": group, "resource": resource, "subresource": subresource}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(kube.CA) {
+		t.Fatal("the API server's CA is no PEM certificate")
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	req, err := http.NewRequest(http.MethodPost, kube.URL+"/apis/authorization.k8s.io/v1/subjectaccessreviews", bytes.NewReader(review))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+kube.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("SubjectAccessReview: %v", err)
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Status struct{ Allowed bool }
+	}
+	if body, err := io.ReadAll(resp.Body); err != nil || resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &answer) != nil {
+		t.Fatalf("SubjectAccessReview: %s %s (%v)", resp.Status, body, err)
+	}
+	return answer.Status.Allowed
+}
+
 // TestGslbCRDs installs the chart's custom resource definitions of k8gb's Gslb (k8gb.io and the
 // legacy k8gb.absa.oss) in a real kube-apiserver, applies a Gslb of each strategy in each group
 // as k8gb's users write them, writes a status through the status subresource, and checks that
@@ -935,25 +1109,8 @@ func TestTheAPIServerAcceptsTheChart(t *testing.T) {
 // that is not a percentage in the legacy group).
 func TestGslbCRDs(t *testing.T) {
 	kube := testutil.StartKube(t)
-	files, err := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
-	if err != nil || len(files) != 2 {
-		t.Fatalf("the chart's CRDs: %v %v", files, err)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var crd map[string]any
-		if err := yaml.Unmarshal(data, &crd); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		kube.Apply(t, crd)
-	}
-	kube.Apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "apps"}})
-	for _, gv := range []string{"/apis/k8gb.io/v1beta1", "/apis/k8gb.absa.oss/v1beta1"} {
-		testutil.Eventually(t, 10*time.Second, func() bool { return kube.Served(gv) }, "%s is not served", gv)
-	}
+	testutil.InstallGslbCRDs(t, kube, filepath.Join(chartDir, "crds"))
+	kube.Apply(t, testutil.KubeNamespace("apps"))
 	ingress := map[string]any{"rules": []any{map[string]any{"host": "app.cloud.example.com", "http": map[string]any{"paths": []any{
 		map[string]any{"path": "/", "pathType": "Prefix", "backend": map[string]any{"service": map[string]any{"name": "app", "port": map[string]any{"number": 80}}}}}}}}}
 	gslb := func(apiVersion, name string, strategy map[string]any) map[string]any {

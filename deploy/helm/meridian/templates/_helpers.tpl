@@ -90,3 +90,21 @@ the admin API both default to 8080 outside the chart, and a collision would stop
 {{- $_ := set $seen $port $name }}
 {{- end }}
 {{- end }}
+
+{{/*
+Fails the rendering when the Corefile and k8gb.enabled disagree: a Corefile of the user's own
+serving Gslb resources (a `k8gb` line) without k8gb.enabled, whose ClusterRole would not grant
+them, or the reverse; and when this cluster's geo tag is also among the other clusters'.
+*/}}
+{{- define "meridian.checkK8gb" -}}
+{{- $k8gb := regexMatch `(?m)^\s*k8gb(\s|$)` (include "meridian.corefile" .) }}
+{{- if and $k8gb (not .Values.k8gb.enabled) }}
+{{- fail "the Corefile has a k8gb line but k8gb.enabled is false: set it, so that the ClusterRole grants the Gslb resources" }}
+{{- end }}
+{{- if and .Values.k8gb.enabled (not $k8gb) }}
+{{- fail "k8gb.enabled is true but the Corefile's gslb block has no k8gb line: add one (see the chart's README)" }}
+{{- end }}
+{{- if and .Values.k8gb.enabled (has .Values.k8gb.clusterGeoTag .Values.k8gb.extGslbsClusterGeoTags) }}
+{{- fail (printf "k8gb.extGslbsClusterGeoTags has %s, k8gb.clusterGeoTag: list the other clusters only" .Values.k8gb.clusterGeoTag) }}
+{{- end }}
+{{- end }}
