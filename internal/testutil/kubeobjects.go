@@ -1,6 +1,9 @@
 package testutil
 
-import "net/netip"
+import (
+	"fmt"
+	"net/netip"
+)
 
 // KubeService returns a Service of type LoadBalancer in namespace, serving port 80, with
 // ingress (IP addresses or host names) as its status.loadBalancer.ingress: apply it with
@@ -30,13 +33,14 @@ func KubeNamespace(name string) map[string]any {
 
 // KubeEndpointSlice returns the EndpointSlice name of service in namespace, as the
 // EndpointSlice controller would write it: one IPv4 endpoint per entry of ready, with that
-// ready condition.
+// ready condition, each the pod SERVICE-I (I from 0).
 func KubeEndpointSlice(namespace, name, service string, ready ...bool) map[string]any {
 	endpoints := []any{}
 	for i, r := range ready {
 		endpoints = append(endpoints, map[string]any{
 			"addresses":  []any{netip.AddrFrom4([4]byte{10, 1, 0, byte(i + 1)}).String()},
 			"conditions": map[string]any{"ready": r},
+			"targetRef":  map[string]any{"kind": "Pod", "namespace": namespace, "name": fmt.Sprintf("%s-%d", service, i)},
 		})
 	}
 	return map[string]any{

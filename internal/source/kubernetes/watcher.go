@@ -22,6 +22,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -250,7 +251,7 @@ func (c *conn) dynamicGet(res schema.GroupVersionResource, namespace, name strin
 func (c *conn) dynamicList(res schema.GroupVersionResource) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, l := range c.custom[res] {
-		objs, _ := l.List(nil) // a lister fails only on a bad selector
+		objs, _ := l.List(labels.Everything()) // a lister fails only on a bad selector
 		for _, o := range objs {
 			if u, ok := o.(*unstructured.Unstructured); ok {
 				out = append(out, u)

@@ -73,17 +73,27 @@ type harness struct {
 	zone *config.Zone
 
 	mu      sync.Mutex
-	merged  []config.Backend // the record's backends as last merged
-	reloads int              // how many times the watch called
+	merged  map[string]config.Record // each record as last merged
+	reloads int                         // how many times the watch called
 }
 
-// newHarness starts an API server and a watcher of it with opts, resolving with resolver
-// (nil: the system's).
+// newHarness starts an API server and a watcher of it with opts and the zone zoneYAML,
+// resolving with resolver (nil: the system's).
 func newHarness(t *testing.T, opts config.KubernetesOptions, resolver *net.Resolver) *harness {
+	return newZoneHarness(t, opts, resolver, zoneYAML, nil)
+}
+
+// newZoneHarness starts an API server and a watcher of it with opts and the zone yml of
+// example.org., resolving with resolver (nil: the system's); before the watcher starts, setup
+// (when not nil) prepares the API server.
+func newZoneHarness(t *testing.T, opts config.KubernetesOptions, resolver *net.Resolver, yml string, setup func(*testutil.Kube)) *harness {
 	kube := testutil.StartKube(t)
 	kube.Apply(t, testutil.KubeNamespace("shop"))
+	if setup != nil {
+		setup(kube)
+	}
 	opts.Kubeconfig = kube.Kubeconfig(t)
-	z, err := config.ParseZone("zone.yml", []byte(zoneYAML), "example.org", nil, 1)
+	z, err := config.ParseZone("zone.yml", []byte(yml), "example.org", nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +125,12 @@ func (h *harness) merge() {
 		h.t.Errorf("merge: %v", err)
 		return
 	}
+	merged := map[string]config.Record{}
+	for _, r := range out[0].Records {
+		merged[r.Name] = r
+	}
 	h.mu.Lock()
-	h.merged = out[0].Records[0].Backends
+	h.merged = merged
 	h.mu.Unlock()
 	h.w.ReportAll()
 }
@@ -128,39 +142,63 @@ func (h *harness) reloadCount() int {
 	return h.reloads
 }
 
-// kubeAddrs returns the merged backends that stand for the Service, and whether each is
-// External with the kubernetes backend's settings.
+// kubeAddrs returns the merged backends of app.example.org. that stand for the Service, and
+// whether each is External with the kubernetes backend's settings.
 func (h *harness) kubeAddrs() ([]string, bool) {
+	out, all := h.backendsOf("app.example.org.", func(b config.Backend) bool {
+		return b.External && !b.Remote && b.Priority == 1 && b.Location == "eu" && b.IP.String() == b.Address
+	})
+	return out, all
+}
+
+// backendsOf returns the addresses of the merged backends of record that stand for a
+// Kubernetes object, and whether check holds for every one of them.
+func (h *harness) backendsOf(record string, check func(config.Backend) bool) ([]string, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []string
 	ok := true
-	for _, b := range h.merged {
+	for _, b := range h.merged[record].Backends {
 		if b.Kubernetes != nil {
 			out = append(out, b.Address)
-			ok = ok && b.External && !b.Remote && b.Priority == 1 && b.Location == "eu" && b.IP.String() == b.Address
+			ok = ok && check(b)
 		}
 	}
 	return out, ok
 }
 
-// wait waits until the Service's backends are addrs, each with a verdict of status whose
-// reason contains reason, and returns how long that took since start.
+// record returns the merged record name and whether the merge has it.
+func (h *harness) record(name string) (config.Record, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r, ok := h.merged[name]
+	return r, ok
+}
+
+// wait waits until the Service's backends of app.example.org. are addrs, each with a verdict
+// of status whose reason contains reason, and returns how long that took since start.
 func (h *harness) wait(start time.Time, addrs []string, status health.Status, reason string) time.Duration {
 	h.t.Helper()
+	return h.waitRecord(start, "app.example.org.", addrs, status, reason)
+}
+
+// waitRecord is wait for the kubernetes backends of record.
+func (h *harness) waitRecord(start time.Time, record string, addrs []string, status health.Status, reason string) time.Duration {
+	h.t.Helper()
+	all := func(config.Backend) bool { return true }
 	testutil.Eventually(h.t, informerBound, func() bool {
-		got, _ := h.kubeAddrs()
+		got, _ := h.backendsOf(record, all)
 		if !slices.Equal(got, addrs) {
 			return false
 		}
 		for _, a := range addrs {
 			b := config.Backend{Address: a, IP: netip.MustParseAddr(a)}
-			if r := h.rep.get(catalog.BackendKey("app.example.org.", &b)); r.status != status || !strings.Contains(r.reason, reason) {
+			if r := h.rep.get(catalog.BackendKey(record, &b)); r.status != status || !strings.Contains(r.reason, reason) {
 				return false
 			}
 		}
 		return true
-	}, "want the backends %v %v (%q); have %v, reports %v", addrs, status, reason, func() []string { a, _ := h.kubeAddrs(); return a }(), h.rep.last)
+	}, "want the backends of %s %v %v (%q); have %v, reports %v", record, addrs, status, reason, func() []string { a, _ := h.backendsOf(record, all); return a }(), h.rep.last)
 	return time.Since(start)
 }
 
