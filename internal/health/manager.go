@@ -210,9 +210,9 @@ func (m *Manager) stateLocked(key string) *State {
 }
 
 // Sync makes specs the set of probed backends. Backends whose checks (and whether they are
-// External) are unchanged keep their state and schedule; changed ones start over as unknown; new checks are probed at once (or,
-// before Start, spread over the start-up stagger); checks nobody uses any more stop. States of
-// keys not in keep are forgotten. The manager keeps pointers to the elements of specs (tens of
+// External) are unchanged keep their state and schedule; changed ones start over as unknown;
+// new checks are probed at once (or, before Start, spread over the start-up stagger); checks
+// nobody uses any more stop. States of keys not in keep are forgotten. The manager keeps pointers to the elements of specs (tens of
 // thousands of backends would otherwise be held twice): the caller must not change them.
 func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 	m.mu.Lock()
