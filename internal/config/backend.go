@@ -111,11 +111,13 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 	if b.IsPlaceholder() && len(b.HealthChecks) > 0 {
 		p.Errorf(n, child(path, "healthchecks"), "a backend without an address stands for what site %s publishes: it has nothing to probe here", b.Site)
 	}
+	// A kubernetes backend's addresses are judged by the Service's readiness, and by its
+	// healthchecks (with its rise, fall and timeout) when it has some: both must pass.
 	if b.IsKubernetes() {
 		for _, f := range []struct {
 			key string
 			set bool
-		}{{"healthchecks", len(b.HealthChecks) > 0}, {"passive", b.Passive}, {"assume_healthy", b.AssumeHealthy}} {
+		}{{"passive", b.Passive}, {"assume_healthy", b.AssumeHealthy}} {
 			if f.set {
 				p.Errorf(n, child(path, f.key), "a kubernetes backend is judged by its Service's readiness: %s does not apply to it", f.key)
 			}

@@ -259,7 +259,8 @@ func TestKubernetesBackendErrors(t *testing.T) {
 		{"unknown key", "{kubernetes: {namespace: shop, service: web, port: 80}}", `unknown key "port"`},
 		{"with an address", "{address: 10.0.0.1, kubernetes: {namespace: shop, service: web}}", `records["a.example.org"].backends[0].address: a kubernetes backend stands for its Service's LoadBalancer addresses`},
 		{"with a site", "{site: eu, kubernetes: {namespace: shop, service: web}}", `records["a.example.org"].backends[0].kubernetes: a backend is either a site's placeholder or a kubernetes Service`},
-		{"with probes", "{kubernetes: {namespace: shop, service: web}, healthchecks: [{type: tcp, params: {port: 80}}]}", `records["a.example.org"].backends[0].healthchecks: a kubernetes backend is judged by its Service's readiness: healthchecks does not apply to it`},
+		{"bad probe", "{kubernetes: {namespace: shop, service: web}, healthchecks: [{type: nope}]}", `records["a.example.org"].backends[0].healthchecks[0].type`},
+		{"long timeout", "{kubernetes: {namespace: shop, service: web}, timeout: 1m}", `records["a.example.org"].backends[0].timeout: timeout 1m0s is longer than the record's scrape_interval`},
 		{"passive", "{kubernetes: {namespace: shop, service: web}, passive: true}", `records["a.example.org"].backends[0].passive: a kubernetes backend is judged by its Service's readiness: passive does not apply to it`},
 		{"assume_healthy", "{kubernetes: {namespace: shop, service: web}, assume_healthy: true}", `backends[0].assume_healthy: a kubernetes backend is judged by its Service's readiness: assume_healthy does not apply to it`},
 		{"twice", "{kubernetes: {namespace: shop, service: web}}\n      - {kubernetes: {namespace: shop, service: web}}", `duplicate backend kubernetes Service shop/web (first at line 4)`},
@@ -273,10 +274,11 @@ func TestKubernetesBackendErrors(t *testing.T) {
 	}
 }
 
-// TestKubernetesBackend checks that a kubernetes backend parses with its settings, and that it
-// enables the Kubernetes source.
+// TestKubernetesBackend checks that a kubernetes backend parses with its settings, health
+// checks included (they must pass as well as the Service's readiness), and that it enables the
+// Kubernetes source.
 func TestKubernetesBackend(t *testing.T) {
-	yml := "records:\n  a.example.org:\n    backends:\n      - {kubernetes: {namespace: shop, service: web}, priority: 2, location: eu}\n      - {address: 10.0.0.1}\n"
+	yml := "records:\n  a.example.org:\n    backends:\n      - {kubernetes: {namespace: shop, service: web}, priority: 2, location: eu,\n         healthchecks: [{type: tcp, params: {port: 80}}], rise: 3, fall: 4, timeout: 2s}\n      - {address: 10.0.0.1}\n"
 	z, err := ParseZone("zone.yml", []byte(yml), "example.org", nil, 7)
 	if err != nil {
 		t.Fatal(err)
@@ -284,6 +286,9 @@ func TestKubernetesBackend(t *testing.T) {
 	b := z.Records[0].Backends[0]
 	if !b.IsKubernetes() || b.Kubernetes.Key() != "Service shop/web" || b.Priority != 2 || b.Location != "eu" {
 		t.Errorf("backend = %+v, want the Service shop/web with priority 2 and location eu", b)
+	}
+	if len(b.HealthChecks) != 1 || b.HealthChecks[0].Type != "tcp" || b.Rise != 3 || b.Fall != 4 || b.Timeout != 2*time.Second {
+		t.Errorf("backend checks = %+v, rise %d, fall %d, timeout %s; want one tcp check, 3, 4 and 2s", b.HealthChecks, b.Rise, b.Fall, b.Timeout)
 	}
 	if z.Records[0].Backends[1].IsKubernetes() {
 		t.Error("an address backend is a kubernetes one")

@@ -16,8 +16,11 @@ import (
 // that are neither assume_healthy nor passive, and enabled by their configuration or by an
 // operator's override. Backends an operator disabled (drained) are still probed, so that their
 // health is known before they are enabled again. Passive backends get a spec without checks:
-// in cluster mode their results come from the fleet; so do other sites' backends (external:
-// the sites source reports what their site publishes). Errors name the check's file position.
+// in cluster mode their results come from the fleet. External backends (a source reports their
+// health) get Spec.External: other sites' backends (remote: the sites source reports what their
+// site publishes, and their checks are their own site's to run) without checks; the others,
+// such as a Kubernetes Service's addresses, with their checks too, which must pass as well as
+// the report. Errors name the check's file position.
 func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 	n := 0
 	for _, rec := range snap.Records() {
@@ -56,7 +59,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 				Passive:  bc.Passive,
 				External: bc.External,
 			}
-			if bc.Passive || bc.External {
+			if bc.Passive || bc.Remote {
 				specs = append(specs, spec)
 				continue
 			}

@@ -12,7 +12,10 @@ type Details struct {
 	Status          Status
 	// LastCheck is when the last result of any of its checks arrived (zero before the first),
 	// LastOK and Reason what it said, and Latency how long the probe took (0 for results that
-	// another instance probed).
+	// another instance probed). On an External backend whose status is its source's report
+	// (it has no checks, or the report is not up and no better than the checks' verdict),
+	// they are the report's instead: when it came, whether it said up, and its reason, with
+	// no latency. So the reason names the failing side.
 	LastCheck time.Time
 	LastOK    bool
 	Reason    string
@@ -64,6 +67,10 @@ func (m *Manager) Details() map[string]Details {
 	out := make(map[string]Details, len(m.backends))
 	for key, b := range m.backends {
 		d := b.details
+		if b.reportExplains() {
+			r := b.report
+			d.LastCheck, d.LastOK, d.Reason, d.Latency = r.at, r.status == Up, r.reason, 0
+		}
 		d.Record, d.Backend, d.Status = b.spec.Record, b.spec.Backend, b.status
 		out[key] = d
 	}

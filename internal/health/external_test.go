@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 )
 
 // TestReportSetsExternalBackends feeds an external backend's status through Report: it changes
@@ -66,5 +68,189 @@ func TestExternalBackendsAreSeeded(t *testing.T) {
 		if got := m.State(key).Status(); got != want {
 			t.Errorf("%s starts %s, want %s", key, got, want)
 		}
+	}
+}
+
+// step is one event of an External backend with checks: a result of its check (report ==
+// nil) or a report of its source, and what the backend is after it.
+type step struct {
+	ok     bool    // the check's result, when report is nil
+	report *Status // the status reported
+	want   Status
+	reason string // the reason its details show
+}
+
+func probed(ok bool, want Status, reason string) step {
+	return step{ok: ok, want: want, reason: reason}
+}
+
+func reported(st Status, want Status, reason string) step {
+	return step{report: &st, want: want, reason: reason}
+}
+
+// observe applies one result of the check of the backend with key, as the scheduler does when
+// a probe ends: no scheduler runs, so the order of events is the test's.
+func observe(m *Manager, key string, ok bool) {
+	m.mu.Lock()
+	b := m.backends[key]
+	j := m.jobs[jobKey(b.spec.Checks[0], b.spec)]
+	m.mu.Unlock()
+	res := probe.Result{OK: ok, Reason: "probe failed"}
+	if ok {
+		res.Reason = "probe ok"
+	}
+	m.apply(j, res)
+}
+
+// TestReportAndChecksBothDecide drives External backends with checks through check results
+// and reports: both must be up for the backend to be up, either down makes it down at once
+// (the report is not damped, the checks are by rise and fall), a stale report over up checks is
+// stale, and the details' reason names the side that decides.
+func TestReportAndChecksBothDecide(t *testing.T) {
+	const (
+		probeOK, probeFailed = "probe ok", "probe failed"
+		none                 = notReported
+	)
+	tests := []struct {
+		name       string
+		rise, fall int
+		seed       Status
+		steps      []step
+	}{
+		{"report down while the checks are up", 1, 3, Unknown, []step{
+			probed(true, Unknown, none),
+			reported(Up, Up, probeOK),
+			reported(Down, Down, "report down"),
+			probed(true, Down, "report down"),
+			reported(Up, Up, probeOK),
+		}},
+		{"checks fall while the report is up", 1, 2, Unknown, []step{
+			reported(Up, Unknown, ""), // the checks have no result yet (and no reason)
+			probed(true, Up, probeOK),
+			probed(false, Up, probeFailed), // fall is 2
+			probed(false, Down, probeFailed),
+			reported(Up, Down, probeFailed),
+		}},
+		{"report recovers while the checks are down", 1, 1, Unknown, []step{
+			probed(false, Down, probeFailed),
+			reported(Down, Down, "report down"),
+			reported(Up, Down, probeFailed),
+			probed(true, Up, probeOK),
+		}},
+		{"rise applies to the checks only", 3, 1, Unknown, []step{
+			probed(false, Down, probeFailed), // a first result sets the machine at once
+			reported(Up, Down, probeFailed),
+			probed(true, Down, probeOK),
+			probed(true, Down, probeOK),
+			probed(true, Up, probeOK),
+			reported(Down, Down, "report down"),
+			reported(Up, Up, probeOK), // at once: no rise for a report
+		}},
+		{"stale report", 1, 1, Unknown, []step{
+			probed(true, Unknown, none),
+			reported(Stale, Stale, "report stale"),
+			probed(false, Down, probeFailed),
+			probed(true, Stale, "report stale"),
+			reported(Up, Up, probeOK),
+			reported(Unknown, Unknown, "report unknown"),
+		}},
+		{"seeded up", 2, 2, Up, []step{
+			reported(Down, Down, "report down"),
+			reported(Up, Up, restored), // the machines start up
+			probed(false, Up, probeFailed),
+		}},
+		{"seeded down", 2, 1, Down, []step{
+			reported(Up, Down, restored),
+			probed(true, Down, probeOK), // rise is 2, counted from down
+			probed(true, Up, probeOK),
+		}},
+		{"seeded stale", 1, 1, Stale, []step{
+			reported(Stale, Stale, "report stale"), // the machines start up
+			probed(false, Down, probeFailed),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewManager(Options{Log: testLog{}, Seed: map[string]Status{"k": tt.seed}})
+			var changes atomic.Int32
+			s := spec("k", &scriptedProber{}, "check", time.Hour)
+			s.External, s.Rise, s.Fall = true, tt.rise, tt.fall
+			s.OnChange = func() { changes.Add(1) }
+			m.Sync([]Spec{s}, keys(s))
+			if got := m.State("k").Status(); got != tt.seed {
+				t.Fatalf("starts %s, want %s", got, tt.seed)
+			}
+			last, want := tt.seed, int32(0)
+			for i, st := range tt.steps {
+				if st.report != nil {
+					if !m.Report("k", *st.report, "report "+st.report.String()) {
+						t.Fatalf("step %d: Report refused", i)
+					}
+				} else {
+					observe(m, "k", st.ok)
+				}
+				if st.want != last {
+					want++
+				}
+				last = st.want
+				if got := m.State("k").Status(); got != st.want {
+					t.Fatalf("step %d: %s, want %s", i, got, st.want)
+				}
+				if d := m.Details()["k"]; d.Status != st.want || d.Reason != st.reason {
+					t.Fatalf("step %d: details %s (%q), want %s (%q)", i, d.Status, d.Reason, st.want, st.reason)
+				}
+				if got := changes.Load(); got != want {
+					t.Fatalf("step %d: OnChange ran %d times, want %d", i, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestExternalWithChecksScheduled runs the check of an External backend on the scheduler: the
+// checks' verdict holds while reports come and go, and a report down takes it down at once.
+func TestExternalWithChecksScheduled(t *testing.T) {
+	m := NewManager(Options{Log: testLog{}})
+	p := &scriptedProber{script: []bool{true}}
+	s := spec("k", p, "check", 10*time.Millisecond)
+	s.External = true
+	m.Sync([]Spec{s}, keys(s))
+	m.Start()
+	defer m.Stop()
+	m.Report("k", Up, "test")
+	waitFor(t, "the checks up", func() bool { return m.State("k").Status() == Up })
+	for i, st := range []Status{Down, Up, Stale, Unknown, Down} {
+		m.Report("k", st, "test")
+		if got := m.State("k").Status(); got != st {
+			t.Fatalf("report %d (%s) over up checks: %s", i, st, got)
+		}
+	}
+	before := p.calls.Load()
+	waitFor(t, "more probes", func() bool { return p.calls.Load() > before+1 })
+	if got := m.State("k").Status(); got != Down {
+		t.Fatalf("probes up after a report down: %s, want down", got)
+	}
+}
+
+// TestBecomingExternalStartsOver: a backend whose checks stay but which a source now judges
+// starts over, as unknown until its first report.
+func TestBecomingExternalStartsOver(t *testing.T) {
+	m := NewManager(Options{Log: testLog{}})
+	s := spec("k", &scriptedProber{}, "check", time.Hour)
+	m.Sync([]Spec{s}, keys(s))
+	observe(m, "k", true)
+	if got := m.State("k").Status(); got != Up {
+		t.Fatalf("probed up: %s", got)
+	}
+	ext := s
+	ext.External = true
+	m.Sync([]Spec{ext}, keys(ext))
+	if got := m.State("k").Status(); got != Unknown {
+		t.Fatalf("after becoming External: %s, want unknown", got)
+	}
+	observe(m, "k", true)
+	m.Report("k", Up, "test")
+	if got := m.State("k").Status(); got != Up {
+		t.Fatalf("checks and report up: %s, want up", got)
 	}
 }

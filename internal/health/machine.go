@@ -50,3 +50,19 @@ func combine(statuses []Status) Status {
 	}
 	return all
 }
+
+// severity orders the statuses from the best to the worst for withReport.
+var severity = [...]int{Up: 0, Stale: 1, Unknown: 2, Down: 3}
+
+// withReport returns the status of an External backend from its checks' combined status and
+// its source's last report: the worse of the two, in the order up, stale, unknown, down. So it
+// is down when either is down; up only when both are; stale when the report is stale and the
+// checks are up (they reach the backend, but its source has not judged it lately: served only
+// when nothing else is, as any stale backend); unknown otherwise (no report yet, or no check
+// result yet). A backend without checks (checks Up, see combine) has the reported status.
+func withReport(checks, reported Status) Status {
+	if severity[reported] > severity[checks] {
+		return reported
+	}
+	return checks
+}

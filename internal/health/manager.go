@@ -24,7 +24,8 @@ type Spec struct {
 	Key string
 	// Record and Backend name the backend in logs and metrics.
 	Record, Backend string
-	// Checks must all pass for the backend to be up.
+	// Checks must all pass for the backend to be up (and, on an External backend, its
+	// report too).
 	Checks     []*probe.Compiled
 	Rise, Fall int
 	// Interval is the record's scrape_interval; Retries its scrape_retries.
@@ -38,8 +39,11 @@ type Spec struct {
 	// Passive backends have no checks: their results come from the fleet through a
 	// Coordinator. Without one, the manager ignores them and they stay unknown.
 	Passive bool
-	// External backends have no checks either: their status is what Report says (another
-	// site's published health). They start unknown, or at their seeded status.
+	// External backends are judged by a source, through Report (another site's published
+	// health, a Kubernetes Service's readiness). Without checks, the backend's status is the
+	// last report. With checks, it is both: the report and the checks' rise/fall verdict
+	// must each be up, as withReport combines them; the report is never damped by rise and
+	// fall (its source did that). They start unknown, or at their seeded status.
 	External bool
 }
 
@@ -108,8 +112,43 @@ type backend struct {
 	status Status
 	// details holds the last result and change (its Status field is unused: status is).
 	details Details
+	// report is, on an External backend, what its source last said (Report): Unknown before
+	// the first report, or the seeded status.
+	report report
 	// activity is when the backend's record was last queried (nil: always active).
 	activity *recordActivity
+}
+
+// report is one status a source reported for an External backend, and why and when.
+type report struct {
+	status Status
+	reason string
+	at     time.Time
+}
+
+// notReported is the reason shown for an External backend with checks before its first report.
+const notReported = "not reported by its source yet"
+
+// restored is the reason shown for a backend whose status comes from the state file.
+const restored = "restored from the state file"
+
+// checksStatus returns the combined status of b's checks' machines: up when it has none.
+func (b *backend) checksStatus() Status {
+	statuses := make([]Status, len(b.subs))
+	for i, sub := range b.subs {
+		statuses[i] = sub.machine.status
+	}
+	return combine(statuses)
+}
+
+// reportExplains reports whether b's status is its source's report rather than its checks'
+// verdict: b is External and has no checks, or its report is not up and no better than the
+// checks' verdict (see withReport). The details of such a backend show the report.
+func (b *backend) reportExplains() bool {
+	if !b.spec.External {
+		return false
+	}
+	return len(b.subs) == 0 || b.report.status != Up && withReport(b.checksStatus(), b.report.status) == b.report.status
 }
 
 // subscription is one backend's view of one (possibly shared) check.
@@ -170,10 +209,10 @@ func (m *Manager) stateLocked(key string) *State {
 	return s
 }
 
-// Sync makes specs the set of probed backends. Backends whose checks are unchanged keep their
-// state and schedule; changed ones start over as unknown; new checks are probed at once (or,
-// before Start, spread over the start-up stagger); checks nobody uses any more stop. States of
-// keys not in keep are forgotten. The manager keeps pointers to the elements of specs (tens of
+// Sync makes specs the set of probed backends. Backends whose checks (and whether they are
+// External) are unchanged keep their state and schedule; changed ones start over as unknown;
+// new checks are probed at once (or, before Start, spread over the start-up stagger); checks
+// nobody uses any more stop. States of keys not in keep are forgotten. The manager keeps pointers to the elements of specs (tens of
 // thousands of backends would otherwise be held twice): the caller must not change them.
 func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 	m.mu.Lock()
@@ -188,7 +227,7 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 			}
 		}
 		b := m.backends[spec.Key]
-		if b != nil && sameChecks(b.spec.Checks, spec.Checks) {
+		if b != nil && b.spec.External == spec.External && sameChecks(b.spec.Checks, spec.Checks) {
 			for _, s := range b.subs {
 				s.machine.rise, s.machine.fall = max(spec.Rise, 1), max(spec.Fall, 1)
 			}
@@ -223,17 +262,28 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 }
 
 // newBackend returns the backend of spec, starting over: unknown, or at its seeded status.
+// A seeded External backend with checks starts with its report at that status and its checks'
+// machines too, except that a stale one (a stale report over up checks, see withReport) starts
+// its machines up.
 func (m *Manager) newBackend(spec *Spec) *backend {
 	b := &backend{spec: spec, state: m.stateLocked(spec.Key)}
+	if spec.External && len(spec.Checks) > 0 {
+		b.report.reason = notReported
+	}
 	if st := m.seed[spec.Key]; st != Unknown && (len(spec.Checks) > 0 || spec.External) && (st != Stale || spec.External) {
 		b.status = st
-		b.details.Reason = "restored from the state file"
+		b.details.Reason = restored
+		b.report = report{status: st, reason: restored} // read only when spec.External
 	}
 	b.state.Set(b.status)
 	backendsByState.WithLabelValues(b.status.String()).Inc()
+	checks := b.status
+	if checks == Stale {
+		checks = Up
+	}
 	for range spec.Checks {
 		mach := newMachine(spec.Rise, spec.Fall)
-		mach.status = b.status
+		mach.status = checks
 		sub := &subscription{backend: b, machine: mach}
 		if m.opts.CheckStats {
 			sub.stats = new(CheckStats)
@@ -363,18 +413,22 @@ func (m *Manager) observeLocked(j *job, res probe.Result, by string) []func() {
 	return notify
 }
 
-// updateLocked recomputes b's status from its checks' machines and sets it (setLocked).
+// updateLocked recomputes b's status from its checks' machines, and on an External backend its
+// last report (withReport), and sets it (setLocked).
 func (m *Manager) updateLocked(b *backend, reason, by string) func() {
-	statuses := make([]Status, len(b.subs))
-	for i, sub := range b.subs {
-		statuses[i] = sub.machine.status
+	next := b.checksStatus()
+	if b.spec.External {
+		next = withReport(next, b.report.status)
 	}
-	return m.setLocked(b, combine(statuses), reason, by)
+	return m.setLocked(b, next, reason, by)
 }
 
-// Report sets the status of the external backend with key (Spec.External), for reason, which
-// names who judged it (a site). It reports false when no external backend has key. The
-// backend's OnChange runs, outside the manager's lock, when the status changed.
+// Report records next as the status the source of the external backend with key
+// (Spec.External) judged it at, for reason, which names who judged it (a site, a Kubernetes
+// Service). A backend without checks takes that status; one with checks combines it with its
+// checks' verdict (withReport), which the report does not overwrite. It reports false when no
+// external backend has key. The backend's OnChange runs, outside the manager's lock, when the
+// status changed.
 func (m *Manager) Report(key string, next Status, reason string) bool {
 	m.mu.Lock()
 	b := m.backends[key]
@@ -382,9 +436,8 @@ func (m *Manager) Report(key string, next Status, reason string) bool {
 		m.mu.Unlock()
 		return false
 	}
-	d := &b.details
-	d.LastCheck, d.LastOK, d.Reason = time.Now(), next == Up, reason
-	notify := m.setLocked(b, next, reason, "")
+	b.report = report{status: next, reason: reason, at: time.Now()}
+	notify := m.updateLocked(b, reason, "")
 	m.mu.Unlock()
 	if notify != nil {
 		notify()
