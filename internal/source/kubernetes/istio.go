@@ -44,9 +44,9 @@ func (c *istioCheck) failingReason(key string) string {
 // ingressgateway), the Services the Istio check applies to.
 func isIstioGateway(svc *corev1.Service) bool { return svc.Spec.Selector["istio"] == "ingressgateway" }
 
-// checkIstio reads istiod's sync status once and judges every Istio gateway Service that a
-// merged backend depends on: each of its ready pods' proxies must have listeners, routes,
-// clusters and endpoints synced. The verdicts are refreshed after.
+// checkIstio reads istiod's sync status once and judges every Istio gateway Service with
+// ready pods that a merged backend depends on: each of those pods' proxies must have
+// listeners, routes, clusters and endpoints synced. The verdicts are refreshed after.
 func (w *Watcher) checkIstio(ctx context.Context) {
 	c := w.istio
 	w.mu.Lock()
@@ -59,14 +59,18 @@ func (w *Watcher) checkIstio(ctx context.Context) {
 				if svc == nil || !isIstioGateway(svc) {
 					continue
 				}
-				_, p := readyEndpoints(w.conn.endpointSlices(u.ref.Namespace, s))
-				slices.Sort(p)
-				pods[u.ref.Namespace+"/"+s] = p
+				// A Service without a ready pod fails on its endpoints already: it is not judged
+				// here, and its pods' first read decides at once when they come back.
+				if _, p := readyEndpoints(w.conn.endpointSlices(u.ref.Namespace, s)); len(p) > 0 {
+					slices.Sort(p)
+					pods[u.ref.Namespace+"/"+s] = p
+				}
 			}
 		}
 	}
 	w.mu.Unlock()
 	if len(pods) == 0 {
+		c.damper.Forget(func(string) bool { return false })
 		return
 	}
 	status, err := istiosync.Fetch(ctx, c.client, c.url)

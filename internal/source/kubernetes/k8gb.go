@@ -397,6 +397,9 @@ func (w *Watcher) writeStatuses(ctx context.Context) {
 	}
 }
 
+// legacyGroup is the group of k8gb's first releases.
+const legacyGroup = "k8gb.absa.oss"
+
 // updateStatus writes st as the status of obj, the Gslb g, through the status subresource.
 func updateStatus(ctx context.Context, c *conn, g *gslb, obj *unstructured.Unstructured, st gslbStatus) error {
 	data, err := json.Marshal(st)
@@ -406,6 +409,10 @@ func updateStatus(ctx context.Context, c *conn, g *gslb, obj *unstructured.Unstr
 	var status map[string]any
 	if err := json.Unmarshal(data, &status); err != nil {
 		return err
+	}
+	if g.res.Group == legacyGroup { // its status has k8gb's first four fields only
+		delete(status, "loadBalancer")
+		delete(status, "servers")
 	}
 	obj = obj.DeepCopy()
 	obj.Object["status"] = status
@@ -450,4 +457,11 @@ func healthyAddrs(snap *catalog.Snapshot, healthy map[string][]netip.Addr) {
 		slices.SortFunc(addrs, netip.Addr.Compare)
 		healthy[r.Name] = slices.Compact(addrs)
 	}
+}
+
+// ingressKnown reports whether the informers hold the Ingress namespace/name.
+func (w *Watcher) ingressKnown(namespace, name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.conn != nil && w.conn.ingress(namespace, name) != nil
 }

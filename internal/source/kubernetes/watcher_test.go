@@ -36,6 +36,16 @@ const zoneYAML = `records:
 type reports struct {
 	mu   sync.Mutex
 	last map[string]reported
+	// stamp, when set, is called at each report; its value is kept in the history.
+	stamp   func() int
+	history []stamped
+}
+
+// stamped is one report, and what the reports' stamp said when it came.
+type stamped struct {
+	key string
+	reported
+	stamp int
 }
 
 type reported struct {
@@ -47,6 +57,9 @@ func (r *reports) Report(key string, st health.Status, reason string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.last[key] = reported{st, reason}
+	if r.stamp != nil {
+		r.history = append(r.history, stamped{key, reported{st, reason}, r.stamp()})
+	}
 	return true
 }
 
@@ -74,6 +87,7 @@ type harness struct {
 
 	mu      sync.Mutex
 	merged  map[string]config.Record // each record as last merged
+	zones   []*config.Zone           // the zones as last merged
 	reloads int                         // how many times the watch called
 }
 
@@ -130,9 +144,31 @@ func (h *harness) merge() {
 		merged[r.Name] = r
 	}
 	h.mu.Lock()
-	h.merged = merged
+	h.merged, h.zones = merged, out
 	h.mu.Unlock()
 	h.w.ReportAll()
+}
+
+// allUp is a catalog.HealthSource whose backends are all up.
+type allUp struct{}
+
+func (allUp) State(string) *health.State {
+	st := &health.State{}
+	st.Set(health.Up)
+	return st
+}
+
+// snapshot returns the zones as last merged, compiled with every backend up: what the engine
+// would serve.
+func (h *harness) snapshot() *catalog.Snapshot {
+	h.mu.Lock()
+	zones := h.zones
+	h.mu.Unlock()
+	snap, err := catalog.Build(zones, allUp{})
+	if err != nil {
+		h.t.Error(err)
+	}
+	return snap
 }
 
 // reloadCount returns how many times the watch called.
