@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -63,4 +64,66 @@ func TestKubernetes(t *testing.T) {
 	kube.ApplyStatus(t, testutil.KubeService("shop", "web"))
 	follow("no LoadBalancer address", start, dns.TypeA, "198.51.100.1")
 	follow("no LoadBalancer address, AAAA", start, dns.TypeAAAA, "2001:db8::99")
+}
+
+// TestK8gbAcrossClusters is k8gb's multi-cluster GSLB with Meridian in its place: two clusters
+// (eu and us, each a real kube-apiserver), each with a Meridian that reads its own cluster and
+// reads the other site over DNS. The same Gslb (failover, primary eu, embedded ingress) is
+// applied to both: each Meridian keeps its Ingress, both answer eu's address while eu's
+// Service is ready and us's when it is not, and each Gslb's status says so.
+func TestK8gbAcrossClusters(t *testing.T) {
+	t.Parallel()
+	names := []string{"eu", "us"}
+	ingressIPs := []string{"127.0.4.1", "127.0.4.2"}
+	kubes := make([]*testutil.Kube, len(names))
+	for i := range names {
+		kubes[i] = testutil.StartKube(t)
+		kubes[i].Apply(t, testutil.KubeNamespace("shop"))
+		testutil.InstallGslbCRDs(t, kubes[i], "../../deploy/helm/meridian/crds")
+		kubes[i].Apply(t, testutil.KubeService("shop", "app"))
+		kubes[i].Apply(t, testutil.KubeEndpointSlice("shop", "app-1", "app", true))
+		kubes[i].Apply(t, map[string]any{"apiVersion": "k8gb.io/v1beta1", "kind": "Gslb", "metadata": map[string]any{"name": "app", "namespace": "shop"},
+			"spec": map[string]any{"ingress": testutil.KubeIngress("shop", "app", map[string][]string{"app.gslb.example.com": {"app"}})["spec"],
+				"strategy": map[string]any{"type": "failover", "primaryGeoTag": "eu", "dnsTtlSeconds": 5}}})
+	}
+	procs := startSites(t, siteSetup{names: names, backends: []string{"", ""},
+		yaml: func(int, []int) string {
+			return "records:\n  static.gslb.example.com.:\n    backends: [{address: 198.51.100.1}]\n"
+		},
+		extra: func(i int) string { return "  kubeconfig " + kubes[i].Kubeconfig(t) + "\n  k8gb eu us\n" }})
+	for i, k := range kubes { // the ingress controller of each cluster gives Meridian's Ingress its address
+		testutil.Eventually(t, kubeDelayBound, func() bool { return k.Served("/apis/networking.k8s.io/v1/namespaces/shop/ingresses/app") },
+			"%s: Meridian did not create the Gslb's Ingress\n%s", names[i], procs[i].srv.Logs())
+		k.ApplyStatus(t, testutil.KubeIngress("shop", "app", map[string][]string{"app.gslb.example.com": {"app"}}, ingressIPs[i]))
+	}
+	budget := kubeDelayBound + siteThreshold + 2*sitePeerInterval + siteMargin
+	waitAnswer(t, procs, budget, "app.gslb.example.com.", dns.TypeA, "127.0.4.1")
+	status := func(i int) (st struct {
+		Status struct {
+			GeoTag         string              `json:"geoTag"`
+			ServiceHealth  map[string]string   `json:"serviceHealth"`
+			HealthyRecords map[string][]string `json:"healthyRecords"`
+		}
+	}) {
+		if err := json.Unmarshal(kubes[i].Get(t, "/apis/k8gb.io/v1beta1/namespaces/shop/gslbs/app"), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	wantStatus := func(i int, health string, records ...string) {
+		t.Helper()
+		testutil.Eventually(t, budget+5*time.Second, func() bool {
+			st := status(i).Status
+			return st.GeoTag == names[i] && st.ServiceHealth["app.gslb.example.com"] == health && slices.Equal(st.HealthyRecords["app.gslb.example.com"], records)
+		}, "%s: the Gslb's status is %+v, want %s and %v", names[i], status(i).Status, health, records)
+	}
+	wantStatus(0, "Healthy", "127.0.4.1", "127.0.4.2")
+	wantStatus(1, "Healthy", "127.0.4.1", "127.0.4.2")
+
+	start := time.Now()
+	kubes[0].Apply(t, testutil.KubeEndpointSlice("shop", "app-1", "app", false))
+	waitAnswer(t, procs, budget, "app.gslb.example.com.", dns.TypeA, "127.0.4.2")
+	t.Logf("eu's Service not ready: both clusters answer us's address after %s", time.Since(start).Round(time.Millisecond))
+	wantStatus(0, "Unhealthy", "127.0.4.2")
+	wantStatus(1, "Healthy", "127.0.4.2")
 }

@@ -88,7 +88,7 @@ type harness struct {
 	mu      sync.Mutex
 	merged  map[string]config.Record // each record as last merged
 	zones   []*config.Zone           // the zones as last merged
-	reloads int                         // how many times the watch called
+	reloads int                      // how many times the watch called
 }
 
 // newHarness starts an API server and a watcher of it with opts and the zone zoneYAML,
