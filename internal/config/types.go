@@ -194,6 +194,10 @@ type Record struct {
 	Backends  []Backend
 	// Discovery, when set, is where more backends of the record are read from at run time.
 	Discovery *Discovery
+	// SplitBrainThreshold, when not 0, is how long the other sites' backends of this record
+	// stay fresh after their site fell silent, in place of the block's split_brain_threshold
+	// (peers mode): a k8gb Gslb's splitBrainThresholdSeconds.
+	SplitBrainThreshold time.Duration
 	// Publish is set by the sites source on the records that have backends of this site:
 	// their healthy ones are served as localtargets-<name> for the other sites.
 	Publish bool

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 )
@@ -16,6 +17,8 @@ type addition struct {
 	// mode and ttl (0: the default) are the settings of the record, when it is created.
 	mode config.Mode
 	ttl  uint32
+	// splitBrain is the record's split-brain threshold, 0 for the block's.
+	splitBrain time.Duration
 	// backends are added to the record.
 	backends []config.Backend
 	// from names the object, for the logs.
@@ -36,7 +39,7 @@ func (w *Watcher) additionsLocked() ([]addition, string) {
 	}
 	var b strings.Builder
 	for _, a := range adds {
-		fmt.Fprintf(&b, "%s %s %d %v;", a.record, a.mode, a.ttl, a.exclusive)
+		fmt.Fprintf(&b, "%s %s %d %s %v;", a.record, a.mode, a.ttl, a.splitBrain, a.exclusive)
 		for _, be := range a.backends {
 			fmt.Fprintf(&b, "%s %s %d %d %s,", kubernetesKey(be), be.Site, be.Priority, be.Weight, be.Location)
 		}
@@ -85,6 +88,7 @@ func (w *Watcher) addLocked(zones []*config.Zone, adds []addition) ([]*config.Zo
 			if a.ttl > 0 {
 				rec.TTL = a.ttl
 			}
+			rec.SplitBrainThreshold = a.splitBrain
 			rec.Backends = a.backends
 			z.Records = append(z.Records, rec)
 		}

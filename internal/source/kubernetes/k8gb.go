@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"net/netip"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,7 +95,7 @@ func (w *Watcher) gslbAdditionsLocked() []addition {
 				continue
 			}
 			for _, h := range g.hosts {
-				adds = append(adds, addition{record: h.name, mode: st.mode, ttl: st.ttl, backends: st.backends(h, w.site, w.opts.K8gbSites),
+				adds = append(adds, addition{record: h.name, mode: st.mode, ttl: st.ttl, splitBrain: st.splitBrain, backends: st.backends(h, w.site, w.opts.K8gbSites),
 					from: from, exclusive: true, host: h})
 			}
 		}
@@ -103,11 +105,14 @@ func (w *Watcher) gslbAdditionsLocked() []addition {
 
 // strategy is a Gslb's spec.strategy (and serviceHealthPolicy) in Meridian's terms.
 type strategy struct {
-	mode    config.Mode
-	ttl     uint32
-	primary string
-	weights map[string]int
-	policy  config.HealthPolicy
+	mode config.Mode
+	ttl  uint32
+	// splitBrain is splitBrainThresholdSeconds: the record's split-brain threshold (0: the
+	// block's).
+	splitBrain time.Duration
+	primary    string
+	weights    map[string]int
+	policy     config.HealthPolicy
 }
 
 // backends returns the backends of host: its Ingresses in this cluster (this site's), and a
@@ -268,6 +273,9 @@ func parseStrategy(obj *unstructured.Unstructured) (strategy, error) {
 	}
 	if ttl, ok := spec["dnsTtlSeconds"].(int64); ok && ttl > 0 {
 		s.ttl = uint32(min(ttl, 1<<31-1))
+	}
+	if secs, ok := spec["splitBrainThresholdSeconds"].(int64); ok && secs > 0 {
+		s.splitBrain = time.Duration(min(secs, math.MaxInt64/int64(time.Second))) * time.Second
 	}
 	if p, _, _ := unstructured.NestedString(obj.Object, "spec", "serviceHealthPolicy"); p != "" {
 		policy, err := config.ParseHealthPolicy(p)

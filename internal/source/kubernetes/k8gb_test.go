@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
@@ -53,7 +54,7 @@ func TestWatcherGslb(t *testing.T) {
 	k.Apply(t, gslbObject("k8gb.io/v1beta1", "weighted", map[string]any{"resourceRef": map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "name": "shared"},
 		"strategy": map[string]any{"type": "roundRobin", "weight": map[string]any{"eu": 5, "us": 2}}}))
 	k.Apply(t, gslbObject("k8gb.io/v1beta1", "selected", map[string]any{"resourceRef": map[string]any{"matchLabels": map[string]any{"app": "legacy"}},
-		"strategy": map[string]any{"type": "failover", "primaryGeoTag": "us"}}))
+		"strategy": map[string]any{"type": "failover", "primaryGeoTag": "us", "splitBrainThresholdSeconds": 300}}))
 	k.Apply(t, gslbObject("k8gb.absa.oss/v1beta1", "legacy", map[string]any{"ingress": embeddedIngress("legacy.example.org"), "strategy": map[string]any{"type": "roundRobin", "weight": map[string]any{"eu": "30%", "us": "70%"}}}))
 	k.Apply(t, gslbObject("k8gb.io/v1beta1", "geo", map[string]any{"ingress": embeddedIngress("geo.example.org"), "strategy": map[string]any{"type": "geoip"}}))
 	k.Apply(t, gslbObject("k8gb.io/v1beta1", "taken", map[string]any{"ingress": embeddedIngress("app.example.org"), "strategy": map[string]any{"type": "roundRobin"}}))
@@ -96,6 +97,9 @@ func TestWatcherGslb(t *testing.T) {
 		if rec.Mode != tt.mode || rec.TTL != tt.ttl || !slices.Equal(got, tt.backends) {
 			t.Errorf("%s: mode %s TTL %d backends %+v, want %s %d %+v", tt.record, rec.Mode, rec.TTL, got, tt.mode, tt.ttl, tt.backends)
 		}
+	}
+	if rec, _ := h.record("failover.example.org."); rec.SplitBrainThreshold != 5*time.Minute {
+		t.Errorf("failover.example.org.: split-brain threshold %s, want splitBrainThresholdSeconds's 5m", rec.SplitBrainThreshold)
 	}
 	if rec, _ := h.record("app.example.org."); len(rec.Backends) != 1 {
 		t.Errorf("the Gslb taken changed the zone files' record app.example.org.: %+v", rec.Backends)

@@ -37,23 +37,27 @@ func (f *Fleet) judgeLocked(now time.Time) []source.Verdict {
 		if !read {
 			continue
 		}
-		listed, stale := slices.Contains(targets, b.ip), f.staleLocked(s, now)
+		threshold := f.opts.SplitBrainThreshold
+		if b.threshold > 0 {
+			threshold = b.threshold
+		}
+		listed, stale := slices.Contains(targets, b.ip), s.silentFor(now, threshold)
 		reason := fmt.Sprintf("in site %s's localtargets", s.name)
 		if !listed {
 			reason = "not " + reason
 		}
 		if stale {
-			reason += " when last read; " + f.staleReason(s, now)
+			reason += " when last read; " + staleReason(s, now, threshold)
 		}
 		out = append(out, source.Verdict{Key: b.key, Status: Status(!stale, listed), Reason: reason})
 	}
 	return out
 }
 
-// staleReason says why s is stale.
-func (f *Fleet) staleReason(s *site, now time.Time) string {
+// staleReason says why s is stale for a split-brain threshold.
+func staleReason(s *site, now time.Time, threshold time.Duration) string {
 	return fmt.Sprintf("site %s is stale: its heartbeat has not changed for %s (split_brain_threshold %s)",
-		s.name, now.Sub(s.lastAdvance).Round(time.Second), f.opts.SplitBrainThreshold)
+		s.name, now.Sub(s.lastAdvance).Round(time.Second), threshold)
 }
 
 // fmtAddrs is the comparable form of a placeholder's targets.

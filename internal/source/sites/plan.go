@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -46,6 +47,8 @@ type remoteBackend struct {
 	key, site, record string
 	ip                netip.Addr
 	learned           bool
+	// threshold is the record's split-brain threshold, 0 for the block's.
+	threshold time.Duration
 }
 
 // sites returns every site the plan reads from, sorted.
@@ -95,14 +98,14 @@ func merge(zones []*config.Zone, own string, learned func(site, record string) [
 				case b.IsPlaceholder():
 					targets := expand(b, learned(b.Site, r.Name))
 					for i := range targets {
-						p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &targets[i]), site: b.Site, record: r.Name, ip: targets[i].IP, learned: true})
+						p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &targets[i]), site: b.Site, record: r.Name, ip: targets[i].IP, learned: true, threshold: r.SplitBrainThreshold})
 					}
 					rec.Backends = append(rec.Backends, targets...)
 					p.placeholders[r.Name] = appendOnce(p.placeholders[r.Name], b.Site)
 				default:
 					b.Remote, b.External = true, true
 					rec.Backends = append(rec.Backends, b)
-					p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &b), site: b.Site, record: r.Name, ip: b.IP})
+					p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &b), site: b.Site, record: r.Name, ip: b.IP, threshold: r.SplitBrainThreshold})
 				}
 				involved = true
 				rd := reads[b.Site]

@@ -105,38 +105,45 @@ func (r recorder) Report(key string, st health.Status, _ string) bool { r[key] =
 func TestFreshnessAndVerdicts(t *testing.T) {
 	rec := recorder{}
 	f := NewFleet(config.SitesOptions{Site: "eu", Peers: []string{"127.0.0.1:1"}, PeerInterval: time.Second, SplitBrainThreshold: 10 * time.Second}, rec, nopLog{})
-	if _, err := f.Source().Merge([]*config.Zone{mustZone(t, sitesYAML)}); err != nil {
+	z := mustZone(t, sitesYAML)
+	long := z.Records[0] // the same record with a threshold of its own (a Gslb's splitBrainThresholdSeconds)
+	long.Name, long.SplitBrainThreshold = "long.gslb.example.com.", 20*time.Second
+	z.Records = append(z.Records, long)
+	if _, err := f.Source().Merge([]*config.Zone{z}); err != nil {
 		t.Fatal(err)
 	}
-	const key = "app.gslb.example.com.|10.2.0.1|0"
+	const key, longKey = "app.gslb.example.com.|10.2.0.1|0", "long.gslb.example.com.|10.2.0.1|0"
 	t0 := time.Unix(1000, 0)
 	hb := func(seq uint64) *Heartbeat { return &Heartbeat{Site: "us", Seq: seq, Boot: "0123456789abcdef"} }
 	us := func(at time.Time, h *Heartbeat, targets ...string) readout {
 		r := readout{addr: "127.0.0.1:1", at: at, heartbeat: h}
 		if h != nil {
 			r.site = "us"
-			r.targets = map[string][]netip.Addr{"app.gslb.example.com.": nil}
+			r.targets = map[string][]netip.Addr{"app.gslb.example.com.": nil, "long.gslb.example.com.": nil}
 			for _, a := range targets {
-				r.targets["app.gslb.example.com."] = append(r.targets["app.gslb.example.com."], netip.MustParseAddr(a))
+				for name := range r.targets {
+					r.targets[name] = append(r.targets[name], netip.MustParseAddr(a))
+				}
 			}
 		}
 		return r
 	}
 	steps := []struct {
-		name string
-		read readout
-		at   time.Time
-		want health.Status
+		name       string
+		read       readout
+		at         time.Time
+		want, long health.Status
 	}{
-		{"listed", us(t0, hb(1), "10.2.0.1"), t0, health.Up},
-		{"unlisted", us(t0.Add(time.Second), hb(2)), t0.Add(time.Second), health.Down},
-		{"listed again", us(t0.Add(2*time.Second), hb(3), "10.2.0.1"), t0.Add(2 * time.Second), health.Up},
-		{"unchanged within the grace", us(t0.Add(3*time.Second), hb(3), "10.2.0.1"), t0.Add(3 * time.Second), health.Up},
-		{"silent from 5s", us(t0.Add(5*time.Second), nil), t0.Add(5 * time.Second), health.Up},
-		{"silent, threshold not reached", us(t0.Add(14*time.Second), nil), t0.Add(14 * time.Second), health.Up},
-		{"silent for the threshold", us(t0.Add(15*time.Second), nil), t0.Add(15 * time.Second), health.Stale},
-		{"frozen heartbeat stays stale", us(t0.Add(16*time.Second), hb(3), "10.2.0.1"), t0.Add(16 * time.Second), health.Stale},
-		{"new boot rejoins", us(t0.Add(17*time.Second), &Heartbeat{Site: "us", Seq: 1, Boot: "fedcba9876543210"}, "10.2.0.1"), t0.Add(17 * time.Second), health.Up},
+		{"listed", us(t0, hb(1), "10.2.0.1"), t0, health.Up, health.Up},
+		{"unlisted", us(t0.Add(time.Second), hb(2)), t0.Add(time.Second), health.Down, health.Down},
+		{"listed again", us(t0.Add(2*time.Second), hb(3), "10.2.0.1"), t0.Add(2 * time.Second), health.Up, health.Up},
+		{"unchanged within the grace", us(t0.Add(3*time.Second), hb(3), "10.2.0.1"), t0.Add(3 * time.Second), health.Up, health.Up},
+		{"silent from 5s", us(t0.Add(5*time.Second), nil), t0.Add(5 * time.Second), health.Up, health.Up},
+		{"silent, threshold not reached", us(t0.Add(14*time.Second), nil), t0.Add(14 * time.Second), health.Up, health.Up},
+		{"silent for the threshold", us(t0.Add(15*time.Second), nil), t0.Add(15 * time.Second), health.Stale, health.Up},
+		{"silent for the record's threshold", us(t0.Add(25*time.Second), nil), t0.Add(25 * time.Second), health.Stale, health.Stale},
+		{"frozen heartbeat stays stale", us(t0.Add(26*time.Second), hb(3), "10.2.0.1"), t0.Add(26 * time.Second), health.Stale, health.Stale},
+		{"new boot rejoins", us(t0.Add(27*time.Second), &Heartbeat{Site: "us", Seq: 1, Boot: "fedcba9876543210"}, "10.2.0.1"), t0.Add(27 * time.Second), health.Up, health.Up},
 	}
 	for _, s := range steps {
 		f.mu.Lock()
@@ -144,8 +151,8 @@ func TestFreshnessAndVerdicts(t *testing.T) {
 		verdicts := f.judgeLocked(s.at)
 		f.mu.Unlock()
 		source.Report(rec, verdicts)
-		if rec[key] != s.want {
-			t.Fatalf("%s: %s, want %s", s.name, rec[key], s.want)
+		if rec[key] != s.want || rec[longKey] != s.long {
+			t.Fatalf("%s: %s and %s (the record's own threshold), want %s and %s", s.name, rec[key], rec[longKey], s.want, s.long)
 		}
 	}
 

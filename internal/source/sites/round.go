@@ -331,9 +331,14 @@ func (f *Fleet) siteLocked(name string) *site {
 	return s
 }
 
-// staleLocked reports whether s has been silent for the split-brain threshold.
+// staleLocked reports whether s has been silent for the block's split-brain threshold.
 func (f *Fleet) staleLocked(s *site, now time.Time) bool {
-	return !s.silentSince.IsZero() && now.Sub(s.silentSince) >= f.opts.SplitBrainThreshold
+	return s.silentFor(now, f.opts.SplitBrainThreshold)
+}
+
+// silentFor reports whether s has been silent for threshold at now.
+func (s *site) silentFor(now time.Time, threshold time.Duration) bool {
+	return !s.silentSince.IsZero() && now.Sub(s.silentSince) >= threshold
 }
 
 // placeholdersChangedLocked reports whether a placeholder's site published other targets than
