@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -126,4 +128,44 @@ func TestK8gbAcrossClusters(t *testing.T) {
 	t.Logf("eu's Service not ready: both clusters answer us's address after %s", time.Since(start).Round(time.Millisecond))
 	wantStatus(0, "Unhealthy", "127.0.4.2")
 	wantStatus(1, "Healthy", "127.0.4.2")
+}
+
+// TestKubernetesWithProbes: a Service's address that is also probed answers only while both
+// say up: its endpoints are ready and its tcp check passes. The check failing takes it out
+// although the cluster still says ready, and the cluster saying not ready takes it out
+// although the check passes.
+func TestKubernetesWithProbes(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.5.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go acceptAndClose(l)
+	port := l.Addr().(*net.TCPAddr).Port
+	kube := testutil.StartKube(t)
+	kube.Apply(t, testutil.KubeNamespace("shop"))
+	kube.Apply(t, testutil.KubeService("shop", "web"))
+	kube.ApplyStatus(t, testutil.KubeService("shop", "web", "127.0.5.1"))
+	kube.Apply(t, testutil.KubeEndpointSlice("shop", "web-1", "web", true))
+	s := serveZone(t, fmt.Sprintf(`records:
+  app.example.org.:
+    mode: failover
+    scrape_interval: 200ms
+    scrape_timeout: 100ms
+    backends:
+      - {kubernetes: {namespace: shop, service: web}, priority: 1, fall: 1, healthchecks: [{type: tcp, params: {port: %d}}]}
+      - {address: 198.51.100.1, priority: 2}
+`, port), "  kubeconfig "+kube.Kubeconfig(t)+"\n")
+	answer := func() []string { return addresses(s.Query(t, "udp", "app.example.org", dns.TypeA)) }
+	want := func(step string, addr string) {
+		t.Helper()
+		testutil.Eventually(t, kubeDelayBound, func() bool { return slices.Equal(answer(), []string{addr}) }, "%s: the answer is %v, want %s\n%s", step, answer(), addr, s.Logs())
+	}
+	want("ready and probed up", "127.0.5.1")
+	kube.Apply(t, testutil.KubeEndpointSlice("shop", "web-1", "web", false))
+	want("not ready, probed up", "198.51.100.1")
+	kube.Apply(t, testutil.KubeEndpointSlice("shop", "web-1", "web", true))
+	want("ready again", "127.0.5.1")
+	l.Close()
+	want("ready, the probe fails", "198.51.100.1")
 }
