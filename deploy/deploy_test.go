@@ -511,6 +511,9 @@ func TestChartValues(t *testing.T) {
 				t.Errorf("the gslb block's options %q, want %q", got, want)
 			}
 			granted := m.grants(t)
+			if got := granted["networking.k8s.io/ingresses"]; got != "get,list,watch,create,patch" {
+				t.Errorf("ClusterRole grants %q on Ingresses with k8gb on, want get,list,watch,create,patch (a Gslb's embedded ingress)", got)
+			}
 			for _, res := range gslbResources {
 				want := "get,list,watch"
 				if strings.HasSuffix(res, "/status") {
@@ -636,6 +639,7 @@ func TestChartCorefileChecks(t *testing.T) {
 		{name: "defaults", env: []string{"MERIDIAN_API_TOKEN=0123456789abcdef"}},
 		{name: "no token in the environment", failed: "without authentication"},
 		{name: "api off", flags: []string{"--set", "api.enabled=false"}},
+		{name: "k8gb and istio", flags: allOn, env: []string{"MERIDIAN_API_TOKEN=0123456789abcdef"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var cm configMap
@@ -1046,6 +1050,8 @@ func TestTheAPIServerAcceptsTheChart(t *testing.T) {
 			{"watch", "k8gb.absa.oss", "gslbs", "", tc.k8gb},
 			{"patch", "k8gb.io", "gslbs", "status", tc.k8gb},
 			{"update", "k8gb.absa.oss", "gslbs", "status", tc.k8gb},
+			{"patch", "networking.k8s.io", "ingresses", "", tc.k8gb},
+			{"delete", "networking.k8s.io", "ingresses", "", false},
 			{"update", "k8gb.io", "gslbs", "", false},
 			{"delete", "k8gb.io", "gslbs", "", false},
 		} {
