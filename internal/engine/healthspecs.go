@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
@@ -66,7 +67,9 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 			for i, hc := range bc.HealthChecks {
 				c, err := compiler.Compile(hc, target, cmp.Or(bc.Timeout, rc.ScrapeTimeout))
 				if err != nil {
-					errs = append(errs, err)
+					if !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == err.Error() }) {
+						errs = append(errs, err) // once, for the addresses of one Kubernetes object
+					}
 					continue
 				}
 				spec.Checks = append(spec.Checks, c)

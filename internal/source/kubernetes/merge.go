@@ -19,10 +19,16 @@ type use struct {
 	keys   []string
 }
 
-// Check returns zones with every kubernetes backend removed, as a merge before any object is
-// read does, and reports the backends whose namespace opts does not watch.
+// checkAddrs stand, in Check, for the addresses a kubernetes backend has at run time: one per
+// family, from the documentation ranges (RFC 5737, RFC 3849).
+var checkAddrs = []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")}
+
+// Check returns zones with every kubernetes backend standing for one address of each family
+// (checkAddrs), so that their health checks are compiled and checked as they will be once the
+// objects' addresses are read; and reports the backends whose namespace opts does not watch.
+// The zones are for validation only.
 func Check(zones []*config.Zone, opts config.KubernetesOptions) ([]*config.Zone, error) {
-	out, _, err := expand(zones, opts, func(config.KubernetesRef, string) []netip.Addr { return nil })
+	out, _, err := expand(zones, opts, func(config.KubernetesRef, string) []netip.Addr { return checkAddrs })
 	return out, err
 }
 
@@ -70,6 +76,9 @@ func expand(zones []*config.Zone, opts config.KubernetesOptions, addrs func(conf
 				for _, a := range u.addrs {
 					t := b
 					t.Address, t.IP, t.External = a.String(), a, true
+					// Each address's checks are compiled on their own, and the engine releases
+					// their parameters once compiled: they must not share them.
+					t.HealthChecks = slices.Clone(b.HealthChecks)
 					t.Share = len(u.addrs) - v4
 					if a.Is4() {
 						t.Share = v4

@@ -314,7 +314,8 @@ func TestWatcherHostname(t *testing.T) {
 }
 
 // TestCheckNamespaces checks that a backend outside kubernetes_namespaces is an error naming
-// its position, and that Check leaves the other backends.
+// its position, and that Check makes a Service one address of each family (for its checks to be
+// compiled) and leaves the other backends.
 func TestCheckNamespaces(t *testing.T) {
 	z, err := config.ParseZone("zone.yml", []byte(zoneYAML), "example.org", nil, 1)
 	if err != nil {
@@ -338,11 +339,36 @@ func TestCheckNamespaces(t *testing.T) {
 		}
 		if err != nil {
 			t.Errorf("%v: %v", tt.namespaces, err)
-		} else if bs := out[0].Records[0].Backends; len(bs) != 1 || bs[0].Address != "198.51.100.1" {
-			t.Errorf("%v: backends %+v, want the static one alone", tt.namespaces, bs)
+		} else if bs := out[0].Records[0].Backends; len(bs) != 3 || bs[0].Address != "192.0.2.1" || bs[1].Address != "2001:db8::1" || bs[2].Address != "198.51.100.1" {
+			t.Errorf("%v: backends %+v, want the Service as one address of each family, and the static one", tt.namespaces, bs)
 		}
 		if len(z.Records[0].Backends) != 2 {
 			t.Fatal("Check changed its input")
 		}
+	}
+}
+
+// TestExpandDoesNotShareChecks: the backends an object's addresses become have health checks of
+// their own, since the engine releases each one's parameters once it compiled them.
+func TestExpandDoesNotShareChecks(t *testing.T) {
+	z, err := config.ParseZone("zone.yml", []byte(`records:
+  app.example.org.:
+    backends:
+      - {kubernetes: {namespace: shop, service: web}, healthchecks: [{type: tcp, params: {port: 443}}]}
+`), "example.org", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Check([]*config.Zone{z}, config.KubernetesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := out[0].Records[0].Backends
+	if len(bs) != 2 {
+		t.Fatalf("backends %+v, want two", bs)
+	}
+	bs[0].HealthChecks[0].Params = nil // as the engine does once it compiled the first
+	if bs[1].HealthChecks[0].Params == nil || z.Records[0].Backends[0].HealthChecks[0].Params == nil {
+		t.Error("releasing one address's check parameters released another's")
 	}
 }
