@@ -77,6 +77,7 @@ func (w *Watcher) checkIstio(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	istioReads.WithLabelValues(result(err)).Inc()
 	if err != nil {
 		w.log.Warningf("kubernetes: the Istio check: %v", err)
 	}

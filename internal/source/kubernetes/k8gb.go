@@ -391,11 +391,15 @@ func (w *Watcher) writeStatuses(ctx context.Context) {
 	w.mu.Unlock()
 	for _, wr := range writes {
 		if wr.g.embedded != nil {
-			if err := applyIngress(ctx, c, wr.g); err != nil {
+			err := applyIngress(ctx, c, wr.g)
+			statusWrites.WithLabelValues(result(err)).Inc()
+			if err != nil {
 				w.log.Warningf("kubernetes: keeping the Ingress of Gslb %s/%s: %v", wr.g.namespace, wr.g.name, err)
 			}
 		}
-		if err := updateStatus(ctx, c, wr.g, wr.obj, wr.st); err != nil {
+		err := updateStatus(ctx, c, wr.g, wr.obj, wr.st)
+		statusWrites.WithLabelValues(result(err)).Inc()
+		if err != nil {
 			w.log.Warningf("kubernetes: writing the status of Gslb %s/%s: %v", wr.g.namespace, wr.g.name, err)
 			continue
 		}

@@ -314,6 +314,7 @@ func (w *Watcher) discover(ctx context.Context) {
 			listers[ns] = inf.Lister()
 		}
 		c.custom[res] = listers
+		resourceServed.WithLabelValues(res.GroupResource().String()).Set(1)
 		w.log.Infof("kubernetes: the API server serves %s; watching it", res.GroupResource())
 	}
 	c.run()
@@ -356,6 +357,7 @@ func (w *Watcher) refresh() {
 		w.mu.Unlock()
 		return
 	}
+	refreshes.Inc()
 	batches, moved := w.verdictsLocked()
 	if !moved {
 		_, fingerprint := w.additionsLocked()
@@ -489,6 +491,7 @@ func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 		return nil, err
 	}
 	w.merged, w.added, w.gslbs = uses, fingerprint, gslbs
+	gslbsServed.Set(float64(len(gslbs)))
 	return out, nil
 }
 
