@@ -46,6 +46,7 @@ func (s *syncz) count() int {
 // the first read, it is up at once; a read that finds its routes stale takes it down at once,
 // and it is up again only after istiosync.Recovery synced reads in a row.
 func TestWatcherIstio(t *testing.T) {
+	t.Parallel()
 	status := &syncz{script: func(n int) bool { return n != 2 }}
 	srv := httptest.NewServer(status)
 	t.Cleanup(srv.Close)

@@ -363,12 +363,19 @@ func (w *Watcher) writeStatuses(ctx context.Context) {
 		st  gslbStatus
 		obj *unstructured.Unstructured
 	}
+	w.statusMu.Lock() // one round at a time: the refresh loop's and the periodic one
+	defer w.statusMu.Unlock()
 	w.mu.Lock()
 	if w.conn == nil || !w.opts.K8gb {
 		w.mu.Unlock()
 		return
 	}
 	c := w.conn
+	served := map[string]bool{}
+	for _, g := range w.gslbs {
+		served[string(g.uid)] = true
+	}
+	maps.DeleteFunc(w.written, func(uid string, _ gslbStatus) bool { return !served[uid] })
 	var writes []write
 	healthy := map[string][]netip.Addr{}
 	for _, g := range w.gslbs {

@@ -36,6 +36,7 @@ func readGslbStatus(t *testing.T, kube *testutil.Kube, group, name string) gslbS
 // (this cluster's Ingress, and a placeholder for each other site), the embedded ingress kept as
 // an Ingress, and the status written back.
 func TestWatcherGslb(t *testing.T) {
+	t.Parallel()
 	h := newZoneHarness(t, config.KubernetesOptions{K8gb: true, K8gbSites: []string{"eu", "us"}}, nil, `records:
   app.example.org.:
     backends: [{address: 198.51.100.1}]

@@ -43,6 +43,7 @@ func serviceWithEndpoints(t *testing.T, kube *testutil.Kube, name string, ready 
 // TestWatcherIngress follows an Ingress: its addresses are its status's, and its health its
 // backend Services' for the record's host (policy any), or the Services listed (policy all).
 func TestWatcherIngress(t *testing.T) {
+	t.Parallel()
 	h := newZoneHarness(t, config.KubernetesOptions{}, nil, `records:
   shop.example.org.:
     mode: roundrobin
@@ -74,6 +75,7 @@ func TestWatcherIngress(t *testing.T) {
 // addresses are its status's, and it is healthy while its controller says it is programmed
 // and, when Services are listed, while they have ready endpoints.
 func TestWatcherGateway(t *testing.T) {
+	t.Parallel()
 	h := newZoneHarness(t, config.KubernetesOptions{}, nil, `records:
   gw.example.org.:
     kubernetes: {namespace: shop, gateway: gw}
@@ -104,6 +106,7 @@ func TestWatcherGateway(t *testing.T) {
 // annotated mode and TTL; a wrong annotation is ignored, and a removed one takes the backends
 // away.
 func TestWatcherAnnotations(t *testing.T) {
+	t.Parallel()
 	h := newZoneHarness(t, config.KubernetesOptions{On: true}, nil, `records:
   app.example.org.:
     backends: [{address: 198.51.100.1}]

@@ -93,8 +93,10 @@ type Watcher struct {
 	served Served
 	// gslbs is what the last merge made of the Gslb resources, for their status.
 	gslbs []*gslb
-	// written is the status last written to each Gslb resource, by its identity.
-	written map[string]gslbStatus
+	// written is the status last written to each Gslb resource, by its identity; statusMu
+	// serialises the rounds that write them.
+	written  map[string]gslbStatus
+	statusMu sync.Mutex
 	istio   *istioCheck // nil without istio_sync_check
 	// warned is the last warning logged for each of its keys (warnOnce).
 	warned map[string]string

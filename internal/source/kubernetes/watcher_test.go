@@ -241,6 +241,7 @@ func (h *harness) waitRecord(start time.Time, record string, addrs []string, sta
 // TestWatcher follows one Service through the changes the cluster makes to it: each must reach
 // the merged backends and their verdicts within the informer's delay.
 func TestWatcher(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.KubernetesOptions{}, nil)
 	if got, _ := h.kubeAddrs(); len(got) != 0 {
 		t.Fatalf("before any Service: backends %v, want none", got)
@@ -260,6 +261,9 @@ func TestWatcher(t *testing.T) {
 		}, []string{"192.0.2.10"}, health.Up, "1 ready endpoints of Service shop/web", true},
 		{"every endpoint not ready", func() {
 			h.kube.Apply(h.t, testutil.KubeEndpointSlice("shop", "web-1", "web", false, false))
+		}, []string{"192.0.2.10"}, health.Down, "no ready endpoint in the EndpointSlices of shop/web", false},
+		{"scaled to zero", func() {
+			h.kube.Apply(h.t, testutil.KubeEndpointSlice("shop", "web-1", "web"))
 		}, []string{"192.0.2.10"}, health.Down, "no ready endpoint in the EndpointSlices of shop/web", false},
 		{"one ready again, in a second slice", func() {
 			h.kube.Apply(h.t, testutil.KubeEndpointSlice("shop", "web-2", "web", true))
@@ -290,9 +294,11 @@ func TestWatcher(t *testing.T) {
 	}
 }
 
-// TestWatcherHostname checks that a LoadBalancer host name becomes the addresses it resolves
-// to, resolved in the background by a real DNS server on loopback.
+// TestWatcherHostname checks that a LoadBalancer address that changes to a host name becomes
+// the addresses the name resolves to, resolved in the background by a real DNS server on
+// loopback.
 func TestWatcherHostname(t *testing.T) {
+	t.Parallel()
 	dnsAddr := testutil.StartDNS(t, dns.HandlerFunc(func(wr dns.ResponseWriter, q *dns.Msg) {
 		m := new(dns.Msg)
 		m.SetReply(q)
@@ -305,12 +311,14 @@ func TestWatcherHostname(t *testing.T) {
 		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, network, dnsAddr)
 		}})
-	start := time.Now()
 	h.kube.Apply(t, testutil.KubeService("shop", "web"))
-	h.kube.ApplyStatus(t, testutil.KubeService("shop", "web", "lb.example.test"))
+	h.kube.ApplyStatus(t, testutil.KubeService("shop", "web", "192.0.2.10"))
 	h.kube.Apply(t, testutil.KubeEndpointSlice("shop", "web-1", "web", true))
+	h.wait(time.Now(), []string{"192.0.2.10"}, health.Up, "ready endpoints of Service shop/web")
+	start := time.Now()
+	h.kube.ApplyStatus(t, testutil.KubeService("shop", "web", "lb.example.test"))
 	d := h.wait(start, []string{"192.0.2.30"}, health.Up, "ready endpoints of Service shop/web")
-	t.Logf("host name resolved and merged in %s", d.Round(time.Millisecond))
+	t.Logf("the address changed to a host name, resolved and merged in %s", d.Round(time.Millisecond))
 }
 
 // TestCheckNamespaces checks that a backend outside kubernetes_namespaces is an error naming
