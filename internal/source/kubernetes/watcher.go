@@ -97,7 +97,7 @@ type Watcher struct {
 	// serialises the rounds that write them.
 	written  map[string]gslbStatus
 	statusMu sync.Mutex
-	istio   *istioCheck // nil without istio_sync_check
+	istio    *istioCheck // nil without istio_sync_check
 	// warned is the last warning logged for each of its keys (warnOnce).
 	warned map[string]string
 
