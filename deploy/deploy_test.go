@@ -243,8 +243,19 @@ const (
 	apiSecret = fullname + "-api"
 )
 
-// k8gbFlags turn k8gb on, as the site eu among us and za.
-var k8gbFlags = []string{"--set", "k8gb.enabled=true", "--set", "k8gb.clusterGeoTag=eu", "--set", "k8gb.extGslbsClusterGeoTags={us,za}"}
+// k8gbFlags turn k8gb on, as the site eu among us and za, serving the zone cloud.example.com.
+var k8gbFlags = []string{"--set", "k8gb.enabled=true", "--set", "k8gb.dnsZone=cloud.example.com", "--set", "k8gb.clusterGeoTag=eu",
+	"--set", "k8gb.extGslbsClusterGeoTags={us,za}"}
+
+// k8gbZoneFile is the zone file of k8gbFlags' zone in the ConfigMap.
+const k8gbZoneFile = "k8gb.cloud.example.com.yml"
+
+// k8gbLines are the gslb block's options k8gb's values write.
+var k8gbLines = []string{"zone", "site", "peers", "peers_from_ns", "k8gb"}
+
+// k8gbPeers turn k8gb on, as the site eu that reads us from three peers, one of each form.
+var k8gbPeers = []string{"--set", "k8gb.enabled=true", "--set", "k8gb.clusterGeoTag=eu", "--set", "k8gb.extGslbsClusterGeoTags={us}",
+	"--set", "k8gb.peers={198.51.100.53,[2001:db8:c::53]:5353,ns-us.example.com}"}
 
 // allOn are helm's flags that turn on every optional part of the chart that is off by default.
 var allOn = append(slices.Clone(k8gbFlags), "--set", "istio.syncCheck.enabled=true")
@@ -454,9 +465,9 @@ func gslbOptions(t *testing.T, m manifests, options ...string) []string {
 	return lines
 }
 
-// serverPort returns the DNS port of the Corefile's first server block (ZONE:PORT {), or 0.
+// serverPort returns the DNS port of the Corefile's first server block (ZONE:PORT... {), or 0.
 func serverPort(corefile string) int {
-	m := regexp.MustCompile(`(?m)^\S+:(\d+)\s*\{`).FindStringSubmatch(corefile)
+	m := regexp.MustCompile(`(?m)^\S+:(\d+)(?:\s+\S+:\d+)*\s*\{`).FindStringSubmatch(corefile)
 	if m == nil {
 		return 0
 	}
@@ -507,8 +518,20 @@ func TestChartValues(t *testing.T) {
 		}},
 		{name: "no pdb", flags: []string{"--set", "podDisruptionBudget.enabled=false"}, kinds: map[string]int{"PodDisruptionBudget": 0}},
 		{name: "k8gb", flags: k8gbFlags, check: func(t *testing.T, m manifests) {
-			if got, want := gslbOptions(t, m, "site", "k8gb", "istio_sync_check"), []string{"site eu", "k8gb us za"}; !slices.Equal(got, want) {
+			want := []string{"zone example.test. example.test.yml", "zone cloud.example.com. " + k8gbZoneFile, "site eu", "peers_from_ns", "k8gb us za"}
+			if got := gslbOptions(t, m, append(k8gbLines, "istio_sync_check")...); !slices.Equal(got, want) {
 				t.Errorf("the gslb block's options %q, want %q", got, want)
+			}
+			var cm configMap
+			m.get(t, "ConfigMap", fullname, &cm)
+			if key, _, _ := strings.Cut(cm.Data["Corefile"], "\n"); key != "example.test:53 cloud.example.com:53 {" {
+				t.Errorf("the Corefile's server block is %q, want both zones on port 53", key)
+			}
+			var zone struct {
+				Records *map[string]any `yaml:"records"`
+			}
+			if err := yaml.Unmarshal([]byte(cm.Data[k8gbZoneFile]), &zone); err != nil || zone.Records == nil || len(*zone.Records) != 0 {
+				t.Errorf("the ConfigMap's %s = %q (%v), want an empty records map", k8gbZoneFile, cm.Data[k8gbZoneFile], err)
 			}
 			granted := m.grants(t)
 			if got := granted["networking.k8s.io/ingresses"]; got != "get,list,watch,create,patch" {
@@ -524,9 +547,23 @@ func TestChartValues(t *testing.T) {
 				}
 			}
 		}},
-		{name: "k8gb without other clusters", flags: []string{"--set", "k8gb.enabled=true", "--set", "k8gb.clusterGeoTag=eu"}, check: func(t *testing.T, m manifests) {
+		{name: "k8gb without other clusters", flags: []string{"--set", "k8gb.enabled=true", "--set", "k8gb.clusterGeoTag=eu", "--set", "k8gb.dnsZone=cloud.example.com"}, check: func(t *testing.T, m manifests) {
 			if got, want := gslbOptions(t, m, "site", "k8gb"), []string{"site eu", "k8gb"}; !slices.Equal(got, want) {
 				t.Errorf("the gslb block's options %q, want %q", got, want)
+			}
+		}},
+		{name: "k8gb peers", flags: append(slices.Clone(k8gbPeers), "--set", "k8gb.dnsZone=Cloud.Example.COM."), check: func(t *testing.T, m manifests) {
+			want := []string{"zone example.test. example.test.yml", "zone cloud.example.com. " + k8gbZoneFile, "site eu",
+				"peers 198.51.100.53 [2001:db8:c::53]:5353 ns-us.example.com", "k8gb us"}
+			if got := gslbOptions(t, m, k8gbLines...); !slices.Equal(got, want) {
+				t.Errorf("the gslb block's options %q, want %q", got, want)
+			}
+		}},
+		{name: "k8gb zone file of the user's own", flags: append(slices.Clone(k8gbFlags), "--set", "config.zones.k8gb\\.cloud\\.example\\.com\\.yml=records: {app.cloud.example.com.: {}}"), check: func(t *testing.T, m manifests) {
+			var cm configMap
+			m.get(t, "ConfigMap", fullname, &cm)
+			if got := strings.TrimSuffix(cm.Data[k8gbZoneFile], "\n"); got != "records: {app.cloud.example.com.: {}}" {
+				t.Errorf("the ConfigMap's %s = %q, want config.zones' file", k8gbZoneFile, got)
 			}
 		}},
 		{name: "istio", flags: []string{"--set", "istio.syncCheck.enabled=true"}, check: func(t *testing.T, m manifests) {
@@ -559,8 +596,9 @@ func TestChartValues(t *testing.T) {
 }
 
 // TestChartRefusesBadValues checks that values of the wrong type (the chart's values.schema.json),
-// ports that collide in the container, and k8gb values that contradict each other or the
-// Corefile stop the rendering with a message naming them.
+// ports that collide in the container, k8gb values that contradict each other or the
+// Corefile, and k8gb on without the zone the default Corefile serves its Gslbs in stop the
+// rendering with a message naming them.
 func TestChartRefusesBadValues(t *testing.T) {
 	// k8gbCorefile is a Corefile of the user's own serving Gslb resources.
 	const k8gbCorefile = "config.corefile=example.test:53 {\n    gslb {\n        site eu\n        k8gb us\n    }\n}\n"
@@ -582,7 +620,19 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"k8gb.extGslbsClusterGeoTags=us"}, "/k8gb/extGslbsClusterGeoTags"},
 		{[]string{"k8gb.extGslbsClusterGeoTags={us,us}"}, "/k8gb/extGslbsClusterGeoTags"},
 		{[]string{"k8gb.extGslbsClusterGeoTags={us,Za}"}, "/k8gb/extGslbsClusterGeoTags/1"},
-		{[]string{"k8gb.enabled=true", "k8gb.clusterGeoTag=eu", "k8gb.extGslbsClusterGeoTags={us,eu}"}, "k8gb.extGslbsClusterGeoTags has eu"},
+		{[]string{"k8gb.enabled=true", "k8gb.clusterGeoTag=eu", "k8gb.dnsZone=cloud.example.com", "k8gb.extGslbsClusterGeoTags={us,eu}"}, "k8gb.extGslbsClusterGeoTags has eu"},
+		{[]string{"k8gb.enabled=true", "k8gb.clusterGeoTag=eu"}, "k8gb.dnsZone is required"},
+		{[]string{"k8gb.dnsZone=cloud_example.com"}, "/k8gb/dnsZone"},
+		{[]string{"k8gb.dnsZone=cloud..example.com"}, "/k8gb/dnsZone"},
+		{[]string{"k8gb.dnsZone=-cloud.example.com"}, "/k8gb/dnsZone"},
+		{[]string{"k8gb.peers=198.51.100.53"}, "/k8gb/peers"},
+		{[]string{"k8gb.peers={198.51.100.53,198.51.100.53}"}, "/k8gb/peers"},
+		{[]string{"k8gb.peers={2001:db8::53}"}, "/k8gb/peers/0"},
+		{[]string{"k8gb.peers={198.51.100.53,ns.example.com:65536}"}, "/k8gb/peers/1"},
+		{[]string{"k8gb.peers={ns.example.com:0}"}, "/k8gb/peers/0"},
+		{[]string{"k8gb.peers={ns_us.example.com}"}, "/k8gb/peers/0"},
+		{[]string{"k8gb.peers={http://ns.example.com}"}, "/k8gb/peers/0"},
+		{[]string{"k8gb.peers={[fe80::1%eth0]:53}"}, "/k8gb/peers/0"},
 		{[]string{"istio.syncCheck.enabled=on"}, "/istio/syncCheck/enabled"},
 		{[]string{"istio.syncCheck.url=istiod:15014/debug/syncz"}, "/istio/syncCheck/url"},
 		{[]string{"istio.syncCheck.url=ftp://istiod/syncz"}, "/istio/syncCheck/url"},
@@ -640,6 +690,7 @@ func TestChartCorefileChecks(t *testing.T) {
 		{name: "no token in the environment", failed: "without authentication"},
 		{name: "api off", flags: []string{"--set", "api.enabled=false"}},
 		{name: "k8gb and istio", flags: allOn, env: []string{"MERIDIAN_API_TOKEN=0123456789abcdef"}},
+		{name: "k8gb peers", flags: append(slices.Clone(k8gbPeers), "--set", "k8gb.dnsZone=cloud.example.com", "--set", "api.enabled=false")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var cm configMap

@@ -73,6 +73,23 @@ The Corefile, rendered from config.corefile.
 {{- end }}
 
 {{/*
+k8gb.dnsZone, lower-cased and without its trailing dot: the zone the default Corefile serves the
+Gslb resources in. It fails the rendering when k8gb.dnsZone is empty: only the default Corefile
+and the ConfigMap's zone file (with k8gb.dnsZone set) use it, so a Corefile of the user's own
+does not need the value.
+*/}}
+{{- define "meridian.k8gbZone" -}}
+{{- required "k8gb.dnsZone is required with k8gb.enabled and the default Corefile: the zone the Gslb resources' hosts are in, e.g. cloud.example.com" .Values.k8gb.dnsZone | trimSuffix "." | lower }}
+{{- end }}
+
+{{/*
+The name of the zone file of k8gb.dnsZone in the ConfigMap.
+*/}}
+{{- define "meridian.k8gbZoneFile" -}}
+{{- printf "k8gb.%s.yml" (include "meridian.k8gbZone" .) }}
+{{- end }}
+
+{{/*
 Fails the rendering when two of the container's ports are the same: CoreDNS's health plugin and
 the admin API both default to 8080 outside the chart, and a collision would stop the pod at start.
 */}}
