@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 )
@@ -32,6 +33,12 @@ type Candidate struct {
 	// site publishes for one placeholder backend, whose weight is the site's): weighted gives
 	// each Weight/Share.
 	Share int
+	// RTT is the backend's smoothed round-trip time, as its probes measured it; 0 when not
+	// measured (the rtt step ranks such candidates last).
+	RTT time.Duration
+	// Load is the backend's load relative to its capacity (1 is full); negative when not
+	// known (the load step ranks such candidates last).
+	Load float64
 }
 
 // shareScale multiplies every weight before a share divides it: a multiple of 1..16, so that
