@@ -12,7 +12,8 @@ import (
 
 // recordKeys are the keys of a record; all but backends may also be set under defaults.
 var recordKeys = []string{"mode", "record_ttl", "owner", "description", "scrape_interval", "scrape_timeout",
-	"scrape_retries", "fallback_policy", "alpn", "hash_order", "discovery", "kubernetes", "backends"}
+	"scrape_retries", "fallback_policy", "alpn", "hash_order", "chain", "max_answers", "rtt_tolerance", "max_load",
+	"discovery", "kubernetes", "backends"}
 
 // defaultKeys are the record keys that defaults may set: all but discovery, kubernetes and
 // backends.
@@ -65,6 +66,10 @@ type recordOpts struct {
 	fallback           opt[Fallback]
 	alpn               opt[[]string]
 	hashOrder          opt[HashOrder]
+	chain              opt[[]ChainStep]
+	maxAnswers         opt[int]
+	rttTolerance       opt[Tolerance]
+	maxLoad            opt[float64]
 }
 
 // inherit fills the settings the record leaves unset from the defaults (a shallow merge).
@@ -79,6 +84,10 @@ func (o *recordOpts) inherit(d recordOpts) {
 	o.fallback.inherit(d.fallback)
 	o.alpn.inherit(d.alpn)
 	o.hashOrder.inherit(d.hashOrder)
+	o.chain.inherit(d.chain)
+	o.maxAnswers.inherit(d.maxAnswers)
+	o.rttTolerance.inherit(d.rttTolerance)
+	o.maxLoad.inherit(d.maxLoad)
 }
 
 // opt parses one record setting into o; it reports false for a key that is not a setting.
@@ -144,6 +153,26 @@ func (p *parser) opt(o *recordOpts, e entry, path string) bool {
 			} else {
 				p.Errorf(e.v, kpath, "%v", unknownChoice("hash order", s, hashOrders))
 			}
+		}
+	case "chain":
+		if steps, ok := p.chainSteps(e.v, kpath); ok {
+			o.chain.put(steps, pos, kpath)
+		}
+	case "max_answers":
+		if v, ok := p.integer(e.v, kpath, 0, 64); ok {
+			o.maxAnswers.put(int(v), pos, kpath)
+		}
+	case "rtt_tolerance":
+		if s, ok := p.str(e.v, kpath); ok {
+			if t, err := ParseTolerance(s); err != nil {
+				p.Errorf(YAMLResolve(e.v), kpath, "%v", err)
+			} else {
+				o.rttTolerance.put(t, pos, kpath)
+			}
+		}
+	case "max_load":
+		if v, ok := p.number(e.v, kpath, 0, 1e6); ok {
+			o.maxLoad.put(v, pos, kpath)
 		}
 	default:
 		return false
@@ -282,6 +311,7 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	if o.hashOrder.set && !o.hashOrder.inherited && rec.Mode != ModeIPHash {
 		p.ErrorAt(o.hashOrder.pos, o.hashOrder.path, "hash_order only applies with mode ip-hash, not %s", rec.Mode)
 	}
+	p.chainOptions(&rec, &o, e, path)
 	rec.ScrapeInterval, rec.ScrapeTimeout = p.scrapeTimes(&o)
 	if rec.Fallback.CNAME == name {
 		p.Errorf(e.k, child(path, "fallback_policy.fallback_cname"), "the fallback CNAME %s is the record itself", name)

@@ -41,10 +41,12 @@ const (
 	ModeIPHash        Mode = "ip-hash"
 	ModeGeoIP         Mode = "geoip"
 	ModeGeoIPAffinity Mode = "geoip_affinity"
+	// ModeChain runs the record's chain of steps (Record.Chain).
+	ModeChain Mode = "chain"
 )
 
 // Modes lists every valid mode, in the order the documentation presents them.
-var Modes = []Mode{ModeFailover, ModeRoundRobin, ModeRandom, ModeWeighted, ModeIPHash, ModeGeoIP, ModeGeoIPAffinity}
+var Modes = []Mode{ModeFailover, ModeRoundRobin, ModeRandom, ModeWeighted, ModeIPHash, ModeGeoIP, ModeGeoIPAffinity, ModeChain}
 
 // FallbackMode is what a record answers while none of its backends is healthy.
 type FallbackMode string
@@ -191,6 +193,13 @@ type Record struct {
 	ALPN []string
 	// HashOrder is how ip-hash orders the healthy backends before the modulo.
 	HashOrder HashOrder
+	// Chain is the steps of mode chain, without the implicit health step; MaxAnswers caps
+	// its answer (0: every candidate left); RTTTolerance and MaxLoad tune its rtt and load
+	// steps.
+	Chain        []ChainStep
+	MaxAnswers   int
+	RTTTolerance Tolerance
+	MaxLoad      float64
 	Backends  []Backend
 	// Discovery, when set, is where more backends of the record are read from at run time.
 	Discovery *Discovery

@@ -1,0 +1,180 @@
+package policy_test
+
+import (
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/geo"
+	"github.com/meridian-gslb/meridian/internal/policy"
+	"github.com/meridian-gslb/meridian/internal/testutil"
+)
+
+// chainCands are five candidates: two of priority 1 (a fast loaded one and a slower idle
+// one), two of priority 2, and one without measures.
+var chainCands = []policy.Candidate{
+	{Priority: 1, Weight: 1, RTT: 10 * time.Millisecond, Load: 0.9, Addr: netip.MustParseAddr("192.0.2.1")},
+	{Priority: 1, Weight: 3, RTT: 11 * time.Millisecond, Load: 0.2, Addr: netip.MustParseAddr("192.0.2.2")},
+	{Priority: 2, Weight: 1, RTT: 40 * time.Millisecond, Load: 0.1, Addr: netip.MustParseAddr("192.0.2.3")},
+	{Priority: 2, Weight: 1, RTT: 5 * time.Millisecond, Load: 1.5, Addr: netip.MustParseAddr("192.0.2.4")},
+	{Priority: 3, Weight: 1, RTT: 0, Load: -1, Addr: netip.MustParseAddr("192.0.2.5")},
+}
+
+// pickChain prepares opts over cands and picks once for a client with no location.
+func pickChain(opts policy.ChainOptions, cands []policy.Candidate) []int {
+	if opts.RTTTolerance == (config.Tolerance{}) {
+		opts.RTTTolerance = config.DefaultRTTTolerance
+	}
+	if opts.MaxLoad == 0 {
+		opts.MaxLoad = config.DefaultMaxLoad
+	}
+	c := policy.PrepareChain(opts, cands, make([]policy.GeoCandidate, len(cands)), new(atomic.Uint64))
+	var loc geo.Location
+	got, _ := c.Pick(netip.MustParseAddr("198.51.100.7"), nil, &loc, nil)
+	return got
+}
+
+// TestChainSteps checks each narrowing step on its own and in chains: ties, one candidate,
+// empty sets, unmeasured candidates, load shedding and its spillover, and max_answers.
+func TestChainSteps(t *testing.T) {
+	steps := func(s ...config.ChainStep) []config.ChainStep { return s }
+	tests := []struct {
+		name  string
+		opts  policy.ChainOptions
+		cands []policy.Candidate
+		want  []int // sorted
+	}{
+		{"empty", policy.ChainOptions{Steps: steps(config.StepPriority)}, nil, nil},
+		{"one candidate", policy.ChainOptions{Steps: steps(config.StepRTT, config.StepLoad)}, chainCands[4:], []int{0}},
+		{"priority: best group, ties kept", policy.ChainOptions{Steps: steps(config.StepPriority)}, chainCands, []int{0, 1}},
+		{"rtt: fastest within 20%", policy.ChainOptions{Steps: steps(config.StepRTT)}, chainCands, []int{3}},
+		{"rtt after priority: 11ms is within 20% of 10ms", policy.ChainOptions{Steps: steps(config.StepPriority, config.StepRTT)}, chainCands, []int{0, 1}},
+		{"rtt: a tight tolerance", policy.ChainOptions{Steps: steps(config.StepPriority, config.StepRTT), RTTTolerance: config.Tolerance{Duration: time.Nanosecond}}, chainCands, []int{0}},
+		{"rtt: a tolerance of 40ms", policy.ChainOptions{Steps: steps(config.StepRTT), RTTTolerance: config.Tolerance{Duration: 40 * time.Millisecond}}, chainCands, []int{0, 1, 2, 3}},
+		{"rtt: none measured keeps all", policy.ChainOptions{Steps: steps(config.StepRTT)}, []policy.Candidate{{}, {}}, []int{0, 1}},
+		{"load: least loaded, the one over capacity shed", policy.ChainOptions{Steps: steps(config.StepLoad)}, chainCands, []int{2}},
+		{"load after priority", policy.ChainOptions{Steps: steps(config.StepPriority, config.StepLoad)}, chainCands, []int{1}},
+		{"load: ties within five points", policy.ChainOptions{Steps: steps(config.StepLoad)}, []policy.Candidate{{Load: 0.30}, {Load: 0.34}, {Load: 0.5}}, []int{0, 1}},
+		{"load: all over max_load, the least loaded still answers", policy.ChainOptions{Steps: steps(config.StepLoad), MaxLoad: 0.5}, []policy.Candidate{{Load: 0.9}, {Load: 0.7}}, []int{1}},
+		{"load: unknown kept only when none is known", policy.ChainOptions{Steps: steps(config.StepLoad)}, []policy.Candidate{{Load: -1}, {Load: -1}}, []int{0, 1}},
+		{"load: the next step sees what load kept", policy.ChainOptions{Steps: steps(config.StepLoad, config.StepRTT)}, []policy.Candidate{{Load: 0.1, RTT: 30 * time.Millisecond}, {Load: 0.12, RTT: 10 * time.Millisecond}, {Load: 0.9, RTT: time.Millisecond}}, []int{1}},
+		{"no selection step: every candidate left", policy.ChainOptions{Steps: steps(config.StepPriority)}, chainCands[2:4], []int{0, 1}},
+		{"max_answers caps", policy.ChainOptions{Steps: steps(config.StepRTT), RTTTolerance: config.Tolerance{Fraction: 10}, MaxAnswers: 2}, chainCands, []int{0, 1}}, // the first two left, in their order
+	}
+	for _, tt := range tests {
+		got := pickChain(tt.opts, tt.cands)
+		slices.Sort(got)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: picked %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestChainSelection checks the selection steps: weighted draws in proportion to weight,
+// roundrobin rotates one turn per query, random answers every candidate, and each puts its
+// pick first, the chain answering max_answers of them.
+func TestChainSelection(t *testing.T) {
+	cands := []policy.Candidate{{Weight: 1}, {Weight: 3}, {Weight: 0}}
+	counts := map[int]int{}
+	c := policy.PrepareChain(policy.ChainOptions{Steps: []config.ChainStep{config.StepWeighted}, MaxAnswers: 1}, cands, make([]policy.GeoCandidate, 3), new(atomic.Uint64))
+	var loc geo.Location
+	const n = 20000
+	for range n {
+		got, _ := c.Pick(netip.Addr{}, nil, &loc, nil)
+		if len(got) != 1 {
+			t.Fatalf("weighted with max_answers 1 answered %v", got)
+		}
+		counts[got[0]]++
+	}
+	if counts[2] != 0 || counts[1] < n*7/10 || counts[1] > n*8/10 {
+		t.Errorf("weighted 1:3:0 drew %v of %d", counts, n)
+	}
+	rr := policy.PrepareChain(policy.ChainOptions{Steps: []config.ChainStep{config.StepRoundRobin}}, cands, make([]policy.GeoCandidate, 3), new(atomic.Uint64))
+	var firsts []int
+	for range 4 {
+		got, _ := rr.Pick(netip.Addr{}, nil, &loc, nil)
+		if len(got) != 3 {
+			t.Fatalf("roundrobin without max_answers answered %v, want all three", got)
+		}
+		firsts = append(firsts, got[0])
+	}
+	if !slices.Equal(firsts, []int{0, 1, 2, 0}) {
+		t.Errorf("roundrobin's first answers %v, want 0 1 2 0", firsts)
+	}
+	random := policy.PrepareChain(policy.ChainOptions{Steps: []config.ChainStep{config.StepRandom}}, cands, make([]policy.GeoCandidate, 3), new(atomic.Uint64))
+	got, _ := random.Pick(netip.Addr{}, nil, &loc, nil)
+	slices.Sort(got)
+	if !slices.Equal(got, []int{0, 1, 2}) {
+		t.Errorf("random answered %v, want every candidate", got)
+	}
+}
+
+// TestChainGeo checks the geo step: it keeps the candidates nearest the client by the
+// location map, the next step choosing among them, and keeps all when none matches.
+func TestChainGeo(t *testing.T) {
+	cands := []policy.Candidate{{RTT: 30 * time.Millisecond}, {RTT: 20 * time.Millisecond}, {RTT: time.Millisecond}}
+	geoCands := []policy.GeoCandidate{{Healthy: true, Location: "eu-west"}, {Healthy: true, Location: "eu-west"}, {Healthy: true, Location: "us-east"}}
+	c := policy.PrepareChain(policy.ChainOptions{Steps: []config.ChainStep{config.StepGeo, config.StepRTT}, RTTTolerance: config.DefaultRTTTolerance}, cands, geoCands, new(atomic.Uint64))
+	if !c.NeedsLocation() {
+		t.Fatal("a chain with a geo step does not need the client's location")
+	}
+	src := testutil.World(t, "map")
+	for _, tt := range []struct {
+		client string
+		want   []int
+	}{
+		{"10.0.0.7", []int{1}},    // eu-west, then the faster of its two
+		{"203.0.113.9", []int{2}}, // no location: every candidate, then the fastest
+	} {
+		client := netip.MustParseAddr(tt.client)
+		got, scope := c.Pick(client, src, testutil.Lookup(src, tt.client), nil)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("client %s: picked %v (scope %d), want %v", tt.client, got, scope, tt.want)
+		}
+	}
+}
+
+// TestChainExplain lists every step with what it kept, the prepared ones marked.
+func TestChainExplain(t *testing.T) {
+	c := policy.PrepareChain(policy.ChainOptions{Steps: []config.ChainStep{config.StepPriority, config.StepLoad, config.StepRTT, config.StepWeighted}, RTTTolerance: config.DefaultRTTTolerance, MaxLoad: 1}, chainCands, make([]policy.GeoCandidate, len(chainCands)), new(atomic.Uint64))
+	var loc geo.Location
+	tr := c.Explain(netip.Addr{}, nil, &loc)
+	var got []string
+	for _, s := range tr {
+		got = append(got, string(s.Step))
+	}
+	if !slices.Equal(got, []string{"health", "priority", "load", "rtt", "weighted"}) {
+		t.Fatalf("steps %v", got)
+	}
+	if !slices.Equal(tr[1].Kept, []int{0, 1}) || !tr[1].Prepared || !slices.Equal(tr[2].Kept, []int{1}) || tr[3].Note != "not run: one candidate left" {
+		t.Errorf("explanation %+v", tr)
+	}
+}
+
+// BenchmarkChainPick measures a chain's per-query work: it must not allocate.
+func BenchmarkChainPick(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		steps []config.ChainStep
+	}{
+		{"prepared+weighted", []config.ChainStep{config.StepPriority, config.StepRTT, config.StepWeighted}},
+		{"load+roundrobin", []config.ChainStep{config.StepLoad, config.StepRoundRobin}},
+		{"random", []config.ChainStep{config.StepRandom}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := policy.PrepareChain(policy.ChainOptions{Steps: bc.steps, RTTTolerance: config.Tolerance{Fraction: 10}, MaxLoad: 2, MaxAnswers: 2}, chainCands, make([]policy.GeoCandidate, len(chainCands)), new(atomic.Uint64))
+			var loc geo.Location
+			var buf [16]int
+			client := netip.MustParseAddr("198.51.100.7")
+			b.ReportAllocs()
+			for b.Loop() {
+				if got, _ := c.Pick(client, nil, &loc, buf[:0]); len(got) == 0 {
+					b.Fatal("no pick")
+				}
+			}
+		})
+	}
+}
