@@ -55,6 +55,14 @@ func selectFamily(rec *catalog.Record, c client, f catalog.Family, dst []*catalo
 		}
 		return selection{backends: dst, scope: scope}
 	}
+	if ch := v.Chains[f]; ch != nil && ch.Len() > 0 {
+		var buf [maxInlinePicks]int
+		picks, scope := ch.Pick(c.addr, c.geo, c.loc, buf[:0])
+		for _, i := range picks {
+			dst = append(dst, v.Healthy[f][i])
+		}
+		return selection{backends: dst, scope: scope}
+	}
 	if set := v.Sets[f]; set.Len() > 0 {
 		var buf [maxInlinePicks]int
 		for _, i := range set.Pick(c.addr, buf[:0]) {
@@ -88,13 +96,19 @@ func selectFamily(rec *catalog.Record, c client, f catalog.Family, dst []*catalo
 // zero nor carry it.
 func (r *builder) pick(f catalog.Family, dst []*catalog.Backend) selection {
 	c := client{addr: r.client}
-	if !policy.IsGeo(r.rec.Config.Mode) {
+	if !policy.IsGeo(r.rec.Config.Mode) && !needsLocation(r.rec, f) {
 		return selectFamily(r.rec, c, f, dst)
 	}
 	var loc geo.Location
 	r.geo.Lookup(r.client, &loc)
 	c.geo, c.loc = r.geo, &loc
 	return selectFamily(r.rec, c, f, dst)
+}
+
+// needsLocation reports whether rec's chain for family f has a geo step.
+func needsLocation(rec *catalog.Record, f catalog.Family) bool {
+	ch := rec.View().Chains[f]
+	return ch != nil && ch.NeedsLocation()
 }
 
 // rrs returns the answer records of a selection. A host-name backend chosen first answers alone,

@@ -176,6 +176,22 @@ func explainFamily(b *builder, f catalog.Family) []string {
 		steps = append(steps, fmt.Sprintf("%s: candidate indexes are the record's %s backends in file order: %s", family, family, backendList(v.GeoBackends[f])))
 		return steps
 	}
+	if ch := v.Chains[f]; ch != nil {
+		var loc geo.Location
+		b.geo.Lookup(b.client, &loc)
+		for _, tr := range ch.Explain(b.client, b.geo, &loc) {
+			kept := make([]*catalog.Backend, len(tr.Kept))
+			for i, k := range tr.Kept {
+				kept[i] = v.Healthy[f][k]
+			}
+			when := ""
+			if tr.Prepared {
+				when = " (prepared when health or metrics changed)"
+			}
+			steps = append(steps, fmt.Sprintf("%s chain %s%s: %s: %s", family, tr.Step, when, tr.Note, backendList(kept)))
+		}
+		return steps
+	}
 	rule := fmt.Sprintf("%s: %s over %s", family, policy.Rule(rec.Config.Mode, rec.Config.HashOrder, b.client, len(v.Healthy[f])), backendList(v.Healthy[f]))
 	if rec.Config.Mode == config.ModeRoundRobin {
 		return append(steps, rule) // picking would move the rotation that queries share

@@ -260,6 +260,9 @@ type View struct {
 	Healthy [2][]*Backend
 	// Sets are the mode's prepared selections over Healthy.
 	Sets [2]*policy.Set
+	// Chains are, for mode chain, per family, the chain prepared over Healthy (in its order);
+	// nil for the other modes.
+	Chains [2]*policy.Chain
 	// Enabled holds, per family, every enabled backend (the fail-open answer).
 	Enabled [2][]*Backend
 	// Configured tells, per family, whether the record has any backend of it at all.
@@ -409,8 +412,26 @@ func (r *Record) Refresh() {
 		for i, idx := range set.Order {
 			v.Healthy[f][i] = healthy[idx]
 		}
+		if r.Config.Mode == config.ModeChain {
+			v.Chains[f] = r.chain(v.Healthy[f], cands, set.Order)
+		}
 	}
 	r.view.Store(v)
+}
+
+// chain prepares the record's chain over healthy, the family's healthy backends in the set's
+// order, whose candidates are cands in the order given to policy.Prepare (order maps one to the
+// other).
+func (r *Record) chain(healthy []*Backend, cands []policy.Candidate, order []int) *policy.Chain {
+	ordered := make([]policy.Candidate, len(order))
+	geoCands := make([]policy.GeoCandidate, len(order))
+	for i, idx := range order {
+		ordered[i] = cands[idx]
+		geoCands[i] = geoCandidate(healthy[i], true)
+	}
+	rc := r.Config
+	return policy.PrepareChain(policy.ChainOptions{Steps: rc.Chain, MaxAnswers: rc.MaxAnswers, RTTTolerance: rc.RTTTolerance, MaxLoad: rc.MaxLoad},
+		ordered, geoCands, &r.counter)
 }
 
 // onlyStale reports whether no enabled backend of family f is healthy and some are stale.
@@ -446,21 +467,26 @@ func (r *Record) geoTable(f Family, stale bool) (*policy.GeoTable, []*Backend) {
 		if !b.inFamily(f) {
 			continue
 		}
-		c := b.Config
 		backends = append(backends, b)
-		cands = append(cands, policy.GeoCandidate{
-			Healthy:     b.servable(stale),
-			Priority:    c.Priority,
-			Country:     c.Country,
-			Subdivision: c.Subdivision,
-			City:        c.City,
-			Continent:   c.Continent,
-			Location:    c.Location,
-			ASN:         c.ASN,
-			Lat:         c.Latitude,
-			Lon:         c.Longitude,
-			HasCoords:   c.HasCoords,
-		})
+		cands = append(cands, geoCandidate(b, b.servable(stale)))
 	}
 	return policy.PrepareGeo(r.Config.Mode, cands), backends
+}
+
+// geoCandidate returns b as the geo modes see it, healthy or not.
+func geoCandidate(b *Backend, healthy bool) policy.GeoCandidate {
+	c := b.Config
+	return policy.GeoCandidate{
+		Healthy:     healthy,
+		Priority:    c.Priority,
+		Country:     c.Country,
+		Subdivision: c.Subdivision,
+		City:        c.City,
+		Continent:   c.Continent,
+		Location:    c.Location,
+		ASN:         c.ASN,
+		Lat:         c.Latitude,
+		Lon:         c.Longitude,
+		HasCoords:   c.HasCoords,
+	}
 }
