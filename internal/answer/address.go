@@ -86,9 +86,12 @@ func selectFamily(rec *catalog.Record, c client, f catalog.Family, dst []*catalo
 			return selection{fixed: []dns.RR{rec.FallbackCNAME}}
 		}
 		return selection{fixed: rec.FallbackIPs[f]}
-	default:
-		return selection{backends: append(dst, v.Enabled[f]...)}
+	case config.FallbackLastKnownGood:
+		if len(v.LastGood[f]) > 0 {
+			return selection{backends: append(dst, v.LastGood[f]...)}
+		}
 	}
+	return selection{backends: append(dst, v.Enabled[f]...)}
 }
 
 // pick runs selectFamily for the query's client. A geo mode first looks the client up in the

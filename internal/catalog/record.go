@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,9 @@ type Record struct {
 	Queried atomic.Bool
 
 	counter   atomic.Uint64 // roundrobin rotation, kept across health changes
+	// lastGood is, per family, the backends that were healthy the last time any was (the
+	// last-known-good fallback); Refresh keeps it, under refreshMu.
+	lastGood [2][]*Backend
 	view      atomic.Pointer[View]
 	refreshMu sync.Mutex // serialises writers of view; never taken by queries
 
@@ -166,8 +170,8 @@ func (b *Backend) CountSelected() { b.selected.Add(1) }
 func (b *Backend) Selected() uint64 { return b.selected.Load() }
 
 // CarryCounts adds the query counts of old's records and backends to those of s with the same
-// name and key, so that a reload does not reset them. Queries that old answers after the call
-// are not carried.
+// name and key, so that a reload does not reset them, and each record's last-known-good
+// backends. Queries that old answers after the call are not carried.
 func (s *Snapshot) CarryCounts(old *Snapshot) {
 	if old == nil {
 		return
@@ -184,12 +188,39 @@ func (s *Snapshot) CarryCounts(old *Snapshot) {
 		if o := records[r.Name]; o != nil {
 			r.answered[0].add(&o.answered[0])
 			r.answered[1].add(&o.answered[1])
+			r.carryLastGood(o)
 		}
 		for _, b := range r.Backends {
 			if o := backends[b.Key]; o != nil {
 				b.selected.Add(o.Selected())
 			}
 		}
+	}
+}
+
+// carryLastGood gives r, when none of its backends was healthy yet, the last-known-good
+// backends of o, its previous version, that r still has; and refreshes r when that changed
+// its answer.
+func (r *Record) carryLastGood(o *Record) {
+	r.refreshMu.Lock()
+	carried := false
+	for f := range r.lastGood {
+		if len(r.lastGood[f]) > 0 {
+			continue
+		}
+		o.refreshMu.Lock()
+		old := o.lastGood[f]
+		o.refreshMu.Unlock()
+		for _, ob := range old {
+			if i := slices.IndexFunc(r.Backends, func(b *Backend) bool { return b.Key == ob.Key }); i >= 0 {
+				r.lastGood[f] = append(r.lastGood[f], r.Backends[i])
+				carried = true
+			}
+		}
+	}
+	r.refreshMu.Unlock()
+	if carried {
+		r.Refresh()
 	}
 }
 
@@ -284,6 +315,9 @@ type View struct {
 	// Published holds, per family, the localtargets-<record> answer: the healthy backends of
 	// this site, for the other sites (config.Record.Publish).
 	Published [2][]dns.RR
+	// LastGood holds, per family, the backends that were healthy the last time any was, still
+	// enabled: the last-known-good fallback's answer (empty until one ever was).
+	LastGood [2][]*Backend
 }
 
 // LocalTargetsPrefix starts the first label of the name under which a site publishes a
@@ -415,6 +449,10 @@ func (r *Record) Refresh() {
 		if r.Config.Mode == config.ModeChain {
 			v.Chains[f] = r.chain(v.Healthy[f], cands, set.Order)
 		}
+		if len(healthy) > 0 {
+			r.lastGood[f] = v.Healthy[f]
+		}
+		v.LastGood[f] = slices.DeleteFunc(slices.Clone(r.lastGood[f]), func(b *Backend) bool { return !b.Enabled() })
 	}
 	r.view.Store(v)
 }

@@ -434,7 +434,7 @@ func (p *parser) fallback(n *yaml.Node, path string) (Fallback, bool) {
 	}
 	if modeNode == nil {
 		if YAMLResolve(n).Kind == yaml.MappingNode {
-			p.Errorf(YAMLResolve(n), child(path, "mode"), "mode is required (fail-open, fail-closed or fail-specific)")
+			p.Errorf(YAMLResolve(n), child(path, "mode"), "mode is required (fail-open, fail-closed, fail-specific or last-known-good)")
 		}
 		return f, false
 	}
@@ -492,7 +492,7 @@ func (p *parser) fallbackRules(f *Fallback, path string, modeNode, rcodeNode, ip
 	return ok
 }
 
-var fallbackModes = []string{string(FallbackFailOpen), string(FallbackFailClosed), string(FallbackFailSpecific)}
+var fallbackModes = []string{string(FallbackFailOpen), string(FallbackFailClosed), string(FallbackFailSpecific), string(FallbackLastKnownGood)}
 
 // cgFallbackModes are the fallback mode names of CoreDNS-GSLB's zone reference: each names the
 // one field it answers with.

@@ -56,6 +56,9 @@ const (
 	FallbackFailOpen     FallbackMode = "fail-open"
 	FallbackFailClosed   FallbackMode = "fail-closed"
 	FallbackFailSpecific FallbackMode = "fail-specific"
+	// FallbackLastKnownGood answers the backends that were healthy the last time any was
+	// (fail-open's every enabled backend, until one ever was).
+	FallbackLastKnownGood FallbackMode = "last-known-good"
 )
 
 // Position is a place in a configuration file.
