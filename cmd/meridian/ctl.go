@@ -34,7 +34,9 @@ Commands:
   disable  selector [-for DURATION] [-reason TEXT]  take the backends out of every answer
   drain    selector [-for DURATION] [-reason TEXT]  disable for maintenance, usually with -for
   clear    selector                                 remove the overrides: the YAML decides again
-  explain  NAME [-type A] [-client IP] [-ecs PREFIX] the answer to a query, and how it was chosen
+  explain  NAME [-type A] [-client IP] [-ecs PREFIX] [-down SEL] [-drained SEL]
+                    the answer to a query, and how it was chosen; -down and -drained (a
+                    backend key, an address or site:NAME; repeatable) ask what it would be
   reload   reload the YAML files
   validate FILE [-zone ZONE] [-strict]              check a zone file, without a running meridian
 
@@ -329,11 +331,14 @@ func ctlExplain(fs *flag.FlagSet) ctlRun {
 	qtype := fs.String("type", "A", "query type")
 	client := fs.String("client", "", "source address of the query (default: this machine's address as the API sees it)")
 	ecs := fs.String("ecs", "", "EDNS Client Subnet, a CIDR prefix")
+	var down, drained selectorList
+	fs.Var(&down, "down", "what if this backend (key, address or site:NAME) were down; repeatable")
+	fs.Var(&drained, "drained", "what if this backend (key, address or site:NAME) were drained; repeatable")
 	return func(ctx context.Context, c *admin.Client, args []string) (any, error) {
 		if len(args) != 1 {
 			return nil, fmt.Errorf("%w: want one NAME, got %d arguments", errUsage, len(args))
 		}
-		q := admin.Query{Name: args[0], Type: *qtype}
+		q := admin.Query{Name: args[0], Type: *qtype, Down: down, Drained: drained}
 		var err error
 		if *client != "" {
 			if q.Client, err = netip.ParseAddr(*client); err != nil {
@@ -351,6 +356,18 @@ func ctlExplain(fs *flag.FlagSet) ctlRun {
 		}
 		return exp, nil
 	}
+}
+
+// selectorList is a repeatable flag of what-if selectors.
+type selectorList []string
+
+// String implements flag.Value.
+func (l *selectorList) String() string { return strings.Join(*l, ",") }
+
+// Set implements flag.Value.
+func (l *selectorList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
 }
 
 func ctlReload(*flag.FlagSet) ctlRun {

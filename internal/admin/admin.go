@@ -181,6 +181,11 @@ type Query struct {
 	Client netip.Addr `json:"client"`
 	// ECS is the EDNS Client Subnet of the query; the zero Prefix for none.
 	ECS netip.Prefix `json:"ecs,omitzero"`
+	// Down and Drained make the explanation a what-if: the answer as if the backends they
+	// select were down, or drained. A selector is a backend key (record|address|port), an
+	// address, or site:NAME.
+	Down    []string `json:"down,omitempty"`
+	Drained []string `json:"drained,omitempty"`
 }
 
 // Explanation is the answer to a Query and how it was chosen.

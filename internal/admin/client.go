@@ -131,6 +131,7 @@ func (c *Client) Explain(ctx context.Context, q Query) (Explanation, error) {
 	if q.ECS.IsValid() {
 		v.Set("ecs", q.ECS.String())
 	}
+	v["down"], v["drained"] = q.Down, q.Drained
 	var out Explanation
 	return out, c.do(ctx, http.MethodGet, "/api/v1/explain", v, nil, &out)
 }

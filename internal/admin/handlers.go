@@ -374,8 +374,9 @@ func (s *Server) sites(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// explain answers GET /api/v1/explain?name=&type=&client=&ecs=. The type defaults to A and
-// the client to the address the request came from.
+// explain answers GET /api/v1/explain?name=&type=&client=&ecs=&down=&drained=. The type
+// defaults to A and the client to the address the request came from; down and drained (each
+// repeatable, or comma-separated) make it a what-if.
 func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	q, err := explainQuery(r)
 	if err != nil {
@@ -420,7 +421,22 @@ func explainQuery(r *http.Request) (Query, error) {
 			return Query{}, errorf(http.StatusBadRequest, "ecs %q is not an address or a prefix", e)
 		}
 	}
+	q.Down, q.Drained = selectors(v["down"]), selectors(v["drained"])
 	return q, nil
+}
+
+// selectors returns the what-if selectors of a query parameter given as a list, or
+// comma-separated, or both.
+func selectors(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 // parsePrefixOrAddr parses a CIDR prefix, or an address as a prefix of its full length.

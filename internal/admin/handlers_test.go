@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,11 +172,12 @@ func TestExplain(t *testing.T) {
 	_, base := startServer(t, Config{}, nil, p)
 	exp := decode[Explanation](t, mustGet(t, base+"/api/v1/explain?name=WWW.example.org"))
 	want := Query{Name: "www.example.org.", Type: "A", Client: netip.MustParseAddr("127.0.0.1")}
-	if exp.Query != want || p.explained[0] != want || exp.Rcode != "NOERROR" || len(exp.Answer) != 1 || exp.Steps[0].Stage != "policy" {
+	if !reflect.DeepEqual(exp.Query, want) || !reflect.DeepEqual(p.explained[0], want) || exp.Rcode != "NOERROR" || len(exp.Answer) != 1 || exp.Steps[0].Stage != "policy" {
 		t.Fatalf("explanation = %+v, provider asked %+v", exp, p.explained)
 	}
-	mustGet(t, base+"/api/v1/explain?name=www.example.org.&type=aaaa&client=::ffff:192.0.2.7&ecs=198.51.100.99/24")
-	if got := p.explained[1]; got.Type != "AAAA" || got.Client != netip.MustParseAddr("192.0.2.7") || got.ECS != netip.MustParsePrefix("198.51.100.0/24") {
+	mustGet(t, base+"/api/v1/explain?name=www.example.org.&type=aaaa&client=::ffff:192.0.2.7&ecs=198.51.100.99/24&down=site:eu,10.0.0.1&down=&drained=www.example.org.|192.0.2.1|0")
+	if got := p.explained[1]; got.Type != "AAAA" || got.Client != netip.MustParseAddr("192.0.2.7") || got.ECS != netip.MustParsePrefix("198.51.100.0/24") ||
+		!slices.Equal(got.Down, []string{"site:eu", "10.0.0.1"}) || !slices.Equal(got.Drained, []string{"www.example.org.|192.0.2.1|0"}) {
 		t.Errorf("query = %+v", got)
 	}
 	mustGet(t, base+"/api/v1/explain?name=www.example.org&ecs=2001:db8::1")

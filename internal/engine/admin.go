@@ -131,8 +131,22 @@ func (e *Engine) Explain(_ context.Context, q admin.Query) (admin.Explanation, e
 		opt.Option = append(opt.Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: family,
 			SourceNetmask: uint8(q.ECS.Bits()), Address: net.IP(q.ECS.Masked().Addr().AsSlice())})
 	}
-	ex := answer.Explain(e.Snapshot(), e.AnswerOptions(), answer.Query{Msg: m, Source: q.Client, Geo: e.Geo()})
+	snap := e.Snapshot()
+	var whatIf *admin.Step
+	if h := (catalog.Hypothesis{Down: q.Down, Drained: q.Drained}); !h.Empty() {
+		var matched []string
+		snap, matched = snap.WhatIf(h)
+		text := fmt.Sprintf("as if down %v and drained %v: %d backends", q.Down, q.Drained, len(matched))
+		if len(matched) == 0 {
+			text = fmt.Sprintf("as if down %v and drained %v: no backend matches, the answer is today's", q.Down, q.Drained)
+		}
+		whatIf = &admin.Step{Stage: "what if", Text: text, Backends: matched}
+	}
+	ex := answer.Explain(snap, e.AnswerOptions(), answer.Query{Msg: m, Source: q.Client, Geo: e.Geo()})
 	out := admin.Explanation{Query: q, Zone: ex.Zone, Record: ex.Record, Rcode: ex.Rcode, Answer: ex.Answer}
+	if whatIf != nil {
+		out.Steps = append(out.Steps, *whatIf)
+	}
 	out.Steps = append(out.Steps, admin.Step{Stage: "client", Text: fmt.Sprintf("%s (%s)", ex.Client, ex.ClientFrom)})
 	if ex.Mode != "" {
 		out.Steps = append(out.Steps, admin.Step{Stage: "record", Text: fmt.Sprintf("%s, mode %s, fallback %s", ex.Record, ex.Mode, ex.Fallback)})
