@@ -402,7 +402,7 @@ func (r *Record) Refresh() {
 		}
 		v.Failover[f] = r.Config.Mode == config.ModeFailover && len(healthy) > 0 &&
 			bestPriority(healthy) > bestPriority(v.Enabled[f])
-		set := policy.Prepare(r.Config.Mode, r.Config.HashOrder, cands, &r.counter)
+		set := policy.Prepare(r.Config.Mode, cands, policy.OptionsOf(r.Config), &r.counter)
 		v.Sets[f] = set
 		v.AnyHealthy = v.AnyHealthy || len(healthy) > 0
 		v.Healthy[f] = make([]*Backend, len(healthy))
@@ -451,6 +451,8 @@ func (r *Record) geoTable(f Family, stale bool) (*policy.GeoTable, []*Backend) {
 		cands = append(cands, policy.GeoCandidate{
 			Healthy:     b.servable(stale),
 			Priority:    c.Priority,
+			Weight:      c.Weight,
+			Share:       c.Share,
 			Country:     c.Country,
 			Subdivision: c.Subdivision,
 			City:        c.City,

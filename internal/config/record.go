@@ -12,7 +12,8 @@ import (
 
 // recordKeys are the keys of a record; all but backends may also be set under defaults.
 var recordKeys = []string{"mode", "record_ttl", "owner", "description", "scrape_interval", "scrape_timeout",
-	"scrape_retries", "fallback_policy", "alpn", "hash_order", "discovery", "kubernetes", "backends"}
+	"scrape_retries", "fallback_policy", "alpn", "hash_order",
+	"hash_prefix_v4", "hash_prefix_v6", "min_healthy", "discovery", "kubernetes", "backends"}
 
 // defaultKeys are the record keys that defaults may set: all but discovery, kubernetes and
 // backends.
@@ -65,6 +66,8 @@ type recordOpts struct {
 	fallback           opt[Fallback]
 	alpn               opt[[]string]
 	hashOrder          opt[HashOrder]
+	hashV4, hashV6     opt[int]
+	minHealthy         opt[int]
 }
 
 // inherit fills the settings the record leaves unset from the defaults (a shallow merge).
@@ -79,6 +82,9 @@ func (o *recordOpts) inherit(d recordOpts) {
 	o.fallback.inherit(d.fallback)
 	o.alpn.inherit(d.alpn)
 	o.hashOrder.inherit(d.hashOrder)
+	o.hashV4.inherit(d.hashV4)
+	o.hashV6.inherit(d.hashV6)
+	o.minHealthy.inherit(d.minHealthy)
 }
 
 // opt parses one record setting into o; it reports false for a key that is not a setting.
@@ -145,6 +151,18 @@ func (p *parser) opt(o *recordOpts, e entry, path string) bool {
 				p.Errorf(e.v, kpath, "%v", unknownChoice("hash order", s, hashOrders))
 			}
 		}
+	case "hash_prefix_v4", "hash_prefix_v6":
+		dst, bits := &o.hashV4, 32
+		if key == "hash_prefix_v6" {
+			dst, bits = &o.hashV6, 128
+		}
+		if v, ok := p.integer(e.v, kpath, 0, int64(bits)); ok {
+			dst.put(int(v), pos, kpath)
+		}
+	case "min_healthy":
+		if v, ok := p.integer(e.v, kpath, 1, math.MaxInt32); ok {
+			o.minHealthy.put(int(v), pos, kpath)
+		}
 	default:
 		return false
 	}
@@ -152,6 +170,14 @@ func (p *parser) opt(o *recordOpts, e entry, path string) bool {
 }
 
 var hashOrders = []string{string(HashOrderAddress), string(HashOrderText)}
+
+// onlyWith reports a setting the record itself writes (not its defaults) for a mode other than
+// the one it applies to.
+func onlyWith[T any](p *parser, o opt[T], key string, got, mode Mode) {
+	if o.set && !o.inherited && got != mode {
+		p.ErrorAt(o.pos, o.path, "%s only applies with mode %s, not %s", key, mode, got)
+	}
+}
 
 // isSet reports whether the setting key (a record key, not an alias) was already parsed
 // into o: the only way that happens within one mapping is a key and its alias both written.
@@ -278,10 +304,13 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 		Fallback:      o.fallback.or(Fallback{Mode: FallbackFailOpen}),
 		ALPN:          o.alpn.or(nil),
 		HashOrder:     o.hashOrder.or(HashOrderAddress),
+		HashPrefix:    HashPrefix{V4: o.hashV4.or(DefaultHashPrefixV4), V6: o.hashV6.or(DefaultHashPrefixV6)},
+		MinHealthy:    o.minHealthy.or(DefaultMinHealthy),
 	}
-	if o.hashOrder.set && !o.hashOrder.inherited && rec.Mode != ModeIPHash {
-		p.ErrorAt(o.hashOrder.pos, o.hashOrder.path, "hash_order only applies with mode ip-hash, not %s", rec.Mode)
-	}
+	onlyWith(p, o.hashOrder, "hash_order", rec.Mode, ModeIPHash)
+	onlyWith(p, o.hashV4, "hash_prefix_v4", rec.Mode, ModeConsistentHash)
+	onlyWith(p, o.hashV6, "hash_prefix_v6", rec.Mode, ModeConsistentHash)
+	onlyWith(p, o.minHealthy, "min_healthy", rec.Mode, ModeFailover)
 	rec.ScrapeInterval, rec.ScrapeTimeout = p.scrapeTimes(&o)
 	if rec.Fallback.CNAME == name {
 		p.Errorf(e.k, child(path, "fallback_policy.fallback_cname"), "the fallback CNAME %s is the record itself", name)
