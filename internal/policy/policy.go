@@ -58,9 +58,10 @@ type Set struct {
 	cumWeights []uint64
 	// hashPrefix, ids and weights are consistent-hash's: the client prefix, and by set index
 	// the hash of each candidate's identity and its weight (see RendezvousPick).
-	hashPrefix config.HashPrefix
-	ids        []uint64
-	weights    []float64
+	hashPrefix   config.HashPrefix
+	ids          []uint64
+	weights      []float64
+	equalWeights bool
 	// next is the rotation counter of roundrobin; shared by the sets of one record so that a
 	// health change does not restart the rotation.
 	next *atomic.Uint64
@@ -125,6 +126,7 @@ func Prepare(mode config.Mode, cands []Candidate, o Options, counter *atomic.Uin
 		for i, idx := range s.Order {
 			s.ids[i], s.weights[i] = identityKey(&cands[idx]), rendezvousWeight(&cands[idx])
 		}
+		s.equalWeights = !slices.ContainsFunc(s.weights, func(w float64) bool { return w != s.weights[0] })
 	}
 	return s
 }

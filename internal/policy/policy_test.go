@@ -172,12 +172,28 @@ func BenchmarkPick(b *testing.B) {
 	client := netip.MustParseAddr("192.0.2.7")
 	for _, mode := range config.Modes {
 		var counter atomic.Uint64
-		s := Prepare(mode, cands, Options{}, &counter)
+		s := Prepare(mode, cands, Options{HashPrefix: hashPrefix}, &counter)
 		b.Run(string(mode), func(b *testing.B) {
 			var buf [8]int
 			b.ReportAllocs()
 			for b.Loop() {
 				_ = s.Pick(client, buf[:0])
+			}
+		})
+	}
+}
+
+// BenchmarkRendezvousPick is consistent-hash's core over a subset of eight candidates, as a
+// step of another mode calls it, hashing the identities per call.
+func BenchmarkRendezvousPick(b *testing.B) {
+	cands := weighted(1, 2, 3, 4, 5, 6, 7, 8)
+	idx := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	for _, c := range []string{"192.0.2.7", "2001:db8::7"} {
+		client := netip.MustParseAddr(c)
+		b.Run(c, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = RendezvousPick(cands, idx, client, hashPrefix)
 			}
 		})
 	}

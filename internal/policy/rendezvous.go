@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/binary"
 	"math"
 	"net/netip"
 
@@ -13,14 +14,15 @@ import (
 // that every instance computes the same answer from the same healthy backends, and a backend
 // that leaves moves only the clients it had. For a key k and an identity i:
 //
-//	h     = mix(mix(fnv(k)) ^ mix(fnv(i)))  // fnv: FNV-1a 64; mix: the SplitMix64 finaliser
-//	u     = (h>>11 + 0.5) / 2^53            // uniform in (0, 1)
+//	k     = mix(mix(hi) ^ mix(lo ^ bits))  // the network's address as 128 bits hi:lo, its length
+//	h     = mix(k ^ mix(fnv(i)))           // fnv: FNV-1a 64 of the text; mix: SplitMix64's finaliser
+//	u     = (h>>11 + 0.5) / 2^53           // uniform in (0, 1)
 //	score = weight / -ln(u)
 //
-// and the candidate with the highest score wins. k is the 16 bytes of the network address (an
-// IPv4 network as IPv4-mapped IPv6) followed by one byte of its prefix length; an invalid client
-// hashes as 17 zero bytes. A weight of 0 or less is never chosen while a candidate of the set
-// has a positive weight; when none has, every candidate counts with the same weight. weight is
+// and the candidate with the highest score wins (with equal weights, the highest h: the same
+// order). An IPv4 network counts as IPv4-mapped IPv6; an invalid client as the zero address of
+// length 0. A weight of 0 or less is never chosen while a candidate of the set has a positive
+// weight; when none has, every candidate counts with the same weight. weight is
 // Candidate.Weight divided by Candidate.Share, as weighted divides it.
 
 // HashBits returns how many leading bits of client consistent-hash keeps with p: p.V4 for an
@@ -35,17 +37,16 @@ func HashBits(p config.HashPrefix, client netip.Addr) int {
 	return min(max(bits, 0), client.BitLen())
 }
 
-// subnetKey returns the hash of client's network of p, on a stack buffer.
+// subnetKey returns the hash of client's network of p.
 func subnetKey(client netip.Addr, p config.HashPrefix) uint64 {
-	var buf [17]byte
+	var a [16]byte
 	client = client.Unmap()
 	bits := HashBits(p, client)
 	if pfx, err := client.Prefix(bits); err == nil {
-		a := pfx.Addr().As16()
-		copy(buf[:16], a[:])
-		buf[16] = byte(bits)
+		a = pfx.Addr().As16()
 	}
-	return mix64(fnv64(buf[:]))
+	hi, lo := binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:])
+	return mix64(mix64(hi) ^ mix64(lo^uint64(bits)))
 }
 
 // identityKey returns the hash of c's identity, on a stack buffer.
@@ -54,7 +55,7 @@ func identityKey(c *Candidate) uint64 {
 		var buf [64]byte
 		return mix64(fnv64(c.Addr.AppendTo(buf[:0])))
 	}
-	return mix64(fnvString(c.Host))
+	return mix64(fnv64(c.Host))
 }
 
 // rendezvousWeight returns c's weight for the scores: Weight/Share, 0 for a weight of 0 or less.
@@ -70,16 +71,7 @@ const (
 	fnvPrime64  = 1099511628211
 )
 
-func fnv64(b []byte) uint64 {
-	h := uint64(fnvOffset64)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= fnvPrime64
-	}
-	return h
-}
-
-func fnvString(s string) uint64 {
+func fnv64[T []byte | string](s T) uint64 {
 	h := uint64(fnvOffset64)
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
@@ -102,6 +94,9 @@ func mix64(x uint64) uint64 {
 // read winner. Ties go to the first offered.
 type highest struct {
 	key uint64
+	// equal is set when every weight offered is the same positive number: the highest draw
+	// wins, and no score needs computing.
+	equal bool
 	// best and score are the winner among the positive weights; plain and draw among all,
 	// counted with equal weights.
 	best, plain int
@@ -109,7 +104,9 @@ type highest struct {
 	draw        uint64
 }
 
-func newHighest(key uint64) highest { return highest{key: key, best: -1, plain: -1} }
+func newHighest(key uint64, equal bool) highest {
+	return highest{key: key, equal: equal, best: -1, plain: -1}
+}
 
 // offer scores candidate i, whose identity hashes to id, with weight w.
 func (h *highest) offer(i int, id uint64, w float64) {
@@ -118,7 +115,7 @@ func (h *highest) offer(i int, id uint64, w float64) {
 		// With equal weights the score grows with u, so the highest draw wins.
 		h.plain, h.draw = i, x
 	}
-	if w <= 0 {
+	if w <= 0 || h.equal {
 		return
 	}
 	u := (float64(x>>11) + 0.5) / (1 << 53)
@@ -142,7 +139,11 @@ func (h *highest) winner() int {
 // allocate. It hashes each candidate's identity per call: Set.Pick of a consistent-hash Set,
 // which hashed them once in Prepare, gives the same answer over the whole set.
 func RendezvousPick(cands []Candidate, idx []int, client netip.Addr, p config.HashPrefix) int {
-	h := newHighest(subnetKey(client, p))
+	equal := true
+	for _, i := range idx {
+		equal = equal && rendezvousWeight(&cands[i]) == rendezvousWeight(&cands[idx[0]])
+	}
+	h := newHighest(subnetKey(client, p), equal)
 	for pos, i := range idx {
 		c := &cands[i]
 		h.offer(pos, identityKey(c), rendezvousWeight(c))
@@ -152,7 +153,7 @@ func RendezvousPick(cands []Candidate, idx []int, client netip.Addr, p config.Ha
 
 // rendezvous is consistent-hash's Pick: the set index of the winner for client.
 func (s *Set) rendezvous(client netip.Addr) int {
-	h := newHighest(subnetKey(client, s.hashPrefix))
+	h := newHighest(subnetKey(client, s.hashPrefix), s.equalWeights)
 	for i, id := range s.ids {
 		h.offer(i, id, s.weights[i])
 	}
