@@ -149,9 +149,10 @@ PORT_FILE="${PORT_FILE:-$(pick_port "$PORT_GSLB")}"
 PORT_PEER="${PORT_PEER:-$(pick_port "$PORT_FILE")}" # used with --sites only
 
 # Names: n00001.bench.test. ... Most are failover (2 backends, priority 1 wins: no health
-# checks, so the priority-1 backend is up). Every 50th is roundrobin and every 50th+25 is
-# ip-hash, both with 2 backends; the file zone holds one A record for every name, the
-# priority-1 (or first) address, so both listeners answer one A record per query. With
+# checks, so the priority-1 backend is up). Every 50th is roundrobin, every 50th+25 is
+# ip-hash and every 50th+12 consistent-hash, all with 2 backends; the file zone holds one A
+# record for every name, the priority-1 (or first) address, so both listeners answer one A
+# record per query. With
 # --sites every name is failover, the priority-1 backend site b's, the priority-2 site a's.
 TTL=30
 addr() { # address of name i, backend b (1 or 2): 10.b.x.y
@@ -198,6 +199,8 @@ EOF
 			mode=roundrobin
 		elif ((i % 50 == 25)); then
 			mode=ip-hash
+		elif ((i % 50 == 12)); then
+			mode=consistent-hash
 		fi
 		printf '  n%05d.bench.test.:\n    mode: %s\n    record_ttl: %d\n    backends:\n' "$i" "$mode" "$TTL"
 		if [[ "$mode" == failover ]]; then
@@ -437,7 +440,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) 
 mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.2f\n", s / NR }'; }
 
 echo
-KIND="mixed failover/roundrobin/ip-hash"
+KIND="mixed failover/roundrobin/ip-hash/consistent-hash"
 ((GEO)) && KIND="geoip with ECS $GEO_SUBNET"
 ((SITES)) && KIND="failover, priority 1 at site b, read every $PEER_INTERVAL"
 echo "Meridian gslb vs CoreDNS file: $NAMES names ($KIND), $ROUNDS x ${DURATION}s, dnsperf -c $CLIENTS -T $THREADS -q $OUTSTANDING"

@@ -26,12 +26,9 @@ type selection struct {
 	// closed is set when fail-closed applies, whatever its rcode.
 	closed bool
 	// scope is how many leading bits of the client address the choice depends on (the EDNS
-	// Client Subnet scope): 0 for none, scopeSource for all the query gave.
+	// Client Subnet scope): 0 for none; never more than the query gave (see replyOPT).
 	scope int
 }
-
-// scopeSource is the scope of an answer that depends on the whole client address.
-const scopeSource = 255
 
 // client is whom a query is answered for: its address, and where the geo modes look it up.
 type client struct {
@@ -68,11 +65,7 @@ func selectFamily(rec *catalog.Record, c client, f catalog.Family, dst []*catalo
 		for _, i := range set.Pick(c.addr, buf[:0]) {
 			dst = append(dst, v.Healthy[f][i])
 		}
-		sel := selection{backends: dst}
-		if policy.DependsOnClient(rec.Config.Mode) {
-			sel.scope = scopeSource
-		}
-		return sel
+		return selection{backends: dst, scope: set.Scope(c.addr)}
 	}
 	if !v.FallbackApplies(f) {
 		return selection{}

@@ -192,7 +192,7 @@ func explainFamily(b *builder, f catalog.Family) []string {
 		}
 		return steps
 	}
-	rule := fmt.Sprintf("%s: %s over %s", family, policy.Rule(rec.Config.Mode, rec.Config.HashOrder, b.client, len(v.Healthy[f])), backendList(v.Healthy[f]))
+	rule := fmt.Sprintf("%s: %s over %s", family, policy.Rule(rec.Config.Mode, policy.OptionsOf(rec.Config), b.client, len(v.Healthy[f])), backendList(v.Healthy[f]))
 	if rec.Config.Mode == config.ModeRoundRobin {
 		return append(steps, rule) // picking would move the rotation that queries share
 	}

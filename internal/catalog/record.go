@@ -437,9 +437,9 @@ func (r *Record) Refresh() {
 		if policy.IsGeo(r.Config.Mode) {
 			v.Geo[f], v.GeoBackends[f] = r.geoTable(f, stale)
 		}
+		set := policy.Prepare(r.Config.Mode, cands, policy.OptionsOf(r.Config), &r.counter)
 		v.Failover[f] = r.Config.Mode == config.ModeFailover && len(healthy) > 0 &&
-			bestPriority(healthy) > bestPriority(v.Enabled[f])
-		set := policy.Prepare(r.Config.Mode, r.Config.HashOrder, cands, &r.counter)
+			(bestPriority(healthy) > bestPriority(v.Enabled[f]) || set.SkippedGroups())
 		v.Sets[f] = set
 		v.AnyHealthy = v.AnyHealthy || len(healthy) > 0
 		v.Healthy[f] = make([]*Backend, len(healthy))
@@ -468,7 +468,7 @@ func (r *Record) chain(healthy []*Backend, cands []policy.Candidate, order []int
 		geoCands[i] = geoCandidate(healthy[i], true)
 	}
 	rc := r.Config
-	return policy.PrepareChain(policy.ChainOptions{Steps: rc.Chain, MaxAnswers: rc.MaxAnswers, RTTTolerance: rc.RTTTolerance, MaxLoad: rc.MaxLoad},
+	return policy.PrepareChain(policy.ChainOptions{Steps: rc.Chain, MaxAnswers: rc.MaxAnswers, RTTTolerance: rc.RTTTolerance, MaxLoad: rc.MaxLoad, HashPrefix: rc.HashPrefix},
 		ordered, geoCands, &r.counter)
 }
 
@@ -517,6 +517,8 @@ func geoCandidate(b *Backend, healthy bool) policy.GeoCandidate {
 	return policy.GeoCandidate{
 		Healthy:     healthy,
 		Priority:    c.Priority,
+		Weight:      c.Weight,
+		Share:       c.Share,
 		Country:     c.Country,
 		Subdivision: c.Subdivision,
 		City:        c.City,

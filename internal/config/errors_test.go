@@ -25,7 +25,7 @@ func TestErrors(t *testing.T) {
 			[]string{`zone.yml:4:9: records["a.example.org"].backends[0]: unknown key "adress"; did you mean "address"?`,
 				`zone.yml:4:9: records["a.example.org"].backends[0].address: a backend needs an address`}},
 		{"bad mode", "records:\n  a.example.org:\n    mode: round-robin\n    backends: [{address: 10.0.0.1}]\n",
-			[]string{`zone.yml:3:11: records["a.example.org"].mode: unknown mode "round-robin"; did you mean "roundrobin"? (valid: failover, roundrobin, random, weighted, ip-hash, geoip, geoip_affinity, chain)`}},
+			[]string{`zone.yml:3:11: records["a.example.org"].mode: unknown mode "round-robin"; did you mean "roundrobin"? (valid: failover, roundrobin, random, weighted, ip-hash, consistent-hash, geoip, geoip_affinity, chain)`}},
 		{"bad durations", "defaults:\n  scrape_interval: 10 seconds\nrecords:\n  a.example.org:\n    scrape_timeout: -1s\n    scrape_interval: 0\n    backends: [{address: 10.0.0.1}]\n",
 			[]string{`zone.yml:2:20: defaults.scrape_interval: must be a positive duration such as "10s" or "1m30s", or a number of seconds, not "10 seconds"`,
 				`zone.yml:5:21: records["a.example.org"].scrape_timeout: must be a positive duration such as "10s" or "1m30s", or a number of seconds, not "-1s"`,
@@ -209,7 +209,7 @@ records:
   xexample.org: {backends: [{address: 10.0.0.1, latitude: 1}]}
 `
 	want := `zone.yml:1:1: unknown key "bogus" (valid: healthcheck, healthcheck_profiles, defaults, soa, ns, records)
-zone.yml:3:9: defaults.mode: unknown mode "failvoer"; did you mean "failover"? (valid: failover, roundrobin, random, weighted, ip-hash, geoip, geoip_affinity, chain)
+zone.yml:3:9: defaults.mode: unknown mode "failvoer"; did you mean "failover"? (valid: failover, roundrobin, random, weighted, ip-hash, consistent-hash, geoip, geoip_affinity, chain)
 zone.yml:8:24: records["a.example.org"].backends[0].healthchecks[0]: unknown health-check profile "nope" (valid: https_default, tcp_default)
 zone.yml:9:9: records["a.example.org"].backends[1]: duplicate backend 10.0.0.1 (first at line 7)
 zone.yml:10:3: records["xexample.org"]: xexample.org. is outside zone example.org.

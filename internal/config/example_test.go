@@ -54,6 +54,6 @@ func ExampleParseZone_errors() {
 	_, err := config.ParseZone("example.org.yml", []byte(yaml), "example.org.", nil, 1)
 	fmt.Println(err)
 	// Output:
-	// example.org.yml:3:11: records["www.example.org."].mode: unknown mode "failovr"; did you mean "failover"? (valid: failover, roundrobin, random, weighted, ip-hash, geoip, geoip_affinity, chain)
+	// example.org.yml:3:11: records["www.example.org."].mode: unknown mode "failovr"; did you mean "failover"? (valid: failover, roundrobin, random, weighted, ip-hash, consistent-hash, geoip, geoip_affinity, chain)
 	// example.org.yml:5:37: records["www.example.org."].backends[0].port: must be between 1 and 65535, not 70000
 }

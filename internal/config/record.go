@@ -12,8 +12,8 @@ import (
 
 // recordKeys are the keys of a record; all but backends may also be set under defaults.
 var recordKeys = []string{"mode", "record_ttl", "owner", "description", "scrape_interval", "scrape_timeout",
-	"scrape_retries", "fallback_policy", "alpn", "hash_order", "chain", "max_answers", "rtt_tolerance", "max_load",
-	"discovery", "kubernetes", "backends"}
+	"scrape_retries", "fallback_policy", "alpn", "hash_order", "hash_prefix_v4", "hash_prefix_v6", "min_healthy",
+	"chain", "max_answers", "rtt_tolerance", "max_load", "discovery", "kubernetes", "backends"}
 
 // defaultKeys are the record keys that defaults may set: all but discovery, kubernetes and
 // backends.
@@ -66,6 +66,8 @@ type recordOpts struct {
 	fallback           opt[Fallback]
 	alpn               opt[[]string]
 	hashOrder          opt[HashOrder]
+	hashV4, hashV6     opt[int]
+	minHealthy         opt[int]
 	chain              opt[[]ChainStep]
 	maxAnswers         opt[int]
 	rttTolerance       opt[Tolerance]
@@ -84,6 +86,9 @@ func (o *recordOpts) inherit(d recordOpts) {
 	o.fallback.inherit(d.fallback)
 	o.alpn.inherit(d.alpn)
 	o.hashOrder.inherit(d.hashOrder)
+	o.hashV4.inherit(d.hashV4)
+	o.hashV6.inherit(d.hashV6)
+	o.minHealthy.inherit(d.minHealthy)
 	o.chain.inherit(d.chain)
 	o.maxAnswers.inherit(d.maxAnswers)
 	o.rttTolerance.inherit(d.rttTolerance)
@@ -174,6 +179,18 @@ func (p *parser) opt(o *recordOpts, e entry, path string) bool {
 		if v, ok := p.number(e.v, kpath, 0, 1e6); ok {
 			o.maxLoad.put(v, pos, kpath)
 		}
+	case "hash_prefix_v4", "hash_prefix_v6":
+		dst, bits := &o.hashV4, 32
+		if key == "hash_prefix_v6" {
+			dst, bits = &o.hashV6, 128
+		}
+		if v, ok := p.integer(e.v, kpath, 0, int64(bits)); ok {
+			dst.put(int(v), pos, kpath)
+		}
+	case "min_healthy":
+		if v, ok := p.integer(e.v, kpath, 1, math.MaxInt32); ok {
+			o.minHealthy.put(int(v), pos, kpath)
+		}
 	default:
 		return false
 	}
@@ -181,6 +198,18 @@ func (p *parser) opt(o *recordOpts, e entry, path string) bool {
 }
 
 var hashOrders = []string{string(HashOrderAddress), string(HashOrderText)}
+
+// onlyWith reports a setting the record itself writes (not its defaults) for a mode other than
+// the ones it applies to.
+func onlyWith[T any](p *parser, o opt[T], key string, got Mode, modes ...Mode) {
+	if o.set && !o.inherited && !slices.Contains(modes, got) {
+		names := make([]string, len(modes))
+		for i, m := range modes {
+			names[i] = string(m)
+		}
+		p.ErrorAt(o.pos, o.path, "%s only applies with mode %s, not %s", key, strings.Join(names, " or "), got)
+	}
+}
 
 // isSet reports whether the setting key (a record key, not an alias) was already parsed
 // into o: the only way that happens within one mapping is a key and its alias both written.
@@ -307,10 +336,13 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 		Fallback:      o.fallback.or(Fallback{Mode: FallbackFailOpen}),
 		ALPN:          o.alpn.or(nil),
 		HashOrder:     o.hashOrder.or(HashOrderAddress),
+		HashPrefix:    HashPrefix{V4: o.hashV4.or(DefaultHashPrefixV4), V6: o.hashV6.or(DefaultHashPrefixV6)},
+		MinHealthy:    o.minHealthy.or(DefaultMinHealthy),
 	}
-	if o.hashOrder.set && !o.hashOrder.inherited && rec.Mode != ModeIPHash {
-		p.ErrorAt(o.hashOrder.pos, o.hashOrder.path, "hash_order only applies with mode ip-hash, not %s", rec.Mode)
-	}
+	onlyWith(p, o.hashOrder, "hash_order", rec.Mode, ModeIPHash)
+	onlyWith(p, o.hashV4, "hash_prefix_v4", rec.Mode, ModeConsistentHash, ModeChain)
+	onlyWith(p, o.hashV6, "hash_prefix_v6", rec.Mode, ModeConsistentHash, ModeChain)
+	onlyWith(p, o.minHealthy, "min_healthy", rec.Mode, ModeFailover)
 	p.chainOptions(&rec, &o, e, path)
 	rec.ScrapeInterval, rec.ScrapeTimeout = p.scrapeTimes(&o)
 	if rec.Fallback.CNAME == name {

@@ -29,24 +29,35 @@ const (
 	DefaultStateMaxAge          = 60 * time.Second
 )
 
+// Defaults of the consistent-hash and failover record settings.
+const (
+	// DefaultHashPrefixV4 and DefaultHashPrefixV6 are the client prefix lengths consistent-hash
+	// hashes: a /24 and a /56, the networks a client's neighbours share.
+	DefaultHashPrefixV4 = 24
+	DefaultHashPrefixV6 = 56
+	// DefaultMinHealthy is how many healthy backends a priority group needs to be served.
+	DefaultMinHealthy = 1
+)
+
 // Mode is a record's backend selection mode.
 type Mode string
 
 // The selection modes a record may use.
 const (
-	ModeFailover      Mode = "failover"
-	ModeRoundRobin    Mode = "roundrobin"
-	ModeRandom        Mode = "random"
-	ModeWeighted      Mode = "weighted"
-	ModeIPHash        Mode = "ip-hash"
-	ModeGeoIP         Mode = "geoip"
-	ModeGeoIPAffinity Mode = "geoip_affinity"
+	ModeFailover       Mode = "failover"
+	ModeRoundRobin     Mode = "roundrobin"
+	ModeRandom         Mode = "random"
+	ModeWeighted       Mode = "weighted"
+	ModeIPHash         Mode = "ip-hash"
+	ModeConsistentHash Mode = "consistent-hash"
+	ModeGeoIP          Mode = "geoip"
+	ModeGeoIPAffinity  Mode = "geoip_affinity"
 	// ModeChain runs the record's chain of steps (Record.Chain).
 	ModeChain Mode = "chain"
 )
 
 // Modes lists every valid mode, in the order the documentation presents them.
-var Modes = []Mode{ModeFailover, ModeRoundRobin, ModeRandom, ModeWeighted, ModeIPHash, ModeGeoIP, ModeGeoIPAffinity, ModeChain}
+var Modes = []Mode{ModeFailover, ModeRoundRobin, ModeRandom, ModeWeighted, ModeIPHash, ModeConsistentHash, ModeGeoIP, ModeGeoIPAffinity, ModeChain}
 
 // FallbackMode is what a record answers while none of its backends is healthy.
 type FallbackMode string
@@ -213,6 +224,11 @@ type Record struct {
 	// Publish is set by the sites source on the records that have backends of this site:
 	// their healthy ones are served as localtargets-<name> for the other sites.
 	Publish bool
+	// HashPrefix is the client prefix consistent-hash hashes (hash_prefix_v4, hash_prefix_v6).
+	HashPrefix HashPrefix
+	// MinHealthy is how many healthy backends a priority group of failover needs to be
+	// served; a group with fewer counts as down (min_healthy).
+	MinHealthy int
 }
 
 // HashOrder is the order ip-hash puts a record's healthy backends in before it takes the
@@ -227,6 +243,13 @@ const (
 	// that every client keeps the backend CoreDNS-GSLB gave it.
 	HashOrderText HashOrder = "text"
 )
+
+// HashPrefix is how many leading bits of the client address consistent-hash keeps, by the
+// client's family: clients in one network of that length get the same backend.
+type HashPrefix struct {
+	V4 int // 0 to 32
+	V6 int // 0 to 128
+}
 
 // Fallback is a record's policy for when no backend is healthy.
 type Fallback struct {

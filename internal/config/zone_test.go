@@ -271,7 +271,7 @@ func TestParseMode(t *testing.T) {
 		{"geoip-affinity", "", `unknown mode "geoip-affinity"; did you mean "geoip_affinity"?`},
 		{"failvoer", "", `unknown mode "failvoer"; did you mean "failover"?`},
 		{"weigthed", "", `unknown mode "weigthed"; did you mean "weighted"?`},
-		{"nearest", "", `unknown mode "nearest" (valid: failover, roundrobin, random, weighted, ip-hash, geoip, geoip_affinity, chain)`},
+		{"nearest", "", `unknown mode "nearest" (valid: failover, roundrobin, random, weighted, ip-hash, consistent-hash, geoip, geoip_affinity, chain)`},
 	} {
 		m, err := ParseMode(tt.in)
 		if tt.err == "" {

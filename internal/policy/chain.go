@@ -24,6 +24,8 @@ type ChainOptions struct {
 	MaxAnswers   int
 	RTTTolerance config.Tolerance
 	MaxLoad      float64
+	// HashPrefix is the client subnet the hash step hashes (consistent-hash's).
+	HashPrefix config.HashPrefix
 }
 
 // Chain is one record's candidates for one address family, prepared for mode chain: each step
@@ -110,6 +112,9 @@ func (c *Chain) step(s config.ChainStep, work []int, client netip.Addr, src *geo
 		return keepPicked(c.affinity, work, src, loc)
 	case config.StepWeighted:
 		front(work, c.weighted(work))
+	case config.StepHash:
+		front(work, max(RendezvousPick(c.cands, work, client, c.opts.HashPrefix), 0))
+		return work, HashBits(c.opts.HashPrefix, client)
 	case config.StepRandom:
 		for i := len(work) - 1; i > 0; i-- {
 			j := rand.IntN(i + 1)
@@ -311,6 +316,8 @@ func selectRule(s config.ChainStep) string {
 		return "shuffled"
 	case config.StepRoundRobin:
 		return "rotated, one turn per query"
+	case config.StepHash:
+		return "the one consistent hashing of the client's subnet chooses first"
 	}
 	return strings.ToLower(string(s))
 }

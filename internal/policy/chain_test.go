@@ -178,3 +178,21 @@ func BenchmarkChainPick(b *testing.B) {
 		})
 	}
 }
+
+// TestChainHash: the hash step answers what consistent-hash answers for the same candidates,
+// and its scope is the hash prefix.
+func TestChainHash(t *testing.T) {
+	cands := chainCands[:4]
+	prefix := config.HashPrefix{V4: 24, V6: 56}
+	set := policy.Prepare(config.ModeConsistentHash, cands, policy.Options{HashPrefix: prefix}, nil)
+	ch := policy.PrepareChain(policy.ChainOptions{Steps: []config.ChainStep{config.StepHash}, MaxAnswers: 1, HashPrefix: prefix}, cands, make([]policy.GeoCandidate, len(cands)), new(atomic.Uint64))
+	var loc geo.Location
+	for i := range 200 {
+		client := netip.AddrFrom4([4]byte{198, 51, byte(i), 7})
+		want := set.Order[set.Pick(client, nil)[0]]
+		got, scope := ch.Pick(client, nil, &loc, nil)
+		if len(got) != 1 || got[0] != want || scope != 24 {
+			t.Fatalf("client %s: chain hash picked %v scope %d, consistent-hash %d", client, got, scope, want)
+		}
+	}
+}

@@ -21,14 +21,14 @@ func ExamplePrepare() {
 	client := netip.MustParseAddr("203.0.113.7")
 
 	// failover answers with every candidate of the best priority.
-	set := policy.Prepare(config.ModeFailover, "", cands, nil)
+	set := policy.Prepare(config.ModeFailover, cands, policy.Options{}, nil)
 	for _, i := range set.Pick(client, nil) {
 		fmt.Println("up:", cands[set.Order[i]].Addr)
 	}
 
 	// When both backends of priority 1 are down, they are no longer candidates: prepared again,
 	// the set answers with the standby.
-	set = policy.Prepare(config.ModeFailover, "", cands[:1], nil)
+	set = policy.Prepare(config.ModeFailover, cands[:1], policy.Options{}, nil)
 	for _, i := range set.Pick(client, nil) {
 		fmt.Println("priority 1 down:", cands[set.Order[i]].Addr)
 	}
@@ -47,7 +47,7 @@ func ExampleSet_Pick() {
 		{Addr: netip.MustParseAddr("192.0.2.3")},
 	}
 	var counter atomic.Uint64
-	set := policy.Prepare(config.ModeRoundRobin, "", cands, &counter)
+	set := policy.Prepare(config.ModeRoundRobin, cands, policy.Options{}, &counter)
 	var buf [1]int // queries pick into a buffer on their stack: Pick does not allocate
 	for range 4 {
 		for _, i := range set.Pick(netip.Addr{}, buf[:0]) {
@@ -67,7 +67,7 @@ func ExampleSet_Pick_weighted() {
 		{Weight: 3, Addr: netip.MustParseAddr("192.0.2.1")},
 		{Weight: 1, Addr: netip.MustParseAddr("192.0.2.2")},
 	}
-	set := policy.Prepare(config.ModeWeighted, "", cands, nil)
+	set := policy.Prepare(config.ModeWeighted, cands, policy.Options{}, nil)
 	counts := map[netip.Addr]int{}
 	for range 10000 {
 		for _, i := range set.Pick(netip.Addr{}, nil) {
@@ -87,11 +87,11 @@ func ExampleSet_Pick_ipHash() {
 		{Addr: netip.MustParseAddr("192.0.2.2")},
 		{Addr: netip.MustParseAddr("192.0.2.1")},
 	}
-	set := policy.Prepare(config.ModeIPHash, "", cands, nil)
+	set := policy.Prepare(config.ModeIPHash, cands, policy.Options{}, nil)
 	client := netip.MustParseAddr("203.0.113.7")
 	i := set.Pick(client, nil)[0]
 	fmt.Println(cands[set.Order[i]].Addr)
-	fmt.Println(policy.Rule(config.ModeIPHash, "", client, set.Len()))
+	fmt.Println(policy.Rule(config.ModeIPHash, policy.Options{}, client, set.Len()))
 	// Output:
 	// 192.0.2.1
 	// ip-hash (FNV-1a of 203.0.113.7 mod 2 = 0, in address order)

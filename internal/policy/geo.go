@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/meridian-gslb/meridian/internal/config"
@@ -16,6 +17,10 @@ type GeoCandidate struct {
 	// that Explain can tell why they were passed over.
 	Healthy  bool
 	Priority int // lower is better
+	// Weight and Share are as in Candidate. When the Weights of a table's candidates differ
+	// (0 or less counting as 1), a group of several answers with one of them, at random in
+	// proportion to Weight/Share, as weighted chooses.
+	Weight, Share int
 	// The backend's geographic fields, as in config.Backend. Empty strings and ASN 0 are unset.
 	Country, Subdivision, City, Continent, Location string
 	ASN                                             uint32
@@ -35,6 +40,8 @@ type GeoTable struct {
 	constant bool
 	// has holds the fields set by at least one healthy candidate.
 	has fields
+	// weighted is set when the candidates' weights differ: a step's group answers with one.
+	weighted bool
 }
 
 // prepared is a candidate with what the distance computation needs.
@@ -43,6 +50,8 @@ type prepared struct {
 	latRad, lonRad, cosLat float64
 	// site numbers the distinct coordinates: candidates at the same place share it.
 	site int
+	// weight is the candidate's weight as weighted mode scales it.
+	weight uint64
 }
 
 // fields is a set of candidate fields.
@@ -75,6 +84,8 @@ func PrepareGeo(mode config.Mode, cands []GeoCandidate) *GeoTable {
 	for i, c := range cands {
 		p := &t.cands[i]
 		p.GeoCandidate = c
+		p.weight = scaledWeight(c.Weight, c.Share)
+		t.weighted = t.weighted || max(c.Weight, 1) != max(cands[0].Weight, 1)
 		if c.HasCoords {
 			p.latRad, p.lonRad = c.Lat*degToRad, c.Lon*degToRad
 			p.cosLat = math.Cos(p.latRad)
@@ -164,6 +175,37 @@ type run struct {
 
 // run appends the selection to dst and returns it.
 func (r *run) run(dst []int) []int {
+	start := len(dst)
+	return r.weigh(r.choose(dst), start)
+}
+
+// weigh keeps one of the candidates chosen at dst[start:], at random in proportion to weight,
+// when the table is weighted and there are several.
+func (r *run) weigh(dst []int, start int) []int {
+	group := dst[start:]
+	if !r.t.weighted || len(group) < 2 {
+		return dst
+	}
+	var sum uint64
+	for _, i := range group {
+		sum += r.t.cands[i].weight
+	}
+	x, chosen := rand.Uint64N(sum), group[len(group)-1]
+	for _, i := range group {
+		if w := r.t.cands[i].weight; x >= w {
+			x -= w
+		} else {
+			chosen = i
+			break
+		}
+	}
+	dst = append(dst[:start], chosen)
+	r.record(stageWeight, srcNone, dst[start:], "one of the group, at random in proportion to weight")
+	return dst
+}
+
+// choose appends the candidates of the step that decides to dst and returns it.
+func (r *run) choose(dst []int) []int {
 	t := r.t
 	switch {
 	case t.healthy == 0:

@@ -28,12 +28,14 @@ const (
 	stageASN
 	stageLocation // the location map
 	stageFailover
+	stageWeight // one of the group by weight
 )
 
 var stageNames = [...]string{
 	stageAll: "all", stageHealth: "health", stageSame: "same answer", stageNearest: "nearest",
 	stageHierarchy: "lookup", stageCity: "city", stageSubdivision: "subdivision", stageCountry: "country",
 	stageContinent: "continent", stageASN: "asn", stageLocation: "location", stageFailover: "failover",
+	stageWeight: "weight",
 }
 
 // String returns the stage's name as explanations print it.
@@ -53,8 +55,9 @@ type GeoExplanation struct {
 // GeoStep is one step of a selection.
 type GeoStep struct {
 	// Stage is the step: "nearest", "city", "subdivision", "country", "continent", "asn",
-	// "location", "failover"; "lookup" for a database as a whole; "health" when no candidate is
-	// healthy; "same answer" when the healthy candidates cannot be told apart.
+	// "location", "failover", "weight" (one of the group by weight); "lookup" for a database as
+	// a whole; "health" when no candidate is healthy; "same answer" when the healthy candidates
+	// cannot be told apart.
 	Stage string
 	// Source is the data source read ("city database", ...), empty for none.
 	Source string

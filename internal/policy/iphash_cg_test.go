@@ -58,8 +58,8 @@ func TestIPHashTextOrderGivesEveryClientCoreDNSGSLBsBackend(t *testing.T) {
 	for _, tc := range sets {
 		t.Run(tc.name, func(t *testing.T) {
 			cands := written(tc.backends...)
-			text := Prepare(config.ModeIPHash, config.HashOrderText, cands, nil)
-			byValue := Prepare(config.ModeIPHash, config.HashOrderAddress, cands, nil)
+			text := Prepare(config.ModeIPHash, cands, Options{HashOrder: config.HashOrderText}, nil)
+			byValue := Prepare(config.ModeIPHash, cands, Options{HashOrder: config.HashOrderAddress}, nil)
 			moved := 0
 			for _, c := range clients {
 				client := netip.MustParseAddr(c)
@@ -87,7 +87,7 @@ func TestRuleNamesTheHashOrder(t *testing.T) {
 		config.HashOrderAddress: "in address order",
 		config.HashOrderText:    "in text order",
 	} {
-		if got := Rule(config.ModeIPHash, order, client, 2); !strings.HasSuffix(got, want+")") {
+		if got := Rule(config.ModeIPHash, Options{HashOrder: order}, client, 2); !strings.HasSuffix(got, want+")") {
 			t.Errorf("Rule with order %q = %q, want it to end %q", order, got, want+")")
 		}
 	}

@@ -51,10 +51,17 @@ type Set struct {
 	mode config.Mode
 	// Order maps a set index to the index of the candidate given to Prepare.
 	Order []int
-	// bestGroup is the number of leading candidates that share the best priority (failover).
-	bestGroup int
+	// groupStart and groupEnd bound the priority group failover answers with (see
+	// Options.MinHealthy).
+	groupStart, groupEnd int
 	// cumWeights are the running sums of the candidates' weights (weighted).
 	cumWeights []uint64
+	// hashPrefix, ids and weights are consistent-hash's: the client prefix, and by set index
+	// the hash of each candidate's identity and its weight (see RendezvousPick).
+	hashPrefix   config.HashPrefix
+	ids          []uint64
+	weights      []float64
+	equalWeights bool
 	// next is the rotation counter of roundrobin; shared by the sets of one record so that a
 	// health change does not restart the rotation.
 	next *atomic.Uint64
@@ -63,19 +70,38 @@ type Set struct {
 // Len returns the number of candidates in the set.
 func (s *Set) Len() int { return len(s.Order) }
 
-// Prepare orders candidates for mode and precomputes what Pick needs. order is ip-hash's order
-// of the candidates (the zero value is config.HashOrderAddress); other modes ignore it. counter
-// is the record's rotation counter (roundrobin); it may be nil for other modes.
-func Prepare(mode config.Mode, order config.HashOrder, cands []Candidate, counter *atomic.Uint64) *Set {
+// Options are the settings of a record that Prepare reads besides its mode. The zero value
+// suits every mode but consistent-hash, whose prefix it sets to /0.
+type Options struct {
+	// HashOrder is ip-hash's order of the candidates (the zero value is
+	// config.HashOrderAddress).
+	HashOrder config.HashOrder
+	// HashPrefix is the client prefix consistent-hash hashes.
+	HashPrefix config.HashPrefix
+	// MinHealthy is how many candidates a priority group of failover needs: a group with
+	// fewer counts as down, and the next one answers. When no group has that many, the best
+	// group answers. 0 counts as 1.
+	MinHealthy int
+}
+
+// OptionsOf returns the Options a record's configuration sets.
+func OptionsOf(rec *config.Record) Options {
+	return Options{HashOrder: rec.HashOrder, HashPrefix: rec.HashPrefix, MinHealthy: rec.MinHealthy}
+}
+
+// Prepare orders candidates for mode and precomputes what Pick needs, with the record's
+// settings o (each mode reads its own). counter is the record's rotation counter (roundrobin);
+// it may be nil for other modes.
+func Prepare(mode config.Mode, cands []Candidate, o Options, counter *atomic.Uint64) *Set {
 	s := &Set{mode: mode, Order: make([]int, len(cands)), next: counter}
 	for i := range s.Order {
 		s.Order[i] = i
 	}
 	switch {
-	case mode == config.ModeIPHash && order == config.HashOrderText:
+	case mode == config.ModeIPHash && o.HashOrder == config.HashOrderText:
 		// CoreDNS-GSLB's order: the addresses as written, compared as bytes.
 		slices.SortStableFunc(s.Order, func(a, b int) int { return cmp.Compare(cands[a].Host, cands[b].Host) })
-	case mode == config.ModeIPHash:
+	case mode == config.ModeIPHash || mode == config.ModeConsistentHash:
 		// A deterministic order that does not depend on the configuration's order.
 		slices.SortStableFunc(s.Order, func(a, b int) int { return compareAddress(cands[a], cands[b]) })
 	case mode == config.ModeRoundRobin || mode == config.ModeRandom || mode == config.ModeWeighted:
@@ -83,26 +109,32 @@ func Prepare(mode config.Mode, order config.HashOrder, cands []Candidate, counte
 	default:
 		// failover, and the geo modes' final fallback: best priority first, ties in config order.
 		slices.SortStableFunc(s.Order, func(a, b int) int { return cmp.Compare(cands[a].Priority, cands[b].Priority) })
+		s.groupStart, s.groupEnd = serveGroup(cands, s.Order, o.MinHealthy)
 	}
-	if n := len(s.Order); n > 0 {
-		best := cands[s.Order[0]].Priority
-		for s.bestGroup < n && cands[s.Order[s.bestGroup]].Priority == best {
-			s.bestGroup++
-		}
-	}
-	if mode == config.ModeWeighted {
+	switch mode {
+	case config.ModeWeighted:
 		s.cumWeights = make([]uint64, len(s.Order))
 		var sum uint64
 		for i, idx := range s.Order {
-			w := cands[idx].Weight
-			if w <= 0 {
-				w = 1
-			}
-			sum += uint64(w) * shareScale / uint64(max(cands[idx].Share, 1))
+			sum += scaledWeight(cands[idx].Weight, cands[idx].Share)
 			s.cumWeights[i] = sum
 		}
+	case config.ModeConsistentHash:
+		s.hashPrefix = o.HashPrefix
+		s.ids = make([]uint64, len(s.Order))
+		s.weights = make([]float64, len(s.Order))
+		for i, idx := range s.Order {
+			s.ids[i], s.weights[i] = identityKey(&cands[idx]), rendezvousWeight(&cands[idx])
+		}
+		s.equalWeights = !slices.ContainsFunc(s.weights, func(w float64) bool { return w != s.weights[0] })
 	}
 	return s
+}
+
+// scaledWeight is weighted's weight of a candidate: weight (1 for 0 or less) times shareScale,
+// divided by share.
+func scaledWeight(weight, share int) uint64 {
+	return uint64(max(weight, 1)) * shareScale / uint64(max(share, 1))
 }
 
 func compareAddress(a, b Candidate) int {
@@ -126,7 +158,24 @@ func IsGeo(mode config.Mode) bool {
 // DependsOnClient reports whether the mode's answer varies with the client address, which
 // decides the EDNS Client Subnet scope of the reply.
 func DependsOnClient(mode config.Mode) bool {
-	return mode == config.ModeIPHash
+	return mode == config.ModeIPHash || mode == config.ModeConsistentHash
+}
+
+// Scope returns how many leading bits of client the set's answer depends on, the EDNS Client
+// Subnet scope of the reply: 0 for the modes that do not depend on the client, the hash prefix
+// for consistent-hash (see HashBits; 96 more for an IPv4-mapped IPv6 client), and the whole
+// address for ip-hash.
+func (s *Set) Scope(client netip.Addr) int {
+	switch s.mode {
+	case config.ModeIPHash:
+		return client.BitLen()
+	case config.ModeConsistentHash:
+		if client.Is4In6() {
+			return 96 + HashBits(s.hashPrefix, client) // the mapping's leading bits count
+		}
+		return HashBits(s.hashPrefix, client)
+	}
+	return 0
 }
 
 // Pick appends to dst the set indexes chosen for a query from client and returns dst.
@@ -161,8 +210,10 @@ func (s *Set) Pick(client netip.Addr, dst []int) []int {
 		return append(dst, i)
 	case config.ModeIPHash:
 		return append(dst, int(HashAddr(client)%uint32(n)))
+	case config.ModeConsistentHash:
+		return append(dst, s.rendezvous(client))
 	default:
-		for i := range s.bestGroup {
+		for i := s.groupStart; i < s.groupEnd; i++ {
 			dst = append(dst, i)
 		}
 		return dst
@@ -188,9 +239,9 @@ func HashAddr(a netip.Addr) uint32 {
 }
 
 // Rule says in a few words how mode picks among n healthy candidates of a Set for client, as
-// explanations print it; order is ip-hash's, as given to Prepare. The geo modes explain
-// themselves step by step: see GeoTable.Explain.
-func Rule(mode config.Mode, order config.HashOrder, client netip.Addr, n int) string {
+// explanations print it; o are the options given to Prepare. The geo modes explain themselves
+// step by step: see GeoTable.Explain.
+func Rule(mode config.Mode, o Options, client netip.Addr, n int) string {
 	switch mode {
 	case config.ModeRoundRobin:
 		return "roundrobin (one in turn)"
@@ -200,10 +251,19 @@ func Rule(mode config.Mode, order config.HashOrder, client netip.Addr, n int) st
 		return "weighted (one at random, in proportion to weight)"
 	case config.ModeIPHash:
 		by := "address"
-		if order == config.HashOrderText {
+		if o.HashOrder == config.HashOrderText {
 			by = "text"
 		}
 		return fmt.Sprintf("ip-hash (FNV-1a of %s mod %d = %d, in %s order)", client, n, HashAddr(client)%uint32(max(n, 1)), by)
+	case config.ModeConsistentHash:
+		network := "no network (no client address)"
+		if pfx, err := client.Unmap().Prefix(HashBits(o.HashPrefix, client)); err == nil {
+			network = pfx.String()
+		}
+		return fmt.Sprintf("consistent-hash (the highest weighted rendezvous score for %s, by backend address)", network)
+	}
+	if o.MinHealthy > 1 {
+		return fmt.Sprintf("failover (every backend of the best priority with at least %d healthy, else of the best priority)", o.MinHealthy)
 	}
 	return "failover (every backend of the best priority)"
 }

@@ -55,7 +55,7 @@ func TestFailoverReturnsBestPriorityGroup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := Prepare(config.ModeFailover, "", tt.cands, nil)
+			s := Prepare(config.ModeFailover, tt.cands, Options{}, nil)
 			if got := picked(s, tt.cands, netip.Addr{}); !slices.Equal(got, tt.want) {
 				t.Fatalf("picked %v, want %v", got, tt.want)
 			}
@@ -66,7 +66,7 @@ func TestFailoverReturnsBestPriorityGroup(t *testing.T) {
 func TestRoundRobinRotatesAndSurvivesHealthChanges(t *testing.T) {
 	var counter atomic.Uint64
 	three := addrs("10.0.0.1", "10.0.0.2", "10.0.0.3")
-	s := Prepare(config.ModeRoundRobin, "", three, &counter)
+	s := Prepare(config.ModeRoundRobin, three, Options{}, &counter)
 	var got []string
 	for range 6 {
 		got = append(got, picked(s, three, netip.Addr{})...)
@@ -77,7 +77,7 @@ func TestRoundRobinRotatesAndSurvivesHealthChanges(t *testing.T) {
 	}
 	// A backend goes down: the shared counter keeps turning, every remaining backend is served.
 	two := addrs("10.0.0.1", "10.0.0.3")
-	s = Prepare(config.ModeRoundRobin, "", two, &counter)
+	s = Prepare(config.ModeRoundRobin, two, Options{}, &counter)
 	seen := map[string]int{}
 	for range 10 {
 		seen[picked(s, two, netip.Addr{})[0]]++
@@ -89,7 +89,7 @@ func TestRoundRobinRotatesAndSurvivesHealthChanges(t *testing.T) {
 
 func TestRandomReturnsEveryCandidateShuffled(t *testing.T) {
 	cands := addrs("10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4")
-	s := Prepare(config.ModeRandom, "", cands, nil)
+	s := Prepare(config.ModeRandom, cands, Options{}, nil)
 	firsts := map[string]bool{}
 	for range 200 {
 		got := picked(s, cands, netip.Addr{})
@@ -112,7 +112,7 @@ func TestWeightedFollowsWeights(t *testing.T) {
 		{Weight: 0, Addr: netip.MustParseAddr("10.0.0.3")},  // counts as 1
 		{Weight: -5, Addr: netip.MustParseAddr("10.0.0.4")}, // counts as 1
 	}
-	s := Prepare(config.ModeWeighted, "", cands, nil)
+	s := Prepare(config.ModeWeighted, cands, Options{}, nil)
 	const n = 60000
 	counts := map[string]int{}
 	for range n {
@@ -134,8 +134,8 @@ func TestWeightedFollowsWeights(t *testing.T) {
 func TestIPHashIsStableAndIndependentOfConfigOrder(t *testing.T) {
 	a := addrs("10.0.0.3", "10.0.0.1", "2001:db8::1", "10.0.0.2")
 	b := addrs("10.0.0.2", "2001:db8::1", "10.0.0.1", "10.0.0.3")
-	sa := Prepare(config.ModeIPHash, "", a, nil)
-	sb := Prepare(config.ModeIPHash, "", b, nil)
+	sa := Prepare(config.ModeIPHash, a, Options{}, nil)
+	sb := Prepare(config.ModeIPHash, b, Options{}, nil)
 	spread := map[string]bool{}
 	for i := range 64 {
 		client := netip.AddrFrom4([4]byte{192, 0, 2, byte(i)})
@@ -172,12 +172,28 @@ func BenchmarkPick(b *testing.B) {
 	client := netip.MustParseAddr("192.0.2.7")
 	for _, mode := range config.Modes {
 		var counter atomic.Uint64
-		s := Prepare(mode, "", cands, &counter)
+		s := Prepare(mode, cands, Options{HashPrefix: hashPrefix}, &counter)
 		b.Run(string(mode), func(b *testing.B) {
 			var buf [8]int
 			b.ReportAllocs()
 			for b.Loop() {
 				_ = s.Pick(client, buf[:0])
+			}
+		})
+	}
+}
+
+// BenchmarkRendezvousPick is consistent-hash's core over a subset of eight candidates, as a
+// step of another mode calls it, hashing the identities per call.
+func BenchmarkRendezvousPick(b *testing.B) {
+	cands := weighted(1, 2, 3, 4, 5, 6, 7, 8)
+	idx := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	for _, c := range []string{"192.0.2.7", "2001:db8::7"} {
+		client := netip.MustParseAddr(c)
+		b.Run(c, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = RendezvousPick(cands, idx, client, hashPrefix)
 			}
 		})
 	}
