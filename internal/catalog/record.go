@@ -49,10 +49,10 @@ type Record struct {
 	// probe records nobody asks for less often.
 	Queried atomic.Bool
 
-	counter   atomic.Uint64 // roundrobin rotation, kept across health changes
+	counter atomic.Uint64 // roundrobin rotation, kept across health changes
 	// lastGood is, per family, the backends that were healthy the last time any was (the
 	// last-known-good fallback); Refresh keeps it, under refreshMu.
-	lastGood [2][]*Backend
+	lastGood  [2][]*Backend
 	view      atomic.Pointer[View]
 	refreshMu sync.Mutex // serialises writers of view; never taken by queries
 

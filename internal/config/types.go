@@ -214,7 +214,7 @@ type Record struct {
 	MaxAnswers   int
 	RTTTolerance Tolerance
 	MaxLoad      float64
-	Backends  []Backend
+	Backends     []Backend
 	// Discovery, when set, is where more backends of the record are read from at run time.
 	Discovery *Discovery
 	// SplitBrainThreshold, when not 0, is how long the other sites' backends of this record
