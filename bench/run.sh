@@ -20,28 +20,39 @@
 # answers site b's address for a sample of names before measuring. Site a keeps reading site b
 # every second during the runs. The budget is gslb >= 0.95x file, as without --sites.
 #
-# Usage: bench/run.sh [--quick] [--geo | --sites]
+# With --mode MODE, every gslb name is a record of MODE (two backends) instead of the mix: a
+# chain is [priority, rtt, load, hash] with max_answers 1 over two backends of one priority,
+# so that each query runs the hash step. The budget for one mode is gslb >= 0.9x file.
+#
+# Usage: bench/run.sh [--quick] [--geo | --sites | --mode MODE]
 # Environment: see bench/README.md.
 set -euo pipefail
 
 usage() {
-	echo "usage: $0 [--quick] [--geo | --sites]" >&2
+	echo "usage: $0 [--quick] [--geo | --sites | --mode MODE]" >&2
 	exit 2
 }
 
 QUICK=0
 GEO=0
 SITES=0
-for arg in "$@"; do
-	case "$arg" in
+MODE=""
+while (($#)); do
+	case "$1" in
 	--quick) QUICK=1 ;;
 	--geo) GEO=1 ;;
 	--sites) SITES=1 ;;
+	--mode)
+		MODE="${2:-}"
+		[[ -n "$MODE" ]] || usage
+		shift
+		;;
 	-h | --help) usage ;;
 	*) usage ;;
 	esac
+	shift
 done
-((GEO && SITES)) && usage
+((GEO + SITES + (${#MODE} > 0) > 1)) && usage
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NAMES="${NAMES:-1000}"
@@ -57,6 +68,7 @@ THREADS="${THREADS:-1}"          # -T: dnsperf threads
 OUTSTANDING="${OUTSTANDING:-200}" # -q: queries in flight
 DEFAULT_TARGET=0.95
 ((GEO)) && DEFAULT_TARGET=0.9
+[[ -n "$MODE" ]] && DEFAULT_TARGET=0.9
 TARGET="${TARGET:-$DEFAULT_TARGET}" # gslb/file ratio to reach
 # --geo: the client subnet of every query (ECS option 8: family 1, /24, scope 0, 198.18.0).
 GEO_SUBNET=198.18.0.0/24
@@ -150,7 +162,8 @@ PORT_PEER="${PORT_PEER:-$(pick_port "$PORT_FILE")}" # used with --sites only
 
 # Names: n00001.bench.test. ... Most are failover (2 backends, priority 1 wins: no health
 # checks, so the priority-1 backend is up). Every 50th is roundrobin, every 50th+25 is
-# ip-hash and every 50th+12 consistent-hash, all with 2 backends; the file zone holds one A
+# ip-hash, every 50th+12 consistent-hash and every 50th+37 a chain (as --mode chain's), all
+# with 2 backends; the file zone holds one A
 # record for every name, the priority-1 (or first) address, so both listeners answer one A
 # record per query. With
 # --sites every name is failover, the priority-1 backend site b's, the priority-2 site a's.
@@ -195,14 +208,22 @@ EOF
 			continue
 		fi
 		mode=failover
-		if ((i % 50 == 0)); then
+		if [[ -n "$MODE" ]]; then
+			mode=$MODE
+		elif ((i % 50 == 0)); then
 			mode=roundrobin
 		elif ((i % 50 == 25)); then
 			mode=ip-hash
 		elif ((i % 50 == 12)); then
 			mode=consistent-hash
+		elif ((i % 50 == 37)); then
+			mode=chain
 		fi
-		printf '  n%05d.bench.test.:\n    mode: %s\n    record_ttl: %d\n    backends:\n' "$i" "$mode" "$TTL"
+		printf '  n%05d.bench.test.:\n    mode: %s\n    record_ttl: %d\n' "$i" "$mode" "$TTL"
+		if [[ "$mode" == chain ]]; then
+			printf '    chain: [priority, rtt, load, hash]\n    max_answers: 1\n'
+		fi
+		printf '    backends:\n'
 		if [[ "$mode" == failover ]]; then
 			printf '      - {address: %s, priority: 1}\n      - {address: %s, priority: 2}\n' \
 				"$(addr "$i" 1)" "$(addr "$i" 2)"
@@ -346,7 +367,7 @@ until start_server; do
 done
 # Spot-check that both listeners agree on a sample of failover names.
 for i in 2 3 $((NAMES / 2)) "$NAMES"; do
-	((i >= 1 && i <= NAMES && (GEO || i % 25 != 0))) || continue
+	((i >= 1 && i <= NAMES && (GEO || i % 25 != 0) && (i % 50 != 12) && (i % 50 != 37))) && [[ -z "$MODE" || "$MODE" == failover ]] || continue
 	n="$(printf 'n%05d.bench.test.' "$i")"
 	want="$(addr "$i" 1)"
 	g="$(probe "$PORT_GSLB" "$n")"
@@ -440,9 +461,10 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) 
 mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.2f\n", s / NR }'; }
 
 echo
-KIND="mixed failover/roundrobin/ip-hash/consistent-hash"
+KIND="mixed failover/roundrobin/ip-hash/consistent-hash/chain"
 ((GEO)) && KIND="geoip with ECS $GEO_SUBNET"
 ((SITES)) && KIND="failover, priority 1 at site b, read every $PEER_INTERVAL"
+[[ -n "$MODE" ]] && KIND="every name $MODE"
 echo "Meridian gslb vs CoreDNS file: $NAMES names ($KIND), $ROUNDS x ${DURATION}s, dnsperf -c $CLIENTS -T $THREADS -q $OUTSTANDING"
 echo
 echo "| round | gslb qps | file qps | gslb/file | gslb us CPU/q | file us CPU/q | dnsperf CPU % (gslb/file) |"
