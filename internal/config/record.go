@@ -11,7 +11,7 @@ import (
 )
 
 // recordKeys are the keys of a record; all but backends may also be set under defaults.
-var recordKeys = []string{"mode", "record_ttl", "owner", "description", "scrape_interval", "scrape_timeout",
+var recordKeys = []string{"mode", "record_ttl", "degraded_ttl", "drain_ttl", "failover_target", "owner", "description", "scrape_interval", "scrape_timeout",
 	"scrape_retries", "fallback_policy", "alpn", "hash_order", "discovery", "kubernetes", "backends"}
 
 // defaultKeys are the record keys that defaults may set: all but discovery, kubernetes and
@@ -59,6 +59,9 @@ func (o opt[T]) or(def T) T {
 type recordOpts struct {
 	mode               opt[Mode]
 	ttl                opt[uint32]
+	degradedTTL        opt[uint32]
+	drainTTL           opt[uint32]
+	failoverTarget     opt[time.Duration]
 	owner, description opt[string]
 	interval, timeout  opt[time.Duration]
 	retries            opt[int]
@@ -71,6 +74,9 @@ type recordOpts struct {
 func (o *recordOpts) inherit(d recordOpts) {
 	o.mode.inherit(d.mode)
 	o.ttl.inherit(d.ttl)
+	o.degradedTTL.inherit(d.degradedTTL)
+	o.drainTTL.inherit(d.drainTTL)
+	o.failoverTarget.inherit(d.failoverTarget)
 	o.owner.inherit(d.owner)
 	o.description.inherit(d.description)
 	o.interval.inherit(d.interval)
@@ -108,6 +114,18 @@ func (p *parser) opt(o *recordOpts, e entry, path string) bool {
 	case "record_ttl":
 		if v, ok := p.integer(e.v, kpath, 0, math.MaxInt32); ok {
 			o.ttl.put(uint32(v), pos, kpath)
+		}
+	case "degraded_ttl":
+		if v, ok := p.integer(e.v, kpath, 0, math.MaxInt32); ok {
+			o.degradedTTL.put(uint32(v), pos, kpath)
+		}
+	case "drain_ttl":
+		if v, ok := p.integer(e.v, kpath, 0, math.MaxInt32); ok {
+			o.drainTTL.put(uint32(v), pos, kpath)
+		}
+	case "failover_target":
+		if d, ok := p.duration(e.v, kpath); ok {
+			o.failoverTarget.put(d, pos, kpath)
 		}
 	case "owner":
 		if s, ok := p.str(e.v, kpath); ok {
@@ -205,6 +223,31 @@ func (p *parser) scrapeTimes(o *recordOpts) (time.Duration, time.Duration) {
 	return interval, timeout
 }
 
+// lowTTLs checks degraded_ttl and drain_ttl against the record's record_ttl ttl, where they
+// are written (the record, or defaults), and returns them as Record holds them: nil when not
+// set.
+func (p *parser) lowTTLs(o *recordOpts, ttl uint32) (degraded, drain *uint32) {
+	for _, t := range []struct {
+		o    opt[uint32]
+		key  string
+		dst  **uint32
+		note string
+	}{
+		{o.degradedTTL, "degraded_ttl", &degraded, ": a degraded answer must not be cached longer than a healthy one"},
+		{o.drainTTL, "drain_ttl", &drain, ""},
+	} {
+		if !t.o.set {
+			continue
+		}
+		if t.o.v > ttl {
+			p.ErrorAt(t.o.pos, t.o.path, "%s %d is above record_ttl %d%s", t.key, t.o.v, ttl, t.note)
+		}
+		v := t.o.v
+		*t.dst = &v
+	}
+	return degraded, drain
+}
+
 // defaults parses the defaults mapping: record settings merged under every record.
 func (p *parser) defaults(n *yaml.Node) recordOpts {
 	const path = "defaults"
@@ -279,6 +322,8 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 		ALPN:          o.alpn.or(nil),
 		HashOrder:     o.hashOrder.or(HashOrderAddress),
 	}
+	rec.DegradedTTL, rec.DrainTTL = p.lowTTLs(&o, rec.TTL)
+	rec.FailoverTarget = o.failoverTarget.or(0)
 	if o.hashOrder.set && !o.hashOrder.inherited && rec.Mode != ModeIPHash {
 		p.ErrorAt(o.hashOrder.pos, o.hashOrder.path, "hash_order only applies with mode ip-hash, not %s", rec.Mode)
 	}
