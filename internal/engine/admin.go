@@ -167,14 +167,19 @@ func (e *Engine) AnswerOptions() answer.Options {
 		PeerKey: e.opts.Sites.TSIG != nil}
 }
 
-// CatalogOverrides turns the override store's list into the engine's overrides: disable and
-// drain take a backend out, enable puts it in.
-func CatalogOverrides(list []overlay.Override) map[string]catalog.Override {
+// CatalogOverrides turns the override store's list into the engine's overrides at now:
+// disable and drain take a backend out, enable puts it in, force-up serves it as healthy. A
+// drain that has not started is left out (see DrainStarts).
+func CatalogOverrides(list []overlay.Override, now time.Time) map[string]catalog.Override {
 	m := make(map[string]catalog.Override, len(list))
 	for _, o := range list {
-		if o.Action.Disables() {
+		switch {
+		case o.Pending(now):
+		case o.Action.Disables():
 			m[o.Key] = catalog.ForceDisable
-		} else {
+		case o.Action == overlay.ForceUp:
+			m[o.Key] = catalog.ForceUp
+		default:
 			m[o.Key] = catalog.ForceEnable
 		}
 	}
