@@ -40,6 +40,8 @@ func (e *Engine) Status() []admin.Zone {
 		if st, ok := discovered[r.Name]; ok {
 			rec.Discovery = adminDiscovery(st)
 		}
+		rec.TTL, rec.TTLReason = recordTTL(v)
+		rec.FailoverBudget = adminBudget(RecordFailoverBudget(r.Config, e.opts))
 		for _, b := range r.Backends {
 			ab := adminBackend(b, details, votes[b.Key])
 			if ab.Healthy {
@@ -50,6 +52,23 @@ func (e *Engine) Status() []admin.Zone {
 		zones[i].Records = append(zones[i].Records, rec)
 	}
 	return zones
+}
+
+// recordTTL returns the lowest TTL of the families v serves, and why.
+func recordTTL(v *catalog.View) (uint32, string) {
+	ttl, why, found := uint32(0), "", false
+	for f := catalog.IPv4; f <= catalog.IPv6; f++ {
+		if v.Configured[f] && (!found || v.TTL[f] < ttl) {
+			ttl, why, found = v.TTL[f], string(v.TTLReason[f]), true
+		}
+	}
+	return ttl, why
+}
+
+// adminBudget returns a failover budget as the admin API shows it.
+func adminBudget(b FailoverBudget) admin.FailoverBudget {
+	return admin.FailoverBudget{Target: admin.Millis(b.Target), Worst: admin.Millis(b.Worst), Unbounded: b.Never != "",
+		Holds: b.Holds(), Dominant: b.Dominant().Name, Text: b.String()}
 }
 
 func adminBackend(b *catalog.Backend, details map[string]health.Details, votes []health.Vote) admin.Backend {
