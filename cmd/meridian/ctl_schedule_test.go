@@ -82,3 +82,22 @@ func TestParseAt(t *testing.T) {
 		t.Error("parseAt(soon) succeeded")
 	}
 }
+
+// FuzzParseAt: parseAt never panics, and a time it accepts is the same instant when given
+// back in RFC 3339.
+func FuzzParseAt(f *testing.F) {
+	for _, s := range []string{"2030-01-02T10:00:00Z", "2030-01-03 10:00", "10:00", "10:00:30", "", "25:00", "2030-02-30 10:00"} {
+		f.Add(s)
+	}
+	now := time.Date(2030, 1, 2, 9, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseAt(s, now)
+		if err != nil {
+			return
+		}
+		again, err := parseAt(got.Format(time.RFC3339), now)
+		if err != nil || !again.Equal(got.Truncate(time.Second)) {
+			t.Fatalf("parseAt(%q) = %v, and back %v, %v", s, got, again, err)
+		}
+	})
+}
