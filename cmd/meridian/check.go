@@ -35,6 +35,13 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if len(errs) > 0 {
 		return reportErrors(stderr, *conf, errs)
 	}
+	held, missed := failoverTargets(blocks)
+	for _, l := range missed {
+		fmt.Fprintln(stderr, "warning:", l)
+	}
+	for _, l := range held {
+		fmt.Fprintln(stdout, l)
+	}
 	if *compatible {
 		var diffs []compat.Difference
 		for _, b := range blocks {
@@ -50,6 +57,30 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: OK\n", *conf)
 	return 0
+}
+
+// failoverTargets checks the failover_target of every record of blocks that sets one
+// (engine.RecordFailoverBudget), and returns a line for each: those that hold, and those
+// that do not (warnings: the configuration loads, the target is the operator's goal).
+func failoverTargets(blocks []checkedBlock) (held, missed []string) {
+	for _, b := range blocks {
+		for _, z := range b.zones {
+			for i := range z.Records {
+				rec := &z.Records[i]
+				if rec.FailoverTarget == 0 {
+					continue
+				}
+				budget := engine.RecordFailoverBudget(rec, b.compat.Options)
+				line := fmt.Sprintf("%s: %s failover_target: %s", rec.Pos, rec.Name, budget)
+				if budget.Holds() {
+					held = append(held, line)
+				} else {
+					missed = append(missed, line)
+				}
+			}
+		}
+	}
+	return held, missed
 }
 
 // reportErrors prints errs, one a line, and their count for file, and returns exit code 1.

@@ -32,7 +32,10 @@ Commands:
   status   [selector] [-state up|down|unknown]      list backends, their health and overrides
   enable   selector [-for DURATION] [-reason TEXT]  serve the backends, even if the YAML disables them
   disable  selector [-for DURATION] [-reason TEXT]  take the backends out of every answer
-  drain    selector [-for DURATION] [-reason TEXT]  disable for maintenance, usually with -for
+  drain    selector [-for DURATION] [-reason TEXT]  disable for maintenance, usually with -for;
+           [-at TIME | -in DURATION]                scheduled: served until then, with drain_ttl
+                                                    from one record_ttl before (-for counts from then)
+  force-up selector [-for DURATION] [-reason TEXT]  serve as healthy whatever the probes say
   clear    selector                                 remove the overrides: the YAML decides again
   explain  NAME [-type A] [-client IP] [-ecs PREFIX] [-down SEL] [-drained SEL]
                     the answer to a query, and how it was chosen; -down and -drained (a
@@ -73,7 +76,7 @@ func ctlCommandNamed(name string) ctlCommand {
 	switch name {
 	case "status":
 		return ctlStatus
-	case "enable", "disable", "drain", "clear":
+	case "enable", "disable", "drain", "force-up", "clear":
 		return ctlAction(overlay.Action(name))
 	case "explain":
 		return ctlExplain
@@ -311,12 +314,27 @@ func ctlAction(action overlay.Action) ctlCommand {
 		var req admin.ActionRequest
 		addSelectorFlags(fs, &req.Selector)
 		if action != overlay.Clear {
-			fs.StringVar(&req.Duration, "for", "", "how long the override lasts (30m, 2h); for ever when left out")
+			fs.StringVar(&req.Duration, "for", "", "how long the override lasts (30m, 2h), from its start; for ever when left out")
 			fs.StringVar(&req.Reason, "reason", "", "a note kept with the override")
+		}
+		var at string
+		if action == overlay.Drain {
+			fs.StringVar(&at, "at", "", "start the drain at TIME: RFC 3339, or local \"2006-01-02 15:04[:05]\" or \"15:04[:05]\" (today)")
+			fs.StringVar(&req.StartsIn, "in", "", "start the drain after DURATION (10m)")
 		}
 		return func(ctx context.Context, c *admin.Client, args []string) (any, error) {
 			if err := noArgs(args); err != nil {
 				return nil, err
+			}
+			if at != "" {
+				if req.StartsIn != "" {
+					return nil, fmt.Errorf("%w: give -at or -in, not both", errUsage)
+				}
+				t, err := parseAt(at, time.Now())
+				if err != nil {
+					return nil, fmt.Errorf("%w: -at: %v", errUsage, err)
+				}
+				req.Starts = t
 			}
 			res, err := c.Act(ctx, action, req)
 			if err != nil {
@@ -325,6 +343,26 @@ func ctlAction(action overlay.Action) ctlCommand {
 			return res, nil
 		}
 	}
+}
+
+// parseAt parses the -at time of a scheduled drain: RFC 3339, or a local date and time, or a
+// local time of today's date (now's).
+func parseAt(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04:05", "2006-01-02T15:04"} {
+		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
+			return t, nil
+		}
+	}
+	for _, layout := range []string{"15:04:05", "15:04"} {
+		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
+			y, m, d := now.Date()
+			return time.Date(y, m, d, t.Hour(), t.Minute(), t.Second(), 0, now.Location()), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not RFC 3339 (2030-01-02T10:00:00Z), a local \"2006-01-02 15:04\" or \"15:04\"", s)
 }
 
 func ctlExplain(fs *flag.FlagSet) ctlRun {
@@ -429,8 +467,11 @@ func printAction(w io.Writer, res admin.ActionResult) {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", t.Record, hostPort(t.Address, t.Port), t.Key)
 	}
 	until := ""
+	if !res.Starts.IsZero() {
+		until = " from " + res.Starts.Local().Format(time.RFC3339)
+	}
 	if !res.Expires.IsZero() {
-		until = " until " + res.Expires.Local().Format(time.RFC3339)
+		until += " until " + res.Expires.Local().Format(time.RFC3339)
 	}
 	fmt.Fprintf(w, "%s: %d backends%s\n", res.Action, len(res.Backends), until)
 }
@@ -472,10 +513,14 @@ func overrideText(o *overlay.Override) string {
 	if o == nil {
 		return "-"
 	}
-	if o.Expires.IsZero() {
-		return string(o.Action)
+	s := string(o.Action)
+	if !o.Starts.IsZero() {
+		s += " from " + o.Starts.Local().Format(time.DateTime)
 	}
-	return string(o.Action) + " until " + o.Expires.Local().Format(time.DateTime)
+	if !o.Expires.IsZero() {
+		s += " until " + o.Expires.Local().Format(time.DateTime)
+	}
+	return s
 }
 
 // ago tells how long ago t was, to the second; "-" for the zero time.

@@ -86,6 +86,30 @@ type Record struct {
 	// answers from a worse priority than its best.
 	Degraded bool `json:"degraded"`
 	Failover bool `json:"failover"`
+	// TTL is the TTL the record answers with now, the lowest of its address families', and
+	// TTLReason why: healthy (record_ttl), backend down, failover, stale or fallback
+	// (degraded_ttl), or drain ahead (a scheduled drain within record_ttl).
+	TTL       uint32 `json:"ttl"`
+	TTLReason string `json:"ttl_reason"`
+	// FailoverBudget is the record's worst case time to stop sending clients to a dead
+	// backend, against its failover_target.
+	FailoverBudget FailoverBudget `json:"failover_budget"`
+}
+
+// FailoverBudget is a record's worst case failover time, computed from its timers (see
+// docs/modes.md), and its failover_target.
+type FailoverBudget struct {
+	// Target is failover_target, absent when the record sets none.
+	Target Millis `json:"target_ms,omitempty"`
+	// Worst is the worst case; Unbounded is set instead when a backend is never found down.
+	Worst     Millis `json:"worst_case_ms"`
+	Unbounded bool   `json:"unbounded,omitempty"`
+	// Holds is set when the record has a target and the worst case is within it.
+	Holds bool `json:"holds"`
+	// Dominant names the longest timer of the worst case.
+	Dominant string `json:"dominant,omitempty"`
+	// Text says it all in a sentence, as meridian check prints it.
+	Text string `json:"text"`
 }
 
 // Discovery is what a record's discovery block has fetched: its source, its last success and

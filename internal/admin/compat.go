@@ -99,7 +99,7 @@ func (s *Server) compatAction(action overlay.Action) http.HandlerFunc {
 			return
 		}
 		sel := Selector{Location: cs.Location, AddressPrefix: cs.AddressPrefix, Tags: cs.Tags}
-		targets, err := s.apply(r.Context(), action, sel, time.Time{}, "")
+		targets, err := s.apply(r.Context(), action, sel, span{}, "")
 		if err != nil {
 			fail(w, err)
 			return

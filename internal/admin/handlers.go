@@ -226,15 +226,21 @@ func (s *Server) backends(w http.ResponseWriter, r *http.Request) {
 // override's expiry and note.
 type ActionRequest struct {
 	Selector
-	// Duration is how long the override lasts, as a Go duration (30m, 2h); empty for ever.
+	// Duration is how long the override lasts, as a Go duration (30m, 2h), from its start;
+	// empty for ever.
 	Duration string `json:"duration,omitempty"`
-	Reason   string `json:"reason,omitempty"`
+	// Starts schedules a drain: when it starts (RFC 3339, in the future); StartsIn is the
+	// same as a Go duration from now. At most one of them, and only with drain.
+	Starts   time.Time `json:"starts,omitzero"`
+	StartsIn string    `json:"starts_in,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
 }
 
 // ActionResult is the answer to an action: the backends it changed.
 type ActionResult struct {
 	Action   overlay.Action `json:"action"`
 	Expires  time.Time      `json:"expires,omitzero"`
+	Starts   time.Time      `json:"starts,omitzero"`
 	Backends []Target       `json:"backends"`
 }
 
@@ -249,8 +255,8 @@ type Target struct {
 
 func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	action := overlay.Action(r.PathValue("action"))
-	if action != overlay.Enable && action != overlay.Disable && action != overlay.Drain && action != overlay.Clear {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown action %q: use enable, disable, drain or clear", action))
+	if action != overlay.Enable && action != overlay.Disable && action != overlay.Drain && action != overlay.ForceUp && action != overlay.Clear {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown action %q: use enable, disable, drain, force-up or clear", action))
 		return
 	}
 	var req ActionRequest
@@ -258,33 +264,70 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	var expires time.Time
-	if req.Duration != "" {
-		d, err := time.ParseDuration(req.Duration)
-		switch {
-		case err != nil:
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("duration: %v", err))
-			return
-		case d <= 0:
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("duration %s is not positive", d))
-			return
-		case action == overlay.Clear:
-			writeError(w, http.StatusBadRequest, "clear takes no duration")
-			return
-		}
-		expires = time.Now().Add(d).Truncate(time.Second)
-	}
-	targets, err := s.apply(r.Context(), action, req.Selector, expires, req.Reason)
+	when, err := req.times(action, time.Now())
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ActionResult{Action: action, Expires: expires, Backends: targets})
+	targets, err := s.apply(r.Context(), action, req.Selector, when, req.Reason)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ActionResult{Action: action, Expires: when.expires, Starts: when.starts, Backends: targets})
+}
+
+// span is when an override starts (zero: now) and expires (zero: never).
+type span struct{ starts, expires time.Time }
+
+// times returns the start and the expiry that req asks for action at now: the duration
+// counts from the start. Their problems are apiErrors; the store checks the rest.
+func (req ActionRequest) times(action overlay.Action, now time.Time) (span, error) {
+	var sp span
+	parse := func(field, text string) (time.Duration, error) {
+		d, err := time.ParseDuration(text)
+		switch {
+		case err != nil:
+			return 0, errorf(http.StatusBadRequest, "%s: %v", field, err)
+		case d <= 0:
+			return 0, errorf(http.StatusBadRequest, "%s %s is not positive", field, d)
+		}
+		return d, nil
+	}
+	switch {
+	case !req.Starts.IsZero() && req.StartsIn != "":
+		return sp, errorf(http.StatusBadRequest, "give starts or starts_in, not both")
+	case (!req.Starts.IsZero() || req.StartsIn != "") && action != overlay.Drain:
+		return sp, errorf(http.StatusBadRequest, "only drain takes a start time, not %s", action)
+	case req.StartsIn != "":
+		d, err := parse("starts_in", req.StartsIn)
+		if err != nil {
+			return sp, err
+		}
+		sp.starts = now.Add(d).Truncate(time.Second)
+	default:
+		sp.starts = req.Starts
+	}
+	if req.Duration != "" {
+		if action == overlay.Clear {
+			return sp, errorf(http.StatusBadRequest, "clear takes no duration")
+		}
+		d, err := parse("duration", req.Duration)
+		if err != nil {
+			return sp, err
+		}
+		from := now
+		if !sp.starts.IsZero() {
+			from = sp.starts
+		}
+		sp.expires = from.Add(d).Truncate(time.Second)
+	}
+	return sp, nil
 }
 
 // apply sets the override action on every backend sel matches, all at once. A selector that is
 // empty, invalid, or matches nothing changes nothing and is an apiError.
-func (s *Server) apply(ctx context.Context, action overlay.Action, sel Selector, expires time.Time, reason string) ([]Target, error) {
+func (s *Server) apply(ctx context.Context, action overlay.Action, sel Selector, when span, reason string) ([]Target, error) {
 	if sel.empty() {
 		return nil, errorf(http.StatusBadRequest, "empty selector: give keys, zone, record, location, address_prefix or tags")
 	}
@@ -308,7 +351,7 @@ func (s *Server) apply(ctx context.Context, action overlay.Action, sel Selector,
 	for _, b := range all {
 		if m.match(b) {
 			targets = append(targets, Target{Key: b.Key, Zone: b.Zone, Record: b.Record, Address: b.Address, Port: b.Port})
-			changes = append(changes, overlay.Change{Key: b.Key, Action: action, Expires: expires, Reason: reason, By: by})
+			changes = append(changes, overlay.Change{Key: b.Key, Action: action, Expires: when.expires, Starts: when.starts, Reason: reason, By: by})
 		}
 	}
 	if len(changes) == 0 {
@@ -317,7 +360,7 @@ func (s *Server) apply(ctx context.Context, action overlay.Action, sel Selector,
 	if err := s.store(ctx, changes); err != nil {
 		return nil, err
 	}
-	s.log.Infof("admin API: %s %s %d backends (%s)%s", cmp.Or(by, "anonymous"), action, len(changes), sel, untilText(expires))
+	s.log.Infof("admin API: %s %s %d backends (%s)%s%s", cmp.Or(by, "anonymous"), action, len(changes), sel, fromText(when.starts), untilText(when.expires))
 	return targets, nil
 }
 
@@ -331,6 +374,14 @@ func (s *Server) store(ctx context.Context, changes []overlay.Change) error {
 		return fmt.Errorf("store overrides: %w", err)
 	}
 	return nil
+}
+
+// fromText is " from <t>" for a scheduled start, empty for none.
+func fromText(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return " from " + t.Format(time.RFC3339)
 }
 
 func untilText(t time.Time) string {

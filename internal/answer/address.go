@@ -28,6 +28,8 @@ type selection struct {
 	// scope is how many leading bits of the client address the choice depends on (the EDNS
 	// Client Subnet scope): 0 for none; never more than the query gave (see replyOPT).
 	scope int
+	// ttl is the TTL of the answer records: the View's for the family (catalog.View.TTL).
+	ttl uint32
 }
 
 // client is whom a query is answered for: its address, and where the geo modes look it up.
@@ -44,6 +46,13 @@ type client struct {
 // the response under construction escapes through it.
 func selectFamily(rec *catalog.Record, c client, f catalog.Family, dst []*catalog.Backend) selection {
 	v := rec.View()
+	sel := pickFamily(rec, v, c, f, dst)
+	sel.ttl = v.TTL[f]
+	return sel
+}
+
+// pickFamily is selectFamily over the view v, without the TTL.
+func pickFamily(rec *catalog.Record, v *catalog.View, c client, f catalog.Family, dst []*catalog.Backend) selection {
 	if t := v.Geo[f]; t != nil && len(v.Healthy[f]) > 0 {
 		var buf [maxInlinePicks]int
 		picks, scope := t.Select(c.geo, c.loc, buf[:0])
@@ -107,24 +116,30 @@ func needsLocation(rec *catalog.Record, f catalog.Family) bool {
 	return ch != nil && ch.NeedsLocation()
 }
 
-// rrs returns the answer records of a selection. A host-name backend chosen first answers alone,
-// as a CNAME; otherwise host-name backends are left out of an address answer.
+// rrs returns the answer records of a selection, with its TTL. A host-name backend chosen first
+// answers alone, as a CNAME; otherwise host-name backends are left out of an address answer.
 func (r *builder) rrs(sel selection, dst []dns.RR) []dns.RR {
 	for _, rr := range sel.fixed {
-		dst = append(dst, copyRR(rr, r.owner))
+		dst = append(dst, withTTL(copyRR(rr, r.owner), sel.ttl))
 	}
 	for i, be := range sel.backends {
 		if be.Config.IsHost() {
 			if i == 0 {
 				r.selected(be)
-				return append(dst, copyRR(be.RR, r.owner))
+				return append(dst, withTTL(copyRR(be.RR, r.owner), sel.ttl))
 			}
 			continue
 		}
 		r.selected(be)
-		dst = append(dst, copyRR(be.RR, r.owner))
+		dst = append(dst, withTTL(copyRR(be.RR, r.owner), sel.ttl))
 	}
 	return dst
+}
+
+// withTTL sets the TTL of rr, a copy, and returns it.
+func withTTL(rr dns.RR, ttl uint32) dns.RR {
+	rr.Header().Ttl = ttl
+	return rr
 }
 
 // selected counts be in the answer, when the answer counts.

@@ -129,6 +129,9 @@ func Describe(snap *catalog.Snapshot, opts Options, q Query, m *dns.Msg, res Res
 	for _, f := range families {
 		e.Backends = append(e.Backends, backendNotes(rec, f)...)
 		e.Steps = append(e.Steps, explainFamily(&b, f)...)
+		if v := rec.View(); v.Configured[f] {
+			e.Steps = append(e.Steps, explainTTL(rec, v, f))
+		}
 	}
 	return e
 }
@@ -203,6 +206,26 @@ func explainFamily(b *builder, f catalog.Family) []string {
 	return append(steps, rule+" chose "+backendList(chosen))
 }
 
+// explainTTL says which TTL family f of rec answers with, and why.
+func explainTTL(rec *catalog.Record, v *catalog.View, f catalog.Family) string {
+	c := rec.Config
+	why := ""
+	switch r := v.TTLReason[f]; r {
+	case catalog.TTLHealthy:
+		why = "record_ttl: every enabled backend is healthy"
+	case catalog.TTLDrainAhead:
+		why = fmt.Sprintf("drain TTL %d, at most the seconds left: a scheduled drain starts within record_ttl %d", c.DrainAnswerTTL(), c.TTL)
+		for _, be := range rec.Backends {
+			if at := be.DrainAt(); !at.IsZero() {
+				why += fmt.Sprintf("; %s is drained at %s", be.Config.Address, at.UTC().Format("2006-01-02T15:04:05Z"))
+			}
+		}
+	default:
+		why = fmt.Sprintf("degraded_ttl (%s; record_ttl %d while healthy)", r, c.TTL)
+	}
+	return fmt.Sprintf("%s ttl: %d s, %s", familyName(f), v.TTL[f], why)
+}
+
 func familyName(f catalog.Family) string {
 	if f == catalog.IPv4 {
 		return "IPv4"
@@ -246,12 +269,17 @@ func backendState(be *catalog.Backend) string {
 		s += ", disabled by an operator"
 	case catalog.ForceEnable:
 		s += ", enabled by an operator"
+	case catalog.ForceUp:
+		s += ", forced up by an operator (served as healthy whatever its probes say)"
 	default:
 		if !be.Config.Enable {
 			s += ", disabled in the configuration"
 		}
 	}
-	if be.Status() == health.Up && be.Enabled() {
+	if at := be.DrainAt(); !at.IsZero() {
+		s += ", drained by an operator from " + at.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	if be.Healthy() {
 		s += ": a candidate"
 	}
 	return s

@@ -126,6 +126,8 @@ type Backend struct {
 	alwaysUp bool
 	// override is the operator's Override of the configured enable flag.
 	override atomic.Int32
+	// drainAt is when a scheduled drain of the backend starts, in Unix nanoseconds; 0 for none.
+	drainAt atomic.Int64
 
 	// selected counts the address answers that carried the backend, on a cache line of its
 	// own (see Record.answered).
@@ -236,6 +238,9 @@ const (
 	ForceEnable
 	// ForceDisable never serves the backend (disabled or drained).
 	ForceDisable
+	// ForceUp serves the backend as healthy whatever its probes say (and even when its
+	// configuration disables it): the operator knows it works.
+	ForceUp
 )
 
 // SetOverride sets the backend's override and reports whether it changed. Call the record's
@@ -244,14 +249,37 @@ func (b *Backend) SetOverride(o Override) bool {
 	return Override(b.override.Swap(int32(o))) != o
 }
 
+// SetDrainAt sets when a scheduled drain of the backend starts (the zero time for none), and
+// reports whether it changed. Before that instant the backend is served as its override and
+// health say, but from one record_ttl before it the record's answers carry the drain TTL (see
+// View.TTL). Call the record's Refresh afterwards, and again at the instants of NextTTLChange.
+func (b *Backend) SetDrainAt(t time.Time) bool {
+	var n int64
+	if !t.IsZero() {
+		n = t.UnixNano()
+	}
+	return b.drainAt.Swap(n) != n
+}
+
+// DrainAt returns when a scheduled drain of the backend starts, or the zero time.
+func (b *Backend) DrainAt() time.Time {
+	if n := b.drainAt.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
 // Override returns the backend's current override.
 func (b *Backend) Override() Override { return Override(b.override.Load()) }
 
 // Enabled reports whether the backend may be served: its configuration's enable flag, unless
-// an override says otherwise.
+// an override says otherwise, or a scheduled drain started (SetDrainAt).
 func (b *Backend) Enabled() bool {
+	if at := b.drainAt.Load(); at != 0 && time.Now().UnixNano() >= at {
+		return false // a scheduled drain started: drained, whatever the override says yet
+	}
 	switch b.Override() {
-	case ForceEnable:
+	case ForceEnable, ForceUp:
 		return true
 	case ForceDisable:
 		return false
@@ -259,9 +287,9 @@ func (b *Backend) Enabled() bool {
 	return b.Config.Enable
 }
 
-// Healthy reports whether the backend is enabled and up.
+// Healthy reports whether the backend is enabled and up, or forced up (ForceUp).
 func (b *Backend) Healthy() bool {
-	return b.Enabled() && (b.alwaysUp || b.State.Status() == health.Up)
+	return b.Enabled() && (b.Override() == ForceUp || b.alwaysUp || b.State.Status() == health.Up)
 }
 
 // servable reports whether a refresh serves the backend: it is healthy, or stale when the
@@ -318,6 +346,14 @@ type View struct {
 	// LastGood holds, per family, the backends that were healthy the last time any was, still
 	// enabled: the last-known-good fallback's answer (empty until one ever was).
 	LastGood [2][]*Backend
+	// TTL is, per family, the TTL of the record's answers (its fallback answers included),
+	// and TTLReason why: record_ttl while healthy, degraded_ttl while degraded, the drain TTL
+	// ahead of a scheduled drain (see ChooseTTL).
+	TTL       [2]uint32
+	TTLReason [2]TTLReason
+	// NextTTLChange is the next instant at which the TTL changes by time alone (a scheduled
+	// drain's lead-in or one of its steps); zero for none. The record must be refreshed then.
+	NextTTLChange time.Time
 }
 
 // LocalTargetsPrefix starts the first label of the name under which a site publishes a
@@ -405,6 +441,7 @@ func (r *Record) View() *View { return r.view.Load() }
 func (r *Record) Refresh() {
 	r.refreshMu.Lock()
 	defer r.refreshMu.Unlock()
+	now := time.Now()
 	v := &View{}
 	for f := IPv4; f <= IPv6; f++ {
 		stale := r.onlyStale(f)
@@ -453,6 +490,7 @@ func (r *Record) Refresh() {
 			r.lastGood[f] = v.Healthy[f]
 		}
 		v.LastGood[f] = slices.DeleteFunc(slices.Clone(r.lastGood[f]), func(b *Backend) bool { return !b.Enabled() })
+		r.chooseTTL(v, f, now)
 	}
 	r.view.Store(v)
 }

@@ -84,6 +84,7 @@ func (r *Record) supposing(down, drained []bool) *Record {
 	for i, b := range r.Backends {
 		nb := &Backend{Config: b.Config, Key: b.Key, State: b.State, RR: b.RR, PublishedRR: b.PublishedRR, alwaysUp: b.alwaysUp}
 		nb.override.Store(b.override.Load())
+		nb.drainAt.Store(b.drainAt.Load())
 		if down[i] {
 			nb.State, nb.alwaysUp = &health.State{}, false
 			nb.State.Set(health.Down)

@@ -11,9 +11,9 @@ import (
 )
 
 // recordKeys are the keys of a record; all but backends may also be set under defaults.
-var recordKeys = []string{"mode", "record_ttl", "owner", "description", "scrape_interval", "scrape_timeout",
-	"scrape_retries", "fallback_policy", "alpn", "hash_order", "hash_prefix_v4", "hash_prefix_v6", "min_healthy",
-	"chain", "max_answers", "rtt_tolerance", "max_load", "discovery", "kubernetes", "backends"}
+var recordKeys = []string{"mode", "record_ttl", "degraded_ttl", "drain_ttl", "failover_target", "owner", "description",
+	"scrape_interval", "scrape_timeout", "scrape_retries", "fallback_policy", "alpn", "hash_order", "hash_prefix_v4",
+	"hash_prefix_v6", "min_healthy", "chain", "max_answers", "rtt_tolerance", "max_load", "discovery", "kubernetes", "backends"}
 
 // defaultKeys are the record keys that defaults may set: all but discovery, kubernetes and
 // backends.
@@ -60,6 +60,9 @@ func (o opt[T]) or(def T) T {
 type recordOpts struct {
 	mode               opt[Mode]
 	ttl                opt[uint32]
+	degradedTTL        opt[uint32]
+	drainTTL           opt[uint32]
+	failoverTarget     opt[time.Duration]
 	owner, description opt[string]
 	interval, timeout  opt[time.Duration]
 	retries            opt[int]
@@ -78,6 +81,9 @@ type recordOpts struct {
 func (o *recordOpts) inherit(d recordOpts) {
 	o.mode.inherit(d.mode)
 	o.ttl.inherit(d.ttl)
+	o.degradedTTL.inherit(d.degradedTTL)
+	o.drainTTL.inherit(d.drainTTL)
+	o.failoverTarget.inherit(d.failoverTarget)
 	o.owner.inherit(d.owner)
 	o.description.inherit(d.description)
 	o.interval.inherit(d.interval)
@@ -122,6 +128,18 @@ func (p *parser) opt(o *recordOpts, e entry, path string) bool {
 	case "record_ttl":
 		if v, ok := p.integer(e.v, kpath, 0, math.MaxInt32); ok {
 			o.ttl.put(uint32(v), pos, kpath)
+		}
+	case "degraded_ttl":
+		if v, ok := p.integer(e.v, kpath, 0, math.MaxInt32); ok {
+			o.degradedTTL.put(uint32(v), pos, kpath)
+		}
+	case "drain_ttl":
+		if v, ok := p.integer(e.v, kpath, 0, math.MaxInt32); ok {
+			o.drainTTL.put(uint32(v), pos, kpath)
+		}
+	case "failover_target":
+		if d, ok := p.duration(e.v, kpath); ok {
+			o.failoverTarget.put(d, pos, kpath)
 		}
 	case "owner":
 		if s, ok := p.str(e.v, kpath); ok {
@@ -263,6 +281,31 @@ func (p *parser) scrapeTimes(o *recordOpts) (time.Duration, time.Duration) {
 	return interval, timeout
 }
 
+// lowTTLs checks degraded_ttl and drain_ttl against the record's record_ttl ttl, where they
+// are written (the record, or defaults), and returns them as Record holds them: nil when not
+// set.
+func (p *parser) lowTTLs(o *recordOpts, ttl uint32) (degraded, drain *uint32) {
+	for _, t := range []struct {
+		o    opt[uint32]
+		key  string
+		dst  **uint32
+		note string
+	}{
+		{o.degradedTTL, "degraded_ttl", &degraded, ": a degraded answer must not be cached longer than a healthy one"},
+		{o.drainTTL, "drain_ttl", &drain, ""},
+	} {
+		if !t.o.set {
+			continue
+		}
+		if t.o.v > ttl {
+			p.ErrorAt(t.o.pos, t.o.path, "%s %d is above record_ttl %d%s", t.key, t.o.v, ttl, t.note)
+		}
+		v := t.o.v
+		*t.dst = &v
+	}
+	return degraded, drain
+}
+
 // defaults parses the defaults mapping: record settings merged under every record.
 func (p *parser) defaults(n *yaml.Node) recordOpts {
 	const path = "defaults"
@@ -339,6 +382,8 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 		HashPrefix:    HashPrefix{V4: o.hashV4.or(DefaultHashPrefixV4), V6: o.hashV6.or(DefaultHashPrefixV6)},
 		MinHealthy:    o.minHealthy.or(DefaultMinHealthy),
 	}
+	rec.DegradedTTL, rec.DrainTTL = p.lowTTLs(&o, rec.TTL)
+	rec.FailoverTarget = o.failoverTarget.or(0)
 	onlyWith(p, o.hashOrder, "hash_order", rec.Mode, ModeIPHash)
 	onlyWith(p, o.hashV4, "hash_prefix_v4", rec.Mode, ModeConsistentHash, ModeChain)
 	onlyWith(p, o.hashV6, "hash_prefix_v6", rec.Mode, ModeConsistentHash, ModeChain)

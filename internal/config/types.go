@@ -10,7 +10,10 @@ import (
 
 // Defaults applied when neither the YAML file nor the Corefile sets a value.
 const (
-	DefaultRecordTTL                 = 30
+	DefaultRecordTTL = 30
+	// DefaultDrainTTL is the TTL, in seconds, of a record's answers in the record_ttl before a
+	// scheduled drain of one of its backends, unless drain_ttl says otherwise.
+	DefaultDrainTTL                  = 5
 	DefaultScrapeInterval            = 10 * time.Second
 	DefaultScrapeTimeout             = 5 * time.Second
 	DefaultScrapeRetries             = 1
@@ -193,10 +196,20 @@ type SOA struct {
 
 // Record is one GSLB name with its backends.
 type Record struct {
-	Name           string // canonical FQDN; may start with "*." for a wildcard
-	Pos            Position
-	Mode           Mode
-	TTL            uint32
+	Name string // canonical FQDN; may start with "*." for a wildcard
+	Pos  Position
+	Mode Mode
+	TTL  uint32
+	// DegradedTTL is degraded_ttl, the TTL of the record's answers while it is degraded (a
+	// backend down, a failover, stale or fallback answers); nil when not set: TTL. Read it
+	// with DegradedAnswerTTL.
+	DegradedTTL *uint32
+	// DrainTTL is drain_ttl, the TTL of the record's answers before a scheduled drain of one
+	// of its backends; nil when not set. Read it with DrainAnswerTTL.
+	DrainTTL *uint32
+	// FailoverTarget is the longest time the record may send clients to a dead backend
+	// (failover_target); 0 when the record sets no target.
+	FailoverTarget time.Duration
 	Owner          string
 	Description    string
 	ScrapeInterval time.Duration
@@ -229,6 +242,25 @@ type Record struct {
 	// MinHealthy is how many healthy backends a priority group of failover needs to be
 	// served; a group with fewer counts as down (min_healthy).
 	MinHealthy int
+}
+
+// DegradedAnswerTTL returns the TTL of the record's degraded answers: degraded_ttl, else
+// record_ttl; never above record_ttl.
+func (r *Record) DegradedAnswerTTL() uint32 {
+	if r.DegradedTTL == nil {
+		return r.TTL
+	}
+	return min(*r.DegradedTTL, r.TTL)
+}
+
+// DrainAnswerTTL returns the TTL of the record's answers in the record_ttl before a scheduled
+// drain: drain_ttl, else DefaultDrainTTL; never above DegradedAnswerTTL.
+func (r *Record) DrainAnswerTTL() uint32 {
+	d := uint32(DefaultDrainTTL)
+	if r.DrainTTL != nil {
+		d = *r.DrainTTL
+	}
+	return min(d, r.DegradedAnswerTTL())
 }
 
 // HashOrder is the order ip-hash puts a record's healthy backends in before it takes the

@@ -40,6 +40,8 @@ func (e *Engine) Status() []admin.Zone {
 		if st, ok := discovered[r.Name]; ok {
 			rec.Discovery = adminDiscovery(st)
 		}
+		rec.TTL, rec.TTLReason = recordTTL(v)
+		rec.FailoverBudget = adminBudget(RecordFailoverBudget(r.Config, e.opts))
 		for _, b := range r.Backends {
 			ab := adminBackend(b, details, votes[b.Key])
 			if ab.Healthy {
@@ -50,6 +52,23 @@ func (e *Engine) Status() []admin.Zone {
 		zones[i].Records = append(zones[i].Records, rec)
 	}
 	return zones
+}
+
+// recordTTL returns the lowest TTL of the families v serves, and why.
+func recordTTL(v *catalog.View) (uint32, string) {
+	ttl, why, found := uint32(0), "", false
+	for f := catalog.IPv4; f <= catalog.IPv6; f++ {
+		if v.Configured[f] && (!found || v.TTL[f] < ttl) {
+			ttl, why, found = v.TTL[f], string(v.TTLReason[f]), true
+		}
+	}
+	return ttl, why
+}
+
+// adminBudget returns a failover budget as the admin API shows it.
+func adminBudget(b FailoverBudget) admin.FailoverBudget {
+	return admin.FailoverBudget{Target: admin.Millis(b.Target), Worst: admin.Millis(b.Worst), Unbounded: b.Never != "",
+		Holds: b.Holds(), Dominant: b.Dominant().Name, Text: b.String()}
 }
 
 func adminBackend(b *catalog.Backend, details map[string]health.Details, votes []health.Vote) admin.Backend {
@@ -181,14 +200,19 @@ func (e *Engine) AnswerOptions() answer.Options {
 		PeerKey: e.opts.Sites.TSIG != nil}
 }
 
-// CatalogOverrides turns the override store's list into the engine's overrides: disable and
-// drain take a backend out, enable puts it in.
-func CatalogOverrides(list []overlay.Override) map[string]catalog.Override {
+// CatalogOverrides turns the override store's list into the engine's overrides at now:
+// disable and drain take a backend out, enable puts it in, force-up serves it as healthy. A
+// drain that has not started is left out (see DrainStarts).
+func CatalogOverrides(list []overlay.Override, now time.Time) map[string]catalog.Override {
 	m := make(map[string]catalog.Override, len(list))
 	for _, o := range list {
-		if o.Action.Disables() {
+		switch {
+		case o.Pending(now):
+		case o.Action.Disables():
 			m[o.Key] = catalog.ForceDisable
-		} else {
+		case o.Action == overlay.ForceUp:
+			m[o.Key] = catalog.ForceUp
+		default:
 			m[o.Key] = catalog.ForceEnable
 		}
 	}

@@ -65,8 +65,12 @@ type Engine struct {
 	// specs are what the current snapshot gave the health manager (which points into them).
 	specs []health.Spec
 	snap  atomic.Pointer[catalog.Snapshot]
-	// overrides are the operators' overrides by backend key, applied to every snapshot.
+	// overrides are the operators' overrides by backend key, applied to every snapshot;
+	// drains the starts of their scheduled drains.
 	overrides map[string]catalog.Override
+	drains    map[string]time.Time
+	// ttl refreshes the records whose TTL changes by time alone (a drain ahead), with reloadMu.
+	ttl ttlTimer
 
 	reloadMu sync.Mutex // serialises reloads
 	// stops end what Start started: the sources' watches, the geo files' watch, the override
@@ -179,7 +183,8 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 			e.abandon()
 			return nil, &APIError{err}
 		}
-		e.overrides = CatalogOverrides(e.api.store.List())
+		list, now := e.api.store.List(), time.Now()
+		e.overrides, e.drains = CatalogOverrides(list, now), DrainStarts(list, now)
 	}
 	if err := e.load(); err != nil {
 		e.abandon()
@@ -282,6 +287,7 @@ func (e *Engine) load() error {
 	for _, r := range snap.Records() {
 		for _, b := range r.Backends {
 			b.SetOverride(e.overrides[b.Key])
+			b.SetDrainAt(e.drains[b.Key])
 		}
 	}
 	specs, err := healthSpecs(snap)
@@ -299,6 +305,7 @@ func (e *Engine) load() error {
 	}
 	snap.CarryCounts(e.snap.Load())
 	forgetRecords(e.snap.Swap(snap), snap)
+	e.scheduleTTLChanges()
 	recordsGauge.Set(float64(len(snap.Records())))
 	lastReloadTime.SetToCurrentTime()
 	return nil
@@ -309,11 +316,17 @@ func (e *Engine) load() error {
 // backend its configuration disables and an override enables must be probed first: such a
 // change reloads the configuration, which starts its probes.
 func (e *Engine) SetOverrides(overrides map[string]catalog.Override) error {
+	return e.setOverrides(overrides, nil)
+}
+
+// setOverrides is SetOverrides, with the starts of the scheduled drains (DrainStarts).
+func (e *Engine) setOverrides(overrides map[string]catalog.Override, drains map[string]time.Time) error {
 	e.reloadMu.Lock()
-	e.overrides = maps.Clone(overrides)
+	e.overrides, e.drains = maps.Clone(overrides), maps.Clone(drains)
 	reprobe := false
+	scheduled := applyDrainStarts(e.Snapshot().Records(), drains)
 	for _, r := range e.Snapshot().Records() {
-		changed := false
+		changed := scheduled[r]
 		for _, b := range r.Backends {
 			wasWanted := enabledOrForced(b)
 			if b.SetOverride(overrides[b.Key]) {
@@ -326,6 +339,7 @@ func (e *Engine) SetOverrides(overrides map[string]catalog.Override) error {
 			publishRecordHealth(r)
 		}
 	}
+	e.scheduleTTLChanges()
 	e.reloadMu.Unlock()
 	if reprobe {
 		return e.Reload()
@@ -358,7 +372,7 @@ func (e *Engine) Start() error {
 	}
 	if e.api != nil {
 		// Overrides changed since Open are applied once subscribed.
-		e.stops = append(e.stops, e.api.store.Subscribe(e.applyOverrides))
+		e.stops = append(e.stops, e.api.store.Subscribe(e.applyOverrides), e.stopTTLChanges)
 		e.applyOverrides()
 		e.reg.startAPI(e.api, e.opts.ZoneOrigins(), e)
 	}
@@ -367,7 +381,8 @@ func (e *Engine) Start() error {
 
 // applyOverrides applies the overrides store's current list.
 func (e *Engine) applyOverrides() {
-	if err := e.SetOverrides(CatalogOverrides(e.api.store.List())); err != nil {
+	list, now := e.api.store.List(), time.Now()
+	if err := e.setOverrides(CatalogOverrides(list, now), DrainStarts(list, now)); err != nil {
 		e.log.Errorf("applying overrides: %v", err)
 	}
 }

@@ -101,7 +101,7 @@ func backendKeys(snap *catalog.Snapshot) map[string]bool {
 // enabledOrForced reports whether b's configuration or its override asks for it to be served
 // at all; whether its health is probed is the configuration's Probed.
 func enabledOrForced(b *catalog.Backend) bool {
-	return b.Config.Enable || b.Override() == catalog.ForceEnable
+	return b.Config.Enable || b.Override() == catalog.ForceEnable || b.Override() == catalog.ForceUp
 }
 
 // checkPlaceholders reports the backends that stand for what a site publishes (a site and no

@@ -69,6 +69,8 @@ func (f *File) read() ([]Override, error) {
 			return nil, fmt.Errorf("overrides file %s is corrupt: override %d has no key", f.path, i)
 		case !o.Action.valid():
 			return nil, fmt.Errorf("overrides file %s is corrupt: backend %s has unknown action %q", f.path, o.Key, o.Action)
+		case !o.Starts.IsZero() && o.Action != Drain:
+			return nil, fmt.Errorf("overrides file %s is corrupt: backend %s: %s has a start time, which only a drain takes", f.path, o.Key, o.Action)
 		case seen[o.Key]:
 			return nil, fmt.Errorf("overrides file %s is corrupt: backend %s is listed twice", f.path, o.Key)
 		}

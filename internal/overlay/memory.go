@@ -79,7 +79,7 @@ func (m *Memory) Apply(ctx context.Context, changes []Change) error {
 			delete(next, c.Key)
 			continue
 		}
-		next[c.Key] = Override{Key: c.Key, Action: c.Action, Expires: c.Expires, Reason: c.Reason, By: c.By, Set: now}
+		next[c.Key] = c.override(now)
 	}
 	if m.commit != nil {
 		if err := m.commit(live(next, now)); err != nil {
@@ -122,8 +122,9 @@ func (m *Memory) Close() error {
 	return nil
 }
 
-// expire removes the overrides whose expiry has passed, and tells the subscribers. It does not
-// store the result: a stored override that has expired is dropped when it is read back.
+// expire removes the overrides whose expiry has passed, and tells the subscribers, who also
+// learn that a scheduled drain started (the timer fires at starts too). It does not store the
+// result: a stored override that has expired is dropped when it is read back.
 func (m *Memory) expire() {
 	m.mu.Lock()
 	if m.closed {
@@ -131,17 +132,14 @@ func (m *Memory) expire() {
 		return
 	}
 	now := m.clock.Now()
-	n := len(m.byKey)
 	maps.DeleteFunc(m.byKey, func(_ string, o Override) bool { return o.expired(now) })
-	removed := len(m.byKey) < n
 	subs := m.changed(now)
 	m.mu.Unlock()
-	if removed {
-		notify(subs)
-	}
+	notify(subs) // the timer fired at an expiry or at a start
 }
 
-// changed follows a change of byKey, with m.mu held: it sets the timer for the next expiry,
+// changed follows a change of byKey, with m.mu held: it sets the timer for the next expiry or
+// drain start,
 // updates the metrics, and returns the subscribers to tell once the lock is released.
 func (m *Memory) changed(now time.Time) []func() {
 	if m.timer != nil {
@@ -152,6 +150,9 @@ func (m *Memory) changed(now time.Time) []func() {
 	for _, o := range m.byKey {
 		if !o.Expires.IsZero() && (next.IsZero() || o.Expires.Before(next)) {
 			next = o.Expires
+		}
+		if o.Pending(now) && (next.IsZero() || o.Starts.Before(next)) {
+			next = o.Starts
 		}
 	}
 	if !next.IsZero() && !m.closed {

@@ -11,7 +11,7 @@ import (
 // prometheus plugin serves.
 var overridesGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
 	Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "overrides",
-	Help: "Backend overrides in effect, by action (enable, disable, drain).",
+	Help: "Backend overrides in effect, by action (enable, disable, drain, force-up); a scheduled drain counts as a drain before it starts.",
 }, []string{"action"})
 
 func init() {
@@ -20,7 +20,7 @@ func init() {
 
 // publish sets the overrides gauge from the overrides of a store.
 func publish(byKey map[string]Override) {
-	counts := map[Action]int{Enable: 0, Disable: 0, Drain: 0}
+	counts := map[Action]int{Enable: 0, Disable: 0, Drain: 0, ForceUp: 0}
 	for _, o := range byKey {
 		counts[o.Action]++
 	}

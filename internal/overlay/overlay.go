@@ -1,4 +1,5 @@
-// Package overlay holds the operators' overrides of backends: enable, disable and drain. An
+// Package overlay holds the operators' overrides of backends: enable, disable, drain (now or
+// from a start time) and force-up. An
 // override is state kept beside the configuration, never an edit of the YAML files: the catalog
 // serves a backend when its configuration enables it and no override disables it, or when an
 // override enables it. A Store keeps the overrides, applies changes all or nothing, removes
@@ -25,8 +26,11 @@ const (
 	// Disable takes the backend out of every answer, fallback answers included.
 	Disable Action = "disable"
 	// Drain is Disable for planned maintenance, usually with an expiry: the dashboard and the
-	// API show it apart from a plain Disable.
+	// API show it apart from a plain Disable. A drain may start later (Override.Starts).
 	Drain Action = "drain"
+	// ForceUp serves the backend as healthy whatever its probes say: the operator knows it
+	// works (and it is served even when its configuration disables it).
+	ForceUp Action = "force-up"
 	// Clear, in a Change, removes the backend's override: its configuration decides again.
 	Clear Action = "clear"
 )
@@ -35,7 +39,7 @@ const (
 func (a Action) Disables() bool { return a == Disable || a == Drain }
 
 // valid reports whether a may be stored as an override.
-func (a Action) valid() bool { return a == Enable || a.Disables() }
+func (a Action) valid() bool { return a == Enable || a == ForceUp || a.Disables() }
 
 // Override is one backend's override.
 type Override struct {
@@ -44,6 +48,10 @@ type Override struct {
 	Action Action `json:"action"`
 	// Expires is when the override is removed by itself; zero for never.
 	Expires time.Time `json:"expires,omitzero"`
+	// Starts is, for a scheduled drain, when it starts; zero for now. Before it the backend
+	// is served as if it had no override (but its record's answers carry the drain TTL from
+	// one record_ttl before it: see catalog.DrainTTL).
+	Starts time.Time `json:"starts,omitzero"`
 	// Reason is the operator's note.
 	Reason string `json:"reason,omitempty"`
 	// By is who set the override: the API user, or empty when the API has no authentication.
@@ -57,14 +65,26 @@ func (o Override) expired(now time.Time) bool {
 	return !o.Expires.IsZero() && !now.Before(o.Expires)
 }
 
+// Pending reports whether o is a drain that has not started at now.
+func (o Override) Pending(now time.Time) bool {
+	return !o.Starts.IsZero() && now.Before(o.Starts)
+}
+
 // Change is one element of a Store.Apply: set the override of Key, or remove it with Clear.
 type Change struct {
 	Key    string
 	Action Action
 	// Expires is optional, and must be in the future; Clear takes none.
 	Expires time.Time
-	Reason  string
-	By      string
+	// Starts is optional, for Drain only: in the future, and before Expires.
+	Starts time.Time
+	Reason string
+	By     string
+}
+
+// override returns the override that c sets, set at now.
+func (c Change) override(now time.Time) Override {
+	return Override{Key: c.Key, Action: c.Action, Expires: c.Expires, Starts: c.Starts, Reason: c.Reason, By: c.By, Set: now}
 }
 
 // ErrInvalid is wrapped by the errors of Apply about the changes themselves (as opposed to a
@@ -82,7 +102,7 @@ type Store interface {
 	// subscribers have been told.
 	Apply(ctx context.Context, changes []Change) error
 	// Subscribe calls fn after every change of the overrides, including an override that
-	// expired, and returns a function that ends the subscription. fn runs on the goroutine that
+	// expired and a scheduled drain that started, and returns a function that ends the subscription. fn runs on the goroutine that
 	// made the change, possibly on several at once; it should read the store again and be quick.
 	Subscribe(fn func()) (cancel func())
 	// Start begins following the overrides that other processes change, when the store is
@@ -125,11 +145,17 @@ func validate(changes []Change, now time.Time) error {
 		case seen[c.Key]:
 			return fmt.Errorf("%w: backend %s is changed twice", ErrInvalid, c.Key)
 		case c.Action != Clear && !c.Action.valid():
-			return fmt.Errorf("%w: backend %s: unknown action %q (valid: enable, disable, drain, clear)", ErrInvalid, c.Key, c.Action)
+			return fmt.Errorf("%w: backend %s: unknown action %q (valid: enable, disable, drain, force-up, clear)", ErrInvalid, c.Key, c.Action)
 		case c.Action == Clear && !c.Expires.IsZero():
 			return fmt.Errorf("%w: backend %s: clear takes no expiry", ErrInvalid, c.Key)
 		case !c.Expires.IsZero() && !c.Expires.After(now):
 			return fmt.Errorf("%w: backend %s: expiry %s is not in the future", ErrInvalid, c.Key, c.Expires.Format(time.RFC3339))
+		case !c.Starts.IsZero() && c.Action != Drain:
+			return fmt.Errorf("%w: backend %s: only a drain takes a start time, not %s", ErrInvalid, c.Key, c.Action)
+		case !c.Starts.IsZero() && !c.Starts.After(now):
+			return fmt.Errorf("%w: backend %s: drain start %s is not in the future", ErrInvalid, c.Key, c.Starts.Format(time.RFC3339))
+		case !c.Starts.IsZero() && !c.Expires.IsZero() && !c.Starts.Before(c.Expires):
+			return fmt.Errorf("%w: backend %s: drain start %s is not before its expiry %s", ErrInvalid, c.Key, c.Starts.Format(time.RFC3339), c.Expires.Format(time.RFC3339))
 		}
 		seen[c.Key] = true
 	}

@@ -174,7 +174,7 @@ func (s *Redis) Apply(ctx context.Context, changes []Change) error {
 			ops = append(ops, opDelete, c.Key, "")
 			continue
 		}
-		value, err := json.Marshal(Override{Key: c.Key, Action: c.Action, Expires: c.Expires, Reason: c.Reason, By: c.By, Set: now})
+		value, err := json.Marshal(c.override(now))
 		if err != nil {
 			return fmt.Errorf("encode the override of %s: %w", c.Key, err)
 		}
@@ -329,6 +329,8 @@ func (s *Redis) decode(raw map[string]string, now time.Time) (live []Override, e
 			err = fmt.Errorf("the override is of %s", o.Key)
 		case err == nil && !o.Action.valid():
 			err = fmt.Errorf("unknown action %q", o.Action)
+		case err == nil && !o.Starts.IsZero() && o.Action != Drain:
+			err = fmt.Errorf("%s has a start time, which only a drain takes", o.Action)
 		}
 		switch {
 		case err != nil:
@@ -380,6 +382,6 @@ func (m *Memory) replace(overrides []Override) []func() {
 
 // sameOverride reports whether a and b are the same override, their times compared as instants.
 func sameOverride(a, b Override) bool {
-	return a.Key == b.Key && a.Action == b.Action && a.Expires.Equal(b.Expires) &&
+	return a.Key == b.Key && a.Action == b.Action && a.Expires.Equal(b.Expires) && a.Starts.Equal(b.Starts) &&
 		a.Reason == b.Reason && a.By == b.By && a.Set.Equal(b.Set)
 }

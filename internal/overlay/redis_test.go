@@ -393,3 +393,29 @@ func TestRedisOnARedisCluster(t *testing.T) {
 	mustApply(t, b, Change{Key: "k|192.0.2.1|0", Action: Clear})
 	waitFor(t, a, "k|192.0.2.1|0", false, 2*time.Second)
 }
+
+func TestRedisScheduledDrain(t *testing.T) {
+	t.Parallel()
+	r := testutil.StartRedis(t)
+	clock := newFakeClock()
+	a, _ := openRedis(t, r, 100*time.Millisecond, clock)
+	b, _ := openRedis(t, r, 100*time.Millisecond, clock)
+	var notified atomic.Int32
+	defer b.Subscribe(func() { notified.Add(1) })()
+
+	const key = "www.example.org.|192.0.2.1|443"
+	starts := clock.Now().Add(10 * time.Minute)
+	mustApply(t, a, Change{Key: key, Action: Drain, Starts: starts})
+	waitFor(t, b, key, true, 2*time.Second)
+	if o, _ := b.Get(key); !o.Starts.Equal(starts) || !o.Pending(clock.Now()) {
+		t.Fatalf("b reads the scheduled drain as %+v", o)
+	}
+	n := notified.Load()
+	clock.Advance(10 * time.Minute)
+	if notified.Load() != n+1 {
+		t.Fatalf("b notified %d times of the start, want once", notified.Load()-n)
+	}
+	if o, ok := b.Get(key); !ok || o.Pending(clock.Now()) {
+		t.Fatalf("after the start b has %+v, %v", o, ok)
+	}
+}

@@ -103,7 +103,8 @@ function hostPort(b) {
 
 function overrideText(o) {
   if (!o) return "";
-  return o.expires ? `${o.action} until ${new Date(o.expires).toLocaleTimeString()}` : o.action;
+  const from = o.starts ? ` from ${new Date(o.starts).toLocaleTimeString()}` : "";
+  return o.expires ? `${o.action}${from} until ${new Date(o.expires).toLocaleTimeString()}` : o.action + from;
 }
 
 // matches reports whether backend b of record r in zone z passes the filter and state filter.
@@ -125,6 +126,8 @@ function actionButtons(b) {
     el("button", { "data-action": "disable", title: "take out of every answer", onclick: act("disable") }, "Disable"),
     " ",
     el("button", { "data-action": "drain", title: "disable for the time chosen above", onclick: act("drain") }, "Drain"),
+    " ",
+    el("button", { "data-action": "force-up", title: "serve as healthy whatever the probes say, for the time chosen above", onclick: act("force-up") }, "Force up"),
     " ",
     b.override ? el("button", { "data-action": "clear", title: "the YAML decides again", onclick: act("clear") }, "Clear") : "");
 }
@@ -165,7 +168,12 @@ function render() {
       if (!shown.length) continue;
       rows.push(el("tr", { class: "record", "data-record": r.name },
         el("td", { colspan: 12 }, r.name, " ", el("span", { class: "mode" },
-          `${r.mode}, fallback ${r.fallback}, ${r.healthy} of ${(r.backends || []).length} served`),
+          `${r.mode}, fallback ${r.fallback}, ${r.healthy} of ${(r.backends || []).length} served, TTL ${r.ttl} s`),
+        r.ttl_reason && r.ttl_reason !== "healthy" ? el("span", { class: "badge badge-ttl", "data-field": "ttl",
+          title: "the TTL is lowered: " + r.ttl_reason }, r.ttl_reason) : "",
+        r.failover_budget && r.failover_budget.target_ms ? el("span", {
+          class: r.failover_budget.holds ? "badge badge-budget" : "badge badge-degraded", "data-field": "failover-budget",
+          title: r.failover_budget.text }, r.failover_budget.holds ? "failover target holds" : "failover target missed") : "",
         r.degraded ? el("span", { class: "badge badge-degraded", "data-field": "degraded",
           title: "answering other sites' stale targets: none of its own family is healthy" }, "degraded") : "",
         r.failover ? el("span", { class: "badge badge-failover", "data-field": "failover",
@@ -196,7 +204,7 @@ function message(text, isError) {
 
 async function runAction(action, keys) {
   const body = { keys, reason: $("reason").value.trim() || undefined };
-  if (action === "drain" && $("drain-for").value) body.duration = $("drain-for").value;
+  if ((action === "drain" || action === "force-up") && $("drain-for").value) body.duration = $("drain-for").value;
   try {
     const res = await api(`/api/v1/backends/${action}`, body);
     const until = res.expires ? ` until ${new Date(res.expires).toLocaleString()}` : "";
