@@ -12,7 +12,7 @@ import (
 
 // recordKeys are the keys of a record; all but backends may also be set under defaults.
 var recordKeys = []string{"mode", "record_ttl", "owner", "description", "scrape_interval", "scrape_timeout",
-	"scrape_retries", "fallback_policy", "alpn", "hash_order", "discovery", "kubernetes", "backends"}
+	"scrape_retries", "fallback_policy", "alpn", "hash_order", "slow_start", "discovery", "kubernetes", "backends"}
 
 // defaultKeys are the record keys that defaults may set: all but discovery, kubernetes and
 // backends.
@@ -65,6 +65,7 @@ type recordOpts struct {
 	fallback           opt[Fallback]
 	alpn               opt[[]string]
 	hashOrder          opt[HashOrder]
+	slowStart          opt[time.Duration]
 }
 
 // inherit fills the settings the record leaves unset from the defaults (a shallow merge).
@@ -79,6 +80,7 @@ func (o *recordOpts) inherit(d recordOpts) {
 	o.fallback.inherit(d.fallback)
 	o.alpn.inherit(d.alpn)
 	o.hashOrder.inherit(d.hashOrder)
+	o.slowStart.inherit(d.slowStart)
 }
 
 // opt parses one record setting into o; it reports false for a key that is not a setting.
@@ -145,10 +147,25 @@ func (p *parser) opt(o *recordOpts, e entry, path string) bool {
 				p.Errorf(e.v, kpath, "%v", unknownChoice("hash order", s, hashOrders))
 			}
 		}
+	case "slow_start":
+		if d, ok := p.slowStart(e.v, kpath); ok {
+			o.slowStart.put(d, pos, kpath)
+		}
 	default:
 		return false
 	}
 	return true
+}
+
+// SlowStartModes are the modes whose selection slow_start ramps.
+var SlowStartModes = []Mode{ModeWeighted, ModeRoundRobin}
+
+// slowStart parses slow_start: a duration, or 0 for off.
+func (p *parser) slowStart(n *yaml.Node, path string) (time.Duration, bool) {
+	if s := YAMLResolve(n); s.Kind == yaml.ScalarNode && strings.TrimSpace(s.Value) == "0" {
+		return 0, true
+	}
+	return p.duration(n, path)
 }
 
 var hashOrders = []string{string(HashOrderAddress), string(HashOrderText)}
@@ -278,6 +295,10 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 		Fallback:      o.fallback.or(Fallback{Mode: FallbackFailOpen}),
 		ALPN:          o.alpn.or(nil),
 		HashOrder:     o.hashOrder.or(HashOrderAddress),
+		SlowStart:     o.slowStart.or(0),
+	}
+	if o.slowStart.set && !o.slowStart.inherited && o.slowStart.v > 0 && !slices.Contains(SlowStartModes, rec.Mode) {
+		p.ErrorAt(o.slowStart.pos, o.slowStart.path, "slow_start only applies with mode weighted or roundrobin, not %s", rec.Mode)
 	}
 	if o.hashOrder.set && !o.hashOrder.inherited && rec.Mode != ModeIPHash {
 		p.ErrorAt(o.hashOrder.pos, o.hashOrder.path, "hash_order only applies with mode ip-hash, not %s", rec.Mode)
