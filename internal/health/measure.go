@@ -90,13 +90,13 @@ func (b *backend) measure(first bool, res probe.Result) bool {
 	moved := false
 	if first && res.OK && res.Latency > 0 {
 		b.measures.srtt = smoothRTT(b.measures.srtt, res.Latency)
-		b.state.setRTT(b.measures.srtt)
+		b.state.SetRTT(b.measures.srtt)
 		if rttMoved(b.measures.rttAnnounced, b.measures.srtt) {
 			b.measures.rttAnnounced, moved = b.measures.srtt, true
 		}
 	}
 	if res.HasLoad {
-		b.state.setLoad(res.Load)
+		b.state.SetLoad(res.Load)
 		if loadMoved(b.measures.loadAnnounced, res.Load, b.spec.Capacity) {
 			b.measures.loadAnnounced, moved = res.Load, true
 		}
@@ -107,8 +107,8 @@ func (b *backend) measure(first bool, res probe.Result) bool {
 // resetMeasures forgets b's RTT and load.
 func (b *backend) resetMeasures() {
 	b.measures.srtt, b.measures.rttAnnounced, b.measures.loadAnnounced = 0, 0, math.NaN()
-	b.state.setRTT(0)
-	b.state.setLoad(math.NaN())
+	b.state.SetRTT(0)
+	b.state.SetLoad(math.NaN())
 }
 
 // noteStatus follows b's status to next at now: going down forgets its measurements, and
@@ -120,7 +120,7 @@ func (b *backend) noteStatus(next Status, now time.Time) {
 		b.measures.wasDown = true
 	case Up:
 		if b.measures.wasDown {
-			b.state.setRecovered(now)
+			b.state.SetRecovered(now)
 		}
 		b.measures.wasDown = false
 	}

@@ -79,8 +79,20 @@ func (s *State) Recovered() time.Time {
 	return time.Time{}
 }
 
-func (s *State) setRTT(d time.Duration) { s.rtt.Store(int64(d)) }
-func (s *State) setLoad(v float64)      { s.load.Store(math.Float64bits(v) ^ unknownLoad) }
-func (s *State) setRecovered(t time.Time) {
-	s.recovered.Store(t.UnixNano())
+// SetRTT stores the backend's smoothed RTT (0: not measured). The manager calls it with what
+// the backend's probes measured; so may whatever measures it elsewhere. Refresh the record
+// for answers to follow.
+func (s *State) SetRTT(d time.Duration) { s.rtt.Store(int64(d)) }
+
+// SetLoad stores the backend's load in its own units (NaN: unknown), as SetRTT does the RTT.
+func (s *State) SetLoad(v float64) { s.load.Store(math.Float64bits(v) ^ unknownLoad) }
+
+// SetRecovered stores when the backend came back up after being down (the zero time: it did
+// not), as SetRTT does the RTT.
+func (s *State) SetRecovered(t time.Time) {
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
+	}
+	s.recovered.Store(ns)
 }

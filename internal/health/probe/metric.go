@@ -26,24 +26,58 @@ type metricSelector struct {
 // metricLabel is one label of a sample or of a selector.
 type metricLabel struct{ name, value string }
 
-// String returns the selector as the metric parameter writes it, for reasons.
+// String returns the selector as the metric parameter writes it, for reasons: a name that is
+// not a legacy name is quoted inside the braces.
 func (s *metricSelector) String() string {
-	if len(s.labels) == 0 {
+	legacy := isLegacyName(s.name, true)
+	if legacy && len(s.labels) == 0 {
 		return s.name
 	}
 	var b strings.Builder
-	b.WriteString(s.name)
+	if legacy {
+		b.WriteString(s.name)
+	}
 	b.WriteByte('{')
+	if !legacy {
+		writeMetricQuoted(&b, s.name)
+	}
 	for i, l := range s.labels {
-		if i > 0 {
+		if i > 0 || !legacy {
 			b.WriteByte(',')
 		}
-		b.WriteString(l.name)
+		if isLegacyName(l.name, false) {
+			b.WriteString(l.name)
+		} else {
+			writeMetricQuoted(&b, l.name)
+		}
 		b.WriteByte('=')
-		b.WriteString(strconv.Quote(l.value))
+		writeMetricQuoted(&b, l.value)
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// isLegacyName reports whether s is a legacy metric name (colons) or label name.
+func isLegacyName(s string, colons bool) bool {
+	sc := metricScanner{s: s}
+	return s != "" && sc.legacyName(colons) == s
+}
+
+// writeMetricQuoted writes s double-quoted with the exposition's escapes.
+func writeMetricQuoted(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\', '"':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
 }
 
 // parseMetricSelector parses a selector: a metric name, optionally followed by labels in
@@ -55,6 +89,7 @@ func parseMetricSelector(s string) (*metricSelector, error) {
 	if err != nil {
 		return nil, err
 	}
+	sc.blanks()
 	if sc.i < len(sc.s) {
 		return nil, fmt.Errorf("unexpected %q after the selector", sc.s[sc.i:])
 	}
@@ -159,10 +194,13 @@ func parseMetricValue(tok string) (float64, error) {
 // inside the braces: {"my.metric", pool="a"}.
 func (sc *metricScanner) nameAndLabels() (string, []metricLabel, error) {
 	name := sc.legacyName(true)
-	if name == "" && (sc.i >= len(sc.s) || sc.s[sc.i] != '{') {
-		return "", nil, errors.New("no metric name")
-	}
+	afterName := sc.i
+	sc.blanks() // blanks may come before the braces
 	if sc.i >= len(sc.s) || sc.s[sc.i] != '{' {
+		if name == "" {
+			return "", nil, errors.New("no metric name")
+		}
+		sc.i = afterName
 		return name, nil, nil
 	}
 	sc.i++
@@ -210,6 +248,8 @@ func (sc *metricScanner) nameAndLabels() (string, []metricLabel, error) {
 		case sc.i < len(sc.s) && sc.s[sc.i] == ',':
 			sc.i++
 		case sc.i < len(sc.s) && sc.s[sc.i] == '}':
+		case sc.i >= len(sc.s):
+			return "", nil, errors.New("labels not closed by }")
 		default:
 			return "", nil, errors.New("labels not separated by commas")
 		}
