@@ -46,8 +46,8 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 		case "weight":
 			b.Weight = p.intField(e.v, kpath, math.MinInt32, math.MaxInt32, b.Weight)
 		case "capacity":
-			if v, ok := p.number(e.v, kpath, 0, math.MaxFloat64); ok && v == 0 {
-				p.Errorf(e.v, kpath, "must be more than 0")
+			if v, ok := p.number(e.v, kpath, -math.MaxFloat64, math.MaxFloat64); ok && v <= 0 {
+				p.Errorf(e.v, kpath, "must be more than 0, not %g", v)
 			} else if ok {
 				b.Capacity = v
 			}
