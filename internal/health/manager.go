@@ -409,6 +409,17 @@ func (m *Manager) doneLocked(j *job) {
 // those whose RTT or load moved enough. by names the instance that probed, when another one
 // did (its results feed no measurement).
 func (m *Manager) observeLocked(j *job, res probe.Result, by string) []func() {
+	measured := &res
+	if by != "" {
+		measured = nil
+	}
+	return m.observeMeasuredLocked(j, res, measured, by)
+}
+
+// observeMeasuredLocked is observeLocked with the result whose RTT and load the backends'
+// measurements take, nil for none: a quorum's verdict is not a probe of this instance, whose
+// newest vote is.
+func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *probe.Result, by string) []func() {
 	var notify []func()
 	now := time.Now()
 	for _, s := range j.subs {
@@ -418,7 +429,7 @@ func (m *Manager) observeLocked(j *job, res probe.Result, by string) []func() {
 		if by == "" && s.stats != nil {
 			s.stats.observe(j.typ, res.OK, res.Reason, res.Latency)
 		}
-		moved := by == "" && b.measure(s == b.subs[0], res)
+		moved := measured != nil && b.measure(s == b.subs[0], *measured)
 		var f func()
 		if s.machine.observe(res.OK) {
 			f = m.updateLocked(b, res.Reason, by)
