@@ -211,7 +211,7 @@ func (m *Manager) State(key string) *State {
 func (m *Manager) stateLocked(key string) *State {
 	s, ok := m.states[key]
 	if !ok {
-		s = new(State)
+		s = &State{}
 		m.states[key] = s
 	}
 	return s
