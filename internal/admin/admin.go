@@ -165,6 +165,12 @@ type Backend struct {
 	LastOK  bool   `json:"last_ok"`
 	Reason  string `json:"reason,omitempty"`
 	Latency Millis `json:"latency_ms"`
+	// RTT is the backend's smoothed round-trip time, from its first check's successful probes;
+	// absent when not measured.
+	RTT Millis `json:"rtt_ms,omitzero"`
+	// Load is the backend's load relative to its capacity (1 is full), as its checks read it;
+	// absent when unknown.
+	Load *float64 `json:"load,omitempty"`
 	// LastChange is when State was entered; zero when it never changed.
 	LastChange time.Time `json:"last_change,omitzero"`
 	// Votes are the results of the instances of a cluster in quorum mode; empty otherwise.

@@ -54,7 +54,8 @@ type Record struct {
 	// last-known-good fallback); Refresh keeps it, under refreshMu.
 	lastGood  [2][]*Backend
 	view      atomic.Pointer[View]
-	refreshMu sync.Mutex // serialises writers of view; never taken by queries
+	refreshMu sync.Mutex  // serialises writers of view; never taken by queries
+	ramp      *time.Timer // refreshes the record while a backend ramps (slowstart.go); under refreshMu
 
 	// answered counts the address queries of the record and the time their selection took
 	// (see CountAnswer), on cache lines of their own: every query writes them, and writes must
@@ -441,8 +442,9 @@ func (r *Record) View() *View { return r.view.Load() }
 func (r *Record) Refresh() {
 	r.refreshMu.Lock()
 	defer r.refreshMu.Unlock()
-	now := time.Now()
 	v := &View{}
+	now := time.Now()
+	var rampNext time.Time // the next step of a slow start, zero when none ramps
 	for f := IPv4; f <= IPv6; f++ {
 		stale := r.onlyStale(f)
 		v.Degraded[f] = stale
@@ -468,8 +470,14 @@ func (r *Record) Refresh() {
 					Addr:     b.Config.IP,
 					Host:     b.Config.Address,
 					Share:    b.Config.Share,
+					RTT:      b.State.RTT(),
+					Load:     b.RelativeLoad(),
 				})
 			}
+		}
+		var next time.Time
+		if healthy, cands, next = r.slowStart(now, healthy, cands); !next.IsZero() && (rampNext.IsZero() || next.Before(rampNext)) {
+			rampNext = next
 		}
 		if policy.IsGeo(r.Config.Mode) {
 			v.Geo[f], v.GeoBackends[f] = r.geoTable(f, stale)
@@ -493,6 +501,7 @@ func (r *Record) Refresh() {
 		r.chooseTTL(v, f, now)
 	}
 	r.view.Store(v)
+	r.scheduleRamp(now, rampNext)
 }
 
 // chain prepares the record's chain over healthy, the family's healthy backends in the set's

@@ -10,7 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-var backendKeys = []string{"address", "port", "priority", "weight", "enable", "tags", "description",
+var backendKeys = []string{"address", "port", "priority", "weight", "capacity", "enable", "tags", "description",
 	"country", "subdivision", "city", "continent", "asn", "location", "latitude", "longitude",
 	"healthchecks", "timeout", "rise", "fall", "assume_healthy", "passive", "site", "kubernetes"}
 
@@ -20,7 +20,7 @@ var continents = []string{"AF", "AN", "AS", "EU", "NA", "OC", "SA"}
 // when the backend has errors.
 func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interval time.Duration) (Backend, bool) {
 	n = YAMLResolve(n)
-	b := Backend{Pos: p.Pos(n), Priority: DefaultPriority, Weight: DefaultWeight, Enable: true}
+	b := Backend{Pos: p.Pos(n), Priority: DefaultPriority, Weight: DefaultWeight, Capacity: DefaultCapacity, Enable: true}
 	if n.Kind != yaml.MappingNode {
 		p.Errorf(n, path, "a backend must be a mapping with an address, not %s", YAMLKind(n))
 		return b, false
@@ -45,6 +45,12 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 			b.Priority = p.intField(e.v, kpath, 0, math.MaxInt32, b.Priority)
 		case "weight":
 			b.Weight = p.intField(e.v, kpath, math.MinInt32, math.MaxInt32, b.Weight)
+		case "capacity":
+			if v, ok := p.number(e.v, kpath, -math.MaxFloat64, math.MaxFloat64); ok && v <= 0 {
+				p.Errorf(e.v, kpath, "must be more than 0, not %g", v)
+			} else if ok {
+				b.Capacity = v
+			}
 		case "enable":
 			b.Enable = p.boolField(e.v, kpath, b.Enable)
 		case "assume_healthy":

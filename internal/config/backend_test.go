@@ -1,6 +1,10 @@
 package config
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestBackendProbed(t *testing.T) {
 	checks := []HealthCheck{{Type: "tcp"}}
@@ -18,6 +22,52 @@ func TestBackendProbed(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.b.Probed(); got != tt.want {
 			t.Errorf("%s: Probed() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestCapacityAndSlowStart(t *testing.T) {
+	z := parseString(t, `
+defaults: {slow_start: 30s}
+records:
+  w.example.org.:
+    mode: weighted
+    backends:
+      - {address: 10.0.0.1, capacity: 250}
+      - {address: 10.0.0.2}
+  r.example.org.:
+    mode: roundrobin
+    slow_start: 0
+    backends: [{address: 10.0.0.1, capacity: 0.5}]
+  f.example.org.:
+    backends: [{address: 10.0.0.1}]
+`)
+	got := map[string]Record{}
+	for _, r := range z.Records {
+		got[r.Name] = r
+	}
+	eq(t, "weighted slow_start (from defaults)", got["w.example.org."].SlowStart, 30*time.Second)
+	eq(t, "capacities", []float64{got["w.example.org."].Backends[0].Capacity, got["w.example.org."].Backends[1].Capacity, got["r.example.org."].Backends[0].Capacity}, []float64{250, DefaultCapacity, 0.5})
+	eq(t, "slow_start: 0", got["r.example.org."].SlowStart, time.Duration(0))
+	// Inherited by a failover record, where it does not apply: no error, no effect there.
+	eq(t, "failover slow_start", got["f.example.org."].SlowStart, 30*time.Second)
+}
+
+func TestCapacityAndSlowStartErrors(t *testing.T) {
+	tests := []struct{ yml, want string }{
+		{"records:\n  a.example.org:\n    backends: [{address: 10.0.0.1, capacity: 0}]\n",
+			`zone.yml:3:46: records["a.example.org"].backends[0].capacity: must be more than 0, not 0`},
+		{"records:\n  a.example.org:\n    backends: [{address: 10.0.0.1, capacity: -2}]\n",
+			`zone.yml:3:46: records["a.example.org"].backends[0].capacity: must be more than 0, not -2`},
+		{"records:\n  a.example.org:\n    slow_start: 30s\n    backends: [{address: 10.0.0.1}]\n",
+			`zone.yml:3:17: records["a.example.org"].slow_start: slow_start only applies with mode weighted, roundrobin or chain, not failover`},
+		{"records:\n  a.example.org:\n    mode: weighted\n    slow_start: soon\n    backends: [{address: 10.0.0.1}]\n",
+			`zone.yml:4:17: records["a.example.org"].slow_start: must be a positive duration such as "10s" or "1m30s", or a number of seconds, not "soon"`},
+	}
+	for _, tc := range tests {
+		_, err := ParseZone("zone.yml", []byte(tc.yml), "example.org", nil, 1)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.yml, err, tc.want)
 		}
 	}
 }

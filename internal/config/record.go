@@ -13,7 +13,7 @@ import (
 // recordKeys are the keys of a record; all but backends may also be set under defaults.
 var recordKeys = []string{"mode", "record_ttl", "degraded_ttl", "drain_ttl", "failover_target", "owner", "description",
 	"scrape_interval", "scrape_timeout", "scrape_retries", "fallback_policy", "alpn", "hash_order", "hash_prefix_v4",
-	"hash_prefix_v6", "min_healthy", "chain", "max_answers", "rtt_tolerance", "max_load", "discovery", "kubernetes", "backends"}
+	"hash_prefix_v6", "min_healthy", "slow_start", "chain", "max_answers", "rtt_tolerance", "max_load", "discovery", "kubernetes", "backends"}
 
 // defaultKeys are the record keys that defaults may set: all but discovery, kubernetes and
 // backends.
@@ -75,6 +75,7 @@ type recordOpts struct {
 	maxAnswers         opt[int]
 	rttTolerance       opt[Tolerance]
 	maxLoad            opt[float64]
+	slowStart          opt[time.Duration]
 }
 
 // inherit fills the settings the record leaves unset from the defaults (a shallow merge).
@@ -99,6 +100,7 @@ func (o *recordOpts) inherit(d recordOpts) {
 	o.maxAnswers.inherit(d.maxAnswers)
 	o.rttTolerance.inherit(d.rttTolerance)
 	o.maxLoad.inherit(d.maxLoad)
+	o.slowStart.inherit(d.slowStart)
 }
 
 // opt parses one record setting into o; it reports false for a key that is not a setting.
@@ -209,10 +211,25 @@ func (p *parser) opt(o *recordOpts, e entry, path string) bool {
 		if v, ok := p.integer(e.v, kpath, 1, math.MaxInt32); ok {
 			o.minHealthy.put(int(v), pos, kpath)
 		}
+	case "slow_start":
+		if d, ok := p.slowStart(e.v, kpath); ok {
+			o.slowStart.put(d, pos, kpath)
+		}
 	default:
 		return false
 	}
 	return true
+}
+
+// SlowStartModes are the modes whose selection slow_start ramps.
+var SlowStartModes = []Mode{ModeWeighted, ModeRoundRobin, ModeChain}
+
+// slowStart parses slow_start: a duration, or 0 for off.
+func (p *parser) slowStart(n *yaml.Node, path string) (time.Duration, bool) {
+	if s := YAMLResolve(n); s.Kind == yaml.ScalarNode && strings.TrimSpace(s.Value) == "0" {
+		return 0, true
+	}
+	return p.duration(n, path)
 }
 
 var hashOrders = []string{string(HashOrderAddress), string(HashOrderText)}
@@ -381,6 +398,10 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 		HashOrder:     o.hashOrder.or(HashOrderAddress),
 		HashPrefix:    HashPrefix{V4: o.hashV4.or(DefaultHashPrefixV4), V6: o.hashV6.or(DefaultHashPrefixV6)},
 		MinHealthy:    o.minHealthy.or(DefaultMinHealthy),
+		SlowStart:     o.slowStart.or(0),
+	}
+	if o.slowStart.set && !o.slowStart.inherited && o.slowStart.v > 0 && !slices.Contains(SlowStartModes, rec.Mode) {
+		p.ErrorAt(o.slowStart.pos, o.slowStart.path, "slow_start only applies with mode weighted, roundrobin or chain, not %s", rec.Mode)
 	}
 	rec.DegradedTTL, rec.DrainTTL = p.lowTTLs(&o, rec.TTL)
 	rec.FailoverTarget = o.failoverTarget.or(0)

@@ -21,6 +21,7 @@ const (
 	DefaultFall                      = 3
 	DefaultPriority                  = 0
 	DefaultWeight                    = 1
+	DefaultCapacity                  = 1.0
 	DefaultMaxStaggerStart           = 120 * time.Second
 	DefaultBatchSizeStart            = 100
 	DefaultResolutionIdleTimeout     = 3600 * time.Second
@@ -227,7 +228,10 @@ type Record struct {
 	MaxAnswers   int
 	RTTTolerance Tolerance
 	MaxLoad      float64
-	Backends     []Backend
+	// SlowStart is how long a backend that comes back up takes to reach its full weight in
+	// the weighted, roundrobin and chain modes (slow_start:); 0, the default, is off.
+	SlowStart time.Duration
+	Backends  []Backend
 	// Discovery, when set, is where more backends of the record are read from at run time.
 	Discovery *Discovery
 	// SplitBrainThreshold, when not 0, is how long the other sites' backends of this record
@@ -293,12 +297,16 @@ type Fallback struct {
 
 // Backend is one site of a record.
 type Backend struct {
-	Pos         Position
-	Address     string     // as written, canonical for host names (lower case, fully qualified)
-	IP          netip.Addr // valid when Address is an IP address
-	Port        uint16     // 0 when not set
-	Priority    int
-	Weight      int
+	Pos      Position
+	Address  string     // as written, canonical for host names (lower case, fully qualified)
+	IP       netip.Addr // valid when Address is an IP address
+	Port     uint16     // 0 when not set
+	Priority int
+	Weight   int
+	// Capacity is the load at which the backend is full (capacity:, DefaultCapacity when not
+	// set): the load its checks read (an http check's metric, a lua check's number) divided
+	// by it is the relative load the load steering reads, 1 being full.
+	Capacity    float64
 	Enable      bool
 	Tags        []string
 	Description string

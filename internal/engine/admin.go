@@ -78,6 +78,10 @@ func adminBackend(b *catalog.Backend, details map[string]health.Details, votes [
 		Description: c.Description, Location: c.Location, Country: c.Country, City: c.City,
 		Continent: c.Continent, Tags: c.Tags, Site: c.Site, Remote: c.Remote,
 		Enabled: c.Enable, Healthy: b.Healthy(), State: admin.State(b.Status().String()),
+		RTT: admin.Millis(b.State.RTT()),
+	}
+	if load := b.RelativeLoad(); load >= 0 {
+		ab.Load = &load
 	}
 	if d, ok := details[b.Key]; ok {
 		ab.LastCheck, ab.LastOK, ab.Reason = d.LastCheck, d.LastOK, d.Reason

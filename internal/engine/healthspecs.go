@@ -57,8 +57,10 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 					rec.Refresh()
 					publishRecordHealth(rec)
 				},
-				Passive:  bc.Passive,
-				External: bc.External,
+				OnMeasure: rec.Refresh, // RTT and load: the answers change, not the health others see
+				Capacity:  bc.Capacity,
+				Passive:   bc.Passive,
+				External:  bc.External,
 			}
 			if bc.Passive || bc.Remote {
 				specs = append(specs, spec)

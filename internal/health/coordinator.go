@@ -208,7 +208,8 @@ func (m *Manager) Decide(v Verdict) bool {
 	if v.Status == Unknown {
 		notify = m.resetLocked(j, v.Reason)
 	} else {
-		notify = m.observeLocked(j, probe.Result{OK: v.Status == Up, Reason: v.Reason, Latency: sh.latency}, "")
+		verdict := probe.Result{OK: v.Status == Up, Reason: v.Reason, Latency: sh.latest.Latency}
+		notify = m.observeMeasuredLocked(j, verdict, &sh.latest, "")
 	}
 	m.mu.Unlock()
 	for _, f := range notify {
@@ -287,10 +288,10 @@ type sharedJob struct {
 	runCycle int64
 	publish  bool
 	vote     bool
-	// Quorum mode: the latency of this instance's newest vote, and the votes behind the newest
-	// verdict.
-	latency time.Duration
-	votes   []Vote
+	// Quorum mode: this instance's newest vote (its latency, and the RTT and load it measured),
+	// and the votes behind the newest verdict.
+	latest probe.Result
+	votes  []Vote
 }
 
 // passiveType is the type of the stand-in check of a passive backend; it has no prober.
@@ -513,7 +514,7 @@ func (m *Manager) finishShared(j *job, res probe.Result) {
 	m.doneLocked(j)
 	var notify []func()
 	if sh.vote {
-		sh.latency = res.Latency // a vote is applied by the cycle's verdict (Decide)
+		sh.latest = res // a vote is applied by the cycle's verdict (Decide)
 	} else if m.cluster.accept(j, s) {
 		notify = m.observeLocked(j, res, "")
 	}

@@ -327,6 +327,9 @@ func TestQuorumVotesWaitForTheVerdict(t *testing.T) {
 	if st := m.State("a").Status(); st != Up {
 		t.Fatalf("the backend is %s after an up verdict, want up", st)
 	}
+	if rtt := m.State("a").RTT(); rtt != 0 {
+		t.Fatalf("RTT %v from this instance's failed vote, want none", rtt)
+	}
 	if got := m.Votes()["a"]; len(got) != 2 || got[0].Instance != "b" || !got[1].Isolated {
 		t.Fatalf("votes %+v, want the verdict's", got)
 	}

@@ -36,6 +36,12 @@ type Spec struct {
 	Activity *atomic.Bool
 	// OnChange is called, outside the manager's lock, after the backend's status changed.
 	OnChange func()
+	// OnMeasure is called, outside the manager's lock, after the backend's RTT or load moved
+	// enough to matter (see measure.go) while its status stayed; nil: nothing is called.
+	OnMeasure func()
+	// Capacity is the backend's capacity (config.Backend.Capacity; 0 counts as 1): how much
+	// its load must move to matter.
+	Capacity float64
 	// Passive backends have no checks: their results come from the fleet through a
 	// Coordinator. Without one, the manager ignores them and they stay unknown.
 	Passive bool
@@ -117,6 +123,8 @@ type backend struct {
 	report report
 	// activity is when the backend's record was last queried (nil: always active).
 	activity *recordActivity
+	// measures are its RTT and load, and whether it was down (measure.go).
+	measures measures
 }
 
 // report is one status a source reported for an External backend, and why and when.
@@ -233,7 +241,11 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 			}
 			b.spec = spec
 		} else {
+			old := b
 			b = m.newBackend(spec)
+			if old != nil {
+				b.measures.wasDown = old.measures.wasDown // coming up after a reload is still a recovery
+			}
 		}
 		backends[spec.Key] = b
 		if spec.Activity != nil && m.activity[spec.Activity] == nil {
@@ -276,6 +288,7 @@ func (m *Manager) newBackend(spec *Spec) *backend {
 		b.report = report{status: st, reason: restored} // read only when spec.External
 	}
 	b.state.Set(b.status)
+	b.resetMeasures() // what other checks measured does not stand for these
 	backendsByState.WithLabelValues(b.status.String()).Inc()
 	checks := b.status
 	if checks == Stale {
@@ -391,22 +404,40 @@ func (m *Manager) doneLocked(j *job) {
 	}
 }
 
-// observeLocked feeds res to the machines of j's subscribers and returns the OnChange
-// functions of the backends whose status changed. by names the instance that probed, when
-// another one did.
+// observeLocked feeds res to the machines and measurements of j's subscribers and returns the
+// OnChange functions of the backends whose status changed, and the OnMeasure functions of
+// those whose RTT or load moved enough. by names the instance that probed, when another one
+// did (its results feed no measurement).
 func (m *Manager) observeLocked(j *job, res probe.Result, by string) []func() {
+	measured := &res
+	if by != "" {
+		measured = nil
+	}
+	return m.observeMeasuredLocked(j, res, measured, by)
+}
+
+// observeMeasuredLocked is observeLocked with the result whose RTT and load the backends'
+// measurements take, nil for none: a quorum's verdict is not a probe of this instance, whose
+// newest vote is.
+func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *probe.Result, by string) []func() {
 	var notify []func()
 	now := time.Now()
 	for _, s := range j.subs {
-		d := &s.backend.details
+		b := s.backend
+		d := &b.details
 		d.LastCheck, d.LastOK, d.Reason, d.Latency = now, res.OK, res.Reason, res.Latency
 		if by == "" && s.stats != nil {
 			s.stats.observe(j.typ, res.OK, res.Reason, res.Latency)
 		}
-		if !s.machine.observe(res.OK) {
-			continue
+		moved := measured != nil && b.measure(s == b.subs[0], *measured)
+		var f func()
+		if s.machine.observe(res.OK) {
+			f = m.updateLocked(b, res.Reason, by)
 		}
-		if f := m.updateLocked(s.backend, res.Reason, by); f != nil {
+		if f == nil && moved {
+			f = b.spec.OnMeasure
+		}
+		if f != nil {
 			notify = append(notify, f)
 		}
 	}
@@ -460,6 +491,7 @@ func (m *Manager) setLocked(b *backend, next Status, reason, by string) func() {
 	b.details.LastChange = now
 	m.history.add(Transition{Time: now, Record: b.spec.Record, Backend: b.spec.Backend, Key: b.spec.Key, From: b.status, To: next, Reason: reason})
 	b.status = next
+	b.noteStatus(next, now)
 	b.state.Set(next)
 	return b.spec.OnChange
 }

@@ -5,7 +5,11 @@
 // which this package imports and which never imports it (see its package comment).
 package health
 
-import "sync/atomic"
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
 
 // Status is a backend's health as the selection modes see it.
 type Status uint32
@@ -35,10 +39,21 @@ func (s Status) String() string {
 	}
 }
 
-// State is the shared, lock-free health word of one backend. The query path only loads it.
+// State is the shared, lock-free health of one backend: its status word, and what its checks
+// measured (RTT, load) and when it last came back up, which catalog.Record.Refresh reads into
+// the modes' candidates. The query path only loads the status; the manager writes them all.
 type State struct {
 	status atomic.Uint32
+	rtt    atomic.Int64  // nanoseconds, 0 when not measured
+	load   atomic.Uint64 // the load's bits XOR unknownLoad's: the zero value is unknown
+	// recovered is when the backend last came back up from down (Unix nanoseconds), 0 when
+	// it never did: slow start ramps from it.
+	recovered atomic.Int64
 }
+
+// unknownLoad is the bit pattern of the NaN that stands for an unknown load, by which State
+// flips the bits it stores, so that its zero value's load is unknown.
+var unknownLoad = math.Float64bits(math.NaN())
 
 // Status returns the current status.
 func (s *State) Status() Status { return Status(s.status.Load()) }
@@ -46,4 +61,38 @@ func (s *State) Status() Status { return Status(s.status.Load()) }
 // Set stores a new status and reports whether it differs from the previous one.
 func (s *State) Set(st Status) (changed bool) {
 	return Status(s.status.Swap(uint32(st))) != st
+}
+
+// RTT returns the backend's smoothed round-trip time (see rttEstimator), 0 when not measured.
+func (s *State) RTT() time.Duration { return time.Duration(s.rtt.Load()) }
+
+// Load returns the load the backend's checks last read, in the backend's own units (divide by
+// its capacity for the relative load); NaN when unknown.
+func (s *State) Load() float64 { return math.Float64frombits(s.load.Load() ^ unknownLoad) }
+
+// Recovered returns when the backend last came back up after being down, the zero time when
+// it never did (a backend up since its first result has not recovered).
+func (s *State) Recovered() time.Time {
+	if ns := s.recovered.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+// SetRTT stores the backend's smoothed RTT (0: not measured). The manager calls it with what
+// the backend's probes measured; so may whatever measures it elsewhere. Refresh the record
+// for answers to follow.
+func (s *State) SetRTT(d time.Duration) { s.rtt.Store(int64(d)) }
+
+// SetLoad stores the backend's load in its own units (NaN: unknown), as SetRTT does the RTT.
+func (s *State) SetLoad(v float64) { s.load.Store(math.Float64bits(v) ^ unknownLoad) }
+
+// SetRecovered stores when the backend came back up after being down (the zero time: it did
+// not), as SetRTT does the RTT.
+func (s *State) SetRecovered(t time.Time) {
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
+	}
+	s.recovered.Store(ns)
 }

@@ -12,11 +12,13 @@ package probe
 //   - every read and write is bounded by the probe's deadline set on the connection.
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -49,8 +51,9 @@ type httpProbe struct {
 	tls      *tls.Config      // nil without enable_tls
 	timeout  time.Duration
 	codes    []int
-	passes   []string       // the pass reason of each code, "http 200"
-	body     *regexp.Regexp // expected_body, nil when unset
+	passes   []string        // the pass reason of each code, "http 200"
+	body     *regexp.Regexp  // expected_body, nil when unset
+	metric   *metricSelector // the sample that is the backend's load, nil when unset
 
 	mu     sync.Mutex
 	idle   net.Conn // at most one idle keep-alive connection (goroutine probes)
@@ -76,7 +79,7 @@ var (
 )
 
 // newHTTPProbe compiles an http check: port, uri, method, host, headers, expected_code,
-// expected_body, enable_tls, skip_tls_verify, follow_redirects. As in CoreDNS-GSLB, enable_tls
+// expected_body, metric, enable_tls, skip_tls_verify, follow_redirects. As in CoreDNS-GSLB, enable_tls
 // defaults to true and the port to 443; the backend's port replaces 443, and enable_tls: false
 // without a port means 80.
 func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
@@ -116,6 +119,12 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 		}
 	}
 	hp.body = p.Regexp("expected_body")
+	if sel := p.String("metric", ""); sel != "" {
+		var err error
+		if hp.metric, err = parseMetricSelector(sel); err != nil {
+			p.Errorf("metric", "must name a sample such as http_inflight or http_inflight{pool=\"a\"}: %v", err)
+		}
+	}
 
 	hostParam := p.String("host", "")
 	rs.host = hostParam
@@ -258,16 +267,53 @@ func httpReadRequest(head bool) *http.Request {
 	return httpGetRequest
 }
 
-// judge turns a final response into a result.
+// judge turns a final response into a result. With a metric, the result carries the load
+// the body gave, whatever the status; one the body does not give is unknown, and a check that
+// passes says why in its reason.
 func (hp *httpProbe) judge(out httpOutcome) Result {
+	var res Result
 	i := slices.Index(hp.codes, out.code)
-	if i < 0 {
-		return Fail("http %d", out.code)
+	switch {
+	case i < 0:
+		res = Fail("http %d", out.code)
+	case hp.body != nil && !out.bodyOK:
+		res = Fail("http %d, body does not match %q", out.code, hp.body.String())
+	default:
+		res = Pass(hp.passes[i])
 	}
-	if hp.body != nil && !out.bodyOK {
-		return Fail("http %d, body does not match %q", out.code, hp.body.String())
+	if hp.metric != nil {
+		res.HasLoad, res.Load = true, out.load
+		if res.OK && out.loadNote != "" {
+			res.Reason += ", " + out.loadNote
+		}
 	}
-	return Pass(hp.passes[i])
+	return res
+}
+
+// keepsBody reports whether the probe reads the body rather than discarding it.
+func (hp *httpProbe) keepsBody() bool { return hp.body != nil || hp.metric != nil }
+
+// inspect matches the body b read (complete: all of it) against expected_body, and reads the
+// metric's load from it, into out. A body cut at the limit loses its last, partial line.
+func (hp *httpProbe) inspect(b []byte, complete bool, out *httpOutcome) {
+	out.bodyOK = hp.body != nil && hp.body.Match(b)
+	if hp.metric == nil {
+		return
+	}
+	if !complete {
+		if nl := bytes.LastIndexByte(b, '\n'); nl >= 0 {
+			b = b[:nl+1]
+		}
+	}
+	v, err := hp.metric.find(b)
+	if err != nil {
+		out.load, out.loadNote = math.NaN(), "metric "+hp.metric.String()+": "+err.Error()
+		return
+	}
+	out.load, out.loadNote = checkLoad(v)
+	if out.loadNote != "" {
+		out.loadNote = "metric " + hp.metric.String() + ": " + out.loadNote
+	}
 }
 
 // sameHost resolves a Location against cur, and accepts it only on the same scheme and host.
@@ -282,9 +328,11 @@ func (hp *httpProbe) sameHost(cur *url.URL, location string) (*url.URL, bool) {
 // httpOutcome is what one request/response exchange saw.
 type httpOutcome struct {
 	code     int
-	bodyOK   bool   // expected_body matched (meaningless without it)
-	location string // the Location of a 3xx, when following redirects
-	fail     string // a transport failure's reason; the other fields are unset
+	bodyOK   bool    // expected_body matched (meaningless without it)
+	load     float64 // the metric's value, NaN when the body does not give it (without a metric, meaningless)
+	loadNote string  // why the load is unknown
+	location string  // the Location of a 3xx, when following redirects
+	fail     string  // a transport failure's reason; the other fields are unset
 }
 
 // exchange sends req and reads the response on the idle connection or a new one. A reused
@@ -352,24 +400,23 @@ func (hp *httpProbe) readResponse(ctx context.Context, conn net.Conn, first byte
 	if hp.redirect != nil && resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		out.location = resp.Header.Get("Location")
 	}
-	complete, bodyOK, err := hp.readBody(resp.Body)
+	complete, err := hp.readBody(resp.Body, &out)
 	if err != nil {
 		return httpOutcome{fail: connReason(ctx, err, budget)}, false
 	}
-	out.bodyOK = bodyOK
 	return out, complete && !resp.Close && rd.drained()
 }
 
-// readBody reads up to httpBodyLimit bytes of body into a pooled buffer, matching them against
-// expected_body when set (otherwise the buffer is reused chunk by chunk). complete says
-// whether the body ended within the limit.
-func (hp *httpProbe) readBody(body io.Reader) (complete, matched bool, err error) {
+// readBody reads up to httpBodyLimit bytes of body into a pooled buffer and inspects them
+// into out when the check reads the body (otherwise the buffer is reused chunk by chunk).
+// complete says whether the body ended within the limit.
+func (hp *httpProbe) readBody(body io.Reader, out *httpOutcome) (complete bool, err error) {
 	bp := connBufPool.Get().(*[]byte)
 	defer connBufPool.Put(bp)
 	b := (*bp)[:0]
 	for total := 0; total < httpBodyLimit; {
 		if len(b) == cap(b) {
-			if hp.body == nil {
+			if !hp.keepsBody() {
 				b = b[:0] // nothing to match: discard what was read
 			} else {
 				b = slices.Grow(b, min(cap(b), httpBodyLimit-len(b)))
@@ -383,7 +430,7 @@ func (hp *httpProbe) readBody(body io.Reader) (complete, matched bool, err error
 		}
 		if rerr != nil {
 			*bp = b[:0]
-			return false, false, rerr
+			return false, rerr
 		}
 	}
 	*bp = b[:0]
@@ -393,7 +440,10 @@ func (hp *httpProbe) readBody(body io.Reader) (complete, matched bool, err error
 		n, rerr := io.ReadFull(body, one[:])
 		complete = n == 0 && rerr == io.EOF
 	}
-	return complete, hp.body != nil && hp.body.Match(b), nil
+	if hp.keepsBody() {
+		hp.inspect(b, complete, out)
+	}
+	return complete, nil
 }
 
 // dial opens a connection to the target, with the TLS handshake when enabled.

@@ -89,8 +89,9 @@ func (x *httpExchange) received(in []byte, eof bool) (Result, bool, bool) {
 	if !delimited && !eof {
 		return Result{}, false, false // the body ends with the connection
 	}
-	bodyOK, err := x.readBody(resp.Body)
-	judged := x.hp.judge(httpOutcome{code: resp.StatusCode, bodyOK: bodyOK})
+	out := httpOutcome{code: resp.StatusCode}
+	err = x.readBody(resp.Body, &out)
+	judged := x.hp.judge(out)
 	switch {
 	case err == nil:
 		keep := delimited && !resp.Close && br.Buffered() == 0 && rest.Len() == 0
@@ -107,20 +108,22 @@ func (x *httpExchange) received(in []byte, eof bool) (Result, bool, bool) {
 // errBodyLimit reports a body longer than the probe reads.
 var errBodyLimit = errors.New("body longer than the limit")
 
-// readBody reads the body (up to httpBodyLimit) and matches expected_body when it is set.
-func (x *httpExchange) readBody(body io.Reader) (matched bool, err error) {
+// readBody reads the body (up to httpBodyLimit) and inspects it into out when the check reads
+// the body (expected_body, metric).
+func (x *httpExchange) readBody(body io.Reader, out *httpOutcome) error {
 	limited := io.LimitReader(body, httpBodyLimit+1)
-	if x.hp.body == nil {
+	if !x.hp.keepsBody() {
 		n, err := io.Copy(io.Discard, limited)
 		if err == nil && n > httpBodyLimit {
 			err = errBodyLimit
 		}
-		return false, err
+		return err
 	}
 	var b bytes.Buffer
 	n, err := io.Copy(&b, limited)
 	if err == nil && n > httpBodyLimit {
 		err = errBodyLimit
 	}
-	return x.hp.body.Match(b.Bytes()[:min(b.Len(), httpBodyLimit)]), err
+	x.hp.inspect(b.Bytes()[:min(b.Len(), httpBodyLimit)], err == nil, out)
+	return err
 }

@@ -81,6 +81,13 @@ func newLuaHTTPClient(insecure bool) *http.Client {
 // (reason "lua: <error>"). A script that returns false or nil without a reason after a helper
 // failed gets that failure as its reason.
 //
+// It may also return the backend's load, a number, after the first value and before or after
+// the reason: `return true, 0.4`, `return true, "ok", 0.4` or `return false, 0.4, "ok"`. The
+// load is reported whatever the verdict; a load that is NaN, infinite or negative is unknown
+// (and said in a passing reason), and a script that returns no number reports no load (the
+// backend keeps the load it had, until it goes down: a script that reads a load should
+// return one on every run, 0/0 (NaN) when it could not read it).
+//
 // Parameters: `script` (the Lua source) or `script_file` (a file read at load); exactly one.
 // The script is compiled at load, so syntax errors are configuration errors. `ssh_known_hosts`,
 // an OpenSSH known_hosts file read at load, makes ssh_exec verify host keys.
@@ -197,7 +204,7 @@ func (l *luaProbe) Probe(ctx context.Context) Result {
 	L.SetContext(ctx)
 
 	L.Push(L.NewFunctionFromProto(l.proto))
-	err := L.PCall(0, 2, nil)
+	err := L.PCall(0, 3, nil)
 	if deadlinePassed(ctx) {
 		return Fail("%s", timeoutAfterReason(l.timeout))
 	}
@@ -208,10 +215,32 @@ func (l *luaProbe) Probe(ctx context.Context) Result {
 		}
 		return Fail("lua: %s", firstLine(err.Error()))
 	}
-	ret, reason := L.Get(1), ""
-	if s, ok := L.Get(2).(lua.LString); ok {
-		reason = firstLine(string(s))
+	ret, reason, load, hasLoad := L.Get(1), "", 0.0, false
+	for _, v := range []lua.LValue{L.Get(2), L.Get(3)} {
+		switch x := v.(type) {
+		case lua.LString:
+			if reason == "" {
+				reason = firstLine(string(x))
+			}
+		case lua.LNumber:
+			if !hasLoad {
+				load, hasLoad = float64(x), true
+			}
+		}
 	}
+	res := luaVerdict(ret, reason, run)
+	if hasLoad {
+		var note string
+		res.HasLoad = true
+		if res.Load, note = checkLoad(load); note != "" && res.OK {
+			res.Reason += ", " + note
+		}
+	}
+	return res
+}
+
+// luaVerdict judges what a script returned: ret, its first value, and reason, its string.
+func luaVerdict(ret lua.LValue, reason string, run *luaRun) Result {
 	if ret == lua.LTrue {
 		if reason == "" {
 			reason = "lua: true"

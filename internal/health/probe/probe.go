@@ -73,6 +73,11 @@ type Result struct {
 	Reason string
 	// Latency is how long the probe took, retries included; the scheduler sets it.
 	Latency time.Duration
+	// HasLoad is set by the checks that read the backend's load (an http check with a
+	// metric, a lua script that returned a number), and Load is what they read, in the
+	// backend's own units: NaN when such a check could not read it (the load is unknown).
+	HasLoad bool
+	Load    float64
 }
 
 // Fail returns a failed result with a formatted reason.

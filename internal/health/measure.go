@@ -1,0 +1,127 @@
+package health
+
+import (
+	"math"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/health/probe"
+)
+
+// What a backend's checks measure besides up or down, for the steering steps (see
+// docs/modes.md, "Measured RTT and load"):
+//
+//   - RTT: the latency of the successful probes of the backend's first check, smoothed by an
+//     exponentially weighted moving average, srtt += rttAlpha·(sample − srtt), the first
+//     sample taken as it is. rttAlpha is 0.3 rather than TCP's 1/8 (RFC 6298): probes come
+//     every scrape_interval (10 s by default), not every segment, and with 1/8 a real change
+//     would take a minute and a half to show; with 0.3 the estimate covers half the distance
+//     in two probes, while one outlier still moves it by only 30% of its excess. Only the
+//     first check feeds it (a tcp connect and a lua script that fetches a page do not measure
+//     the same thing: list first the check whose latency stands for the backend's), only
+//     probes made here (a result another instance shared has no latency of ours), and only
+//     successful ones (a timeout measures the timeout). It starts over when the backend goes
+//     down: the RTT from before an outage says nothing of the backend that comes back.
+//   - Load: the last number a check read (an http check's metric, a lua check's number), in
+//     the backend's units; capacity scales it in the catalog. It is unknown until read, when
+//     a check that reads it could not, and from when the backend goes down.
+//
+// The catalog prepares candidates on a change (Spec.OnMeasure), never per query, so a change
+// is announced only when it matters: the RTT when it moved by more than 10% and more than
+// 1 ms from the value last announced (rttMoved), the load when it became known or unknown or
+// moved by more than 5% of the capacity (loadMoved). A noisy RTT thus refreshes the record
+// only when its smoothed value drifts, not on every probe.
+const (
+	rttAlpha = 0.3
+	// rttMinMove and rttRelMove are the RTT change announced: more than both.
+	rttMinMove = time.Millisecond
+	rttRelMove = 0.1
+	// loadMove is the load change announced, as a fraction of the capacity.
+	loadMove = 0.05
+)
+
+// smoothRTT returns the smoothed RTT after sample, from srtt (0 before the first sample).
+func smoothRTT(srtt, sample time.Duration) time.Duration {
+	if srtt <= 0 {
+		return sample
+	}
+	return srtt + time.Duration(math.Round(rttAlpha*float64(sample-srtt)))
+}
+
+// rttMoved reports whether the smoothed RTT srtt is worth announcing after announced (0:
+// nothing announced yet).
+func rttMoved(announced, srtt time.Duration) bool {
+	if announced <= 0 || srtt <= 0 {
+		return announced != srtt
+	}
+	d := srtt - announced
+	if d < 0 {
+		d = -d
+	}
+	return d > rttMinMove && float64(d) > rttRelMove*float64(announced)
+}
+
+// loadMoved reports whether load (NaN: unknown) is worth announcing after announced, for a
+// backend of capacity (0 counts as 1).
+func loadMoved(announced, load, capacity float64) bool {
+	if math.IsNaN(announced) || math.IsNaN(load) {
+		return math.IsNaN(announced) != math.IsNaN(load)
+	}
+	if capacity <= 0 {
+		capacity = 1
+	}
+	return math.Abs(load-announced) > loadMove*capacity
+}
+
+// measures is what the manager keeps of one backend's measurements beyond what its State
+// holds: the smoothed RTT, what was last announced, and whether it went down since it was
+// last up.
+type measures struct {
+	srtt, rttAnnounced time.Duration
+	loadAnnounced      float64 // NaN: unknown
+	// wasDown is set when the backend went down, here, since it was last up: its next up is a
+	// recovery, from which slow start ramps (State.Recovered). A backend's first up, at
+	// start-up or from a status restored from the state file, is none.
+	wasDown bool
+}
+
+// measure feeds res, a result of one of b's checks probed here (first: its first check), to
+// b's measurements, and reports whether they moved enough to announce.
+func (b *backend) measure(first bool, res probe.Result) bool {
+	moved := false
+	if first && res.OK && res.Latency > 0 {
+		b.measures.srtt = smoothRTT(b.measures.srtt, res.Latency)
+		b.state.SetRTT(b.measures.srtt)
+		if rttMoved(b.measures.rttAnnounced, b.measures.srtt) {
+			b.measures.rttAnnounced, moved = b.measures.srtt, true
+		}
+	}
+	if res.HasLoad {
+		b.state.SetLoad(res.Load)
+		if loadMoved(b.measures.loadAnnounced, res.Load, b.spec.Capacity) {
+			b.measures.loadAnnounced, moved = res.Load, true
+		}
+	}
+	return moved
+}
+
+// resetMeasures forgets b's RTT and load.
+func (b *backend) resetMeasures() {
+	b.measures.srtt, b.measures.rttAnnounced, b.measures.loadAnnounced = 0, 0, math.NaN()
+	b.state.SetRTT(0)
+	b.state.SetLoad(math.NaN())
+}
+
+// noteStatus follows b's status to next at now: going down forgets its measurements, and
+// coming up after having been down is a recovery.
+func (b *backend) noteStatus(next Status, now time.Time) {
+	switch next {
+	case Down:
+		b.resetMeasures()
+		b.measures.wasDown = true
+	case Up:
+		if b.measures.wasDown {
+			b.state.SetRecovered(now)
+		}
+		b.measures.wasDown = false
+	}
+}
