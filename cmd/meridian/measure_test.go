@@ -16,11 +16,13 @@ import (
 )
 
 // metricBackend is a loopback HTTP backend on host whose /metrics says the inflight value it
-// holds, and whose status is 200 while up is set, 503 otherwise.
+// holds, and whose status is 200 while up is set, 503 otherwise, after its delay.
 type metricBackend struct {
 	port     int
 	inflight atomic.Int64
 	up       atomic.Bool
+	// delay, in nanoseconds, is how long the backend takes to answer: a slow site.
+	delay atomic.Int64
 }
 
 func startMetricBackend(t *testing.T, host string) *metricBackend {
@@ -32,6 +34,7 @@ func startMetricBackend(t *testing.T, host string) *metricBackend {
 	b := &metricBackend{port: l.Addr().(*net.TCPAddr).Port}
 	b.up.Store(true)
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(time.Duration(b.delay.Load())) // the backend's own slowness, not a wait of the test
 		if !b.up.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
