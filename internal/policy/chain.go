@@ -35,8 +35,10 @@ type ChainOptions struct {
 type Chain struct {
 	opts  ChainOptions
 	cands []Candidate
-	// geo and affinity are the geo steps' tables over cands (nil without the step).
+	// geo and affinity are the geo steps' tables over cands (nil without the step), and hash
+	// the hash step's rendezvous hashing.
 	geo, affinity *GeoTable
+	hash          *Rendezvous
 	// base are the candidates the prepared steps kept, and from the index of the first step
 	// Pick runs.
 	base []int
@@ -55,6 +57,8 @@ func PrepareChain(opts ChainOptions, cands []Candidate, geoCands []GeoCandidate,
 			c.geo = PrepareGeo(config.ModeGeoIP, geoCands)
 		case config.StepAffinity:
 			c.affinity = PrepareGeo(config.ModeGeoIPAffinity, geoCands)
+		case config.StepHash:
+			c.hash = PrepareRendezvous(cands, opts.HashPrefix)
 		}
 	}
 	c.base = make([]int, len(cands))
@@ -113,7 +117,7 @@ func (c *Chain) step(s config.ChainStep, work []int, client netip.Addr, src *geo
 	case config.StepWeighted:
 		front(work, c.weighted(work))
 	case config.StepHash:
-		front(work, max(RendezvousPick(c.cands, work, client, c.opts.HashPrefix), 0))
+		front(work, max(c.hash.Pick(work, client), 0))
 		return work, HashBits(c.opts.HashPrefix, client)
 	case config.StepRandom:
 		for i := len(work) - 1; i > 0; i-- {

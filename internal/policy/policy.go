@@ -57,7 +57,7 @@ type Set struct {
 	// cumWeights are the running sums of the candidates' weights (weighted).
 	cumWeights []uint64
 	// hashPrefix, ids and weights are consistent-hash's: the client prefix, and by set index
-	// the hash of each candidate's identity and its weight (see RendezvousPick).
+	// the hash of each candidate's identity and its weight (see Rendezvous).
 	hashPrefix   config.HashPrefix
 	ids          []uint64
 	weights      []float64

@@ -183,17 +183,18 @@ func BenchmarkPick(b *testing.B) {
 	}
 }
 
-// BenchmarkRendezvousPick is consistent-hash's core over a subset of eight candidates, as a
-// step of another mode calls it, hashing the identities per call.
+// BenchmarkRendezvousPick is consistent-hash's core over eight prepared candidates, as the
+// chain's hash step calls it.
 func BenchmarkRendezvousPick(b *testing.B) {
 	cands := weighted(1, 2, 3, 4, 5, 6, 7, 8)
 	idx := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	r := PrepareRendezvous(cands, hashPrefix)
 	for _, c := range []string{"192.0.2.7", "2001:db8::7"} {
 		client := netip.MustParseAddr(c)
 		b.Run(c, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = RendezvousPick(cands, idx, client, hashPrefix)
+				_ = r.Pick(idx, client)
 			}
 		})
 	}

@@ -132,21 +132,36 @@ func (h *highest) winner() int {
 	return h.plain
 }
 
-// RendezvousPick returns the position in idx of the candidate that weighted rendezvous hashing
-// gives client, whose network of p is the key (see HashBits), over the candidates cands[idx[0]],
-// cands[idx[1]], ...; -1 when idx is empty. A candidate's identity is its address or host name,
-// not its index, and ties (the same identity twice) go to the first in idx. It does not
-// allocate. It hashes each candidate's identity per call: Set.Pick of a consistent-hash Set,
-// which hashed them once in Prepare, gives the same answer over the whole set.
-func RendezvousPick(cands []Candidate, idx []int, client netip.Addr, p config.HashPrefix) int {
+// Rendezvous is weighted rendezvous hashing prepared over candidates, their identities hashed
+// once: the chain's hash step, over whatever subset of them is left.
+type Rendezvous struct {
+	ids     []uint64
+	weights []float64
+	prefix  config.HashPrefix
+}
+
+// PrepareRendezvous prepares rendezvous hashing over cands, hashing the clients' networks of p.
+func PrepareRendezvous(cands []Candidate, p config.HashPrefix) *Rendezvous {
+	r := &Rendezvous{ids: make([]uint64, len(cands)), weights: make([]float64, len(cands)), prefix: p}
+	for i := range cands {
+		r.ids[i], r.weights[i] = identityKey(&cands[i]), rendezvousWeight(&cands[i])
+	}
+	return r
+}
+
+// Pick returns the position in idx of the candidate that weighted rendezvous hashing gives
+// client, whose network of the prefix is the key (see HashBits), over the prepared candidates
+// idx[0], idx[1], ...; -1 when idx is empty. A candidate's identity is its address or host
+// name, not its index, and ties (the same identity twice) go to the first in idx. It does not
+// allocate. Over the whole set, it gives what Set.Pick of a consistent-hash Set gives.
+func (r *Rendezvous) Pick(idx []int, client netip.Addr) int {
 	equal := true
 	for _, i := range idx {
-		equal = equal && rendezvousWeight(&cands[i]) == rendezvousWeight(&cands[idx[0]])
+		equal = equal && r.weights[i] == r.weights[idx[0]]
 	}
-	h := newHighest(subnetKey(client, p), equal)
+	h := newHighest(subnetKey(client, r.prefix), equal)
 	for pos, i := range idx {
-		c := &cands[i]
-		h.offer(pos, identityKey(c), rendezvousWeight(c))
+		h.offer(pos, r.ids[i], r.weights[i])
 	}
 	return h.winner()
 }

@@ -103,8 +103,8 @@ func TestConsistentHashEmptySetAppendsNothing(t *testing.T) {
 	if got := s.Pick(netip.MustParseAddr("192.0.2.1"), []int{7}); !slices.Equal(got, []int{7}) {
 		t.Errorf("Pick = %v, want [7]", got)
 	}
-	if got := RendezvousPick(nil, nil, netip.MustParseAddr("192.0.2.1"), hashPrefix); got != -1 {
-		t.Errorf("RendezvousPick over nothing = %d, want -1", got)
+	if got := PrepareRendezvous(nil, hashPrefix).Pick(nil, netip.MustParseAddr("192.0.2.1")); got != -1 {
+		t.Errorf("Rendezvous.Pick over nothing = %d, want -1", got)
 	}
 }
 
@@ -115,8 +115,8 @@ func TestConsistentHashTiesGoToTheFirst(t *testing.T) {
 		{Weight: 1, Addr: netip.MustParseAddr("192.0.2.1")},
 	}
 	for _, c := range subnets(100) {
-		if got := RendezvousPick(cands, []int{1, 0}, c, hashPrefix); got != 0 {
-			t.Fatalf("RendezvousPick for %s = %d, want 0 (the first in idx)", c, got)
+		if got := PrepareRendezvous(cands, hashPrefix).Pick([]int{1, 0}, c); got != 0 {
+			t.Fatalf("Rendezvous.Pick for %s = %d, want 0 (the first in idx)", c, got)
 		}
 		if got := hashed(cands).Pick(c, nil); !slices.Equal(got, []int{0}) {
 			t.Fatalf("Pick for %s = %v, want [0]", c, got)
@@ -176,18 +176,18 @@ func TestConsistentHashIgnoresConfigOrder(t *testing.T) {
 	}
 }
 
-func TestRendezvousPickAgreesWithSetPick(t *testing.T) {
+func TestRendezvousAgreesWithSetPick(t *testing.T) {
 	cands := weighted(5, 1, 3, 0, 2)
 	subset := []int{4, 0, 2}
 	full, sub := hashed(cands), hashed([]Candidate{cands[4], cands[0], cands[2]})
 	for _, c := range subnets(1000) {
 		want := owner(t, full, cands, c)
-		if got := RendezvousPick(cands, []int{0, 1, 2, 3, 4}, c, hashPrefix); cands[got].Addr.String() != want {
-			t.Fatalf("over all, RendezvousPick gives %s, Pick %s", cands[got].Addr, want)
+		if got := PrepareRendezvous(cands, hashPrefix).Pick([]int{0, 1, 2, 3, 4}, c); cands[got].Addr.String() != want {
+			t.Fatalf("over all, Rendezvous.Pick gives %s, Pick %s", cands[got].Addr, want)
 		}
 		want = owner(t, sub, []Candidate{cands[4], cands[0], cands[2]}, c)
-		if got := RendezvousPick(cands, subset, c, hashPrefix); cands[subset[got]].Addr.String() != want {
-			t.Fatalf("over a subset, RendezvousPick gives %s, Pick %s", cands[subset[got]].Addr, want)
+		if got := PrepareRendezvous(cands, hashPrefix).Pick(subset, c); cands[subset[got]].Addr.String() != want {
+			t.Fatalf("over a subset, Rendezvous.Pick gives %s, Pick %s", cands[subset[got]].Addr, want)
 		}
 	}
 }
@@ -311,14 +311,15 @@ func TestConsistentHashDoesNotAllocate(t *testing.T) {
 	cands = append(cands, Candidate{Weight: 1, Host: "edge.example.net."})
 	s := hashed(cands)
 	idx := []int{4, 0, 2}
+	r := PrepareRendezvous(cands, hashPrefix)
 	var buf [4]int
 	for _, c := range []string{"198.51.100.7", "2001:db8::1", "::ffff:10.0.0.1"} {
 		client := netip.MustParseAddr(c)
 		if n := testing.AllocsPerRun(100, func() { _ = s.Pick(client, buf[:0]) }); n != 0 {
 			t.Errorf("Pick for %s: %v allocations", c, n)
 		}
-		if n := testing.AllocsPerRun(100, func() { _ = RendezvousPick(cands, idx, client, hashPrefix) }); n != 0 {
-			t.Errorf("RendezvousPick for %s: %v allocations", c, n)
+		if n := testing.AllocsPerRun(100, func() { _ = r.Pick(idx, client) }); n != 0 {
+			t.Errorf("Rendezvous.Pick for %s: %v allocations", c, n)
 		}
 	}
 }
