@@ -100,3 +100,32 @@ records:
 	slow.delay.Store(0)
 	want("the slow backend fast again, and the least loaded", "127.0.7.2")
 }
+
+// TestWhatIfEndToEnd asks the binary's admin API where clients would go with the primary down
+// or its site drained: the explanation answers the standby, and the DNS answer is unchanged.
+func TestWhatIfEndToEnd(t *testing.T) {
+	t.Parallel()
+	s := startWithAPI(t, `
+records:
+  www.example.org.:
+    mode: failover
+    backends:
+      - {address: 192.0.2.10, priority: 1, site: eu}
+      - {address: 192.0.2.20, priority: 2, site: us}
+`, filepath.Join(t.TempDir(), "overrides.json"))
+	for _, q := range []admin.Query{
+		{Name: "www.example.org.", Down: []string{"192.0.2.10"}},
+		{Name: "www.example.org.", Drained: []string{"site:eu"}},
+	} {
+		exp, err := s.client.Explain(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(exp.Answer) != 1 || !strings.HasSuffix(exp.Answer[0], "192.0.2.20") || exp.Steps[0].Stage != "what if" || len(exp.Steps[0].Backends) != 1 {
+			t.Errorf("what if %v/%v: answer %v, steps %+v", q.Down, q.Drained, exp.Answer, exp.Steps[:1])
+		}
+	}
+	if got := s.answer(t); !slices.Equal(got, []string{"192.0.2.10"}) {
+		t.Errorf("after the what-ifs the server answers %v, want the primary still", got)
+	}
+}
