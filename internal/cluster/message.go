@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -61,6 +62,9 @@ type message struct {
 	// Isolated marks a vote of an instance that failed most of its canaries: it counts in no
 	// verdict.
 	Isolated bool `json:"isolated,omitempty"`
+	// Load is the backend's load the probe read (an http check's metric, a lua number), in
+	// the backend's units; absent when it read none. An agent may publish one.
+	Load *float64 `json:"load,omitempty"`
 }
 
 // voteInfo is what a vote says beyond a result.
@@ -74,6 +78,9 @@ type voteInfo struct {
 func encode(s health.Shared, instance string, vi voteInfo) ([]byte, error) {
 	m := message{Check: s.Check, Cycle: s.Cycle, OK: s.OK, Reason: s.Reason, Time: s.At.UnixMilli(), Instance: instance,
 		Site: vi.site, Isolated: vi.isolated}
+	if s.HasLoad && !math.IsNaN(s.Load) && !math.IsInf(s.Load, 0) {
+		m.Load = &s.Load
+	}
 	if len(s.Status) > 0 {
 		m.Backends = slices.Sorted(maps.Keys(s.Status))
 		m.Status = make(map[string]string, len(s.Status))
@@ -101,6 +108,12 @@ func decode(data []byte, interval func(check string) (time.Duration, bool)) (hea
 		return health.Shared{}, voteInfo{}, fmt.Errorf("decode a result of %q: %w", m.Check, errIncomplete)
 	}
 	s := health.Shared{Check: m.Check, Cycle: m.Cycle, OK: m.OK, Reason: m.Reason, At: time.UnixMilli(m.Time), Instance: m.Instance}
+	if m.Load != nil {
+		s.HasLoad, s.Load = true, *m.Load
+		if *m.Load < 0 {
+			s.Load = math.NaN() // not a load: unknown, as a check that read one treats it
+		}
+	}
 	if len(m.Status) > 0 {
 		s.Status = make(map[string]health.Status, len(m.Status))
 		for k, v := range m.Status {

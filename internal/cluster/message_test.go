@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"errors"
+	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,4 +122,37 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("round trip changed the message: %+v %+v -> %+v %+v (%v)", s, vi, s2, vi2, err)
 		}
 	})
+}
+
+// TestLoadRoundTrip: a result that read a load carries it (an agent may publish one), a
+// negative one decodes as unknown, and a result without one has none.
+func TestLoadRoundTrip(t *testing.T) {
+	tests := []struct {
+		name    string
+		s       health.Shared
+		payload string // the "load" part, empty for none
+		hasLoad bool
+		load    float64
+	}{
+		{"a load", health.Shared{Check: "abc", OK: true, At: time.UnixMilli(1_700_000_000_000), HasLoad: true, Load: 0.42}, `"load":0.42`, true, 0.42},
+		{"unreadable: not published", health.Shared{Check: "abc", OK: true, At: time.UnixMilli(1_700_000_000_000), HasLoad: true, Load: math.NaN()}, "", false, 0},
+		{"none", health.Shared{Check: "abc", OK: true, At: time.UnixMilli(1_700_000_000_000)}, "", false, 0},
+	}
+	for _, tt := range tests {
+		payload, err := encode(tt.s, "agent-1", voteInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.payload != "" && !strings.Contains(string(payload), tt.payload) || tt.payload == "" && strings.Contains(string(payload), `"load"`) {
+			t.Errorf("%s: %s", tt.name, payload)
+		}
+		got, _, err := decode(payload, noInterval)
+		if err != nil || got.HasLoad != tt.hasLoad || tt.hasLoad && got.Load != tt.load {
+			t.Errorf("%s: decoded %+v, %v", tt.name, got, err)
+		}
+	}
+	got, _, err := decode([]byte(`{"check":"abc","ok":true,"time":1700000000000,"instance":"agent-1","load":-1}`), noInterval)
+	if err != nil || !got.HasLoad || !math.IsNaN(got.Load) {
+		t.Errorf("a negative load: %+v, %v; want unknown", got, err)
+	}
 }

@@ -85,6 +85,12 @@ type Shared struct {
 	At time.Time
 	// Instance names the instance that probed; empty for results of this instance.
 	Instance string
+	// HasLoad is set when the probe read the backend's load, Load (in the backend's units;
+	// NaN when it could not be read): a property of the backend, not of where it was probed
+	// from, so that every instance takes it, as it takes the result. The RTT is not shared: it
+	// is the prober's own.
+	HasLoad bool
+	Load    float64
 }
 
 // Turn is one due cycle of a check in cluster mode, handed to the Coordinator to decide
@@ -151,7 +157,7 @@ func (m *Manager) Receive(s Shared) bool {
 		m.mu.Unlock()
 		return false
 	}
-	notify := m.observeLocked(j, probe.Result{OK: s.OK, Reason: s.Reason}, s.Instance)
+	notify := m.observeLocked(j, probe.Result{OK: s.OK, Reason: s.Reason, HasLoad: s.HasLoad, Load: s.Load}, s.Instance)
 	m.mu.Unlock()
 	for _, f := range notify {
 		f()
@@ -509,7 +515,7 @@ func (m *Manager) resetLocked(j *job, reason string) []func() {
 // asked for that.
 func (m *Manager) finishShared(j *job, res probe.Result) {
 	sh := j.shared
-	s := Shared{Check: sh.check.ID, Cycle: sh.runCycle, OK: res.OK, Reason: res.Reason, At: time.Now()}
+	s := Shared{Check: sh.check.ID, Cycle: sh.runCycle, OK: res.OK, Reason: res.Reason, At: time.Now(), HasLoad: res.HasLoad, Load: res.Load}
 	m.mu.Lock()
 	m.doneLocked(j)
 	var notify []func()

@@ -286,11 +286,14 @@ func TestPassiveBackends(t *testing.T) {
 	}
 	m.Start()
 	defer m.Stop()
-	if !m.Receive(Shared{Check: passive.Key, Cycle: 1, OK: true, At: time.Now(), Instance: "agent"}) {
+	if !m.Receive(Shared{Check: passive.Key, Cycle: 1, OK: true, At: time.Now(), Instance: "agent", HasLoad: true, Load: 0.4}) {
 		t.Fatal("an agent's result for the passive backend was not applied")
 	}
 	if st := m.State(passive.Key).Status(); st != Up {
 		t.Fatalf("passive backend is %s after an up result, want up", st)
+	}
+	if l, rtt := m.State(passive.Key).Load(), m.State(passive.Key).RTT(); l != 0.4 || rtt != 0 {
+		t.Fatalf("the agent's published load gave load %v and RTT %v, want 0.4 and none (RTT is the prober's own)", l, rtt)
 	}
 	start := time.Now()
 	waitFor(t, "unknown once the result is stale", func() bool { return m.State(passive.Key).Status() == Unknown })

@@ -407,11 +407,15 @@ func (m *Manager) doneLocked(j *job) {
 // observeLocked feeds res to the machines and measurements of j's subscribers and returns the
 // OnChange functions of the backends whose status changed, and the OnMeasure functions of
 // those whose RTT or load moved enough. by names the instance that probed, when another one
-// did (its results feed no measurement).
+// did (an agent, another instance of the cluster): its RTT is its own, and only its load
+// feeds the measurements.
 func (m *Manager) observeLocked(j *job, res probe.Result, by string) []func() {
 	measured := &res
 	if by != "" {
 		measured = nil
+		if res.HasLoad {
+			measured = &probe.Result{HasLoad: true, Load: res.Load}
+		}
 	}
 	return m.observeMeasuredLocked(j, res, measured, by)
 }
