@@ -157,14 +157,20 @@ func TestManagerMeasures(t *testing.T) {
 }
 
 // TestManagerMeasuresOnlyLocalProbes: a result another instance probed (Receive, by set) has
-// no latency of ours and feeds nothing.
+// no latency of ours, so it feeds no RTT; its load is the backend's, and feeds the load.
 func TestManagerMeasuresOnlyLocalProbes(t *testing.T) {
 	x := newMeasured(t)
 	x.m.mu.Lock()
-	notify := x.m.observeLocked(x.first, probe.Result{OK: true, Latency: 10 * time.Millisecond, HasLoad: true, Load: 2}, "other")
+	notify := x.m.observeLocked(x.first, probe.Result{OK: true, Latency: 10 * time.Millisecond}, "other")
 	x.m.mu.Unlock()
 	if st := x.m.State("a"); st.RTT() != 0 || !math.IsNaN(st.Load()) || len(notify) != 0 {
 		t.Errorf("RTT %v, load %v, %d notifications (want 0, unknown, none)", st.RTT(), st.Load(), len(notify))
+	}
+	x.m.mu.Lock()
+	notify = x.m.observeLocked(x.first, probe.Result{OK: true, Latency: 10 * time.Millisecond, HasLoad: true, Load: 2}, "other")
+	x.m.mu.Unlock()
+	if st := x.m.State("a"); st.RTT() != 0 || st.Load() != 2 || len(notify) != 1 {
+		t.Errorf("with a load: RTT %v, load %v, %d notifications (want 0, 2, one)", st.RTT(), st.Load(), len(notify))
 	}
 }
 
