@@ -3,6 +3,7 @@ package catalog
 import (
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/meridian-gslb/meridian/internal/health"
 )
@@ -60,6 +61,9 @@ func (s *Snapshot) WhatIf(h Hypothesis) (*Snapshot, []string) {
 		c.Zone = z
 		z.relink(r, c)
 		c.Refresh()
+		c.refreshMu.Lock()
+		c.scheduleRamp(time.Time{}, time.Time{}) // a copy is never refreshed again
+		c.refreshMu.Unlock()
 		out.records[i] = c
 	}
 	return out, matched
