@@ -188,6 +188,8 @@ type Vote struct {
 	// Isolated is set when the voter failed most of its canaries: its vote counts in no
 	// verdict.
 	Isolated bool `json:"isolated,omitempty"`
+	// RTT is the voter's probe round-trip time; absent when not measured.
+	RTT Millis `json:"rtt_ms,omitzero"`
 }
 
 // Transition is one change of a backend's health state.

@@ -472,6 +472,7 @@ func (r *Record) Refresh() {
 					Share:    b.Config.Share,
 					RTT:      b.State.RTT(),
 					Load:     b.RelativeLoad(),
+					Vantages: b.State.VantageRTTs(),
 				})
 			}
 		}

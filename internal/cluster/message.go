@@ -65,6 +65,9 @@ type message struct {
 	// Load is the backend's load the probe read (an http check's metric, a lua number), in
 	// the backend's units; absent when it read none. An agent may publish one.
 	Load *float64 `json:"load,omitempty"`
+	// RTT is, in votes, the voter's probe round-trip time in milliseconds; absent when not
+	// measured.
+	RTT float64 `json:"rtt_ms,omitempty"`
 }
 
 // voteInfo is what a vote says beyond a result.
@@ -80,6 +83,9 @@ func encode(s health.Shared, instance string, vi voteInfo) ([]byte, error) {
 		Site: vi.site, Isolated: vi.isolated}
 	if s.HasLoad && !math.IsNaN(s.Load) && !math.IsInf(s.Load, 0) {
 		m.Load = &s.Load
+	}
+	if s.Latency > 0 {
+		m.RTT = float64(s.Latency) / float64(time.Millisecond)
 	}
 	if len(s.Status) > 0 {
 		m.Backends = slices.Sorted(maps.Keys(s.Status))
@@ -108,6 +114,9 @@ func decode(data []byte, interval func(check string) (time.Duration, bool)) (hea
 		return health.Shared{}, voteInfo{}, fmt.Errorf("decode a result of %q: %w", m.Check, errIncomplete)
 	}
 	s := health.Shared{Check: m.Check, Cycle: m.Cycle, OK: m.OK, Reason: m.Reason, At: time.UnixMilli(m.Time), Instance: m.Instance}
+	if m.RTT > 0 && m.RTT < float64(time.Hour/time.Millisecond) {
+		s.Latency = time.Duration(m.RTT * float64(time.Millisecond))
+	}
 	if m.Load != nil {
 		s.HasLoad, s.Load = true, *m.Load
 		if *m.Load < 0 {

@@ -156,3 +156,19 @@ func TestLoadRoundTrip(t *testing.T) {
 		t.Errorf("a negative load: %+v, %v; want unknown", got, err)
 	}
 }
+
+// TestVoteRTT: a vote carries its probe's RTT in milliseconds, and decodes to it.
+func TestVoteRTT(t *testing.T) {
+	s := health.Shared{Check: "abc", Cycle: 7, OK: true, At: time.UnixMilli(1_700_000_000_000), Latency: 1500 * time.Microsecond}
+	payload, err := encode(s, "host-1", voteInfo{site: "eu"})
+	if err != nil || !strings.Contains(string(payload), `"rtt_ms":1.5`) {
+		t.Fatalf("vote %s, %v: want rtt_ms 1.5", payload, err)
+	}
+	got, vi, err := decode(payload, noInterval)
+	if err != nil || got.Latency != 1500*time.Microsecond || vi.site != "eu" {
+		t.Errorf("decoded %+v %+v, %v", got, vi, err)
+	}
+	if got, _, _ := decode([]byte(`{"check":"abc","ok":true,"time":1700000000000,"instance":"a","rtt_ms":-3}`), noInterval); got.Latency != 0 {
+		t.Errorf("a negative RTT decoded as %v, want none", got.Latency)
+	}
+}

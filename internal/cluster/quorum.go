@@ -188,7 +188,7 @@ func (c *Client) record(s health.Shared, vi voteInfo) bool {
 		return false
 	}
 	bv := ballotVote{cycle: s.Cycle, status: s.Status,
-		vote: health.Vote{Instance: s.Instance, Site: vi.site, OK: s.OK, Reason: s.Reason, At: s.At, Isolated: vi.isolated}}
+		vote: health.Vote{Instance: s.Instance, Site: vi.site, OK: s.OK, Reason: s.Reason, At: s.At, Isolated: vi.isolated, Latency: s.Latency}}
 	list := b.votes[s.Instance]
 	i, found := slices.BinarySearchFunc(list, s.Cycle, func(v ballotVote, n int64) int { return cmp.Compare(v.cycle, n) })
 	if found {

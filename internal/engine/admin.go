@@ -108,7 +108,7 @@ func adminDiscovery(st discovery.Status) *admin.Discovery {
 
 // adminVote returns a quorum vote as the admin API shows it.
 func adminVote(v health.Vote) admin.Vote {
-	return admin.Vote{Instance: v.Instance, Site: v.Site, OK: v.OK, Reason: v.Reason, At: v.At, Isolated: v.Isolated}
+	return admin.Vote{Instance: v.Instance, Site: v.Site, OK: v.OK, Reason: v.Reason, At: v.At, Isolated: v.Isolated, RTT: admin.Millis(v.Latency)}
 }
 
 // Sites implements admin.SitesProvider: what the block knows of the other sites (from its

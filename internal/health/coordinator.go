@@ -91,6 +91,9 @@ type Shared struct {
 	// is the prober's own.
 	HasLoad bool
 	Load    float64
+	// Latency is the probe's round-trip time, shared in votes only (quorum mode): the RTT the
+	// voter's vantage point sees, by which a client near it is steered (State.VantageRTTs).
+	Latency time.Duration
 }
 
 // Turn is one due cycle of a check in cluster mode, handed to the Coordinator to decide
@@ -190,6 +193,8 @@ type Vote struct {
 	// Isolated votes come from an instance that failed most of its canaries: they count in
 	// no verdict.
 	Isolated bool
+	// Latency is the voter's probe round-trip time, 0 when not measured.
+	Latency time.Duration
 }
 
 // Decide applies a quorum verdict through the machines of the backends of its check: Up and
@@ -211,6 +216,11 @@ func (m *Manager) Decide(v Verdict) bool {
 	sh := j.shared
 	sh.cycle, sh.votes = v.Cycle, v.Votes
 	var notify []func()
+	for _, sub := range j.subs {
+		if sub == sub.backend.subs[0] && sub.backend.measureVantages(v.Votes) && sub.backend.spec.OnMeasure != nil {
+			notify = append(notify, sub.backend.spec.OnMeasure)
+		}
+	}
 	if v.Status == Unknown {
 		notify = m.resetLocked(j, v.Reason)
 	} else {
@@ -516,6 +526,9 @@ func (m *Manager) resetLocked(j *job, reason string) []func() {
 func (m *Manager) finishShared(j *job, res probe.Result) {
 	sh := j.shared
 	s := Shared{Check: sh.check.ID, Cycle: sh.runCycle, OK: res.OK, Reason: res.Reason, At: time.Now(), HasLoad: res.HasLoad, Load: res.Load}
+	if sh.vote {
+		s.Latency = res.Latency
+	}
 	m.mu.Lock()
 	m.doneLocked(j)
 	var notify []func()

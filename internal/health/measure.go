@@ -1,6 +1,7 @@
 package health
 
 import (
+	"maps"
 	"math"
 	"time"
 
@@ -77,6 +78,9 @@ func loadMoved(announced, load, capacity float64) bool {
 // last up.
 type measures struct {
 	srtt, rttAnnounced time.Duration
+	// vantages and vantagesAnnounced are the smoothed RTTs of the quorum's sites (votes), and
+	// what was last announced of them.
+	vantages, vantagesAnnounced map[string]time.Duration
 	loadAnnounced      float64 // NaN: unknown
 	// wasDown is set when the backend went down, here, since it was last up: its next up is a
 	// recovery, from which slow start ramps (State.Recovered). A backend's first up, at
@@ -107,8 +111,47 @@ func (b *backend) measure(first bool, res probe.Result) bool {
 // resetMeasures forgets b's RTT and load.
 func (b *backend) resetMeasures() {
 	b.measures.srtt, b.measures.rttAnnounced, b.measures.loadAnnounced = 0, 0, math.NaN()
+	b.measures.vantages, b.measures.vantagesAnnounced = nil, nil
 	b.state.SetRTT(0)
 	b.state.SetLoad(math.NaN())
+	b.state.SetVantageRTTs(nil)
+}
+
+// measureVantages feeds the latencies of a quorum verdict's votes to b's RTTs by site: each
+// site's successful, measured votes (not isolated ones, and only of voters with a site)
+// smooth its RTT as a probe here smooths b's own, the mean of a site's votes as one sample; a
+// site without such a vote keeps its last RTT, until b goes down.
+// It reports whether one of them moved enough to announce (rttMoved), or a site came or went.
+func (b *backend) measureVantages(votes []Vote) bool {
+	sum, n := map[string]time.Duration{}, map[string]int{}
+	for _, v := range votes {
+		if v.Site != "" && v.OK && !v.Isolated && v.Latency > 0 {
+			sum[v.Site] += v.Latency
+			n[v.Site]++
+		}
+	}
+	if len(sum) == 0 && len(b.measures.vantages) == 0 {
+		return false
+	}
+	next := maps.Clone(b.measures.vantages) // a site without a vote this time keeps its RTT
+	if next == nil {
+		next = make(map[string]time.Duration, len(sum))
+	}
+	for site, total := range sum {
+		next[site] = smoothRTT(b.measures.vantages[site], total/time.Duration(n[site]))
+	}
+	b.measures.vantages = next
+	moved := len(next) != len(b.measures.vantagesAnnounced)
+	for site, rtt := range next {
+		old, ok := b.measures.vantagesAnnounced[site]
+		moved = moved || !ok || rttMoved(old, rtt)
+	}
+	if !moved {
+		return false
+	}
+	b.measures.vantagesAnnounced = next
+	b.state.SetVantageRTTs(next)
+	return true
 }
 
 // noteStatus follows b's status to next at now: going down forgets its measurements, and

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"maps"
 	"math"
 	"testing"
 	"time"
@@ -189,5 +190,44 @@ func TestRecoveryAcrossReload(t *testing.T) {
 	y.apply(y.first, probe.Result{OK: true, Latency: time.Millisecond})
 	if !y.m.State("a").Recovered().IsZero() {
 		t.Error("a backend's first up is a recovery")
+	}
+}
+
+// TestVantageRTTs: a quorum verdict's votes give the backend its RTT as each site's instances
+// measured it (the mean of a site's votes, smoothed), leaving out failed, isolated and
+// site-less votes; a site without a vote keeps its RTT; the record hears of a move, and the
+// RTTs are forgotten when the backend goes down.
+func TestVantageRTTs(t *testing.T) {
+	ms := time.Millisecond
+	b := &backend{state: &State{}}
+	steps := []struct {
+		name  string
+		votes []Vote
+		want  map[string]time.Duration
+		moved bool
+	}{
+		{"no vantage", []Vote{{Instance: "a", OK: true, Latency: 5 * ms}}, nil, false},
+		{"two sites", []Vote{
+			{Instance: "a", Site: "eu", OK: true, Latency: 10 * ms}, {Instance: "b", Site: "eu", OK: true, Latency: 20 * ms},
+			{Instance: "c", Site: "us", OK: true, Latency: 80 * ms}, {Instance: "d", Site: "us", OK: false, Latency: time.Second},
+			{Instance: "e", Site: "ap", OK: true, Latency: 7 * ms, Isolated: true},
+		}, map[string]time.Duration{"eu": 15 * ms, "us": 80 * ms}, true},
+		{"us again, eu silent", []Vote{{Instance: "c", Site: "us", OK: true, Latency: 40 * ms}},
+			map[string]time.Duration{"eu": 15 * ms, "us": 68 * ms}, true},
+		{"a small move", []Vote{{Instance: "c", Site: "us", OK: true, Latency: 69 * ms}},
+			map[string]time.Duration{"eu": 15 * ms, "us": 68*ms + 300*time.Microsecond}, false},
+	}
+	for _, s := range steps {
+		moved := b.measureVantages(s.votes)
+		if moved != s.moved || !maps.Equal(b.measures.vantages, s.want) {
+			t.Errorf("%s: moved %v, vantages %v; want %v, %v", s.name, moved, b.measures.vantages, s.moved, s.want)
+		}
+	}
+	if got := b.state.VantageRTTs(); got["us"] != 68*ms {
+		t.Errorf("the state holds %v, want what was last announced (us 68ms)", got)
+	}
+	b.noteStatus(Down, time.Now())
+	if b.state.VantageRTTs() != nil || b.measures.vantages != nil {
+		t.Error("the RTTs by site outlived the backend going down")
 	}
 }

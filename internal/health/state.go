@@ -49,6 +49,27 @@ type State struct {
 	// recovered is when the backend last came back up from down (Unix nanoseconds), 0 when
 	// it never did: slow start ramps from it.
 	recovered atomic.Int64
+	// vantages are the smoothed RTTs that quorum voters measured, by their site; nil for none.
+	// The map a pointer holds is never written again.
+	vantages atomic.Pointer[map[string]time.Duration]
+}
+
+// VantageRTTs returns the smoothed RTT of the backend as the instances of each site measured it
+// (quorum mode, by redis_site), nil when none did. The map must not be written.
+func (s *State) VantageRTTs() map[string]time.Duration {
+	if p := s.vantages.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// SetVantageRTTs stores the RTTs by site (nil: none); the map must not be written after.
+func (s *State) SetVantageRTTs(m map[string]time.Duration) {
+	if len(m) == 0 {
+		s.vantages.Store(nil)
+		return
+	}
+	s.vantages.Store(&m)
 }
 
 // unknownLoad is the bit pattern of the NaN that stands for an unknown load, by which State

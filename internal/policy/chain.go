@@ -43,6 +43,9 @@ type Chain struct {
 	// Pick runs.
 	base []int
 	from int
+	// vantages is set when a candidate has RTTs by vantage site: the rtt step then depends on
+	// the client's location, and runs per query.
+	vantages bool
 	next *atomic.Uint64
 }
 
@@ -65,7 +68,8 @@ func PrepareChain(opts ChainOptions, cands []Candidate, geoCands []GeoCandidate,
 	for i := range c.base {
 		c.base[i] = i
 	}
-	for c.from < len(opts.Steps) && len(c.base) > 1 && !perQuery(opts.Steps[c.from]) {
+	c.vantages = slices.Contains(opts.Steps, config.StepRTT) && slices.ContainsFunc(cands, func(x Candidate) bool { return len(x.Vantages) > 0 })
+	for c.from < len(opts.Steps) && len(c.base) > 1 && !c.perQuery(opts.Steps[c.from]) {
 		c.base = c.narrow(opts.Steps[c.from], c.base)
 		c.from++
 	}
@@ -73,17 +77,17 @@ func PrepareChain(opts ChainOptions, cands []Candidate, geoCands []GeoCandidate,
 }
 
 // perQuery reports whether step s depends on the query (its client, or chance), so that it
-// cannot be run ahead.
-func perQuery(s config.ChainStep) bool {
-	return s == config.StepGeo || s == config.StepAffinity || s.Selects()
+// cannot be run ahead: rtt does when RTTs by vantage site are known.
+func (c *Chain) perQuery(s config.ChainStep) bool {
+	return s == config.StepGeo || s == config.StepAffinity || s.Selects() || s == config.StepRTT && c.vantages
 }
 
 // Len returns the number of candidates the chain chooses from.
 func (c *Chain) Len() int { return len(c.cands) }
 
 // NeedsLocation reports whether a step of the chain looks the client's location up (geo,
-// affinity), which the caller must then give Pick.
-func (c *Chain) NeedsLocation() bool { return c.geo != nil || c.affinity != nil }
+// affinity, rtt by vantage), which the caller must then give Pick.
+func (c *Chain) NeedsLocation() bool { return c.geo != nil || c.affinity != nil || c.vantages }
 
 // Pick appends to dst the candidates chosen for a query from client (whose location, for the
 // geo steps, is loc in src) and returns dst and the EDNS Client Subnet scope the choice
@@ -124,6 +128,12 @@ func (c *Chain) step(s config.ChainStep, work []int, client netip.Addr, src *geo
 			j := rand.IntN(i + 1)
 			work[i], work[j] = work[j], work[i]
 		}
+	case config.StepRTT: // per query: by the client's vantage site, its location in the map
+		site, scope := "", 0
+		if loc != nil {
+			site, scope = loc.Map.Location, loc.Map.Bits
+		}
+		return c.fastest(work, site), scope
 	case config.StepRoundRobin:
 		k := int(c.next.Add(1)-1) % len(work)
 		slices.Reverse(work[:k]) // rotate left by k, in place
@@ -145,7 +155,7 @@ func (c *Chain) narrow(s config.ChainStep, work []int) []int {
 		}
 		return keepIf(work, func(i int) bool { return c.cands[i].Priority == best })
 	case config.StepRTT:
-		return c.fastest(work)
+		return c.fastest(work, "")
 	case config.StepLoad:
 		return c.leastLoaded(work)
 	}
@@ -153,11 +163,12 @@ func (c *Chain) narrow(s config.ChainStep, work []int) []int {
 }
 
 // fastest keeps the candidates whose RTT is within the tolerance of the fastest's; those not
-// measured are kept only when none is.
-func (c *Chain) fastest(work []int) []int {
+// measured are kept only when none is. The RTTs are those the vantage site measured when the
+// client's location is one (and it measured them), this instance's otherwise.
+func (c *Chain) fastest(work []int, site string) []int {
 	var best time.Duration
 	for _, i := range work {
-		if r := c.cands[i].RTT; r > 0 && (best == 0 || r < best) {
+		if r := c.rtt(i, site); r > 0 && (best == 0 || r < best) {
 			best = r
 		}
 	}
@@ -165,9 +176,19 @@ func (c *Chain) fastest(work []int) []int {
 		return work
 	}
 	return keepIf(work, func(i int) bool {
-		r := c.cands[i].RTT
+		r := c.rtt(i, site)
 		return r > 0 && c.opts.RTTTolerance.Within(r, best)
 	})
+}
+
+// rtt returns candidate i's RTT as seen from site (its own when site measured none).
+func (c *Chain) rtt(i int, site string) time.Duration {
+	if site != "" {
+		if r := c.cands[i].Vantages[site]; r > 0 {
+			return r
+		}
+	}
+	return c.cands[i].RTT
 }
 
 // leastLoaded leaves out the candidates loaded above max_load, unless all are (load
@@ -290,7 +311,7 @@ func (c *Chain) Explain(client netip.Addr, src *geo.Sources, loc *geo.Location) 
 		}
 		before := len(work)
 		var note string
-		if perQuery(s) {
+		if c.perQuery(s) {
 			work, _ = c.step(s, work, client, src, loc)
 		} else {
 			work = c.narrow(s, work)

@@ -196,3 +196,38 @@ func TestChainHash(t *testing.T) {
 		}
 	}
 }
+
+// TestChainVantages: with RTTs measured from vantage sites (quorum mode), the rtt step steers
+// a client whose location is a site by that site's RTTs, and the others by this instance's;
+// the step then runs per query, and its scope is the location map's network.
+func TestChainVantages(t *testing.T) {
+	ms := time.Millisecond
+	cands := []policy.Candidate{
+		{RTT: 10 * ms, Vantages: map[string]time.Duration{"eu-west": 50 * ms, "us-east": 5 * ms}},
+		{RTT: 20 * ms, Vantages: map[string]time.Duration{"eu-west": 5 * ms}},
+	}
+	c := policy.PrepareChain(policy.ChainOptions{Steps: []config.ChainStep{config.StepRTT}, RTTTolerance: config.DefaultRTTTolerance}, cands, make([]policy.GeoCandidate, 2), new(atomic.Uint64))
+	if !c.NeedsLocation() {
+		t.Fatal("a chain with RTTs by vantage does not look the client up")
+	}
+	src := testutil.World(t, "map")
+	for _, tt := range []struct {
+		client string
+		want   []int
+		scope  int
+	}{
+		{"10.0.0.7", []int{1}, 24},    // eu-west: eu-west's RTTs
+		{"192.168.1.9", []int{0}, 24}, // us-east: us-east's, and its own for the one us-east did not measure
+		{"203.0.113.9", []int{0}, 5},  // no vantage: this instance's (the map has nothing in its /5)
+	} {
+		client, loc := netip.MustParseAddr(tt.client), testutil.Lookup(src, tt.client)
+		got, scope := c.Pick(client, src, loc, nil)
+		if !slices.Equal(got, tt.want) || scope != tt.scope {
+			t.Errorf("client %s: picked %v scope %d, want %v scope %d", tt.client, got, scope, tt.want, tt.scope)
+		}
+		var buf [4]int
+		if n := testing.AllocsPerRun(100, func() { c.Pick(client, src, loc, buf[:0]) }); n != 0 {
+			t.Errorf("client %s: %v allocations", tt.client, n)
+		}
+	}
+}

@@ -39,6 +39,10 @@ type Candidate struct {
 	// Load is the backend's load relative to its capacity (1 is full); negative when not
 	// known (the load step ranks such candidates last).
 	Load float64
+	// Vantages are the backend's RTTs as the instances of each site measured them (quorum
+	// mode, by redis_site): the rtt step steers a client whose location is a site by that
+	// site's. Nil when none did; never written.
+	Vantages map[string]time.Duration
 }
 
 // shareScale multiplies every weight before a share divides it: a multiple of 1..16, so that
