@@ -81,7 +81,7 @@ type measures struct {
 	// vantages and vantagesAnnounced are the smoothed RTTs of the quorum's sites (votes), and
 	// what was last announced of them.
 	vantages, vantagesAnnounced map[string]time.Duration
-	loadAnnounced      float64 // NaN: unknown
+	loadAnnounced               float64 // NaN: unknown
 	// wasDown is set when the backend went down, here, since it was last up: its next up is a
 	// recovery, from which slow start ramps (State.Recovered). A backend's first up, at
 	// start-up or from a status restored from the state file, is none.

@@ -46,7 +46,7 @@ type Chain struct {
 	// vantages is set when a candidate has RTTs by vantage site: the rtt step then depends on
 	// the client's location, and runs per query.
 	vantages bool
-	next *atomic.Uint64
+	next     *atomic.Uint64
 }
 
 // PrepareChain prepares opts's chain over cands, the healthy candidates of one family; geoCands
