@@ -4,11 +4,16 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
+	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/testutil"
@@ -127,5 +132,61 @@ records:
 	}
 	if got := s.answer(t); !slices.Equal(got, []string{"192.0.2.10"}) {
 		t.Errorf("after the what-ifs the server answers %v, want the primary still", got)
+	}
+}
+
+// slowFrom serves a tcp backend on addr that answers "ok" to every connection, after delay
+// for those from the probe source slow (the backend's own slowness toward that vantage, not a
+// wait of the test).
+func slowFrom(t *testing.T, addr string, slow netip.Addr, delay time.Duration) int {
+	t.Helper()
+	l := testutil.ServeTCP(t, addr, func(c net.Conn) {
+		if c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap() == slow {
+			time.Sleep(delay)
+		}
+		_, _ = c.Write([]byte("ok\n"))
+	})
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestChainVantagesEndToEnd runs two instances in quorum mode (sites site-1 and site-2, each
+// probing from its own loopback address) over a chain [rtt] of two backends: A is slow from
+// site-1, B from site-2. Clients that the location map places at site-1 are answered B, those
+// at site-2 A, by either instance: each steers a client by the RTTs of the site nearest to it.
+func TestChainVantagesEndToEnd(t *testing.T) {
+	t.Parallel()
+	r := testutil.StartRedis(t)
+	portA := slowFrom(t, "127.0.8.1:0", netip.MustParseAddr("127.0.0.1"), 80*time.Millisecond)
+	portB := slowFrom(t, "127.0.8.2:0", netip.MustParseAddr("127.0.0.2"), 80*time.Millisecond)
+	zone := fmt.Sprintf(`records:
+  app.example.org.:
+    mode: chain
+    chain: [rtt]
+    max_answers: 1
+    scrape_interval: %s
+    scrape_timeout: %s
+    backends:
+      - {address: 127.0.8.1, rise: 1, fall: 1, healthchecks: [{type: tcp, params: {port: %d, expect: ok}}]}
+      - {address: 127.0.8.2, rise: 1, fall: 1, healthchecks: [{type: tcp, params: {port: %d, expect: ok}}]}
+`, quorumInterval, quorumTimeout, portA, portB)
+	sites := filepath.Join(t.TempDir(), "sites.yml")
+	if err := os.WriteFile(sites, []byte("subnets:\n  - {subnet: 10.0.0.0/24, location: site-1}\n  - {subnet: 192.168.1.0/24, location: site-2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	extra := "  use_edns_csubnet\n  geoip_custom " + sites + "\n"
+	fleet := []*voter{startVoter(t, r, zone, 1, extra, false), startVoter(t, r, zone, 2, extra, false)}
+	ask := func(v *voter, subnet string) []string {
+		m := new(dns.Msg)
+		m.SetQuestion("app.example.org.", dns.TypeA)
+		m.SetEdns0(1232, false)
+		p := netip.MustParsePrefix(subnet)
+		m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: uint8(p.Bits()), Address: p.Addr().AsSlice()}}
+		return addresses(v.Exchange(t, "udp", m))
+	}
+	for _, v := range fleet {
+		for _, tt := range []struct{ subnet, want string }{{"10.0.0.0/24", "127.0.8.2"}, {"192.168.1.0/24", "127.0.8.1"}} {
+			testutil.Eventually(t, 15*time.Second, func() bool { return slices.Equal(ask(v, tt.subnet), []string{tt.want}) },
+				"instance %d, a client at %s: answered %v, want %s\n%s", v.n, tt.subnet, ask(v, tt.subnet), tt.want, v.Logs())
+		}
 	}
 }
