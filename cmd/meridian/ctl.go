@@ -39,7 +39,7 @@ Commands:
   clear    selector                                 remove the overrides: the YAML decides again
   explain  NAME [-type A] [-client IP] [-ecs PREFIX] [-down SEL] [-drained SEL]
                     the answer to a query, and how it was chosen; -down and -drained (a
-                    backend key, an address or site:NAME; repeatable) ask what it would be
+                    backend key, an address, site:NAME or location:NAME; repeatable) ask what it would be
   reload   reload the YAML files
   validate FILE [-zone ZONE] [-strict]              check a zone file, without a running meridian
 
@@ -370,8 +370,8 @@ func ctlExplain(fs *flag.FlagSet) ctlRun {
 	client := fs.String("client", "", "source address of the query (default: this machine's address as the API sees it)")
 	ecs := fs.String("ecs", "", "EDNS Client Subnet, a CIDR prefix")
 	var down, drained selectorList
-	fs.Var(&down, "down", "what if this backend (key, address or site:NAME) were down; repeatable")
-	fs.Var(&drained, "drained", "what if this backend (key, address or site:NAME) were drained; repeatable")
+	fs.Var(&down, "down", "what if this backend (key, address, site:NAME or location:NAME) were down; repeatable")
+	fs.Var(&drained, "drained", "what if this backend (key, address, site:NAME or location:NAME) were drained; repeatable")
 	return func(ctx context.Context, c *admin.Client, args []string) (any, error) {
 		if len(args) != 1 {
 			return nil, fmt.Errorf("%w: want one NAME, got %d arguments", errUsage, len(args))

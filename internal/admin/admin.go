@@ -215,7 +215,7 @@ type Query struct {
 	ECS netip.Prefix `json:"ecs,omitzero"`
 	// Down and Drained make the explanation a what-if: the answer as if the backends they
 	// select were down, or drained. A selector is a backend key (record|address|port), an
-	// address, or site:NAME.
+	// address, site:NAME or location:NAME.
 	Down    []string `json:"down,omitempty"`
 	Drained []string `json:"drained,omitempty"`
 }

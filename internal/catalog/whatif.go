@@ -10,7 +10,8 @@ import (
 
 // Hypothesis is what a what-if explanation supposes of some backends: down, drained, or both
 // lists. A selector is a backend key (record|address|port), an address (every backend with
-// it), or site:NAME (every backend of that site).
+// it), site:NAME (every backend of that site) or location:NAME (every backend with that
+// location, as ctl's -location selects).
 type Hypothesis struct {
 	Down, Drained []string
 }
@@ -22,6 +23,9 @@ func (h Hypothesis) Empty() bool { return len(h.Down) == 0 && len(h.Drained) == 
 func Matches(b *Backend, sel string) bool {
 	if site, ok := strings.CutPrefix(sel, "site:"); ok {
 		return b.Config.Site == site
+	}
+	if loc, ok := strings.CutPrefix(sel, "location:"); ok {
+		return b.Config.Location == loc
 	}
 	return b.Key == sel || b.Config.Address == sel || b.Config.IP.IsValid() && b.Config.IP.String() == sel
 }

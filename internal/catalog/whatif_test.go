@@ -18,7 +18,7 @@ records:
   app.example.org.:
     mode: failover
     backends:
-      - {address: 10.0.0.1, priority: 1, site: eu, healthchecks: [{type: tcp, params: {port: 80}}]}
+      - {address: 10.0.0.1, priority: 1, site: eu, location: eu, healthchecks: [{type: tcp, params: {port: 80}}]}
       - {address: 10.0.0.2, priority: 2, site: us}
       - {address: 10.0.0.3, priority: 3}
   other.example.org.:
@@ -50,6 +50,7 @@ records:
 		{"by site", Hypothesis{Drained: []string{"site:eu"}}, []string{"10.0.0.2"}, 1},
 		{"two sites", Hypothesis{Down: []string{"site:eu"}, Drained: []string{"10.0.0.2"}}, []string{"10.0.0.3"}, 2},
 		{"no match", Hypothesis{Down: []string{"site:ap"}}, []string{"10.0.0.1"}, 0},
+		{"by location", Hypothesis{Down: []string{"location:eu"}}, []string{"10.0.0.2"}, 1},
 	}
 	for _, tt := range tests {
 		w, matched := snap.WhatIf(tt.h)
