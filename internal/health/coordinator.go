@@ -216,16 +216,11 @@ func (m *Manager) Decide(v Verdict) bool {
 	sh := j.shared
 	sh.cycle, sh.votes = v.Cycle, v.Votes
 	var notify []func()
-	for _, sub := range j.subs {
-		if sub == sub.backend.subs[0] && sub.backend.measureVantages(v.Votes) && sub.backend.spec.OnMeasure != nil {
-			notify = append(notify, sub.backend.spec.OnMeasure)
-		}
-	}
 	if v.Status == Unknown {
 		notify = m.resetLocked(j, v.Reason)
 	} else {
 		verdict := probe.Result{OK: v.Status == Up, Reason: v.Reason, Latency: sh.latest.Latency}
-		notify = m.observeMeasuredLocked(j, verdict, &sh.latest, "")
+		notify = m.observeMeasuredLocked(j, verdict, &sh.latest, v.Votes, "")
 	}
 	m.mu.Unlock()
 	for _, f := range notify {

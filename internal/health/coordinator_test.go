@@ -3,6 +3,7 @@ package health
 import (
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -366,5 +367,35 @@ func TestMergeVote(t *testing.T) {
 	want := []Vote{{Instance: "a", OK: false, Reason: "refused", At: at.Add(time.Second)}, {Instance: "b", OK: true, At: at}}
 	if len(votes) != 2 || votes[0] != want[0] || votes[1] != want[1] {
 		t.Fatalf("merged %+v, want %+v", votes, want)
+	}
+}
+
+// TestVerdictAnnouncesVantageRTTs: a quorum verdict whose votes move a site's RTT, with no
+// change of status, tells the record (OnMeasure) and leaves the RTTs by site in the State.
+func TestVerdictAnnouncesVantageRTTs(t *testing.T) {
+	f := &fakeCoordinator{exclusive: true, decide: func(t *Turn) { t.Vote() }}
+	m := NewManager(Options{Log: testLog{}, Coordinator: f})
+	var measured atomic.Int32
+	s := spec("a", &scriptedProber{script: []bool{true}}, "voted", time.Hour)
+	s.OnMeasure = func() { measured.Add(1) }
+	m.Sync([]Spec{s}, keys(s))
+	m.Start()
+	defer m.Stop()
+	waitFor(t, "the vote", func() bool { _, published := f.snapshot(); return len(published) == 1 })
+	_, published := f.snapshot()
+	check, cycle := published[0].Check, published[0].Cycle
+	at := time.Now()
+	for i, rtt := range []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 40 * time.Millisecond} {
+		votes := []Vote{{Instance: "b", Site: "eu", OK: true, At: at, Latency: rtt}}
+		if !m.Decide(Verdict{Check: check, Cycle: cycle + int64(i), Status: Up, Votes: votes}) {
+			t.Fatalf("verdict %d was not applied", i)
+		}
+	}
+	if got := m.State("a").VantageRTTs()["eu"]; got != 19*time.Millisecond {
+		t.Errorf("eu's RTT %v, want 10ms smoothed toward 40ms: 19ms", got)
+	}
+	// The first verdict brought the site, the third moved it; the second did not.
+	if n := measured.Load(); n != 2 {
+		t.Errorf("OnMeasure ran %d times, want 2", n)
 	}
 }

@@ -417,13 +417,14 @@ func (m *Manager) observeLocked(j *job, res probe.Result, by string) []func() {
 			measured = &probe.Result{HasLoad: true, Load: res.Load}
 		}
 	}
-	return m.observeMeasuredLocked(j, res, measured, by)
+	return m.observeMeasuredLocked(j, res, measured, nil, by)
 }
 
 // observeMeasuredLocked is observeLocked with the result whose RTT and load the backends'
-// measurements take, nil for none: a quorum's verdict is not a probe of this instance, whose
-// newest vote is.
-func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *probe.Result, by string) []func() {
+// measurements take, nil for none (a quorum's verdict is not a probe of this instance, whose
+// newest vote is), and the votes of a quorum verdict, whose RTTs by site the backends'
+// measurements take too (nil otherwise).
+func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *probe.Result, votes []Vote, by string) []func() {
 	var notify []func()
 	now := time.Now()
 	for _, s := range j.subs {
@@ -434,6 +435,9 @@ func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *prob
 			s.stats.observe(j.typ, res.OK, res.Reason, res.Latency)
 		}
 		moved := measured != nil && b.measure(s == b.subs[0], *measured)
+		if votes != nil && s == b.subs[0] && b.measureVantages(votes) {
+			moved = true
+		}
 		var f func()
 		if s.machine.observe(res.OK) {
 			f = m.updateLocked(b, res.Reason, by)
