@@ -244,13 +244,16 @@ func (c *Chain) share(i int) uint64 {
 }
 
 // keepPicked keeps the candidates of work that t selects for the client, in work's order;
-// all of work when it has none of them (the step yields no winner among what is left).
+// all of work when it has none of them (the step yields no winner among what is left). The
+// scope is that of t's decision either way.
 func keepPicked(t *GeoTable, work []int, src *geo.Sources, loc *geo.Location) ([]int, int) {
 	var buf [maxInline]int
 	picks, scope := t.Select(src, loc, buf[:0])
 	kept := keepIf(work, func(i int) bool { return slices.Contains(picks, i) })
 	if len(kept) == 0 {
-		return work, 0 // filter kept none: work is unchanged
+		// keepIf kept none: work is unchanged. That too depends on where the client is: the
+		// scope is the lookup's, so that resolvers do not give it to clients elsewhere.
+		return work, scope
 	}
 	return kept, scope
 }

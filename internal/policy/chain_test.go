@@ -125,14 +125,15 @@ func TestChainGeo(t *testing.T) {
 	for _, tt := range []struct {
 		client string
 		want   []int
+		scope  int
 	}{
-		{"10.0.0.7", []int{1}},    // eu-west, then the faster of its two
-		{"203.0.113.9", []int{2}}, // no location: every candidate, then the fastest
+		{"10.0.0.7", []int{1}, 24},   // eu-west, then the faster of its two
+		{"203.0.113.9", []int{2}, 5}, // no location: every candidate, then the fastest; scoped to the map's empty /5
 	} {
 		client := netip.MustParseAddr(tt.client)
 		got, scope := c.Pick(client, src, testutil.Lookup(src, tt.client), nil)
-		if !slices.Equal(got, tt.want) {
-			t.Errorf("client %s: picked %v (scope %d), want %v", tt.client, got, scope, tt.want)
+		if !slices.Equal(got, tt.want) || scope != tt.scope {
+			t.Errorf("client %s: picked %v (scope %d), want %v (scope %d)", tt.client, got, scope, tt.want, tt.scope)
 		}
 	}
 }
