@@ -516,7 +516,7 @@ func (r *Record) chain(healthy []*Backend, cands []policy.Candidate, order []int
 		geoCands[i] = geoCandidate(healthy[i], true)
 	}
 	rc := r.Config
-	return policy.PrepareChain(policy.ChainOptions{Steps: rc.Chain, MaxAnswers: rc.MaxAnswers, RTTTolerance: rc.RTTTolerance, MaxLoad: rc.MaxLoad, HashPrefix: rc.HashPrefix},
+	return policy.PrepareChain(policy.ChainOptions{Steps: rc.Chain, MaxAnswers: rc.MaxAnswers, RTTTolerance: rc.RTTTolerance, MaxLoad: rc.MaxLoad, HashPrefix: rc.HashPrefix, MinHealthy: rc.MinHealthy},
 		ordered, geoCands, &r.counter)
 }
 

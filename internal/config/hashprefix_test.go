@@ -46,7 +46,7 @@ func TestConsistentHashAndMinHealthyErrors(t *testing.T) {
 		{"min_healthy 0", "records:\n  a.example.org:\n    min_healthy: 0\n" + be,
 			`zone.yml:3:18: records["a.example.org"].min_healthy: must be at least 1, not 0`},
 		{"min_healthy without failover", "records:\n  a.example.org:\n    mode: weighted\n    min_healthy: 2\n" + be,
-			`zone.yml:4:18: records["a.example.org"].min_healthy: min_healthy only applies with mode failover, not weighted`},
+			`zone.yml:4:18: records["a.example.org"].min_healthy: min_healthy only applies with mode failover or chain, not weighted`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

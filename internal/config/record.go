@@ -408,7 +408,7 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	onlyWith(p, o.hashOrder, "hash_order", rec.Mode, ModeIPHash)
 	onlyWith(p, o.hashV4, "hash_prefix_v4", rec.Mode, ModeConsistentHash, ModeChain)
 	onlyWith(p, o.hashV6, "hash_prefix_v6", rec.Mode, ModeConsistentHash, ModeChain)
-	onlyWith(p, o.minHealthy, "min_healthy", rec.Mode, ModeFailover)
+	onlyWith(p, o.minHealthy, "min_healthy", rec.Mode, ModeFailover, ModeChain)
 	p.chainOptions(&rec, &o, e, path)
 	rec.ScrapeInterval, rec.ScrapeTimeout = p.scrapeTimes(&o)
 	if rec.Fallback.CNAME == name {

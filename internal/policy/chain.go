@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -26,6 +27,9 @@ type ChainOptions struct {
 	MaxLoad      float64
 	// HashPrefix is the client subnet the hash step hashes (consistent-hash's).
 	HashPrefix config.HashPrefix
+	// MinHealthy is the priority step's min_healthy: a priority group with fewer candidates
+	// counts as down (0 counts as 1).
+	MinHealthy int
 }
 
 // Chain is one record's candidates for one address family, prepared for mode chain: each step
@@ -149,10 +153,7 @@ func (c *Chain) step(s config.ChainStep, work []int, client netip.Addr, src *geo
 func (c *Chain) narrow(s config.ChainStep, work []int) []int {
 	switch s {
 	case config.StepPriority:
-		best := c.cands[work[0]].Priority
-		for _, i := range work[1:] {
-			best = min(best, c.cands[i].Priority)
-		}
+		best := c.bestGroup(work)
 		return keepIf(work, func(i int) bool { return c.cands[i].Priority == best })
 	case config.StepRTT:
 		return c.fastest(work, "")
@@ -160,6 +161,23 @@ func (c *Chain) narrow(s config.ChainStep, work []int) []int {
 		return c.leastLoaded(work)
 	}
 	return work
+}
+
+// bestGroup returns the priority of the best (lowest) group of work with at least
+// MinHealthy candidates, as failover's min_healthy has it; the best group of all when none
+// has that many. It runs when the chain is prepared, never per query.
+func (c *Chain) bestGroup(work []int) int {
+	counts := map[int]int{}
+	for _, i := range work {
+		counts[c.cands[i].Priority]++
+	}
+	groups := slices.Sorted(maps.Keys(counts))
+	for _, p := range groups {
+		if counts[p] >= max(c.opts.MinHealthy, 1) {
+			return p
+		}
+	}
+	return groups[0]
 }
 
 // fastest keeps the candidates whose RTT is within the tolerance of the fastest's; those not

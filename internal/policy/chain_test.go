@@ -232,3 +232,19 @@ func TestChainVantages(t *testing.T) {
 		}
 	}
 }
+
+// TestChainMinHealthy: the priority step skips a group with fewer candidates than min_healthy,
+// and keeps the best group when none has that many.
+func TestChainMinHealthy(t *testing.T) {
+	cands := []policy.Candidate{{Priority: 1}, {Priority: 2}, {Priority: 2}, {Priority: 3}, {Priority: 3}, {Priority: 3}}
+	for _, tt := range []struct {
+		minHealthy int
+		want       []int
+	}{{0, []int{0}}, {1, []int{0}}, {2, []int{1, 2}}, {3, []int{3, 4, 5}}, {4, []int{0}}} {
+		got := pickChain(policy.ChainOptions{Steps: []config.ChainStep{config.StepPriority}, MinHealthy: tt.minHealthy}, cands)
+		slices.Sort(got)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("min_healthy %d: %v, want %v", tt.minHealthy, got, tt.want)
+		}
+	}
+}
