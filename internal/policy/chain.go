@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -332,11 +331,7 @@ func (c *Chain) Explain(client netip.Addr, src *geo.Sources, loc *geo.Location) 
 		}
 		before := len(work)
 		var note string
-		if c.perQuery(s) {
-			work, _ = c.step(s, work, client, src, loc)
-		} else {
-			work = c.narrow(s, work)
-		}
+		work, _ = c.step(s, work, client, src, loc)
 		switch {
 		case s.Selects():
 			note = "orders what is left: " + selectRule(s)
@@ -362,10 +357,8 @@ func selectRule(s config.ChainStep) string {
 		return "shuffled"
 	case config.StepRoundRobin:
 		return "rotated, one turn per query"
-	case config.StepHash:
-		return "the one consistent hashing of the client's subnet chooses first"
 	}
-	return strings.ToLower(string(s))
+	return "the one consistent hashing of the client's subnet chooses first" // hash
 }
 
 // seq returns 0..n-1.

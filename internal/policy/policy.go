@@ -60,12 +60,8 @@ type Set struct {
 	groupStart, groupEnd int
 	// cumWeights are the running sums of the candidates' weights (weighted).
 	cumWeights []uint64
-	// hashPrefix, ids and weights are consistent-hash's: the client prefix, and by set index
-	// the hash of each candidate's identity and its weight (see Rendezvous).
-	hashPrefix   config.HashPrefix
-	ids          []uint64
-	weights      []float64
-	equalWeights bool
+	// hash is consistent-hash's rendezvous hashing, over the candidates in set order.
+	hash *Rendezvous
 	// next is the rotation counter of roundrobin; shared by the sets of one record so that a
 	// health change does not restart the rotation.
 	next *atomic.Uint64
@@ -124,13 +120,11 @@ func Prepare(mode config.Mode, cands []Candidate, o Options, counter *atomic.Uin
 			s.cumWeights[i] = sum
 		}
 	case config.ModeConsistentHash:
-		s.hashPrefix = o.HashPrefix
-		s.ids = make([]uint64, len(s.Order))
-		s.weights = make([]float64, len(s.Order))
+		ordered := make([]Candidate, len(s.Order))
 		for i, idx := range s.Order {
-			s.ids[i], s.weights[i] = identityKey(&cands[idx]), rendezvousWeight(&cands[idx])
+			ordered[i] = cands[idx]
 		}
-		s.equalWeights = !slices.ContainsFunc(s.weights, func(w float64) bool { return w != s.weights[0] })
+		s.hash = PrepareRendezvous(ordered, o.HashPrefix)
 	}
 	return s
 }
@@ -175,9 +169,9 @@ func (s *Set) Scope(client netip.Addr) int {
 		return client.BitLen()
 	case config.ModeConsistentHash:
 		if client.Is4In6() {
-			return 96 + HashBits(s.hashPrefix, client) // the mapping's leading bits count
+			return 96 + HashBits(s.hash.prefix, client) // the mapping's leading bits count
 		}
-		return HashBits(s.hashPrefix, client)
+		return HashBits(s.hash.prefix, client)
 	}
 	return 0
 }
@@ -215,7 +209,7 @@ func (s *Set) Pick(client netip.Addr, dst []int) []int {
 	case config.ModeIPHash:
 		return append(dst, int(HashAddr(client)%uint32(n)))
 	case config.ModeConsistentHash:
-		return append(dst, s.rendezvous(client))
+		return append(dst, s.hash.pickAll(client))
 	default:
 		for i := s.groupStart; i < s.groupEnd; i++ {
 			dst = append(dst, i)

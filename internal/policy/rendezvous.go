@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"net/netip"
+	"slices"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 )
@@ -138,6 +139,8 @@ type Rendezvous struct {
 	ids     []uint64
 	weights []float64
 	prefix  config.HashPrefix
+	// equal is set when every candidate has the same weight.
+	equal bool
 }
 
 // PrepareRendezvous prepares rendezvous hashing over cands, hashing the clients' networks of p.
@@ -146,6 +149,7 @@ func PrepareRendezvous(cands []Candidate, p config.HashPrefix) *Rendezvous {
 	for i := range cands {
 		r.ids[i], r.weights[i] = identityKey(&cands[i]), rendezvousWeight(&cands[i])
 	}
+	r.equal = !slices.ContainsFunc(r.weights, func(w float64) bool { return w != r.weights[0] })
 	return r
 }
 
@@ -166,11 +170,12 @@ func (r *Rendezvous) Pick(idx []int, client netip.Addr) int {
 	return h.winner()
 }
 
-// rendezvous is consistent-hash's Pick: the set index of the winner for client.
-func (s *Set) rendezvous(client netip.Addr) int {
-	h := newHighest(subnetKey(client, s.hashPrefix), s.equalWeights)
-	for i, id := range s.ids {
-		h.offer(i, id, s.weights[i])
+// pickAll is Pick over every prepared candidate: consistent-hash's pick, the winner's index
+// for client, -1 when there is none.
+func (r *Rendezvous) pickAll(client netip.Addr) int {
+	h := newHighest(subnetKey(client, r.prefix), r.equal)
+	for i, id := range r.ids {
+		h.offer(i, id, r.weights[i])
 	}
 	return h.winner()
 }
