@@ -101,7 +101,7 @@ func pickFamily(rec *catalog.Record, v *catalog.View, c client, f catalog.Family
 // zero nor carry it.
 func (r *builder) pick(f catalog.Family, dst []*catalog.Backend) selection {
 	c := client{addr: r.client}
-	if !policy.IsGeo(r.rec.Config.Mode) && !needsLocation(r.rec, f) {
+	if mode := r.rec.Config.Mode; !policy.IsGeo(mode) && (mode != config.ModeChain || !needsLocation(r.rec, f)) {
 		return selectFamily(r.rec, c, f, dst)
 	}
 	var loc geo.Location

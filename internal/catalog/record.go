@@ -50,8 +50,8 @@ type Record struct {
 	Queried atomic.Bool
 
 	counter atomic.Uint64 // roundrobin rotation, kept across health changes
-	// lastGood is, per family, the backends that were healthy the last time any was (the
-	// last-known-good fallback); Refresh keeps it, under refreshMu.
+	// lastGood is, per family, the backends that were healthy the last time any was, for the
+	// last-known-good fallback (kept only with it); Refresh keeps it, under refreshMu.
 	lastGood  [2][]*Backend
 	view      atomic.Pointer[View]
 	refreshMu sync.Mutex  // serialises writers of view; never taken by queries
@@ -345,7 +345,8 @@ type View struct {
 	// this site, for the other sites (config.Record.Publish).
 	Published [2][]dns.RR
 	// LastGood holds, per family, the backends that were healthy the last time any was, still
-	// enabled: the last-known-good fallback's answer (empty until one ever was).
+	// enabled: the last-known-good fallback's answer (empty until one ever was, and for the
+	// other fallback policies).
 	LastGood [2][]*Backend
 	// TTL is, per family, the TTL of the record's answers (its fallback answers included),
 	// and TTLReason why: record_ttl while healthy, degraded_ttl while degraded, the drain TTL
@@ -495,10 +496,12 @@ func (r *Record) Refresh() {
 		if r.Config.Mode == config.ModeChain {
 			v.Chains[f] = r.chain(v.Healthy[f], cands, set.Order)
 		}
-		if len(healthy) > 0 {
-			r.lastGood[f] = v.Healthy[f]
+		if r.Config.Fallback.Mode == config.FallbackLastKnownGood {
+			if len(healthy) > 0 {
+				r.lastGood[f] = v.Healthy[f]
+			}
+			v.LastGood[f] = slices.DeleteFunc(slices.Clone(r.lastGood[f]), func(b *Backend) bool { return !b.Enabled() })
 		}
-		v.LastGood[f] = slices.DeleteFunc(slices.Clone(r.lastGood[f]), func(b *Backend) bool { return !b.Enabled() })
 		r.chooseTTL(v, f, now)
 	}
 	r.view.Store(v)

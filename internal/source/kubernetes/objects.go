@@ -130,13 +130,14 @@ func loadBalancer(ingress []corev1.LoadBalancerIngress, resolved map[string][]ne
 	return addresses(ips, hosts, resolved)
 }
 
-// ingressAddrs is loadBalancer for an Ingress's status.
+// ingressAddrs is loadBalancer for an Ingress's status, whose entries have the same IP and
+// Hostname.
 func ingressAddrs(ingress []networkingv1.IngressLoadBalancerIngress, resolved map[string][]netip.Addr) ([]netip.Addr, []string) {
-	var ips, hosts []string
-	for _, in := range ingress {
-		ips, hosts = append(ips, in.IP), append(hosts, in.Hostname)
+	as := make([]corev1.LoadBalancerIngress, len(ingress))
+	for i, in := range ingress {
+		as[i] = corev1.LoadBalancerIngress{IP: in.IP, Hostname: in.Hostname}
 	}
-	return addresses(ips, hosts, resolved)
+	return loadBalancer(as, resolved)
 }
 
 // addresses returns ips (those that parse) with what resolved gives for hosts, sorted and
