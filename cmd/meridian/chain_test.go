@@ -149,6 +149,16 @@ func slowFrom(t *testing.T, addr string, slow netip.Addr, delay time.Duration) i
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// ecsQuery returns an A query of name with an ECS option for the IPv4 subnet.
+func ecsQuery(name, subnet string) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetQuestion(name, dns.TypeA)
+	m.SetEdns0(1232, false)
+	p := netip.MustParsePrefix(subnet)
+	m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: uint8(p.Bits()), Address: p.Addr().AsSlice()}}
+	return m
+}
+
 // TestChainVantagesEndToEnd runs two instances in quorum mode (sites site-1 and site-2, each
 // probing from its own loopback address) over a chain [rtt] of two backends: A is slow from
 // site-1, B from site-2. Clients that the location map places at site-1 are answered B, those
@@ -176,17 +186,89 @@ func TestChainVantagesEndToEnd(t *testing.T) {
 	extra := "  use_edns_csubnet\n  geoip_custom " + sites + "\n"
 	fleet := []*voter{startVoter(t, r, zone, 1, extra, false), startVoter(t, r, zone, 2, extra, false)}
 	ask := func(v *voter, subnet string) []string {
-		m := new(dns.Msg)
-		m.SetQuestion("app.example.org.", dns.TypeA)
-		m.SetEdns0(1232, false)
-		p := netip.MustParsePrefix(subnet)
-		m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: uint8(p.Bits()), Address: p.Addr().AsSlice()}}
-		return addresses(v.Exchange(t, "udp", m))
+		return addresses(v.Exchange(t, "udp", ecsQuery("app.example.org.", subnet)))
 	}
 	for _, v := range fleet {
 		for _, tt := range []struct{ subnet, want string }{{"10.0.0.0/24", "127.0.8.2"}, {"192.168.1.0/24", "127.0.8.1"}} {
 			testutil.Eventually(t, 15*time.Second, func() bool { return slices.Equal(ask(v, tt.subnet), []string{tt.want}) },
 				"instance %d, a client at %s: answered %v, want %s\n%s", v.n, tt.subnet, ask(v, tt.subnet), tt.want, v.Logs())
 		}
+	}
+}
+
+// TestChainSitesVantagesEndToEnd runs two sites, eu and us, with measure_remote, over a chain
+// [rtt] of one backend per site: each is slow from the other site (each site probes from its
+// own loopback address, its own backends for their health, the other's for their RTT alone).
+// Each site steers a client by the RTTs of the site the location map places it at, read from
+// that site's localrtt: clients at eu get eu's backend and clients at us get us's from either
+// site; a client placed at no site gets the answering site's own choice, its own backend.
+func TestChainSitesVantagesEndToEnd(t *testing.T) {
+	t.Parallel()
+	const delay = 80 * time.Millisecond
+	euSource, usSource := netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")
+	euPort := slowFrom(t, "127.0.8.5:0", usSource, delay)
+	usPort := slowFrom(t, "127.0.8.6:0", euSource, delay)
+	locations := filepath.Join(t.TempDir(), "locations.yml")
+	if err := os.WriteFile(locations, []byte("subnets:\n  - {subnet: 10.0.0.0/24, location: eu}\n  - {subnet: 192.168.1.0/24, location: us}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	procs := startSites(t, siteSetup{
+		names:    []string{"eu", "us"},
+		backends: []string{"", ""},
+		yaml: func(int, []int) string {
+			return fmt.Sprintf(`records:
+  app.gslb.example.com.:
+    mode: chain
+    chain: [rtt]
+    max_answers: 1
+    scrape_interval: %s
+    scrape_timeout: 150ms
+    backends:
+      - {address: 127.0.8.5, site: eu, rise: 1, fall: 1, healthchecks: [{type: tcp, params: {port: %d, expect: ok}}]}
+      - {address: 127.0.8.6, site: us, rise: 1, fall: 1, healthchecks: [{type: tcp, params: {port: %d, expect: ok}}]}
+`, siteScrape, euPort, usPort)
+		},
+		extra: func(i int) string {
+			source := []netip.Addr{euSource, usSource}[i]
+			return "  measure_remote\n  use_edns_csubnet\n  geoip_custom " + locations + "\n  probe_source " + source.String() + "\n"
+		},
+	})
+	ask := func(p *siteProc, subnet string) []string {
+		r, _, err := (&dns.Client{Timeout: time.Second}).Exchange(ecsQuery("app.gslb.example.com.", subnet), p.srv.Addr)
+		if err != nil {
+			return []string{"error: " + err.Error()}
+		}
+		return addresses(r)
+	}
+	for _, p := range procs {
+		own := map[string]string{"eu": "127.0.8.5", "us": "127.0.8.6"}[p.name]
+		for _, tt := range []struct{ subnet, want string }{
+			{"10.0.0.0/24", "127.0.8.5"}, {"192.168.1.0/24", "127.0.8.6"}, {"172.16.0.0/24", own},
+		} {
+			testutil.Eventually(t, 20*time.Second, func() bool { return slices.Equal(ask(p, tt.subnet), []string{tt.want}) },
+				"site %s, a client at %s: answered %v, want %s\n%s", p.name, tt.subnet, ask(p, tt.subnet), tt.want, p.srv.Logs())
+		}
+	}
+	// What each site publishes: its RTT to both backends, its own the faster.
+	for _, p := range procs {
+		c := &dns.Client{Timeout: time.Second}
+		m := new(dns.Msg)
+		m.SetQuestion("localrtt-app.gslb.example.com.", dns.TypeTXT)
+		r, _, err := c.Exchange(m, p.srv.Addr)
+		if err != nil || len(r.Answer) != 2 {
+			t.Fatalf("site %s: localrtt answered %v, %v; want the RTTs of both backends", p.name, r, err)
+		}
+	}
+	// The admin API shows what each site read of the other's.
+	var view []struct { // one per block
+		Sites []struct {
+			Name string
+			RTTs map[string]map[string]float64 `json:"rtts_ms"`
+		}
+	}
+	procs[0].getJSON(t, "/api/v1/sites", &view)
+	if len(view) != 1 || len(view[0].Sites) != 1 || view[0].Sites[0].Name != "us" || len(view[0].Sites[0].RTTs["app.gslb.example.com."]) != 2 ||
+		view[0].Sites[0].RTTs["app.gslb.example.com."]["127.0.8.5"] < float64(delay.Milliseconds()) {
+		t.Errorf("site eu's view of the sites: %+v, want us's RTTs to both backends, eu's slow", view)
 	}
 }

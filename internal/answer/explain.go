@@ -306,5 +306,8 @@ func explainPublished(snap *catalog.Snapshot, b *builder, m *dns.Msg) (string, b
 	if strings.HasPrefix(b.qname, catalog.HeartbeatPrefix) {
 		return "this site's heartbeat, published for its peers (TTL 0)", true
 	}
+	if rec, ok := strings.CutPrefix(b.qname, catalog.LocalRTTPrefix); ok {
+		return "published for the peers: this site's RTTs to the backends of " + rec + " (measure_remote, TTL 0)", true
+	}
 	return "published for the peers: this site's healthy backends of " + strings.TrimPrefix(b.qname, catalog.LocalTargetsPrefix), true
 }

@@ -6,10 +6,12 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/config"
 )
 
 // published answers the names a site serves for its peers when sites are on (the snapshot has
-// a heartbeat): localtargets-<record>, the record's healthy backends of this site, and
+// a heartbeat): localtargets-<record>, the record's healthy backends of this site;
+// localrtt-<record>, this site's RTTs to the record's backends (with measure_remote); and
 // heartbeat-<site>.<zone>. It reports false for every other name, and for a name that is a
 // record of its own. With a peer key (opts.PeerKey), only signed queries (q.Signed) get them;
 // others get REFUSED.
@@ -24,7 +26,8 @@ func (b *builder) published(snap *catalog.Snapshot, opts Options, signed bool) b
 	}
 	isHeartbeat := label == hb.Label() && rest == b.zone.Origin
 	target, isTargets := strings.CutPrefix(b.qname, catalog.LocalTargetsPrefix)
-	if !isHeartbeat && !isTargets {
+	rtts, isRTTs := strings.CutPrefix(b.qname, catalog.LocalRTTPrefix)
+	if !isHeartbeat && !isTargets && !isRTTs {
 		return false
 	}
 	if _, exists, wildcard := b.zone.Lookup(b.qname); exists && !wildcard {
@@ -34,26 +37,52 @@ func (b *builder) published(snap *catalog.Snapshot, opts Options, signed bool) b
 		b.msg = b.finishError(dns.RcodeRefused)
 		return true
 	}
-	if isHeartbeat {
+	switch {
+	case isHeartbeat:
 		b.heartbeat(hb)
-		return true
-	}
-	rec, exists, wildcard := b.zone.Lookup(target)
-	if !exists || wildcard || rec == nil || !rec.Config.Publish {
-		b.reply(dns.RcodeNameError)
-		b.msg.Ns = []dns.RR{copyRR(b.zone.NegativeSOA, "")}
-		return true
-	}
-	b.reply(dns.RcodeSuccess)
-	if f, ok := catalog.FamilyOf(b.qtype); ok {
-		for _, rr := range rec.View().Published[f] {
-			b.msg.Answer = append(b.msg.Answer, copyRR(rr, ""))
+	case isRTTs:
+		rec := b.publishing(rtts, func(rc *config.Record) bool { return rc.PublishRTT })
+		if rec != nil && (b.qtype == dns.TypeTXT || b.qtype == dns.TypeANY) {
+			b.publish(rec.View().PublishedRTTs)
 		}
-	}
-	if len(b.msg.Answer) == 0 {
-		b.nodata()
+		b.nodataIfEmpty(rec)
+	default:
+		rec := b.publishing(target, func(rc *config.Record) bool { return rc.Publish })
+		if f, ok := catalog.FamilyOf(b.qtype); ok && rec != nil {
+			b.publish(rec.View().Published[f])
+		}
+		b.nodataIfEmpty(rec)
 	}
 	return true
+}
+
+// publishing starts the answer for the record named name that a site publishes something of:
+// it returns the record when it exists and publishes (publishes says whether it does), after
+// starting a NOERROR reply; otherwise it answers NXDOMAIN and returns nil.
+func (b *builder) publishing(name string, publishes func(*config.Record) bool) *catalog.Record {
+	rec, exists, wildcard := b.zone.Lookup(name)
+	if !exists || wildcard || rec == nil || !publishes(rec.Config) {
+		b.reply(dns.RcodeNameError)
+		b.msg.Ns = []dns.RR{copyRR(b.zone.NegativeSOA, "")}
+		return nil
+	}
+	b.reply(dns.RcodeSuccess)
+	return rec
+}
+
+// publish answers copies of rrs, named as the query.
+func (b *builder) publish(rrs []dns.RR) {
+	for _, rr := range rrs {
+		b.msg.Answer = append(b.msg.Answer, copyRR(rr, ""))
+	}
+}
+
+// nodataIfEmpty makes a published name's reply for rec (nil: NXDOMAIN, already answered)
+// NODATA when it has no answer.
+func (b *builder) nodataIfEmpty(rec *catalog.Record) {
+	if rec != nil && len(b.msg.Answer) == 0 {
+		b.nodata()
+	}
 }
 
 // heartbeat answers the site's heartbeat name: its TXT record, with TTL 0 (a heartbeat must

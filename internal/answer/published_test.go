@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -27,6 +28,12 @@ records:
   other.example.org.: {backends: [{address: 10.0.0.9, site: eu}]}
   "*.example.org.": {backends: [{address: 10.0.0.7}]}
   localtargets-own.example.org.: {backends: [{address: 10.0.0.8}]}
+  fast.example.org.:
+    mode: chain
+    chain: [rtt]
+    backends:
+      - {address: 10.0.1.1, site: eu}
+      - {address: 10.0.1.2, site: us}
 `), "example.org.", nil, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -38,8 +45,12 @@ records:
 			r.Backends[j].Remote, r.Backends[j].External = remote, remote
 			r.Publish = r.Publish || r.Backends[j].Site != "eu"
 		}
+		r.PublishRTT = r.SteersByRTT()
 	}
-	snap, err := catalog.Build([]*config.Zone{z}, states{})
+	hs := states{}
+	hs.State("fast.example.org.|10.0.1.1|0").SetRTT(80 * time.Millisecond) // measured, not judged, here
+	hs.State("fast.example.org.|10.0.1.2|0").SetRTT(1500 * time.Microsecond)
+	snap, err := catalog.Build([]*config.Zone{z}, hs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +82,13 @@ func TestPublishedNames(t *testing.T) {
 		{"heartbeat-us.example.org.", dns.TypeTXT, Options{}, false, dns.RcodeSuccess, []string{"site=us time=1 seq=1 boot=0123456789abcdef"}},
 		{"heartbeat-us.example.org.", dns.TypeA, Options{}, false, dns.RcodeSuccess, nil},
 		{"heartbeat-eu.example.org.", dns.TypeA, Options{}, false, dns.RcodeSuccess, []string{"10.0.0.7"}}, // not ours: the wildcard
+		{"localrtt-fast.example.org.", dns.TypeTXT, Options{}, false, dns.RcodeSuccess, []string{"10.0.1.1=80ms", "10.0.1.2=1.5ms"}},
+		{"LOCALRTT-fast.example.org.", dns.TypeANY, Options{}, false, dns.RcodeSuccess, []string{"10.0.1.1=80ms", "10.0.1.2=1.5ms"}},
+		{"localrtt-fast.example.org.", dns.TypeA, Options{}, false, dns.RcodeSuccess, nil},
+		{"localrtt-app.example.org.", dns.TypeTXT, Options{}, false, dns.RcodeNameError, nil}, // does not steer by RTT
+		{"localrtt-nothing.example.org.", dns.TypeTXT, Options{}, false, dns.RcodeNameError, nil},
+		{"localrtt-fast.example.org.", dns.TypeTXT, Options{PeerKey: true}, false, dns.RcodeRefused, nil},
+		{"localrtt-fast.example.org.", dns.TypeTXT, Options{PeerKey: true}, true, dns.RcodeSuccess, []string{"10.0.1.1=80ms", "10.0.1.2=1.5ms"}},
 		{"localtargets-app.example.org.", dns.TypeA, Options{PeerKey: true}, false, dns.RcodeRefused, nil},
 		{"heartbeat-us.example.org.", dns.TypeTXT, Options{PeerKey: true}, false, dns.RcodeRefused, nil},
 		{"localtargets-app.example.org.", dns.TypeA, Options{PeerKey: true}, true, dns.RcodeSuccess, []string{"10.0.0.2"}},
@@ -149,6 +167,7 @@ func TestExplainSites(t *testing.T) {
 		{"app.example.org.", dns.TypeA, Options{}, []string{"stale (site eu's, as it publishes)", "up (site us, this site) (not probed), disabled by an operator", "IPv4: degraded", "[10.0.0.1]"}},
 		{"localtargets-app.example.org.", dns.TypeA, Options{}, []string{"published for the peers: this site's healthy backends of app.example.org."}},
 		{"heartbeat-us.example.org.", dns.TypeTXT, Options{PeerKey: true}, []string{"refused, the query is not signed"}},
+		{"localrtt-fast.example.org.", dns.TypeTXT, Options{}, []string{"this site's RTTs to the backends of fast.example.org. (measure_remote, TTL 0)"}},
 	} {
 		got := ask(tt.name, tt.qtype, tt.opts)
 		for _, w := range tt.want {

@@ -344,6 +344,9 @@ type View struct {
 	// Published holds, per family, the localtargets-<record> answer: the healthy backends of
 	// this site, for the other sites (config.Record.Publish).
 	Published [2][]dns.RR
+	// PublishedRTTs is the localrtt-<record> answer: this site's RTT to each of the record's
+	// backends, for the other sites (config.Record.PublishRTT); nil otherwise.
+	PublishedRTTs []dns.RR
 	// LastGood holds, per family, the backends that were healthy the last time any was, still
 	// enabled: the last-known-good fallback's answer (empty until one ever was, and for the
 	// other fallback policies).
@@ -504,6 +507,7 @@ func (r *Record) Refresh() {
 		}
 		r.chooseTTL(v, f, now)
 	}
+	v.PublishedRTTs = r.publishedRTTs()
 	r.view.Store(v)
 	r.scheduleRamp(now, rampNext)
 }

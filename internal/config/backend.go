@@ -114,9 +114,6 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 		b.HasCoords = lat != nil
 	}
 	cs.thresholds(&b, profiles)
-	if b.IsPlaceholder() && len(b.HealthChecks) > 0 {
-		p.Errorf(n, child(path, "healthchecks"), "a backend without an address stands for what site %s publishes: it has nothing to probe here", b.Site)
-	}
 	// A kubernetes backend's addresses are judged by the Service's readiness, and by its
 	// healthchecks (with its rise, fall and timeout) when it has some: both must pass.
 	if b.IsKubernetes() {

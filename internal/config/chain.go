@@ -45,6 +45,12 @@ func (s ChainStep) Selects() bool {
 	return s == StepWeighted || s == StepHash || s == StepRandom || s == StepRoundRobin
 }
 
+// SteersByRTT reports whether r's answers depend on its backends' RTTs: a chain with an rtt
+// step.
+func (r *Record) SteersByRTT() bool {
+	return r.Mode == ModeChain && slices.Contains(r.Chain, StepRTT)
+}
+
 // Tolerance is how much slower than the fastest a candidate may be and still be kept by the
 // rtt step: a fraction of the fastest's RTT, or a duration, whichever is larger.
 type Tolerance struct {

@@ -340,3 +340,28 @@ func TestRecordKubernetes(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceholderChecks: a site's placeholder has checks only in a record that steers by RTT,
+// where they measure the targets it stands for (measure_remote); elsewhere they are an error.
+func TestPlaceholderChecks(t *testing.T) {
+	const backend = "      - {site: eu, healthchecks: [{type: tcp, params: {port: 80}}]}\n"
+	tests := []struct {
+		name, record, want string
+	}{
+		{"weighted", "    mode: weighted\n", `zone.yml:4:9: records["a.example.org"].backends[0].healthchecks: a backend without an address stands for what site eu publishes: it has nothing to probe here`},
+		{"chain without rtt", "    mode: chain\n    chain: [load, weighted]\n", `backends[0].healthchecks: a backend without an address stands for what site eu publishes`},
+		{"chain with rtt", "    mode: chain\n    chain: [rtt, weighted]\n", ""},
+	}
+	for _, tt := range tests {
+		yml := "records:\n  a.example.org:\n    backends:\n" + backend + tt.record
+		z, err := ParseZone("zone.yml", []byte(yml), "example.org", nil, 7)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.want == "" && len(z.Records[0].Backends[0].HealthChecks) != 1:
+			t.Errorf("%s: the placeholder's checks: %+v", tt.name, z.Records[0].Backends[0].HealthChecks)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+}

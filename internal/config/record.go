@@ -441,6 +441,10 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	all := make([]parsed, 0, len(items)+len(kubeBackends))
 	for i, item := range items {
 		b, ok := p.backend(item, index(bpath, i), profiles, rec.ScrapeInterval)
+		if b.IsPlaceholder() && len(b.HealthChecks) > 0 && !rec.SteersByRTT() {
+			// A chain's rtt step has its targets measured with them (measure_remote).
+			p.Errorf(item, child(index(bpath, i), "healthchecks"), "a backend without an address stands for what site %s publishes: it has nothing to probe here (unless the record steers by RTT: mode chain with an rtt step, where they measure its targets with measure_remote)", b.Site)
+		}
 		all = append(all, parsed{b, ok, item, index(bpath, i)})
 	}
 	for _, b := range kubeBackends {

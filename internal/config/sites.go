@@ -40,6 +40,11 @@ type SitesOptions struct {
 	// TSIG, when set, signs the peer queries and answers; unsigned queries of the published
 	// names get REFUSED.
 	TSIG *TSIGKey
+	// MeasureRemote (measure_remote) makes this site probe the other sites' backends of the
+	// records that steer by RTT, for their RTT alone, and publish its RTTs to all their
+	// backends (localrtt-<record>); it reads the other sites' in every round, so that a
+	// client is steered by the RTTs of the site nearest to it.
+	MeasureRemote bool
 }
 
 // TSIGKey is a TSIG key (RFC 8945).
@@ -78,6 +83,8 @@ func (s SitesOptions) Check() error {
 	switch {
 	case !s.Enabled() && (len(s.Peers) > 0 || s.PeersFromNS):
 		return fmt.Errorf("peers need the site option: name this instance's site")
+	case s.MeasureRemote && len(s.Peers) == 0 && !s.PeersFromNS:
+		return fmt.Errorf("measure_remote needs peers (or peers_from_ns): the RTTs are read from the other sites' Meridians")
 	case d.PeerTimeout > d.PeerInterval:
 		return fmt.Errorf("peer_timeout %v is longer than peer_interval %v", d.PeerTimeout, d.PeerInterval)
 	case d.SplitBrainThreshold <= d.PeerInterval:

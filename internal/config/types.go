@@ -241,6 +241,10 @@ type Record struct {
 	// Publish is set by the sites source on the records that have backends of this site:
 	// their healthy ones are served as localtargets-<name> for the other sites.
 	Publish bool
+	// PublishRTT is set by the sites source, with measure_remote, on the records that steer by
+	// RTT (SteersByRTT): this site's RTT to each of their backends is served as
+	// localrtt-<name> for the other sites, which read it to steer the clients near this site.
+	PublishRTT bool
 	// HashPrefix is the client prefix consistent-hash hashes (hash_prefix_v4, hash_prefix_v6).
 	HashPrefix HashPrefix
 	// MinHealthy is how many healthy backends a priority group of failover needs to be
@@ -346,6 +350,10 @@ type Backend struct {
 	// Remote is set by the sites source on the backends of other sites (External too): this
 	// site neither publishes them nor counts them as its own.
 	Remote bool
+	// MeasureOnly is set by the sites source, with measure_remote, on the other sites' backends
+	// of the records that steer by RTT: this site probes them with their checks for their RTT
+	// and load alone; their health stays what their site publishes.
+	MeasureOnly bool
 	// Share is, on a target that the sites source learned for a placeholder, the number of
 	// targets the placeholder's weight is shared among (the site's weight); 0 otherwise.
 	Share int

@@ -19,7 +19,8 @@ import (
 // health is known before they are enabled again. Passive backends get a spec without checks:
 // in cluster mode their results come from the fleet. External backends (a source reports their
 // health) get Spec.External: other sites' backends (remote: the sites source reports what their
-// site publishes, and their checks are their own site's to run) without checks; the others,
+// site publishes, and their checks are their own site's to run) without checks, unless this
+// site measures their RTT (config.Backend.MeasureOnly: with checks that only measure); the others,
 // such as a Kubernetes Service's addresses, with their checks too, which must pass as well as
 // the report. Errors name the check's file position.
 func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
@@ -57,12 +58,13 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 					rec.Refresh()
 					publishRecordHealth(rec)
 				},
-				OnMeasure: rec.Refresh, // RTT and load: the answers change, not the health others see
-				Capacity:  bc.Capacity,
-				Passive:   bc.Passive,
-				External:  bc.External,
+				OnMeasure:   rec.Refresh, // RTT and load: the answers change, not the health others see
+				Capacity:    bc.Capacity,
+				Passive:     bc.Passive,
+				External:    bc.External,
+				MeasureOnly: bc.MeasureOnly,
 			}
-			if bc.Passive || bc.Remote {
+			if bc.Passive || bc.Remote && !bc.MeasureOnly {
 				specs = append(specs, spec)
 				continue
 			}

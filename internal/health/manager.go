@@ -51,6 +51,10 @@ type Spec struct {
 	// must each be up, as withReport combines them; the report is never damped by rise and
 	// fall (its source did that). They start unknown, or at their seeded status.
 	External bool
+	// MeasureOnly backends (External ones: another site's backends that this site measures,
+	// see config.Backend.MeasureOnly) are probed with their checks for their RTT and load
+	// alone: their status is their source's report, whatever the checks find.
+	MeasureOnly bool
 }
 
 // Options tune the manager.
@@ -140,8 +144,12 @@ const notReported = "not reported by its source yet"
 // restored is the reason shown for a backend whose status comes from the state file.
 const restored = "restored from the state file"
 
-// checksStatus returns the combined status of b's checks' machines: up when it has none.
+// checksStatus returns the combined status of b's checks' machines: up when it has none, or
+// when they only measure it (Spec.MeasureOnly).
 func (b *backend) checksStatus() Status {
+	if b.spec.MeasureOnly {
+		return Up
+	}
 	statuses := make([]Status, len(b.subs))
 	for i, sub := range b.subs {
 		statuses[i] = sub.machine.status
@@ -156,7 +164,7 @@ func (b *backend) reportExplains() bool {
 	if !b.spec.External {
 		return false
 	}
-	return len(b.subs) == 0 || b.report.status != Up && withReport(b.checksStatus(), b.report.status) == b.report.status
+	return len(b.subs) == 0 || b.spec.MeasureOnly || b.report.status != Up && withReport(b.checksStatus(), b.report.status) == b.report.status
 }
 
 // subscription is one backend's view of one (possibly shared) check.
@@ -235,7 +243,7 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 			}
 		}
 		b := m.backends[spec.Key]
-		if b != nil && b.spec.External == spec.External && sameChecks(b.spec.Checks, spec.Checks) {
+		if b != nil && b.spec.External == spec.External && b.spec.MeasureOnly == spec.MeasureOnly && sameChecks(b.spec.Checks, spec.Checks) {
 			for _, s := range b.subs {
 				s.machine.rise, s.machine.fall = max(spec.Rise, 1), max(spec.Fall, 1)
 			}

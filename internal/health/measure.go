@@ -78,10 +78,10 @@ func loadMoved(announced, load, capacity float64) bool {
 // last up.
 type measures struct {
 	srtt, rttAnnounced time.Duration
-	// vantages and vantagesAnnounced are the smoothed RTTs of the quorum's sites (votes), and
-	// what was last announced of them.
-	vantages, vantagesAnnounced map[string]time.Duration
-	loadAnnounced               float64 // NaN: unknown
+	// vantages are the smoothed RTTs of the quorum's sites (votes); sites those that other
+	// sites published (ReportRTTs); vantagesAnnounced what was last announced of both.
+	vantages, sites, vantagesAnnounced map[string]time.Duration
+	loadAnnounced                      float64 // NaN: unknown
 	// wasDown is set when the backend went down, here, since it was last up: its next up is a
 	// recovery, from which slow start ramps (State.Recovered). A backend's first up, at
 	// start-up or from a status restored from the state file, is none.
@@ -111,7 +111,7 @@ func (b *backend) measure(first bool, res probe.Result) bool {
 // resetMeasures forgets b's RTT and load.
 func (b *backend) resetMeasures() {
 	b.measures.srtt, b.measures.rttAnnounced, b.measures.loadAnnounced = 0, 0, math.NaN()
-	b.measures.vantages, b.measures.vantagesAnnounced = nil, nil
+	b.measures.vantages, b.measures.sites, b.measures.vantagesAnnounced = nil, nil, nil
 	b.state.SetRTT(0)
 	b.state.SetLoad(math.NaN())
 	b.state.SetVantageRTTs(nil)
@@ -141,6 +141,19 @@ func (b *backend) measureVantages(votes []Vote) bool {
 		next[site] = smoothRTT(b.measures.vantages[site], total/time.Duration(n[site]))
 	}
 	b.measures.vantages = next
+	return b.announceVantages()
+}
+
+// announceVantages merges b's RTTs by site, the quorum's and those other sites published (a
+// quorum's site wins over a published one of the same name: it is measured every cycle), and
+// stores them in its State when one moved enough to announce (rttMoved), or a site came or
+// went, which it reports.
+func (b *backend) announceVantages() bool {
+	next := maps.Clone(b.measures.sites)
+	if next == nil {
+		next = make(map[string]time.Duration, len(b.measures.vantages))
+	}
+	maps.Copy(next, b.measures.vantages)
 	moved := len(next) != len(b.measures.vantagesAnnounced)
 	for site, rtt := range next {
 		old, ok := b.measures.vantagesAnnounced[site]
@@ -167,4 +180,28 @@ func (b *backend) noteStatus(next Status, now time.Time) {
 		}
 		b.measures.wasDown = false
 	}
+}
+
+// ReportRTTs records rtts as the backend with key's RTTs as the other sites measured them, by
+// site (the sites source reads them from what each site publishes; nil or empty: none), in
+// place of the last ones reported. They join the quorum's RTTs by site in State.VantageRTTs.
+// It reports false when no backend has key. The backend's OnMeasure runs, outside the
+// manager's lock, when they moved enough to announce. The map must not be written after.
+func (m *Manager) ReportRTTs(key string, rtts map[string]time.Duration) bool {
+	m.mu.Lock()
+	b := m.backends[key]
+	if b == nil {
+		m.mu.Unlock()
+		return false
+	}
+	b.measures.sites = rtts
+	var notify func()
+	if b.announceVantages() {
+		notify = b.spec.OnMeasure
+	}
+	m.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
+	return true
 }

@@ -231,3 +231,80 @@ func TestVantageRTTs(t *testing.T) {
 		t.Error("the RTTs by site outlived the backend going down")
 	}
 }
+
+// TestMeasureOnly: a MeasureOnly backend's checks feed its RTT and load, never its status,
+// which is its source's last report: failing checks leave it up, passing ones do not make an
+// unreported backend up, and the details explain it by the report.
+func TestMeasureOnly(t *testing.T) {
+	ms := time.Millisecond
+	m := NewManager(Options{Log: testLog{}})
+	s := spec("k", &scriptedProber{}, "check", time.Hour)
+	s.External, s.MeasureOnly, s.Rise, s.Fall = true, true, 1, 1
+	m.Sync([]Spec{s}, keys(s))
+	st := m.State("k")
+	steps := []struct {
+		name   string
+		report *Status
+		res    *probe.Result
+		want   Status
+		rtt    time.Duration
+		reason string
+	}{
+		{"a probe before any report", nil, &probe.Result{OK: true, Latency: 10 * ms, Reason: "probe ok"}, Unknown, 10 * ms, notReported},
+		{"reported up", ptr(Up), nil, Up, 10 * ms, "site us"},
+		{"a failing probe leaves it up", nil, &probe.Result{Reason: "refused"}, Up, 10 * ms, "site us"},
+		{"a passing probe measures", nil, &probe.Result{OK: true, Latency: 20 * ms, Reason: "probe ok"}, Up, 13 * ms, "site us"},
+		{"reported down: the RTT is forgotten", ptr(Down), nil, Down, 0, "site us"},
+		{"a passing probe while down measures but does not raise it", nil, &probe.Result{OK: true, Latency: 5 * ms, Reason: "probe ok"}, Down, 5 * ms, "site us"},
+	}
+	for _, step := range steps {
+		if step.report != nil {
+			m.Report("k", *step.report, "site us")
+		} else {
+			m.apply(m.jobs[jobKey(s.Checks[0], &s)], *step.res)
+		}
+		if st.Status() != step.want || st.RTT() != step.rtt {
+			t.Errorf("%s: %s with RTT %v, want %s with %v", step.name, st.Status(), st.RTT(), step.want, step.rtt)
+		}
+		if d := m.Details()["k"]; d.Reason != step.reason {
+			t.Errorf("%s: the details' reason %q, want %q", step.name, d.Reason, step.reason)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestReportRTTs: the RTTs other sites published join the quorum's RTTs by site (the quorum
+// wins a site both have), the record hears of a move, and an empty report takes them back.
+func TestReportRTTs(t *testing.T) {
+	ms := time.Millisecond
+	x := newMeasured(t)
+	b := x.m.backends["a"]
+	if x.m.ReportRTTs("nobody", map[string]time.Duration{"us": ms}) {
+		t.Error("ReportRTTs accepted an unknown key")
+	}
+	x.m.mu.Lock()
+	b.measureVantages([]Vote{{Instance: "i", Site: "eu", OK: true, Latency: 10 * ms}})
+	x.m.mu.Unlock()
+	steps := []struct {
+		name     string
+		rtts     map[string]time.Duration
+		want     map[string]time.Duration
+		measures int
+	}{
+		{"two sites", map[string]time.Duration{"us": 80 * ms, "ap": 150 * ms}, map[string]time.Duration{"eu": 10 * ms, "us": 80 * ms, "ap": 150 * ms}, 1},
+		{"the same again", map[string]time.Duration{"us": 80 * ms, "ap": 150 * ms}, map[string]time.Duration{"eu": 10 * ms, "us": 80 * ms, "ap": 150 * ms}, 0},
+		{"the quorum's site wins", map[string]time.Duration{"eu": 99 * ms, "us": 80 * ms, "ap": 150 * ms}, map[string]time.Duration{"eu": 10 * ms, "us": 80 * ms, "ap": 150 * ms}, 0},
+		{"a move", map[string]time.Duration{"us": 30 * ms}, map[string]time.Duration{"eu": 10 * ms, "us": 30 * ms}, 1},
+		{"none", nil, map[string]time.Duration{"eu": 10 * ms}, 1},
+	}
+	for _, s := range steps {
+		before := x.measures
+		if !x.m.ReportRTTs("a", s.rtts) {
+			t.Fatalf("%s: refused", s.name)
+		}
+		if got := x.m.State("a").VantageRTTs(); !maps.Equal(got, s.want) || x.measures-before != s.measures {
+			t.Errorf("%s: %v and %d measures, want %v and %d", s.name, got, x.measures-before, s.want, s.measures)
+		}
+	}
+}

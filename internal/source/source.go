@@ -18,6 +18,8 @@
 package source
 
 import (
+	"time"
+
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 )
@@ -64,6 +66,13 @@ type Logger interface {
 // says why, naming who judged.
 type Reporter interface {
 	Report(key string, st health.Status, reason string) bool
+}
+
+// MeasureReporter is a Reporter that also takes the RTTs that other vantage sites measured of
+// a backend, by site (the sites source, with measure_remote): health.Manager is one.
+type MeasureReporter interface {
+	Reporter
+	ReportRTTs(key string, rtts map[string]time.Duration) bool
 }
 
 // Judge is a source that reports Verdicts on the backends it judges. ReportAll reports every

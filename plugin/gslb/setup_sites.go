@@ -34,7 +34,7 @@ var tsigAlgorithms = map[string]string{
 }
 
 // parseSitesOption parses the sites option at c (site, peers, peers_from_ns, peer_interval,
-// peer_timeout, split_brain_threshold, peer_tsig) into o. It reports false for an option that
+// peer_timeout, split_brain_threshold, peer_tsig, measure_remote) into o. It reports false for an option that
 // is not one of them. port is the port this server block listens on, which the peers found
 // from the NS set are asked on (0: unknown, the default port).
 func parseSitesOption(c *caddy.Controller, o *config.SitesOptions, port int) (bool, error) {
@@ -65,6 +65,8 @@ func parseSitesOption(c *caddy.Controller, o *config.SitesOptions, port int) (bo
 		err = duration(c, &o.SplitBrainThreshold, minPeerInterval)
 	case "peer_tsig":
 		o.TSIG, err = tsigKey(c)
+	case "measure_remote":
+		err = flag(c, &o.MeasureRemote, true)
 	default:
 		return false, nil
 	}

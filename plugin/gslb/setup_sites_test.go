@@ -48,6 +48,7 @@ func TestParseSitesOptions(t *testing.T) {
 				NSServers: []string{"192.0.2.53:53", "[2001:db8::53]:5300", "ns1.example.com:53"}},
 		},
 		{name: "the port is only for peers from NS", port: 1053, lines: "site eu\n peers 192.0.2.10", want: config.SitesOptions{Site: "eu", Peers: []string{"192.0.2.10:53"}}},
+		{name: "measure remote", lines: "site eu\n peers 192.0.2.10\n measure_remote", want: config.SitesOptions{Site: "eu", Peers: []string{"192.0.2.10:53"}, MeasureRemote: true}},
 		{name: "sha1", lines: "peer_tsig k. HMAC-SHA1. " + testSecret, want: config.SitesOptions{TSIG: &config.TSIGKey{Name: "k.", Algorithm: dns.HmacSHA1, Secret: testSecret}}},
 		{name: "sha512", lines: "peer_tsig k hmac-sha512 " + testSecret, want: config.SitesOptions{TSIG: &config.TSIGKey{Name: "k.", Algorithm: dns.HmacSHA512, Secret: testSecret}}},
 
@@ -81,6 +82,8 @@ func TestParseSitesOptions(t *testing.T) {
 
 		// The consistency of the options, reported at the first sites option.
 		{name: "peers without a site", lines: "enable_txt\n peers 192.0.2.10", wantErr: "Testfile:4 - Error during parsing: peers need the site option"},
+		{name: "measure remote without peers", lines: "site eu\n measure_remote", wantErr: "Testfile:3 - Error during parsing: measure_remote needs peers"},
+		{name: "measure remote with an argument", lines: "site eu\n peers 192.0.2.10\n measure_remote yes", wantErr: "measure_remote"},
 		{name: "peers from NS without a site", lines: "peers_from_ns", wantErr: "Testfile:3 - Error during parsing: peers need the site option"},
 		{name: "threshold not above the interval", lines: "enable_txt\n peer_interval 10s\n site eu\n split_brain_threshold 10s",
 			wantErr: "Testfile:4 - Error during parsing: split_brain_threshold 10s must be longer than peer_interval 10s"},

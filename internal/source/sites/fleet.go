@@ -29,19 +29,21 @@ import (
 type Fleet struct {
 	heartbeat *catalog.Heartbeat
 	boot      string
-	reporter  source.Reporter
+	reporter  source.MeasureReporter
 
-	mu       sync.Mutex
-	opts     config.SitesOptions // with defaults
-	client   *Client
-	log      source.Logger
-	plan     *plan
-	fromNS   []string          // the peers last found from the NS sets
-	peers    map[string]*peer  // by address
-	sites    map[string]*site  // by name
-	merged   map[string]string // what the last merge expanded each placeholder to, by site|record
-	watchers source.Watchers
-	seq      uint64
+	mu     sync.Mutex
+	opts   config.SitesOptions // with defaults
+	client *Client
+	log    source.Logger
+	plan   *plan
+	fromNS []string          // the peers last found from the NS sets
+	peers  map[string]*peer  // by address
+	sites  map[string]*site  // by name
+	merged map[string]string // what the last merge expanded each placeholder to, by site|record
+	// rttsReported are the keys of the backends whose RTTs by site were last reported.
+	rttsReported map[string]bool
+	watchers     source.Watchers
+	seq          uint64
 
 	// ticks advance the heartbeat; rounds read the peers.
 	ticks, rounds periodic.Loop
@@ -74,6 +76,9 @@ type site struct {
 	peer        string
 	// targets are, by record, the addresses it published when last read.
 	targets map[string][]netip.Addr
+	// rtts are, by record, its RTTs to the record's backends, by address, when last read
+	// (measure_remote).
+	rtts map[string]map[netip.Addr]time.Duration
 	// skewed is set while its clock is far off this one's (it was logged).
 	skewed bool
 }
@@ -81,9 +86,10 @@ type site struct {
 // heard reports whether any heartbeat of the site was read.
 func (s *site) heard() bool { return !s.lastAdvance.IsZero() }
 
-// NewFleet returns the fleet of site opts.Site, reporting its verdicts to reporter. Its
+// NewFleet returns the fleet of site opts.Site, reporting its verdicts (and, with
+// measure_remote, the other sites' RTTs) to reporter. Its
 // heartbeat serves at once; it reads no peer until Start.
-func NewFleet(opts config.SitesOptions, reporter source.Reporter, log source.Logger) *Fleet {
+func NewFleet(opts config.SitesOptions, reporter source.MeasureReporter, log source.Logger) *Fleet {
 	f := &Fleet{
 		heartbeat: catalog.NewHeartbeat(opts.Site),
 		boot:      newBoot(),
@@ -160,7 +166,7 @@ func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	merged := map[string]string{}
-	out, p := merge(zones, f.opts.Site, func(site, record string) []netip.Addr {
+	out, p := merge(zones, f.opts.Site, f.opts.MeasureRemote, func(site, record string) []netip.Addr {
 		addrs := f.learnedLocked(site, record)
 		merged[site+"|"+record] = fmtAddrs(addrs)
 		return addrs
@@ -183,13 +189,23 @@ func (f *Fleet) learnedLocked(site, record string) []netip.Addr {
 	return nil
 }
 
-// ReportAll reports the current verdict on every other site's backend. The engine calls it
-// after each snapshot's backends reached the health manager, whose new ones start unknown.
+// ReportAll reports the current verdict on every other site's backend, and the other sites'
+// RTTs. The engine calls it after each snapshot's backends reached the health manager, whose
+// new ones start unknown.
 func (f *Fleet) ReportAll() {
 	f.mu.Lock()
-	verdicts := f.judgeLocked(time.Now())
+	now := time.Now()
+	verdicts, rtts := f.judgeLocked(now), f.rttsLocked(now)
 	f.mu.Unlock()
+	f.report(verdicts, rtts)
+}
+
+// report hands verdicts and RTTs by site to the reporter.
+func (f *Fleet) report(verdicts []source.Verdict, rtts []rttReport) {
 	source.Report(f.reporter, verdicts)
+	for _, r := range rtts {
+		f.reporter.ReportRTTs(r.key, r.rtts)
+	}
 }
 
 // sortedAddrs returns addrs sorted and without repeats.

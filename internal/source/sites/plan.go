@@ -1,6 +1,7 @@
 package sites
 
 import (
+	"cmp"
 	"maps"
 	"net/netip"
 	"slices"
@@ -24,6 +25,21 @@ type plan struct {
 	remote []remoteBackend
 	// placeholders are, by record, the sites that its placeholder backends stand for.
 	placeholders map[string][]string
+	// rtts are the records whose RTTs (localrtt) are read from every other site, with
+	// measure_remote: those that steer by RTT; measured are their backends with an address,
+	// whose RTTs by site this site takes from what the others publish.
+	rtts     []string
+	measured []measuredBackend
+	// vantages are the other sites that the rtts records' backends name (site, or location
+	// when they have no site), whose peers' heartbeats are recognised although no record
+	// has backends of theirs to read.
+	vantages []string
+}
+
+// measuredBackend is one backend of a record whose RTTs are read from the other sites.
+type measuredBackend struct {
+	key, record string
+	ip          netip.Addr
 }
 
 // read is one record whose localtargets are read from a site, and the query types they are
@@ -51,22 +67,23 @@ type remoteBackend struct {
 	threshold time.Duration
 }
 
-// sites returns every site the plan reads from, sorted.
+// sites returns every site the plan reads from, sorted: those it reads targets from, and the
+// vantages.
 func (p *plan) sites() []string {
-	out := make([]string, 0, len(p.reads))
-	for s := range p.reads {
-		out = append(out, s)
-	}
+	out := slices.Concat(slices.Collect(maps.Keys(p.reads)), p.vantages)
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // merge returns zones with this site's view of sites applied, and the plan it implies:
 // backends of other sites are marked Remote, placeholders are replaced by the targets their
 // site last published (learned, by site and record), every record with backends of this site
 // (a site: of this site, or none) publishes them, and a backend's site is its location tag
-// (the geo modes' location) when it has none. Zones and records that change are copies; the input is not modified.
-func merge(zones []*config.Zone, own string, learned func(site, record string) []netip.Addr) ([]*config.Zone, *plan) {
+// (the geo modes' location) when it has none. With measure (measure_remote), the records that
+// steer by RTT publish this site's RTTs to their backends, their other sites' backends are
+// measured here (config.Backend.MeasureOnly), and the plan reads the other sites' RTTs.
+// Zones and records that change are copies; the input is not modified.
+func merge(zones []*config.Zone, own string, measure bool, learned func(site, record string) []netip.Addr) ([]*config.Zone, *plan) {
 	p := &plan{reads: map[string][]read{}, placeholders: map[string][]string{}}
 	out := slices.Clone(zones)
 	for zi, z := range zones {
@@ -78,8 +95,16 @@ func merge(zones []*config.Zone, own string, learned func(site, record string) [
 				recs = slices.Clone(z.Records)
 			}
 			rec := &recs[ri]
+			rtt := measure && r.SteersByRTT()
+			if rtt {
+				rec.PublishRTT, involved = true, true
+				p.rtts = append(p.rtts, r.Name)
+			}
 			if !hasSites(r) {
 				rec.Publish = slices.ContainsFunc(r.Backends, func(b config.Backend) bool { return b.IP.IsValid() })
+				if rtt {
+					p.noteMeasured(rec, own)
+				}
 				continue
 			}
 			rec.Backends = nil
@@ -88,6 +113,7 @@ func merge(zones []*config.Zone, own string, learned func(site, record string) [
 				if b.Location == "" {
 					b.Location = b.Site // the site is the backend's geo tag, unless it has one
 				}
+				b.MeasureOnly = rtt && b.Site != "" && b.Site != own
 				switch {
 				case b.Site == "" || b.Site == own:
 					rec.Publish = rec.Publish || !b.IsPlaceholder()
@@ -126,6 +152,9 @@ func merge(zones []*config.Zone, own string, learned func(site, record string) [
 			for _, site := range slices.Sorted(maps.Keys(reads)) {
 				p.reads[site] = append(p.reads[site], *reads[site])
 			}
+			if rtt {
+				p.noteMeasured(rec, own)
+			}
 		}
 		if recs != nil {
 			zc := *z
@@ -137,6 +166,20 @@ func merge(zones []*config.Zone, own string, learned func(site, record string) [
 		}
 	}
 	return out, p
+}
+
+// noteMeasured adds rec's backends with an address to the backends measured by the other
+// sites, and the sites other than own that they name to the vantages.
+func (p *plan) noteMeasured(rec *config.Record, own string) {
+	for i := range rec.Backends {
+		b := &rec.Backends[i]
+		if site := cmp.Or(b.Site, b.Location); site != "" && site != own {
+			p.vantages = appendOnce(p.vantages, site)
+		}
+		if b.IP.IsValid() {
+			p.measured = append(p.measured, measuredBackend{key: catalog.BackendKey(rec.Name, b), record: rec.Name, ip: b.IP})
+		}
+	}
 }
 
 // hasSites reports whether any backend of r names a site.

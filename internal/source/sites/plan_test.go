@@ -44,7 +44,7 @@ records:
 func TestMerge(t *testing.T) {
 	z := mustZone(t, sitesYAML)
 	learned := map[string][]netip.Addr{"ap|app.gslb.example.com.": {netip.MustParseAddr("10.3.0.1"), netip.MustParseAddr("10.3.0.2"), netip.MustParseAddr("2001:db8::3")}}
-	out, p := merge([]*config.Zone{z}, "eu", func(site, record string) []netip.Addr { return learned[site+"|"+record] })
+	out, p := merge([]*config.Zone{z}, "eu", false, func(site, record string) []netip.Addr { return learned[site+"|"+record] })
 
 	if z.Records[0].Publish || len(z.Records[0].Backends) != 3 || z.Records[0].Backends[1].Remote {
 		t.Fatalf("merge changed its input: %+v", z.Records[0])
@@ -96,6 +96,9 @@ func TestMerge(t *testing.T) {
 type recorder map[string]health.Status
 
 func (r recorder) Report(key string, st health.Status, _ string) bool { r[key] = st; return true }
+
+// ReportRTTs implements source.MeasureReporter, ignoring the RTTs.
+func (recorder) ReportRTTs(string, map[string]time.Duration) bool { return true }
 
 // TestFreshnessAndVerdicts drives a fleet's rounds with what peers answered (no network: the
 // exchanges are tested in exchange_test.go and end to end in cmd/meridian) and checks the

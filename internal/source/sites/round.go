@@ -3,6 +3,7 @@ package sites
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
-	"github.com/meridian-gslb/meridian/internal/source"
 )
 
 // queriesPerPeer bounds the queries in flight to one peer.
@@ -29,7 +29,9 @@ type readout struct {
 	at time.Time
 	// targets are, by record, the addresses of the records read in full (A and AAAA).
 	targets map[string][]netip.Addr
-	errs    []error
+	// rtts are, by record, the RTTs read (measure_remote), by address.
+	rtts map[string]map[netip.Addr]time.Duration
+	errs []error
 }
 
 // round reads every peer once, concurrently, then applies what it read: the sites'
@@ -63,11 +65,11 @@ func (f *Fleet) round(ctx context.Context) {
 	f.mu.Lock()
 	now := time.Now()
 	f.applyLocked(reads, addrs, now)
-	verdicts := f.judgeLocked(now)
+	verdicts, rtts := f.judgeLocked(now), f.rttsLocked(now)
 	changed := f.placeholdersChangedLocked()
 	f.publishMetricsLocked(now)
 	f.mu.Unlock()
-	source.Report(f.reporter, verdicts)
+	f.report(verdicts, rtts)
 	if changed {
 		f.watchers.Call()
 	}
@@ -114,7 +116,8 @@ func (f *Fleet) peerAddrsLocked() []string {
 }
 
 // readPeer reads one peer: its heartbeat (finding its site first when site is ""), then the
-// localtargets of every record the plan reads from that site.
+// localtargets of every record the plan reads from that site, and the localrtt of every
+// record whose RTTs it reads.
 func readPeer(ctx context.Context, c *Client, p *plan, own, addr, site string) readout {
 	r := readout{addr: addr}
 	if len(p.zones) == 0 {
@@ -147,6 +150,11 @@ func readPeer(ctx context.Context, c *Client, p *plan, own, addr, site string) r
 		return r
 	}
 	r.targets, r.errs = readTargets(ctx, c, addr, p.reads[r.site])
+	if len(p.rtts) > 0 {
+		var errs []error
+		r.rtts, errs = readRTTs(ctx, c, addr, p.rtts)
+		r.errs = append(r.errs, errs...)
+	}
 	return r
 }
 
@@ -178,32 +186,16 @@ func readHeartbeat(ctx context.Context, c *Client, addr, site, zone string) (*He
 // readTargets reads the localtargets of records from addr, each with its query types,
 // queriesPerPeer at a time. A record is in the result only when every type was read.
 func readTargets(ctx context.Context, c *Client, addr string, records []read) (map[string][]netip.Addr, []error) {
-	type answer struct {
-		addrs []netip.Addr
-		err   error
-	}
-	answers := make([][]answer, len(records))
-	sem := make(chan struct{}, queriesPerPeer)
-	var wg sync.WaitGroup
-	for i, rd := range records {
-		answers[i] = make([]answer, len(rd.qtypes))
-		for j, qtype := range rd.qtypes {
-			wg.Go(func() {
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				addrs, err := readAddrs(ctx, c, addr, catalog.LocalTargetsPrefix+rd.record, qtype)
-				answers[i][j] = answer{addrs, err}
-			})
-		}
-	}
-	wg.Wait()
+	answers := queryAll(records, func(record string, qtype uint16) ([]netip.Addr, error) {
+		return readAddrs(ctx, c, addr, catalog.LocalTargetsPrefix+record, qtype)
+	})
 	out := make(map[string][]netip.Addr, len(records))
 	var errs []error
 	for i, rd := range records {
 		var addrs []netip.Addr
 		var failed []error
 		for _, a := range answers[i] {
-			addrs = append(addrs, a.addrs...)
+			addrs = append(addrs, a.value...)
 			if a.err != nil {
 				failed = append(failed, a.err)
 			}
@@ -215,6 +207,78 @@ func readTargets(ctx context.Context, c *Client, addr string, records []read) (m
 		out[rd.record] = sortedAddrs(addrs)
 	}
 	return out, errs
+}
+
+// readRTTs reads the localrtt of records from addr, queriesPerPeer at a time. A record is in
+// the result when it was read (its good strings, when some were malformed); a peer that
+// publishes none of it (NXDOMAIN) gives an empty set.
+func readRTTs(ctx context.Context, c *Client, addr string, records []string) (map[string]map[netip.Addr]time.Duration, []error) {
+	reads := make([]read, len(records))
+	for i, rec := range records {
+		reads[i] = read{record: rec, qtypes: []uint16{dns.TypeTXT}}
+	}
+	answers := queryAll(reads, func(record string, _ uint16) (map[netip.Addr]time.Duration, error) {
+		return readRTT(ctx, c, addr, catalog.LocalRTTPrefix+record)
+	})
+	out := make(map[string]map[netip.Addr]time.Duration, len(records))
+	var errs []error
+	for i, rec := range records {
+		a := answers[i][0]
+		if a.err != nil {
+			errs = append(errs, a.err)
+		}
+		if a.value != nil {
+			out[rec] = a.value
+		}
+	}
+	return out, errs
+}
+
+// result is the outcome of one query of queryAll.
+type result[T any] struct {
+	value T
+	err   error
+}
+
+// queryAll runs ask once per record and query type of reads, queriesPerPeer at a time, and
+// returns the results by record and type, in the order of reads and their types.
+func queryAll[T any](reads []read, ask func(record string, qtype uint16) (T, error)) [][]result[T] {
+	out := make([][]result[T], len(reads))
+	sem := make(chan struct{}, queriesPerPeer)
+	var wg sync.WaitGroup
+	for i, rd := range reads {
+		out[i] = make([]result[T], len(rd.qtypes))
+		for j, qtype := range rd.qtypes {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				v, err := ask(rd.record, qtype)
+				out[i][j] = result[T]{v, err}
+			})
+		}
+	}
+	wg.Wait()
+	return out
+}
+
+// readRTT asks addr for the TXT records of name, a localrtt name, and parses them; NXDOMAIN is
+// none. Strings that do not parse are a malformed answer, and the others count.
+func readRTT(ctx context.Context, c *Client, addr, name string) (map[netip.Addr]time.Duration, error) {
+	m, err := c.Exchange(ctx, addr, name, dns.TypeTXT)
+	if err != nil {
+		return nil, err
+	}
+	var strs []string
+	for _, rr := range m.Answer {
+		if txt, ok := rr.(*dns.TXT); ok && strings.EqualFold(txt.Hdr.Name, name) {
+			strs = append(strs, txt.Txt...)
+		}
+	}
+	rtts, err := catalog.ParseRTTs(strs)
+	if err != nil {
+		err = &ExchangeError{Kind: KindMalformed, Server: addr, Name: name, Qtype: dns.TypeTXT, Err: err}
+	}
+	return rtts, err
 }
 
 // readAddrs asks addr for the addresses of name; NXDOMAIN is none.
@@ -294,6 +358,7 @@ func (f *Fleet) applyLocked(reads []readout, addrs []string, now time.Time) {
 			s.targets[rec] = t
 			pe.learned += len(t)
 		}
+		maps.Copy(s.rtts, r.rtts)
 	}
 	for name, s := range f.sites {
 		switch {
@@ -325,7 +390,7 @@ func (f *Fleet) checkSkewLocked(s *site, hb Heartbeat, at time.Time) {
 func (f *Fleet) siteLocked(name string) *site {
 	s := f.sites[name]
 	if s == nil {
-		s = &site{name: name, targets: map[string][]netip.Addr{}}
+		s = &site{name: name, targets: map[string][]netip.Addr{}, rtts: map[string]map[netip.Addr]time.Duration{}}
 		f.sites[name] = s
 	}
 	return s

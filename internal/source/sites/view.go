@@ -43,6 +43,9 @@ type SiteView struct {
 	Peer        string    `json:"peer"`
 	// Targets are, by record, the addresses it published when last read.
 	Targets map[string][]string `json:"targets"`
+	// RTTs are, by record, its RTTs in milliseconds to the record's backends, by address, as
+	// it published them when last read (measure_remote); omitted without.
+	RTTs map[string]map[string]float64 `json:"rtts_ms,omitempty"`
 }
 
 // View returns the fleet's current view.
@@ -71,6 +74,15 @@ func (f *Fleet) View() View {
 			for rec, addrs := range s.targets {
 				for _, a := range addrs {
 					sv.Targets[rec] = append(sv.Targets[rec], a.String())
+				}
+			}
+			for rec, rtts := range s.rtts {
+				if sv.RTTs == nil {
+					sv.RTTs = map[string]map[string]float64{}
+				}
+				sv.RTTs[rec] = make(map[string]float64, len(rtts))
+				for a, rtt := range rtts {
+					sv.RTTs[rec][a.String()] = float64(rtt.Microseconds()) / 1000
 				}
 			}
 		}
