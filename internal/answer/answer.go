@@ -137,13 +137,18 @@ func (b *builder) reply(rcode int) {
 
 // answer fills in b.msg for the query.
 func (b *builder) answer(opts Options) Result {
-	rec, exists, wildcard := b.zone.Lookup(b.qname)
-	if !exists {
+	found := b.zone.Find(b.qname)
+	if found.Cut != nil && (b.qname != found.Cut.Name || b.qtype != dns.TypeDS) {
+		b.referral(found.Cut)
+		return Answered
+	}
+	if !found.Exists {
 		b.reply(dns.RcodeNameError)
 		b.msg.Ns = []dns.RR{copyRR(b.zone.NegativeSOA, "")}
 		return NameError
 	}
 	b.reply(dns.RcodeSuccess)
+	rec, wildcard := found.Record, found.Wildcard
 	apex := b.qname == b.zone.Origin
 	switch {
 	case apex && b.qtype == dns.TypeSOA:
@@ -154,6 +159,8 @@ func (b *builder) answer(opts Options) Result {
 		for i, ns := range b.zone.NS {
 			b.msg.Answer[i] = copyRR(ns, "")
 		}
+		return Answered
+	case b.static(found.Static, rec != nil):
 		return Answered
 	case rec == nil && apex && b.qtype == dns.TypeANY:
 		b.msg.Answer = []dns.RR{copyRR(b.zone.SOA, "")}

@@ -3,6 +3,7 @@ package answer
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -108,10 +109,18 @@ func Describe(snap *catalog.Snapshot, opts Options, q Query, m *dns.Msg, res Res
 		e.Steps = append(e.Steps, step)
 		return e
 	}
-	rec, exists, wildcard := b.zone.Lookup(b.qname)
+	found := b.zone.Find(b.qname)
+	rec, wildcard := found.Record, found.Wildcard
 	switch {
-	case !exists:
+	case found.Cut != nil && (b.qname != found.Cut.Name || b.qtype != dns.TypeDS):
+		e.Steps = append(e.Steps, "delegated: "+found.Cut.Name+" has NS records, a referral to them (not authoritative)")
+		return e
+	case !found.Exists:
 		e.Steps = append(e.Steps, "no such name in zone "+b.zone.Origin)
+		return e
+	case found.Static != nil && (rec == nil || !slices.Contains([]uint16{dns.TypeA, dns.TypeAAAA, dns.TypeCNAME, dns.TypeANY}, b.qtype)) &&
+		(len(found.Static[b.qtype]) > 0 || len(found.Static[dns.TypeCNAME]) > 0):
+		e.Steps = append(e.Steps, "answered from the zone's static records (static:)")
 		return e
 	case rec == nil:
 		e.Steps = append(e.Steps, "the name holds no GSLB record: answered from the zone's own data")

@@ -37,10 +37,15 @@ type Zone struct {
 	nodes       map[string]*node
 }
 
-// node is a name that exists in a zone: a record's name, or an empty non-terminal above one.
+// node is a name that exists in a zone: a record's name, a name with static records, or an
+// empty non-terminal above one.
 type node struct {
-	record   *Record // nil for empty non-terminals and a record-less apex
+	record   *Record // nil for empty non-terminals, static names and a record-less apex
 	wildcard *Record // the record named "*." + this name, if any
+	// static are the name's static RRsets by type; nil for none.
+	static map[uint16][]dns.RR
+	// cut is the delegation this name is at or below; nil for none.
+	cut *Delegation
 }
 
 // Build compiles zones into a snapshot. Health words come from hs.
@@ -56,6 +61,9 @@ func Build(zones []*config.Zone, hs HealthSource) (*Snapshot, error) {
 			r := newRecord(z, &zc.Records[i], hs)
 			z.add(r)
 			s.records = append(s.records, r)
+		}
+		if err := z.addStatic(zc); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil
@@ -94,8 +102,13 @@ func (z *Zone) add(r *Record) {
 	if parent, ok := strings.CutPrefix(r.Name, "*."); ok {
 		z.nodeFor(parent).wildcard = r
 	}
-	for off, end := dns.NextLabel(r.Name, 0); !end && len(r.Name)-off > len(z.Origin); off, end = dns.NextLabel(r.Name, off) {
-		z.nodeFor(r.Name[off:])
+	z.addParents(r.Name)
+}
+
+// addParents creates the empty non-terminals between name and the apex.
+func (z *Zone) addParents(name string) {
+	for off, end := dns.NextLabel(name, 0); !end && len(name)-off > len(z.Origin); off, end = dns.NextLabel(name, off) {
+		z.nodeFor(name[off:])
 	}
 }
 
@@ -130,19 +143,9 @@ func (s *Snapshot) Zones() int { return len(s.zones) }
 
 // Lookup finds qname, a lower-case name inside the zone. exists is false when the name does not
 // exist (NXDOMAIN). rec is nil for names that exist without a record (the apex, empty
-// non-terminals); wildcard is true when rec was found through a wildcard (RFC 4592).
+// non-terminals, static names); wildcard is true when rec was found through a wildcard
+// (RFC 4592). Find tells more: static data and delegations.
 func (z *Zone) Lookup(qname string) (rec *Record, exists, wildcard bool) {
-	if n, ok := z.nodes[qname]; ok {
-		return n.record, true, false
-	}
-	// Find the closest encloser; only its wildcard child applies.
-	for off, end := dns.NextLabel(qname, 0); !end; off, end = dns.NextLabel(qname, off) {
-		if n, ok := z.nodes[qname[off:]]; ok {
-			if n.wildcard != nil {
-				return n.wildcard, true, true
-			}
-			return nil, false, false
-		}
-	}
-	return nil, false, false
+	f := z.Find(qname)
+	return f.Record, f.Exists, f.Wildcard
 }

@@ -18,7 +18,7 @@ func TestErrors(t *testing.T) {
 		want []string
 	}{
 		{"unknown top-level key", "record:\n  a.example.org: {}\n",
-			[]string{`zone.yml:1:1: unknown key "record"; did you mean "records"? (valid: healthcheck, healthcheck_profiles, defaults, soa, ns, records)`}},
+			[]string{`zone.yml:1:1: unknown key "record"; did you mean "records"? (valid: healthcheck, healthcheck_profiles, defaults, soa, ns, records, static)`}},
 		{"unknown record key", "records:\n  a.example.org:\n    ttl: 5\n    backends: [{address: 10.0.0.1}]\n",
 			[]string{`zone.yml:3:5: records["a.example.org"]: unknown key "ttl"`}},
 		{"unknown backend key", "records:\n  a.example.org:\n    backends:\n      - adress: 10.0.0.1\n",
@@ -208,7 +208,7 @@ records:
       - {address: 10.0.0.1}
   xexample.org: {backends: [{address: 10.0.0.1, latitude: 1}]}
 `
-	want := `zone.yml:1:1: unknown key "bogus" (valid: healthcheck, healthcheck_profiles, defaults, soa, ns, records)
+	want := `zone.yml:1:1: unknown key "bogus" (valid: healthcheck, healthcheck_profiles, defaults, soa, ns, records, static)
 zone.yml:3:9: defaults.mode: unknown mode "failvoer"; did you mean "failover"? (valid: failover, roundrobin, random, weighted, ip-hash, consistent-hash, geoip, geoip_affinity, chain)
 zone.yml:8:24: records["a.example.org"].backends[0].healthchecks[0]: unknown health-check profile "nope" (valid: https_default, tcp_default)
 zone.yml:9:9: records["a.example.org"].backends[1]: duplicate backend 10.0.0.1 (first at line 7)

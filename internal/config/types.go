@@ -177,6 +177,9 @@ type Zone struct {
 	NS     []string // fully qualified name server names, lower case
 	// Records are sorted by name.
 	Records []Record
+	// Static are the zone's other records (static:), in file order, checked against each
+	// other and the records.
+	Static []StaticRR
 	// Warnings are what the file says that loads but should be changed, such as a deprecated
 	// spelling, each with its file:line:col and field. The zone serves the same with or
 	// without them; the engine logs them when it loads the zone.

@@ -20,7 +20,7 @@ const (
 	defaultSOATTL     = 3600
 )
 
-var zoneKeys = []string{"healthcheck", "healthcheck_profiles", "defaults", "soa", "ns", "records"}
+var zoneKeys = []string{"healthcheck", "healthcheck_profiles", "defaults", "soa", "ns", "records", "static"}
 
 // ParseZone parses one zone file's content. origin is the zone (any case, with or without
 // trailing dot). shared holds profiles from the Corefile's healthcheck_profiles file (may be nil);
@@ -63,6 +63,9 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 		p.thresholds(&profiles, n)
 	}
 	p.soa(z, top["soa"], top["ns"], serial)
+	if n := top["static"]; n != nil {
+		p.static(z, n)
+	}
 	var defs recordOpts
 	if n := top["defaults"]; n != nil {
 		defs = p.defaults(n)
@@ -81,6 +84,7 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 		// The records live as long as the configuration: drop append's slack (up to half).
 		z.Records = slices.Clone(z.Records)
 	}
+	p.checkStatic(z)
 	if chunks != nil && p.unreadable {
 		// A syntax error in one part may be the continuation of another part: only the whole
 		// file tells what YAML makes of it.
