@@ -85,8 +85,8 @@ func staticOwner(key, origin string) string {
 // parseStaticRR parses text, one record without its owner, as a record of owner in zone
 // origin, with defaultTTL when it has none.
 func parseStaticRR(owner, text, origin string, defaultTTL uint32) (dns.RR, error) {
-	if strings.ContainsAny(text, "\n$;()") {
-		return nil, fmt.Errorf("%q: one record per entry, without directives, comments or parentheses", text)
+	if strings.ContainsAny(text, "\r\n") {
+		return nil, fmt.Errorf("%q: one record per entry, on one line", text)
 	}
 	zp := dns.NewZoneParser(strings.NewReader(owner+" "+text+"\n"), origin, "")
 	zp.SetDefaultTTL(defaultTTL)

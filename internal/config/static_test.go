@@ -13,10 +13,11 @@ import (
 func TestStatic(t *testing.T) {
 	yml := `soa: {ttl: 600}
 static:
-  "example.org.": ["MX 10 mail", "TXT \"v=spf1 -all\"", "CAA 0 issue \"letsencrypt.org\"", "HTTPS 1 . alpn=h2"]
+  "example.org.": ["MX 10 mail ; the mail host", "TXT \"v=spf1 -all\"", "CAA 0 issue \"letsencrypt.org\"", "HTTPS 1 . alpn=h2"]
   mail: "300 A 192.0.2.25"
   "mail.example.org.": ["AAAA 2001:db8::25"]
   _sip._tcp: ["SRV 10 5 5060 sip.example.org."]
+  _dmarc: ["TXT \"v=DMARC1; p=reject\""]
   sub: ["NS ns1.sub", "NS ns.other.net.", "DS 12345 13 2 49FD46E6C4B45C55D4AC69CBD3CD34AC1AFE51DE6F0B7E8F8D1D1A2FE1F5A3B5"]
   ns1.sub: ["A 192.0.2.53"]
   alias: ["CNAME www.example.net."]
@@ -41,6 +42,7 @@ records:
 		"mail.example.org.\t300\tIN\tA\t192.0.2.25",
 		"mail.example.org.\t600\tIN\tAAAA\t2001:db8::25",
 		"_sip._tcp.example.org.\t600\tIN\tSRV\t10 5 5060 sip.example.org.",
+		"_dmarc.example.org.\t600\tIN\tTXT\t\"v=DMARC1; p=reject\"",
 		"sub.example.org.\t600\tIN\tNS\tns1.sub.example.org.",
 		"sub.example.org.\t600\tIN\tNS\tns.other.net.",
 		"sub.example.org.\t600\tIN\tDS\t12345 13 2 49FD46E6C4B45C55D4AC69CBD3CD34AC1AFE51DE6F0B7E8F8D1D1A2FE1F5A3B5",
@@ -65,7 +67,8 @@ func TestStaticErrors(t *testing.T) {
 		{"outside the zone", `"www.example.com.": ["A 192.0.2.1"]`, "", `static["www.example.com."]: www.example.com. is outside zone example.org.`},
 		{"wildcard owner", `"*.example.org.": ["TXT x"]`, "", `invalid owner name`},
 		{"two records in one", `a: ["A 192.0.2.1 A 192.0.2.2"]`, "", `is not a record`},
-		{"a directive", `a: ["$TTL 5"]`, "", `without directives`},
+		{"a directive", `a: ["$TTL 5"]`, "", `is not a record`},
+		{"two lines", `a: ["A 192.0.2.1\nA 192.0.2.2"]`, "", `one record per entry, on one line`},
 		{"class CH", `a: ["CH TXT x"]`, "", `only class IN is served`},
 		{"SOA", `"example.org.": ["SOA ns hostmaster 1 2 3 4 5"]`, "", `the zone's SOA comes from its soa: settings`},
 		{"RRSIG", `a: ["RRSIG A 13 3 300 20300101000000 20200101000000 12345 example.org. AAAA"]`, "", `Meridian does not sign zones`},
