@@ -35,6 +35,8 @@ import (
 	_ "github.com/coredns/coredns/plugin/rewrite"
 	_ "github.com/coredns/coredns/plugin/root"
 	_ "github.com/coredns/coredns/plugin/template"
+	_ "github.com/coredns/coredns/plugin/transfer"
+	_ "github.com/coredns/coredns/plugin/tsig"
 	_ "github.com/coredns/coredns/plugin/whoami"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
@@ -46,10 +48,11 @@ import (
 var Version = "dev"
 
 // directives is the plugin chain order: CoreDNS's own order for the plugins compiled in, with
-// gslb inserted right before cache.
+// gslb inserted right before cache, and transfer (which hands gslb's zones to secondaries)
+// before gslb.
 var directives = []string{
 	"root", "multisocket", "reload", "bind", "debug", "ready", "health", "pprof", "prometheus",
-	"errors", "log", "any", "loadbalance", "rewrite", "acl", "gslb", "cache", "dnssec",
+	"errors", "log", "any", "loadbalance", "tsig", "rewrite", "acl", "transfer", "gslb", "cache", "dnssec",
 	"template", "file", "forward", "whoami",
 }
 

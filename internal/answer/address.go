@@ -180,7 +180,7 @@ func (r *builder) address(qtype uint16) {
 func (r *builder) failClosed(rcode int) {
 	r.msg.Rcode = rcode
 	r.msg.Answer = nil
-	r.msg.Ns = []dns.RR{copyRR(r.zone.NegativeSOA, "")}
+	r.msg.Ns = []dns.RR{r.zone.NegativeSOARecord()}
 }
 
 // any answers ANY with one RRset (RFC 8482): the IPv4 answer, else the IPv6 answer.

@@ -144,7 +144,7 @@ func (b *builder) answer(opts Options) Result {
 	}
 	if !found.Exists {
 		b.reply(dns.RcodeNameError)
-		b.msg.Ns = []dns.RR{copyRR(b.zone.NegativeSOA, "")}
+		b.msg.Ns = []dns.RR{b.zone.NegativeSOARecord()}
 		return NameError
 	}
 	b.reply(dns.RcodeSuccess)
@@ -152,7 +152,7 @@ func (b *builder) answer(opts Options) Result {
 	apex := b.qname == b.zone.Origin
 	switch {
 	case apex && b.qtype == dns.TypeSOA:
-		b.msg.Answer = []dns.RR{copyRR(b.zone.SOA, "")}
+		b.msg.Answer = []dns.RR{b.zone.SOARecord()}
 		return Answered
 	case apex && b.qtype == dns.TypeNS:
 		b.msg.Answer = make([]dns.RR, len(b.zone.NS))
@@ -163,7 +163,7 @@ func (b *builder) answer(opts Options) Result {
 	case b.static(found.Static, rec != nil):
 		return Answered
 	case rec == nil && apex && b.qtype == dns.TypeANY:
-		b.msg.Answer = []dns.RR{copyRR(b.zone.SOA, "")}
+		b.msg.Answer = []dns.RR{b.zone.SOARecord()}
 		return Answered
 	case rec == nil:
 		b.nodata()
@@ -198,7 +198,7 @@ func (b *builder) answer(opts Options) Result {
 func (b *builder) nodata() {
 	b.msg.Answer = nil
 	b.msg.Extra = nil
-	b.msg.Ns = []dns.RR{copyRR(b.zone.NegativeSOA, "")}
+	b.msg.Ns = []dns.RR{b.zone.NegativeSOARecord()}
 }
 
 // copyRR returns a shallow copy of a prebuilt record, renamed to owner when owner is not empty.

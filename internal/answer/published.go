@@ -63,7 +63,7 @@ func (b *builder) publishing(name string, publishes func(*config.Record) bool) *
 	rec, exists, wildcard := b.zone.Lookup(name)
 	if !exists || wildcard || rec == nil || !publishes(rec.Config) {
 		b.reply(dns.RcodeNameError)
-		b.msg.Ns = []dns.RR{copyRR(b.zone.NegativeSOA, "")}
+		b.msg.Ns = []dns.RR{b.zone.NegativeSOARecord()}
 		return nil
 	}
 	b.reply(dns.RcodeSuccess)

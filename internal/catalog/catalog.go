@@ -5,7 +5,10 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/miekg/dns"
 
@@ -35,7 +38,49 @@ type Zone struct {
 	NegativeSOA *dns.SOA
 	NS          []*dns.NS
 	nodes       map[string]*node
+	// serial is the SOA serial answered, SOA.Serial until zone transfers change it (SetSerial).
+	serial atomic.Uint32
+	// changes counts the refreshes of the zone's records: what it answers may have changed.
+	changes atomic.Uint64
+	// static are the zone's static records, in file order.
+	static []dns.RR
 }
+
+// clone returns a copy of z with a name tree of its own, to relink records in.
+func (z *Zone) clone() *Zone {
+	c := &Zone{Origin: z.Origin, SOA: z.SOA, NegativeSOA: z.NegativeSOA, NS: z.NS, nodes: maps.Clone(z.nodes), static: z.static}
+	c.serial.Store(z.serial.Load())
+	return c
+}
+
+// Static returns the zone's static records (static:), in file order. They must not be changed.
+func (z *Zone) Static() []dns.RR { return z.static }
+
+// SOARecord returns a copy of the zone's SOA with its current serial.
+func (z *Zone) SOARecord() *dns.SOA {
+	soa := *z.SOA
+	soa.Serial = z.serial.Load()
+	return &soa
+}
+
+// NegativeSOARecord returns a copy of the SOA of the zone's negative answers (NegativeSOA)
+// with its current serial.
+func (z *Zone) NegativeSOARecord() *dns.SOA {
+	soa := *z.NegativeSOA
+	soa.Serial = z.serial.Load()
+	return &soa
+}
+
+// Serial returns the zone's current SOA serial.
+func (z *Zone) Serial() uint32 { return z.serial.Load() }
+
+// SetSerial makes serial the zone's SOA serial: zone transfers raise it when what the zone
+// answers changed, so that secondaries transfer it again.
+func (z *Zone) SetSerial(serial uint32) { z.serial.Store(serial) }
+
+// Changes returns how many times one of the zone's records was refreshed: when it did not
+// move, neither did what the zone answers.
+func (z *Zone) Changes() uint64 { return z.changes.Load() }
 
 // node is a name that exists in a zone: a record's name, a name with static records, or an
 // empty non-terminal above one.
@@ -87,6 +132,7 @@ func newZone(zc *config.Zone) *Zone {
 	neg := *z.SOA
 	neg.Hdr.Ttl = min(zc.SOA.TTL, zc.SOA.Minimum)
 	z.NegativeSOA = &neg
+	z.serial.Store(zc.SOA.Serial)
 	for _, ns := range zc.NS {
 		z.NS = append(z.NS, &dns.NS{
 			Hdr: dns.RR_Header{Name: zc.Origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: zc.SOA.TTL},
@@ -133,6 +179,20 @@ func (s *Snapshot) Zone(qname string) *Zone {
 		return z
 	}
 	return nil
+}
+
+// ZoneOf returns the zone whose origin is origin (lower case, fully qualified), nil when the
+// snapshot has none.
+func (s *Snapshot) ZoneOf(origin string) *Zone { return s.zones[origin] }
+
+// Origins returns the origins of the snapshot's zones, sorted.
+func (s *Snapshot) Origins() []string {
+	out := make([]string, 0, len(s.zones))
+	for origin := range s.zones {
+		out = append(out, origin)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Records returns every record of the snapshot.

@@ -509,6 +509,7 @@ func (r *Record) Refresh() {
 	}
 	v.PublishedRTTs = r.publishedRTTs()
 	r.view.Store(v)
+	r.Zone.changes.Add(1)
 	r.scheduleRamp(now, rampNext)
 }
 

@@ -63,6 +63,7 @@ func (z *Zone) Find(qname string) Found {
 // (the zone file's own records were checked when it loaded).
 func (z *Zone) addStatic(zc *config.Zone) error {
 	for _, s := range zc.Static {
+		z.static = append(z.static, s.RR)
 		h := s.RR.Header()
 		n := z.nodeFor(h.Name)
 		if n.static == nil {

@@ -56,9 +56,7 @@ func (s *Snapshot) WhatIf(h Hypothesis) (*Snapshot, []string) {
 		c := r.supposing(down, drained)
 		z := copied[r.Zone.Origin]
 		if z == nil {
-			zc := *r.Zone
-			zc.nodes = maps.Clone(r.Zone.nodes)
-			z = &zc
+			z = r.Zone.clone()
 			copied[z.Origin] = z
 			out.zones[z.Origin] = z
 		}

@@ -71,6 +71,8 @@ type Engine struct {
 	drains    map[string]time.Time
 	// ttl refreshes the records whose TTL changes by time alone (a drain ahead), with reloadMu.
 	ttl ttlTimer
+	// xfr is the block's zone transfers, nil unless a transfer plugin found it.
+	xfr *transfers
 
 	reloadMu sync.Mutex // serialises reloads
 	// stops end what Start started: the sources' watches, the geo files' watch, the override
@@ -304,6 +306,9 @@ func (e *Engine) load() error {
 		publishRecordHealth(r)
 	}
 	snap.CarryCounts(e.snap.Load())
+	if e.shared != nil && e.shared.transfers.Load() {
+		e.shared.versioner.Update(snap) // the zones keep their serials, or raise them (notified at the next check)
+	}
 	forgetRecords(e.snap.Swap(snap), snap)
 	e.scheduleTTLChanges()
 	recordsGauge.Set(float64(len(snap.Records())))

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"github.com/meridian-gslb/meridian/internal/axfr"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/cluster"
@@ -73,6 +75,10 @@ type sharedHealth struct {
 	writer *statefile.Writer
 	seed   map[string]health.Status
 	state  config.StateOptions // what the manager was made with
+	// versioner keeps the zones' transfer serials once a transfer plugin found the block
+	// (Engine.EnableTransfers sets transfers).
+	versioner *axfr.Versioner
+	transfers atomic.Bool
 }
 
 // healthKey identifies a gslb block across reloads: its zones and the options its health
@@ -170,7 +176,7 @@ func (r *Registry) releaseHealth(sh *sharedHealth) {
 func newSharedHealth(key string, o config.Options, seed map[string]health.Status, log Logger) *sharedHealth {
 	opts := HealthOptions(o, log)
 	opts.Seed = seed
-	sh := &sharedHealth{key: key, discovered: discovery.NewMemory()}
+	sh := &sharedHealth{key: key, discovered: discovery.NewMemory(), versioner: axfr.NewVersioner()}
 	if o.Cluster.Enable {
 		c, err := cluster.New(o.Cluster, log)
 		if err != nil { // the TLS files were readable when the Corefile was parsed

@@ -50,6 +50,8 @@ type updateServerKind struct {
 	config func(dir string, port int, key TSIGKey, origins []string) string
 	// args returns the command line after the binary, for the configuration file conf.
 	args func(conf string) []string
+	// port is the port to listen on, 0 for a free one.
+	port int
 }
 
 var bindKind = updateServerKind{kind: "bind", bin: "named", pkg: "bind9", config: bindConfig,
@@ -102,7 +104,10 @@ func startUpdateServer(t testing.TB, kind updateServerKind, key TSIGKey, zones m
 	sort.Strings(origins)
 	var lastLogs string
 	for range 3 {
-		port := FreePort(t)
+		port := kind.port
+		if port == 0 {
+			port = FreePort(t)
+		}
 		conf := filepath.Join(dir, kind.kind+".conf")
 		if err := os.WriteFile(conf, []byte(kind.config(dir, port, key, origins)), 0o644); err != nil {
 			t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/coredns/coredns/plugin/transfer"
+	tsigplugin "github.com/coredns/coredns/plugin/tsig"
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/answer"
@@ -48,9 +50,12 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		if tsig = r.IsTsig(); tsig != nil && strings.EqualFold(tsig.Hdr.Name, g.PeerKey) && w.TsigStatus() == nil {
 			q.Signed = true
 		}
+		if name, ok := tsigplugin.ValidatedKeyName(ctx); ok && tsig == nil && strings.EqualFold(dns.Fqdn(name), g.PeerKey) {
+			q.Signed = true // the tsig plugin verified it (and signs the reply)
+		}
 	}
 	m, res := answer.Respond(snap, g.Answer, q)
-	if q.Signed && m != nil {
+	if q.Signed && m != nil && tsig != nil {
 		// The server signs what carries a TSIG record, with the key and the request's MAC.
 		m.SetTsig(tsig.Hdr.Name, tsig.Algorithm, tsig.Fudge, time.Now().Unix())
 	}
@@ -71,6 +76,21 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		return dns.RcodeServerFailure, plugin.Error(pluginName, err)
 	}
 	return dns.RcodeSuccess, nil
+}
+
+// Transfer implements the transfer plugin's Transferer: a transfer of one of the block's
+// zones from serial (0: AXFR) carries its SOA, NS, static records and every record's current
+// answer (see docs/configuration.md, "Zone transfers"), or the SOA alone when the secondary
+// is up to date. It fails with transfer.ErrNotAuthoritative for other zones.
+func (g *GSLB) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
+	rrs, ok := g.Engine.Transfer(strings.ToLower(dns.Fqdn(zone)), serial)
+	if !ok {
+		return nil, transfer.ErrNotAuthoritative
+	}
+	ch := make(chan []dns.RR, 1)
+	ch <- rrs
+	close(ch)
+	return ch, nil
 }
 
 // Ready implements the ready plugin's Readiness: the plugin is ready once its zones are loaded.

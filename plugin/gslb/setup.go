@@ -14,6 +14,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/coredns/coredns/plugin/transfer"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/engine"
@@ -51,6 +52,14 @@ func setup(c *caddy.Controller) error {
 		g.PeerKey = k.Name
 	}
 	c.OnStartup(eng.Start)
+	c.OnStartup(func() error {
+		// With the transfer plugin in the server block, the zones' serials follow what a
+		// transfer carries, and the secondaries get a NOTIFY when it changes.
+		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok {
+			eng.EnableTransfers(t.Notify)
+		}
+		return nil
+	})
 	c.OnShutdown(eng.Stop)
 	// A failed Corefile reload keeps this instance: give the manager its backends back, and
 	// release what the failed load's engines took.
