@@ -40,16 +40,17 @@ import (
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/gctune"
 	_ "github.com/meridian-gslb/meridian/plugin/gslb"
+	_ "github.com/meridian-gslb/meridian/plugin/gslbproxy"
 )
 
 // Version is Meridian's version, set at build time with -ldflags "-X main.Version=...".
 var Version = "dev"
 
 // directives is the plugin chain order: CoreDNS's own order for the plugins compiled in, with
-// gslb inserted right before cache.
+// gslb and gslb_proxy inserted right before cache (gslb_proxy rewrites what forward answers).
 var directives = []string{
 	"root", "multisocket", "reload", "bind", "debug", "ready", "health", "pprof", "prometheus",
-	"errors", "log", "any", "loadbalance", "rewrite", "acl", "gslb", "cache", "dnssec",
+	"errors", "log", "any", "loadbalance", "rewrite", "acl", "gslb", "gslb_proxy", "cache", "dnssec",
 	"template", "file", "forward", "whoami",
 }
 
