@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -62,6 +64,15 @@ records:
     fallback_policy: {mode: fail-specific, fallback_ips: ["2001:db8::99"]}
     backends:
       - {address: 10.5.0.2, healthchecks: [tcp80]}
+  cname.example.org.:
+    fallback_policy: {mode: fail-specific, fallback_cname: backup.example.net.}
+    backends:
+      - {address: 10.5.0.3, healthchecks: [tcp80]}
+  ports.example.org.:
+    backends:
+      - {address: 10.7.0.1, port: 80, healthchecks: [tcp80]}
+      - {address: 10.7.0.1, port: 8080, healthchecks: [tcp80]}
+      - {address: 10.7.0.2, port: 80, healthchecks: [tcp80]}
   "*.wild.example.org.":
     backends:
       - {address: 10.6.0.1, healthchecks: [tcp80]}
@@ -92,12 +103,14 @@ func (s states) State(key string) *health.State {
 	return s[key]
 }
 
-// set makes every backend up, except those whose address is in down, and refreshes the records.
+// set makes every backend up, except those whose address, or address:port, is in down, and
+// refreshes the records.
 func set(snap *catalog.Snapshot, down []string) {
 	for _, r := range snap.Records() {
 		for _, b := range r.Backends {
 			st := health.Up
-			if slices.Contains(down, b.Config.Address) {
+			hostPort := net.JoinHostPort(b.Config.Address, strconv.Itoa(int(b.Config.Port)))
+			if slices.Contains(down, b.Config.Address) || slices.Contains(down, hostPort) {
 				st = health.Down
 			}
 			b.State.Set(st)
@@ -224,6 +237,26 @@ func TestRewrite(t *testing.T) {
 			name: "all down under fail-closed: its rcode", qname: "closed.example.org.", qtype: dns.TypeA, down: []string{"10.4.0.1"},
 			upstream: []string{"closed.example.org. 300 IN A 10.4.0.1"},
 			want:     []string{}, wantRcode: dns.RcodeRefused, changed: true,
+		},
+		{
+			name: "two backends of one address, both up: the address once", qname: "ports.example.org.", qtype: dns.TypeA,
+			upstream: []string{"ports.example.org. 30 IN A 10.7.0.2", "ports.example.org. 30 IN A 10.7.0.1"},
+			want:     []string{"ports.example.org. 30 IN A 10.7.0.1", "ports.example.org. 30 IN A 10.7.0.2"}, changed: true,
+		},
+		{
+			name: "two backends of one address: it stays while one is up", qname: "ports.example.org.", qtype: dns.TypeA, down: []string{"10.7.0.1:80"},
+			upstream: []string{"ports.example.org. 30 IN A 10.7.0.2", "ports.example.org. 30 IN A 10.7.0.1"},
+			want:     []string{"ports.example.org. 30 IN A 10.7.0.1", "ports.example.org. 30 IN A 10.7.0.2"}, changed: true,
+		},
+		{
+			name: "two backends of one address: it goes when both are down", qname: "ports.example.org.", qtype: dns.TypeA, down: []string{"10.7.0.1"},
+			upstream: []string{"ports.example.org. 30 IN A 10.7.0.2", "ports.example.org. 30 IN A 10.7.0.1"},
+			want:     []string{"ports.example.org. 30 IN A 10.7.0.2"}, changed: true,
+		},
+		{
+			name: "all down under fail-specific with a CNAME, at the end of a chain", qname: "alias.example.org.", qtype: dns.TypeA, down: []string{"10.5.0.3"},
+			upstream: []string{"alias.example.org. 300 IN CNAME cname.example.org.", "cname.example.org. 300 IN A 10.5.0.3"},
+			want:     []string{"alias.example.org. 300 IN CNAME cname.example.org.", "cname.example.org. 30 IN CNAME backup.example.net."}, changed: true,
 		},
 		{
 			name: "failover answers the best priority only", qname: "standby.example.org.", qtype: dns.TypeA,
