@@ -98,28 +98,25 @@ func sameRRset(a, b *dns.RR_Header) bool {
 }
 
 // rewriteRRset rewrites the RRset whose first record is m.Answer[at]. It returns how many
-// records the RRset has at that position afterwards (at least 0) and whether it changed m.
+// records from at on are of the RRset afterwards (0 when it is gone; the records of an
+// unchanged RRset that come after another record are skipped by seenBefore) and whether it
+// changed m.
 func rewriteRRset(m *dns.Msg, at int, snap *catalog.Snapshot, opts answer.Options, c Client) (int, bool) {
 	h := *m.Answer[at].Header()
-	var buf [maxInlineRRset]dns.RR
-	rrset := collect(buf[:0], m.Answer, &h)
+	unchanged := run(m.Answer[at:], &h)
 	rec := record(snap, h.Name)
 	if rec == nil || signed(m.Answer, &h) {
-		return len(rrset), false
+		return unchanged, false
 	}
+	var buf [maxInlineRRset]dns.RR
+	rrset := collect(buf[:0], m.Answer[at:], &h)
 	f, _ := catalog.FamilyOf(h.Rrtype)
-	monitored := 0
-	for _, rr := range rrset {
-		if isMonitored(rec, f, addrOf(rr)) {
-			monitored++
-		}
-	}
-	if monitored == 0 {
-		return len(rrset), false
+	if !slices.ContainsFunc(rrset, func(rr dns.RR) bool { return isMonitored(rec, f, addrOf(rr)) }) {
+		return unchanged, false
 	}
 	ours, res := answer.Respond(snap, opts, answer.Query{Msg: synthesize(c.Request, h.Name, h.Rrtype), Source: c.Source, TCP: true, Geo: c.Geo})
 	if ours == nil || res == answer.NotOurs {
-		return len(rrset), false
+		return unchanged, false
 	}
 	kept := make([]dns.RR, 0, len(rrset))
 	for _, rr := range ours.Answer {
@@ -140,23 +137,23 @@ func rewriteRRset(m *dns.Msg, at int, snap *catalog.Snapshot, opts answer.Option
 		}
 	}
 	if len(kept) == 0 {
-		return fallback(m, at, len(rrset), &h, ours), true
+		return fallback(m, at, &h, ours), true
 	}
 	lowered := false
 	if ttl, ok := minTTL(ours.Answer); ok {
 		lowered = capTTL(kept, ttl)
 	}
 	if !lowered && slices.Equal(kept, rrset) {
-		return len(rrset), false
+		return unchanged, false
 	}
 	replace(m, at, &h, kept)
 	return len(kept), true
 }
 
-// fallback answers the RRset at m.Answer[at] of n records (header h) with Meridian's own
-// answer ours: its records, or its rcode and SOA when it is an error (fail-closed). It returns
-// how many records replace the RRset.
-func fallback(m *dns.Msg, at, n int, h *dns.RR_Header, ours *dns.Msg) int {
+// fallback answers the RRset of h, which starts at m.Answer[at], with Meridian's own answer
+// ours: its records, or its rcode and SOA when it is an error (fail-closed). It returns how
+// many records replace the RRset.
+func fallback(m *dns.Msg, at int, h *dns.RR_Header, ours *dns.Msg) int {
 	if ours.Rcode != dns.RcodeSuccess {
 		m.Rcode = ours.Rcode
 		replace(m, at, h, nil)
@@ -172,6 +169,15 @@ func fallback(m *dns.Msg, at, n int, h *dns.RR_Header, ours *dns.Msg) int {
 		m.Ns = ours.Ns
 	}
 	return len(ours.Answer)
+}
+
+// run returns how many records at the start of rrs are of the RRset of h.
+func run(rrs []dns.RR, h *dns.RR_Header) int {
+	n := 0
+	for n < len(rrs) && sameRRset(rrs[n].Header(), h) {
+		n++
+	}
+	return n
 }
 
 // collect appends the records of the RRset of h in rrs to dst, in order.

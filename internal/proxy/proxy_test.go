@@ -304,6 +304,16 @@ func TestRewrite(t *testing.T) {
 			want:     []string{"SPECIFIC.example.org. 30 IN A 192.0.2.1"}, changed: true,
 		},
 		{
+			name: "an RRset between the records of an unchanged one is rewritten", qname: "www.example.org.", qtype: dns.TypeANY,
+			upstream: []string{"www.example.org. 20 IN A 198.51.100.9", "chain.example.org. 30 IN A 10.2.0.1", "chain.example.org. 30 IN A 10.2.0.2", "chain.example.org. 30 IN A 10.2.0.3", "www.example.org. 20 IN A 198.51.100.8"},
+			want:     []string{"www.example.org. 20 IN A 198.51.100.9", "chain.example.org. 30 IN A 10.2.0.1", "chain.example.org. 30 IN A 10.2.0.2", "www.example.org. 20 IN A 198.51.100.8"}, changed: true,
+		},
+		{
+			name: "a scattered RRset is rewritten in the place of its first record", qname: "www.example.org.", qtype: dns.TypeANY, down: []string{"10.0.0.1"},
+			upstream: []string{"www.example.org. 30 IN A 10.0.0.1", "www.example.org. 30 IN AAAA 2001:db8::1", "www.example.org. 30 IN A 10.0.0.2"},
+			want:     []string{"www.example.org. 5 IN A 10.0.0.2", "www.example.org. 30 IN AAAA 2001:db8::1"}, changed: true,
+		},
+		{
 			name: "signed answer untouched", qname: "www.example.org.", qtype: dns.TypeA, down: []string{"10.0.0.1"},
 			upstream: []string{"www.example.org. 300 IN A 10.0.0.1", "www.example.org. 300 IN A 10.0.0.2", sig},
 			want:     []string{"www.example.org. 300 IN A 10.0.0.1", "www.example.org. 300 IN A 10.0.0.2", sig},
