@@ -42,17 +42,18 @@ import (
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/gctune"
 	_ "github.com/meridian-gslb/meridian/plugin/gslb"
+	_ "github.com/meridian-gslb/meridian/plugin/gslbproxy"
 )
 
 // Version is Meridian's version, set at build time with -ldflags "-X main.Version=...".
 var Version = "dev"
 
 // directives is the plugin chain order: CoreDNS's own order for the plugins compiled in, with
-// gslb inserted right before cache, and transfer (which hands gslb's zones to secondaries)
-// before gslb.
+// gslb and gslb_proxy inserted right before cache (gslb_proxy rewrites what forward answers),
+// and transfer (which hands gslb's zones to secondaries) before them.
 var directives = []string{
 	"root", "multisocket", "reload", "bind", "debug", "ready", "health", "pprof", "prometheus",
-	"errors", "log", "any", "loadbalance", "tsig", "rewrite", "acl", "transfer", "gslb", "cache", "dnssec",
+	"errors", "log", "any", "loadbalance", "tsig", "rewrite", "acl", "transfer", "gslb", "gslb_proxy", "cache", "dnssec",
 	"template", "file", "forward", "whoami",
 }
 

@@ -43,7 +43,7 @@ func (g *GSLB) Name() string { return pluginName }
 // no map write, no allocation beyond the response (and, for a query with ECS that falls
 // through to the next plugin, the writer that adds ECS to its reply).
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	src, tcp := clientOf(w)
+	src, tcp := ClientOf(w)
 	snap, q := g.Engine.Snapshot(), answer.Query{Msg: r, Source: src, TCP: tcp, Geo: g.Engine.Geo()}
 	var tsig *dns.TSIG
 	if g.PeerKey != "" {
@@ -96,8 +96,8 @@ func (g *GSLB) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 // Ready implements the ready plugin's Readiness: the plugin is ready once its zones are loaded.
 func (g *GSLB) Ready() bool { return g.Engine.Snapshot() != nil }
 
-// clientOf returns the transport address of the client and whether it came over a stream.
-func clientOf(w dns.ResponseWriter) (netip.Addr, bool) {
+// ClientOf returns the transport address of the client of w and whether it came over a stream.
+func ClientOf(w dns.ResponseWriter) (netip.Addr, bool) {
 	switch a := w.RemoteAddr().(type) {
 	case *net.UDPAddr:
 		return a.AddrPort().Addr().Unmap(), false

@@ -28,15 +28,11 @@ func init() { plugin.Register(pluginName, setup) }
 // engine of a reloaded Corefile takes its health manager and admin API from the previous
 // load's through engine.Default, so that health state, probes and the listener carry over.
 func setup(c *caddy.Controller) error {
-	cfg := dnsserver.GetConfig(c)
-	block, err := ParseBlock(c, cfg.Root, serverPort(cfg))
+	block, eng, err := Open(c, log)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	eng, err := engine.Default.Open(c.Context(), block.Options, log)
-	if err != nil {
-		return plugin.Error(pluginName, block.openError(err))
-	}
+	cfg := dnsserver.GetConfig(c)
 	// With peer_tsig, the server verifies the TSIG of incoming queries signed with the key:
 	// miekg/dns checks each signed query against the server's secrets, gives the handler the
 	// result (which the engine reads to refuse the queries of the published names that are not
@@ -51,6 +47,27 @@ func setup(c *caddy.Controller) error {
 	if k := block.Options.Sites.TSIG; k != nil {
 		g.PeerKey = k.Name
 	}
+	cfg.AddPlugin(func(next plugin.Handler) plugin.Handler {
+		g.Next = next
+		return g
+	})
+	return nil
+}
+
+// Open parses the directive at c (the gslb syntax, which gslb_proxy shares), opens its engine
+// through engine.Default and hooks the engine into the server's lifecycle: started with the
+// server, stopped with it, resynced when a Corefile reload fails. Its errors name the Corefile
+// line; the caller adds its plugin's name. The engine logs to log.
+func Open(c *caddy.Controller, log engine.Logger) (Block, *engine.Engine, error) {
+	cfg := dnsserver.GetConfig(c)
+	block, err := ParseBlock(c, cfg.Root, serverPort(cfg))
+	if err != nil {
+		return block, nil, err
+	}
+	eng, err := engine.Default.Open(c.Context(), block.Options, log)
+	if err != nil {
+		return block, nil, block.openError(err)
+	}
 	c.OnStartup(eng.Start)
 	c.OnStartup(func() error {
 		// With the transfer plugin in the server block, the zones' serials follow what a
@@ -64,11 +81,7 @@ func setup(c *caddy.Controller) error {
 	// A failed Corefile reload keeps this instance: give the manager its backends back, and
 	// release what the failed load's engines took.
 	c.OnRestartFailed(eng.Resync)
-	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
-		g.Next = next
-		return g
-	})
-	return nil
+	return block, eng, nil
 }
 
 // Block is a parsed gslb directive.
