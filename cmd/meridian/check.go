@@ -129,7 +129,7 @@ func checkBlocks(path string) (blocks []checkedBlock, warnings, errs []error) {
 	return blocks, warnings, errs
 }
 
-// gslbBlocks parses the gslb blocks of the Corefile at path. It returns the blocks that parse
+// gslbBlocks parses the gslb and gslb_proxy blocks of the Corefile at path. It returns the blocks that parse
 // and the errors of the others (or of the Corefile).
 func gslbBlocks(path string) ([]gslb.Block, []error) {
 	f, err := os.Open(path)
@@ -144,22 +144,24 @@ func gslbBlocks(path string) ([]gslb.Block, []error) {
 	var blocks []gslb.Block
 	var errs []error
 	for _, sb := range sbs {
-		tokens, ok := sb.Tokens["gslb"]
-		if !ok {
-			continue
-		}
 		root := ""
 		if rt := sb.Tokens["root"]; len(rt) > 1 {
 			root = rt[1].Text
 		}
-		c := &caddy.Controller{Dispenser: caddyfile.NewDispenserTokens(path, tokens), ServerBlockKeys: sb.Keys}
-		// Port 0: check contacts no peer, and the port is only where the peers found from NS are asked.
-		block, err := gslb.ParseBlock(c, root, 0)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		for _, directive := range []string{"gslb", "gslb_proxy"} { // the same syntax
+			tokens, ok := sb.Tokens[directive]
+			if !ok {
+				continue
+			}
+			c := &caddy.Controller{Dispenser: caddyfile.NewDispenserTokens(path, tokens), ServerBlockKeys: sb.Keys}
+			// Port 0: check contacts no peer, and the port is only where the peers found from NS are asked.
+			block, err := gslb.ParseBlock(c, root, 0)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			blocks = append(blocks, block)
 		}
-		blocks = append(blocks, block)
 	}
 	return blocks, errs
 }

@@ -47,6 +47,15 @@ func setup(c *caddy.Controller) error {
 	if k := block.Options.Sites.TSIG; k != nil {
 		g.PeerKey = k.Name
 	}
+	c.OnStartup(func() error {
+		// With the transfer plugin in the server block, the zones' serials follow what a
+		// transfer carries (g is its Transferer), and the secondaries get a NOTIFY when it
+		// changes.
+		if t, ok := cfg.Handler("transfer").(*transfer.Transfer); ok {
+			eng.EnableTransfers(t.Notify)
+		}
+		return nil
+	})
 	cfg.AddPlugin(func(next plugin.Handler) plugin.Handler {
 		g.Next = next
 		return g
@@ -69,14 +78,6 @@ func Open(c *caddy.Controller, log engine.Logger) (Block, *engine.Engine, error)
 		return block, nil, block.openError(err)
 	}
 	c.OnStartup(eng.Start)
-	c.OnStartup(func() error {
-		// With the transfer plugin in the server block, the zones' serials follow what a
-		// transfer carries, and the secondaries get a NOTIFY when it changes.
-		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok {
-			eng.EnableTransfers(t.Notify)
-		}
-		return nil
-	})
 	c.OnShutdown(eng.Stop)
 	// A failed Corefile reload keeps this instance: give the manager its backends back, and
 	// release what the failed load's engines took.
