@@ -29,6 +29,7 @@ deps:
 	command -v named >/dev/null || [ -x /usr/sbin/named ] || missing="$$missing bind9"; \
 	command -v knotd >/dev/null || [ -x /usr/sbin/knotd ] || missing="$$missing knot"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v zonemaster-cli >/dev/null || missing="$$missing zonemaster-cli"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
