@@ -508,3 +508,28 @@ func TestZoneTransfersAreRefused(t *testing.T) {
 		t.Fatalf("AXFR of example.net.: result %v, want NotOurs", res)
 	}
 }
+
+// TestFastQueryInfo reads the type and the DO bit of packed queries.
+func TestFastQueryInfo(t *testing.T) {
+	for _, tt := range []struct {
+		qtype uint16
+		edns  bool
+		do    bool
+	}{{dns.TypeA, false, false}, {dns.TypeAAAA, true, false}, {dns.TypeA, true, true}} {
+		m := new(dns.Msg)
+		m.SetQuestion("www.Example.org.", tt.qtype)
+		if tt.edns {
+			m.SetEdns0(1232, tt.do)
+		}
+		pkt, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if qtype, do := FastQueryInfo(pkt); qtype != tt.qtype || do != tt.do {
+			t.Errorf("%+v: got %d %v", tt, qtype, do)
+		}
+	}
+	if qtype, do := FastQueryInfo([]byte{1, 2, 3}); qtype != 0 || do {
+		t.Error("a short packet has a type")
+	}
+}

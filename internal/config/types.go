@@ -89,6 +89,8 @@ type Options struct {
 	Zones []ZoneSource
 	// UseEDNSClientSubnet makes the EDNS Client Subnet address the client of a query.
 	UseEDNSClientSubnet bool
+	// FastPath is the fast path's settings (fastpath, fastpath_log_sample): off unless set.
+	FastPath FastPathOptions
 	// EnableTXT turns on the per-backend TXT debug answer (off by default: it discloses inventory).
 	EnableTXT bool
 	// CoreDNSGSLBMetrics exports CoreDNS-GSLB's metrics (gslb_*) beside Meridian's own, and
@@ -119,6 +121,17 @@ type Options struct {
 	Heartbeats HeartbeatOptions
 	// Kubernetes is how the Kubernetes source reaches the cluster.
 	Kubernetes KubernetesOptions
+}
+
+// FastPathOptions are the fast path's settings: Meridian's own UDP sockets on the server
+// block's addresses, answering the common queries in batches without CoreDNS's per-query
+// work (docs/configuration.md, "Fast path").
+type FastPathOptions struct {
+	Enable bool
+	// Loops is the number of sockets and loops per address; 0: one per CPU.
+	Loops int
+	// LogSample logs one fast-path query in LogSample (0: none): the log plugin sees none.
+	LogSample int
 }
 
 // StateOptions are the state file's settings (state_persist_*, state_max_age): the health of

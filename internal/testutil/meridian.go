@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -166,6 +168,9 @@ func StartAt(t testing.TB, dir, addr, corefile string, timeout time.Duration) *S
 func launch(t testing.TB, dir, addr, corefile string) *Server {
 	t.Helper()
 	path := filepath.Join(dir, "Corefile")
+	if os.Getenv(FastPathEnv) == "1" {
+		corefile = WithFastPath(corefile)
+	}
 	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +183,38 @@ func launch(t testing.TB, dir, addr, corefile string) *Server {
 	}
 	go func() { _ = s.cmd.Wait(); close(s.done) }()
 	return s
+}
+
+// FastPathEnv names the environment variable that, set to 1, runs every meridian a test starts
+// with the fast path on in its gslb blocks (WithFastPath): make test runs the end-to-end tests
+// of answers both ways.
+const FastPathEnv = "MERIDIAN_TEST_FASTPATH"
+
+// gslbDirective matches a gslb directive's line (not gslb_proxy's): its indentation and the
+// rest of the line.
+var gslbDirective = regexp.MustCompile(`(?m)^(\s*)gslb(\s[^\n]*)?$`)
+
+// fastPathBypassed matches the directives the fastpath option refuses in a server block.
+var fastPathBypassed = regexp.MustCompile(`(?m)^\s*(acl|any|loadbalance|rewrite|tsig)(\s|$)`)
+
+// NoFastPath is a Corefile comment that keeps WithFastPath away: a test that compares the two
+// paths writes it in the Corefile of the server without the fast path.
+const NoFastPath = "# no fastpath"
+
+// WithFastPath returns corefile with the fastpath option in each gslb block (a short form
+// gets a block), unless the Corefile has a plugin the fast path refuses, or NoFastPath.
+func WithFastPath(corefile string) string {
+	if fastPathBypassed.MatchString(corefile) || strings.Contains(corefile, NoFastPath) {
+		return corefile
+	}
+	return gslbDirective.ReplaceAllStringFunc(corefile, func(line string) string {
+		m := gslbDirective.FindStringSubmatch(line)
+		indent, rest := m[1], strings.TrimRight(m[2], " \t")
+		if strings.HasSuffix(rest, "{") {
+			return line + "\n" + indent + "  fastpath"
+		}
+		return indent + "gslb" + rest + " {\n" + indent + "  fastpath\n" + indent + "}"
+	})
 }
 
 // waitReady polls the server with a query until it answers, it exits, or timeout passes.

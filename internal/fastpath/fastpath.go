@@ -1,0 +1,83 @@
+// Package fastpath serves DNS over UDP on sockets of its own, beside CoreDNS's: one loop per
+// core, each on a socket of the address's SO_REUSEPORT group, reading and writing in batches
+// (recvmmsg and sendmmsg, raw system calls on the Go poller), and answering in the loop the
+// queries its Handler answers without allocating (answer.AppendFast); every other packet goes
+// to the Handler's slow path, CoreDNS's own server, on a goroutine of its own, as CoreDNS
+// would have served it. A classic BPF program on the group steers every packet to the loops'
+// sockets, by the CPU it arrives on, so that CoreDNS's socket of the address gets none.
+//
+// The package knows no CoreDNS: plugin/gslb wires it to the server and the engine.
+package fastpath
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+)
+
+// Handler answers packets in the loops.
+type Handler interface {
+	// Fast appends the response to the query pkt from src to dst and reports whether it
+	// answered it; when it did not, it must have done nothing, and the packet goes to the slow
+	// path. It runs in a loop: it must not block, and should not allocate.
+	Fast(dst, pkt []byte, src netip.Addr) ([]byte, bool)
+}
+
+// Counts are a Server's packets, by path.
+type Counts struct {
+	// Fast were answered in the loops; Slow handed to the slow path; Dropped read but not
+	// served: cut short by the buffer, or with the slow path's queue full.
+	Fast, Slow, Dropped atomic.Uint64
+}
+
+// Server is the fast path of one UDP address.
+type Server struct {
+	addr    string
+	handler Handler
+	counts  *Counts
+	conns   []*net.UDPConn
+	slow    *slowConn
+	wg      sync.WaitGroup
+	closed  atomic.Bool
+	// Steered is set when the group's packets are steered to the loops' sockets (the BPF
+	// program was attached); otherwise the kernel spreads them over every socket of the
+	// group by their addresses, CoreDNS's included, which serves its share the slow way.
+	Steered bool
+}
+
+// Serve starts the loops; it returns at once.
+func (s *Server) Serve() {
+	for _, c := range s.conns {
+		l, err := newLoop(s, c)
+		if err != nil {
+			continue // its socket's packets go unserved until Close: cannot happen on Linux
+		}
+		s.wg.Go(l.run)
+	}
+}
+
+// Close stops the loops, closing their sockets, and waits for them.
+func (s *Server) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.closeConns()
+	s.wg.Wait()
+	s.slow.Close()
+	track(s, false)
+	return nil
+}
+
+// Slow returns the connection the packets of the slow path are read from: serve it with a DNS
+// server (miekg/dns's, as CoreDNS does its socket). Its writes go out of the address's socket.
+func (s *Server) Slow() net.PacketConn { return s.slow }
+
+func (s *Server) closeConns() {
+	for _, c := range s.conns {
+		c.Close()
+	}
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() string { return s.addr }

@@ -1,0 +1,143 @@
+package fastpath
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// echo is a Handler: packets starting with 'f' are answered fast ("F" + the packet); the
+// others go to the slow path, which serveSlow answers ("S" + the packet).
+type echo struct{}
+
+func (e *echo) Fast(dst, pkt []byte, _ netip.Addr) ([]byte, bool) {
+	if len(pkt) == 0 || pkt[0] != 'f' {
+		return dst, false
+	}
+	return append(append(dst, 'F'), pkt...), true
+}
+
+// serveSlow answers the slow path's packets of s until it is closed, counting them in n.
+func serveSlow(s *Server, n *atomic.Int32) {
+	c := s.Slow()
+	buf := make([]byte, 512)
+	for {
+		k, from, err := c.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		n.Add(1)
+		_, _ = c.WriteTo(append([]byte{'S'}, buf[:k]...), from)
+	}
+}
+
+// freeUDP returns a free loopback UDP address.
+func freeUDP(t *testing.T) string {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().String()
+}
+
+// ask sends msg to addr and returns the reply.
+func ask(t *testing.T, addr, msg string) string {
+	t.Helper()
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 512)
+	for range 20 { // a datagram may be lost; ask again
+		if _, err := c.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if n, err := c.Read(buf); err == nil {
+			return string(buf[:n])
+		}
+	}
+	t.Fatalf("no reply to %q from %s", msg, addr)
+	return ""
+}
+
+// TestServerAnswersFastAndSlow: the loops answer what the handler answers fast, hand the rest
+// to its slow path (which writes through the loop's socket), and count both.
+func TestServerAnswersFastAndSlow(t *testing.T) {
+	addr := freeUDP(t)
+	counts := &Counts{}
+	s, err := Listen(addr, 2, 0, &echo{}, counts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Serve()
+	defer s.Close()
+	var slow atomic.Int32
+	go serveSlow(s, &slow)
+	for _, tt := range []struct{ q, want string }{{"fast1", "Ffast1"}, {"slow1", "Sslow1"}, {"fast2", "Ffast2"}} {
+		if got := ask(t, addr, tt.q); got != tt.want {
+			t.Errorf("%q: got %q, want %q", tt.q, got, tt.want)
+		}
+	}
+	if counts.Fast.Load() < 2 || counts.Slow.Load() < 1 || slow.Load() < 1 {
+		t.Errorf("counts: fast %d slow %d (served %d)", counts.Fast.Load(), counts.Slow.Load(), slow.Load())
+	}
+}
+
+// TestServerSteersTheGroup: a socket bound to the address before the server (CoreDNS's) gets
+// none of the packets once the server's program steers the group to its loops.
+func TestServerSteersTheGroup(t *testing.T) {
+	addr := freeUDP(t)
+	lc := net.ListenConfig{Control: reusePort}
+	other, err := lc.ListenPacket(context.Background(), "udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var stolen atomic.Int32
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := other.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			stolen.Add(1)
+			_, _ = other.WriteTo(append([]byte("X"), buf[:n]...), from)
+		}
+	}()
+	s, err := Listen(addr, 2, 1, &echo{}, &Counts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Steered {
+		t.Fatal("the steering program was not attached")
+	}
+	s.Serve()
+	defer s.Close()
+	for i := range 50 { // from 50 source ports: the kernel's hash would spread them
+		msg := []byte("fast")
+		msg = append(msg, byte('a'+i%26))
+		if got := ask(t, addr, string(msg)); !bytes.HasPrefix([]byte(got), []byte("F")) {
+			t.Fatalf("query %d answered %q, not by the fast path", i, got)
+		}
+	}
+	if n := stolen.Load(); n != 0 {
+		t.Errorf("the other socket of the group got %d packets", n)
+	}
+}
+
+// TestListenRefusesTheUnspecifiedAddress: a socket on 0.0.0.0 could not answer from the
+// address a query was sent to.
+func TestListenRefusesTheUnspecifiedAddress(t *testing.T) {
+	if _, err := Listen("0.0.0.0:5353", 1, 0, &echo{}, &Counts{}); err == nil {
+		t.Error("listened on the unspecified address")
+	}
+}

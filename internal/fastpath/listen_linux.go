@@ -1,0 +1,84 @@
+package fastpath
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// Listen binds loops sockets (0: one per CPU the process may use) to addr (host:port, a
+// specific address: a socket on the unspecified address could not answer from the address a
+// query was sent to) in its SO_REUSEPORT group, after the first others sockets of the group
+// (CoreDNS's), and steers the group's packets to them. It counts its packets in counts.
+func Listen(addr string, loops, others int, h Handler, counts *Counts) (*Server, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("fastpath: %q: %w", addr, err)
+	}
+	if ap.Addr().IsUnspecified() {
+		return nil, fmt.Errorf("fastpath: %s is the unspecified address: bind the server block to its addresses (the bind plugin)", addr)
+	}
+	if loops <= 0 {
+		loops = runtime.GOMAXPROCS(0)
+	}
+	s := &Server{addr: addr, handler: h, counts: counts}
+	lc := net.ListenConfig{Control: reusePort}
+	for range loops {
+		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
+		if err != nil {
+			s.closeConns()
+			return nil, fmt.Errorf("fastpath: listen on %s: %w", addr, err)
+		}
+		s.conns = append(s.conns, pc.(*net.UDPConn))
+	}
+	s.Steered = steer(s.conns[0], others, loops) == nil
+	s.slow = newSlowConn(s.conns[0])
+	track(s, true)
+	return s, nil
+}
+
+// reusePort sets SO_REUSEPORT on a socket before it binds.
+func reusePort(_, _ string, c syscall.RawConn) error {
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	})
+	return errors.Join(err, serr)
+}
+
+// steer attaches to the group of c the program that sends each packet to socket
+// others + cpu % loops: the loops' sockets, which were bound after the others'.
+func steer(c *net.UDPConn, others, loops int) error {
+	prog, err := bpf.Assemble([]bpf.Instruction{
+		bpf.LoadExtension{Num: bpf.ExtCPUID},
+		bpf.ALUOpConstant{Op: bpf.ALUOpMod, Val: uint32(loops)},
+		bpf.ALUOpConstant{Op: bpf.ALUOpAdd, Val: uint32(others)},
+		bpf.RetA{},
+	})
+	if err != nil {
+		return err
+	}
+	filter := make([]unix.SockFilter, len(prog))
+	for i, ins := range prog {
+		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptSockFprog(int(fd), unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF, &fprog)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
