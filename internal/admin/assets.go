@@ -4,6 +4,7 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"unicode/utf8"
 )
 
 // OpenAPI is the OpenAPI 3 document of the admin API, served at /api/v1/openapi.yaml and
@@ -35,6 +36,11 @@ func uiHandler() http.Handler {
 		h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Cache-Control", "no-cache")
+		if !utf8.ValidString(r.URL.Path) {
+			// No embedded file has such a name; the file server would call it an error (500).
+			http.Error(w, "invalid path", http.StatusBadRequest)
+			return
+		}
 		fileServer.ServeHTTP(w, r)
 	})
 }

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -132,9 +133,17 @@ func fail(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusInternalServerError, err.Error())
 }
 
-// decodeJSON reads the body of r into v: one JSON object, with no field v does not have.
+// decodeJSON reads the body of r into v: one JSON object, with no field v does not have. A body
+// longer than maxBody is refused whole (413), whatever its start holds.
 func decodeJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return errorf(http.StatusBadRequest, "reading the body: %v", err)
+	}
+	if len(body) > maxBody {
+		return errorf(http.StatusRequestEntityTooLarge, "the body is longer than %d bytes", maxBody)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return errorf(http.StatusBadRequest, "invalid JSON: %v", err)

@@ -120,6 +120,8 @@ func TestActions(t *testing.T) {
 		{"maintain", `{"location":"dc-eu"}`, http.StatusNotFound, "unknown action"},
 		{"disable", `[{"location":"dc-eu"}]`, http.StatusBadRequest, "invalid JSON"},
 		{"disable", ``, http.StatusBadRequest, "invalid JSON"},
+		// A valid object that a long padding follows is refused whole.
+		{"disable", `{"location":"dc-eu"}` + strings.Repeat(" ", maxBody), http.StatusRequestEntityTooLarge, "longer than"},
 	} {
 		code, body := post(c.action, c.body)
 		if code != c.code || !strings.Contains(decode[ErrorBody](t, body).Error, c.msg) {
@@ -245,6 +247,9 @@ func TestDashboardAndDocument(t *testing.T) {
 	}
 	if code, _ := call(t, "GET", base+"/ui/nope.js", ""); code != http.StatusNotFound {
 		t.Errorf("missing dashboard file: %d", code)
+	}
+	if code, _ := call(t, "GET", base+"/ui/%ff", ""); code != http.StatusBadRequest {
+		t.Errorf("a path that is not UTF-8: %d, want 400", code)
 	}
 	if body := mustGet(t, base+"/livez"); !strings.Contains(body, `"ok"`) {
 		t.Errorf("livez: %s", body)
