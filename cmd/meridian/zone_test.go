@@ -5,6 +5,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/miekg/dns"
 )
 
 // completeZone is a gslb zone with static data beside its records: the apex a GSLB record
@@ -68,5 +71,24 @@ func TestCompleteZoneWithDig(t *testing.T) {
 				t.Errorf("dig %s %s shows %q:\n%s", tt.name, tt.qtype, n, out)
 			}
 		}
+	}
+}
+
+// TestNotifyIsNotImplemented: NOTIFY for a gslb zone gets NOTIMP, and a burst of them writes
+// no error to the log (it used to be SERVFAIL and an ERROR line per packet).
+func TestNotifyIsNotImplemented(t *testing.T) {
+	t.Parallel()
+	srv := serveZone(t, completeZone, "")
+	c := &dns.Client{Timeout: time.Second}
+	for i := range 200 {
+		m := new(dns.Msg)
+		m.SetNotify("example.org.")
+		r, _, err := c.Exchange(m, srv.Addr)
+		if err != nil || r.Rcode != dns.RcodeNotImplemented {
+			t.Fatalf("NOTIFY %d: %v, %v; want NOTIMP", i, r, err)
+		}
+	}
+	if logs := srv.Logs(); strings.Contains(logs, "[ERROR]") {
+		t.Errorf("NOTIFYs logged errors:\n%s", logs)
 	}
 }

@@ -66,7 +66,7 @@ func Respond(snap *catalog.Snapshot, opts Options, q Query) (*dns.Msg, Result) {
 // respond is Respond; count is false for answers that no client asked for (Explain).
 func respond(snap *catalog.Snapshot, opts Options, q Query, count bool) (*dns.Msg, Result) {
 	req := q.Msg
-	if req.Response || req.Opcode != dns.OpcodeQuery || len(req.Question) != 1 {
+	if req.Response || (req.Opcode != dns.OpcodeQuery && req.Opcode != dns.OpcodeNotify) || len(req.Question) != 1 {
 		return nil, NotOurs
 	}
 	question := req.Question[0]
@@ -77,6 +77,13 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count bool) (*dns.Ms
 	zone := snap.Zone(qname)
 	if zone == nil {
 		return nil, NotOurs
+	}
+	if req.Opcode == dns.OpcodeNotify {
+		// A gslb zone is its own primary: a NOTIFY for it says nothing it would act on
+		// (RFC 1996 lets a server that does not take them answer NOTIMP), and is no error.
+		m := new(dns.Msg)
+		m.SetRcode(req, dns.RcodeNotImplemented)
+		return m, Answered
 	}
 
 	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, geo: q.Geo, count: count}

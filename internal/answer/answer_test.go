@@ -465,6 +465,17 @@ func TestNotAQuery(t *testing.T) {
 	if _, res := Respond(snap, Options{}, Query{Msg: m, Source: testClient}); res != NotOurs {
 		t.Fatalf("no question: result %v, want NotOurs", res)
 	}
+	// A NOTIFY for a gslb zone: NOTIMP, as BIND, Knot and NSD answer one for a zone they do
+	// not take them for; for another zone, the next plugin's.
+	m = new(dns.Msg)
+	m.SetNotify("example.org.")
+	if resp, res := Respond(snap, Options{}, Query{Msg: m, Source: testClient}); res != Answered || resp.Rcode != dns.RcodeNotImplemented || resp.Opcode != dns.OpcodeNotify || !resp.Response {
+		t.Fatalf("NOTIFY: %v %v, want an answered NOTIMP", resp, res)
+	}
+	m.SetNotify("example.com.")
+	if _, res := Respond(snap, Options{}, Query{Msg: m, Source: testClient}); res != NotOurs {
+		t.Fatalf("NOTIFY of another zone: %v, want NotOurs", res)
+	}
 }
 
 func TestZoneTransfersAreRefused(t *testing.T) {
