@@ -35,8 +35,9 @@ const (
 // it returns dst unchanged and false, having done nothing (no counting, no rotation), and the
 // query must take the normal path (Respond, through CoreDNS), which stays the reference.
 //
-// The response is byte for byte what Respond puts on the wire for the same query: the
-// packed dns.Msg, uncompressed, the question echoed as sent, the reply OPT record of replyOPT.
+// The response is byte for byte what Respond puts on the wire for the same query and client
+// (Query.Source src.Unmap()): the packed dns.Msg, uncompressed as CoreDNS writes answers that
+// fit, the question echoed as sent, the reply OPT record of replyOPT.
 // With opts.Count it counts the answer as Respond does, and it marks the record queried.
 //
 // It handles only the common address query: a QUERY with one question (QR, TC clear, no answer
@@ -49,14 +50,16 @@ const (
 // with fail-closed, a fallback CNAME or NODATA, in a response that fits the client's UDP size
 // (512 bytes without EDNS, else its buffer but at most 1232).
 //
-// src must be the address as Respond gets it (Query.Source: IPv4 clients unmapped, see
-// gslb.ClientOf), sources the GeoIP sources of the engine (nil when none). It takes no lock,
-// and it allocates nothing when dst has room for the response (1232 bytes at most).
+// src is the client's transport address, unmapped here as gslb.ClientOf does for Respond (so
+// that a dual-stack socket's IPv4-mapped addresses select as IPv4 ones); sources are the GeoIP
+// sources of the engine (nil when none). dst must not overlap pkt. AppendFast takes no lock,
+// and allocates nothing when dst has room for the response (at most 1232 bytes).
 func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, src netip.Addr, sources *geo.Sources) ([]byte, bool) {
 	var q fastQuery
 	if snap == nil || !q.parse(pkt, opts.UseECS) {
 		return dst, false
 	}
+	src = src.Unmap()
 	qname := q.lowerName()
 	zone := snap.Zone(qname)
 	if zone == nil || mayBePublished(qname) {

@@ -609,20 +609,24 @@ func TestAppendFastAllocatesNothing(t *testing.T) {
 }
 
 // BenchmarkAppendFast measures the fast path for a failover query and an ECS query of a geoip
-// record, with the reference (Respond, with unpacking and packing) beside them.
+// record, among others, with the reference (Respond, with unpacking and packing) beside them.
+// "+count" counts the answers (coredns_gslb_metrics), which reads the clock twice.
 func BenchmarkAppendFast(b *testing.B) {
 	snap, sources := fastSnapshot(b, false)
 	for _, c := range []struct {
-		name string
-		q    fastCase
+		name  string
+		q     fastCase
+		count bool
 	}{
-		{"failover/A", fastCase{qname: "www.example.org.", qtype: dns.TypeA}},
-		{"failover/AAAA+EDNS", fastCase{qname: "www.example.org.", qtype: dns.TypeAAAA, edns: 1232}},
-		{"geoip/A+ECS", fastCase{qname: "geo.example.org.", qtype: dns.TypeA, ecs: subnet(1, 24, "198.51.100.0")}},
-		{"ip-hash/A+ECS", fastCase{qname: "hashed.example.org.", qtype: dns.TypeA, ecs: subnet(1, 24, "198.51.100.0")}},
+		{"failover/A", fastCase{qname: "www.example.org.", qtype: dns.TypeA}, false},
+		{"failover/A+count", fastCase{qname: "www.example.org.", qtype: dns.TypeA}, true},
+		{"failover/AAAA+EDNS", fastCase{qname: "www.example.org.", qtype: dns.TypeAAAA, edns: 1232}, false},
+		{"geoip/A+ECS", fastCase{qname: "geo.example.org.", qtype: dns.TypeA, ecs: subnet(1, 24, "198.51.100.0")}, false},
+		{"geoip/A+ECS+count", fastCase{qname: "geo.example.org.", qtype: dns.TypeA, ecs: subnet(1, 24, "198.51.100.0")}, true},
+		{"ip-hash/A+ECS", fastCase{qname: "hashed.example.org.", qtype: dns.TypeA, ecs: subnet(1, 24, "198.51.100.0")}, false},
 	} {
 		pkt := c.q.packet(b)
-		opts := Options{UseECS: true, Count: true}
+		opts := Options{UseECS: true, Count: c.count}
 		b.Run(c.name, func(b *testing.B) {
 			dst := make([]byte, 0, advertisedUDPSize)
 			b.ReportAllocs()
@@ -640,5 +644,70 @@ func BenchmarkAppendFast(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFastParseName reads question names as miekg/dns does where it accepts them, the
+// longest name included, and refuses what it cannot answer from the wire as sent.
+func TestFastParseName(t *testing.T) {
+	label := func(n int, c byte) string { return string(rune(n)) + strings.Repeat(string(c), n) }
+	longest := label(63, 'a') + label(63, 'B') + label(63, 'c') + label(61, 'D') // 255 bytes with the root
+	tests := []struct {
+		name string
+		wire string // the name in wire form, without its root label
+		ok   bool
+	}{
+		{"plain", "\x03www\x07example\x03org", true},
+		{"mixed case, digits, hyphen, underscore", "\x05A-b_9\x07ExAmPlE\x03ORG", true},
+		{"root", "", true},
+		{"the longest name", longest, true},
+		{"a byte too long", longest[:len(longest)-62] + label(62, 'D'), false},
+		{"a label too long", label(64, 'a'), false},
+		{"a space", "\x03a b", false},
+		{"a dot", "\x03a.b", false},
+		{"a backslash", "\x03a\\b", false},
+		{"a wildcard", "\x01*\x03org", false},
+		{"a byte above ASCII", "\x03a\xe9b", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pkt := append([]byte("\xbe\xef\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"+tt.wire+"\x00"), 0, 1, 0, 1)
+			var q fastQuery
+			if ok := q.parse(pkt, false); ok != tt.ok {
+				t.Fatalf("parsed: %v, want %v", ok, tt.ok)
+			}
+			m := new(dns.Msg)
+			err := m.Unpack(pkt)
+			if len(tt.wire)+1 > maxNameWire && err == nil {
+				t.Fatalf("miekg/dns unpacks a name of %d bytes", len(tt.wire)+1)
+			}
+			if !tt.ok {
+				return
+			}
+			if err != nil {
+				t.Fatalf("miekg/dns does not unpack it: %v", err)
+			}
+			if got, want := q.lowerName(), strings.ToLower(m.Question[0].Name); got != want {
+				t.Fatalf("name %q, want %q", got, want)
+			}
+			if !bytes.Equal(q.name, []byte(tt.wire+"\x00")) {
+				t.Fatalf("wire name %q", q.name)
+			}
+		})
+	}
+}
+
+// TestAppendFastUnmapsTheClient: an IPv4 client seen through a dual-stack socket, as an
+// IPv4-mapped address, is answered as Respond answers the IPv4 address (gslb.ClientOf
+// unmaps it).
+func TestAppendFastUnmapsTheClient(t *testing.T) {
+	snap, sources := fastSnapshot(t, false)
+	for _, name := range []string{"hashed.example.org.", "consistent.example.org.", "geo.example.org."} {
+		pkt := fastCase{qname: name, qtype: dns.TypeA}.packet(t)
+		fast, handled := AppendFast(nil, snap, Options{}, pkt, netip.AddrFrom16(sanJose.As16()), sources)
+		slow, _ := slowWire(t, snap, Options{}, pkt, sanJose, sources)
+		if !handled || !bytes.Equal(fast, slow) {
+			t.Errorf("%s: handled %v,\n%s\nwant\n%s", name, handled, unpacked(string(fast)), unpacked(string(slow)))
+		}
 	}
 }
