@@ -52,8 +52,10 @@ const (
 //
 // src is the client's transport address, unmapped here as gslb.ClientOf does for Respond (so
 // that a dual-stack socket's IPv4-mapped addresses select as IPv4 ones); sources are the GeoIP
-// sources of the engine (nil when none). dst must not overlap pkt. AppendFast takes no lock,
-// and allocates nothing when dst has room for the response (at most 1232 bytes).
+// sources of the engine (nil when none). dst must not overlap pkt. AppendFast takes no lock.
+// It allocates nothing when dst has room for the response (at most 1232 bytes), except where
+// Respond's selection does too: more than 16 backends chosen, and a GeoIP database record
+// decoded for the first time (the sources cache it).
 func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, src netip.Addr, sources *geo.Sources) ([]byte, bool) {
 	var q fastQuery
 	if snap == nil || !q.parse(pkt, opts.UseECS) {
