@@ -110,6 +110,17 @@ func (r *builder) pick(f catalog.Family, dst []*catalog.Backend) selection {
 	return selectFamily(r.rec, c, f, dst)
 }
 
+// timedPick is pick, and the time the selection took when the answer counts (0 otherwise), for
+// catalog.Record.CountAnswer.
+func (r *builder) timedPick(f catalog.Family, dst []*catalog.Backend) (selection, time.Duration) {
+	if !r.count {
+		return r.pick(f, dst), 0
+	}
+	start := time.Now()
+	sel := r.pick(f, dst)
+	return sel, time.Since(start)
+}
+
 // needsLocation reports whether rec's chain for family f has a geo step.
 func needsLocation(rec *catalog.Record, f catalog.Family) bool {
 	ch := rec.View().Chains[f]
@@ -156,14 +167,10 @@ func (r *builder) address(qtype uint16) {
 		f = catalog.IPv4 // CNAME: a host-name backend or a fallback CNAME answers it
 	}
 	var buf [maxInlinePicks]*catalog.Backend
-	var start time.Time
-	if r.count {
-		start = time.Now()
-	}
-	sel := r.pick(f, buf[:0])
+	sel, took := r.timedPick(f, buf[:0])
 	r.scope = max(r.scope, sel.scope)
 	if r.count {
-		r.rec.CountAnswer(sel.closed, time.Since(start))
+		r.rec.CountAnswer(sel.closed, took)
 	}
 	if sel.closed {
 		r.failClosed(sel.rcode)

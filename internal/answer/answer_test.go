@@ -28,7 +28,7 @@ func (s states) State(key string) *health.State {
 }
 
 // set gives every backend of record name with the given address the status st.
-func (s states) set(t *testing.T, snap *catalog.Snapshot, name, addr string, st health.Status) {
+func (s states) set(t testing.TB, snap *catalog.Snapshot, name, addr string, st health.Status) {
 	t.Helper()
 	found := false
 	for _, r := range snap.Records() {

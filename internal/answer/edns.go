@@ -98,7 +98,7 @@ func (b *builder) finish(tcp bool) *dns.Msg {
 		// fragment, and fragments get lost or spoofed (DNS flag day 2020).
 		size = dns.MinMsgSize
 		if b.opt != nil {
-			size = min(max(int(b.opt.UDPSize()), dns.MinMsgSize), advertisedUDPSize)
+			size = udpLimit(b.opt.UDPSize())
 		}
 		size -= b.reserve
 	}
@@ -126,6 +126,18 @@ func (b *builder) finishError(rcode int) *dns.Msg {
 	return m
 }
 
+// udpLimit is the size a UDP answer must fit for a client that advertises an EDNS buffer of
+// size bytes: its buffer, but never less than 512 bytes nor more than Meridian advertises.
+func udpLimit(size uint16) int {
+	return min(max(int(size), dns.MinMsgSize), advertisedUDPSize)
+}
+
+// echoScope is the scope of the ECS option of a reply: the scope of the answer, never more than
+// the query's source prefix (RFC 7871 7.2.1).
+func echoScope(scope int, source uint8) uint8 {
+	return uint8(min(scope, int(source)))
+}
+
 func (b *builder) replyOPT() *dns.OPT {
 	o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
 	o.SetUDPSize(advertisedUDPSize)
@@ -133,7 +145,7 @@ func (b *builder) replyOPT() *dns.OPT {
 	if b.ecs != nil {
 		// The answer holds for every client that shares the first scope bits of the address,
 		// never more than the query gave (RFC 7871 7.2.1).
-		scope := uint8(min(b.scope, int(b.ecs.SourceNetmask)))
+		scope := echoScope(b.scope, b.ecs.SourceNetmask)
 		o.Option = []dns.EDNS0{&dns.EDNS0_SUBNET{
 			Code:          dns.EDNS0SUBNET,
 			Family:        b.ecs.Family,

@@ -1,0 +1,62 @@
+package answer
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+
+	"github.com/miekg/dns"
+)
+
+// FuzzAppendFast feeds arbitrary packets to the fast path, over the zone of deterministic
+// records (the random ones could not be compared): it never panics, and whatever it answers
+// miekg/dns unpacks, and Respond answers with the same bytes. The seeds are queries of every
+// kind the differential test asks.
+func FuzzAppendFast(f *testing.F) {
+	snap, sources := fastSnapshot(f, false)
+	seeds := []fastCase{
+		{qname: "www.example.org.", qtype: dns.TypeA},
+		{qname: "WwW.example.org.", qtype: dns.TypeAAAA, edns: 1232, do: true, cd: true},
+		{qname: "hashed.example.org.", qtype: dns.TypeA, ecs: subnet(1, 24, "198.51.100.0")},
+		{qname: "hashed.example.org.", qtype: dns.TypeAAAA, ecs: subnet(2, 56, "2001:db8:77::")},
+		{qname: "hashed.example.org.", qtype: dns.TypeA, ecs: &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET}},
+		{qname: "consistent.example.org.", qtype: dns.TypeA, ecs: subnet(1, 20, "198.51.96.0")},
+		{qname: "geo.example.org.", qtype: dns.TypeA, ecs: subnet(1, 24, "10.99.1.0")},
+		{qname: "chain.example.org.", qtype: dns.TypeA, edns: 600},
+		{qname: "specific.example.org.", qtype: dns.TypeAAAA},
+		{qname: "many.example.org.", qtype: dns.TypeA, edns: 1232},
+		{qname: "cdn.example.org.", qtype: dns.TypeA},
+		{qname: "foo.app.example.org.", qtype: dns.TypeA},
+		{qname: "host.sub.example.org.", qtype: dns.TypeA},
+	}
+	for _, c := range seeds {
+		f.Add(c.packet(f), true, false)
+	}
+	f.Add([]byte{}, false, true)
+	v4, v6 := testClient, netip.MustParseAddr("2001:db8:aa::1")
+	f.Fuzz(func(t *testing.T, pkt []byte, useECS, fromV6 bool) {
+		src := v4
+		if fromV6 {
+			src = v6
+		}
+		opts := Options{UseECS: useECS}
+		in := bytes.Clone(pkt)
+		out, handled := AppendFast(nil, snap, opts, pkt, src, sources)
+		if !bytes.Equal(in, pkt) {
+			t.Fatal("the query changed")
+		}
+		if !handled {
+			if len(out) != 0 {
+				t.Fatalf("%d bytes appended to a query not handled", len(out))
+			}
+			return
+		}
+		wire, ok := slowWire(t, snap, opts, pkt, src, sources)
+		if !ok {
+			t.Fatalf("handled a query that miekg/dns does not unpack or Respond passes on: %x", pkt)
+		}
+		if !bytes.Equal(out, wire) {
+			t.Fatalf("query %x\nfast path %s\nRespond   %s", pkt, unpacked(string(out)), unpacked(string(wire)))
+		}
+	})
+}
