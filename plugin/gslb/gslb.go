@@ -72,10 +72,24 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 			return plugin.NextOrFailure(pluginName, g.Next, ctx, answer.PassOnWriter(w, r, g.Answer), r)
 		}
 	}
-	if err := w.WriteMsg(m); err != nil {
+	if err := writeOwnSize(w, r, m); err != nil {
 		return dns.RcodeServerFailure, plugin.Error(pluginName, err)
 	}
 	return dns.RcodeSuccess, nil
+}
+
+// writeOwnSize writes m, the reply to r, so that its OPT advertises Meridian's own UDP size as
+// answer built it. CoreDNS's server wraps the writer in a ScrubWriter, whose WriteMsg copies the
+// request's UDP size into the reply's OPT (the client's 4096, or even 0); the request's size is
+// Meridian's while the reply is written, and the client's again once it is (for the log and the
+// plugins that read the request later). The reply is already cut to the client's size.
+func writeOwnSize(w dns.ResponseWriter, r, m *dns.Msg) error {
+	if opt, own := r.IsEdns0(), m.IsEdns0(); opt != nil && own != nil {
+		size := opt.UDPSize()
+		opt.SetUDPSize(own.UDPSize())
+		defer opt.SetUDPSize(size)
+	}
+	return w.WriteMsg(m)
 }
 
 // Transfer implements the transfer plugin's Transferer: a transfer of one of the block's

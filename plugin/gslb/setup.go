@@ -47,6 +47,11 @@ func setup(c *caddy.Controller) error {
 	if k := block.Options.Sites.TSIG; k != nil {
 		g.PeerKey = k.Name
 	}
+	if block.Options.FastPath.Enable {
+		fp := newFastPaths(g, block.Options.FastPath, cfg)
+		c.OnStartup(fp.check)
+		c.OnShutdown(fp.stop)
+	}
 	c.OnStartup(func() error {
 		// With the transfer plugin in the server block, the zones' serials follow what a
 		// transfer carries (g is its Transferer), and the secondaries get a NOTIFY when it
@@ -227,6 +232,10 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 		b.Fall.SetZonesFromArgs(c.RemainingArgs())
 	case "use_edns_csubnet":
 		return flag(c, &o.UseEDNSClientSubnet, true)
+	case "fastpath":
+		return fastPathOption(c, &o.FastPath)
+	case "fastpath_log_sample":
+		return positive(c, &o.FastPath.LogSample)
 	case "enable_txt":
 		return flag(c, &o.EnableTXT, true)
 	case "disable_txt":
@@ -395,6 +404,26 @@ func duration(c *caddy.Controller, dst *time.Duration, floor time.Duration) erro
 		return c.Errf("%s: %s is shorter than %s", name, d, floor)
 	}
 	*dst = d
+	return nil
+}
+
+// maxFastPathLoops bounds the fastpath option's loops per address.
+const maxFastPathLoops = 256
+
+// fastPathOption reads "fastpath [LOOPS]".
+func fastPathOption(c *caddy.Controller, o *config.FastPathOptions) error {
+	o.Enable = true
+	switch args := c.RemainingArgs(); len(args) {
+	case 0:
+	case 1:
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n < 1 || n > maxFastPathLoops {
+			return c.Errf("fastpath: %q is not a number of loops from 1 to %d", args[0], maxFastPathLoops)
+		}
+		o.Loops = n
+	default:
+		return c.Errf("fastpath: want at most one argument (the loops per address), got %d", len(args))
+	}
 	return nil
 }
 

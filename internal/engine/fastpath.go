@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/answer"
+	"github.com/meridian-gslb/meridian/internal/fastpath"
+)
+
+// FastPath is the fast path of one UDP address of a block (see internal/fastpath): its loops
+// answer from the engine's snapshot what answer.AppendFast answers, and hand the rest to Slow.
+type FastPath struct {
+	srv *fastpath.Server
+}
+
+// FastObserver is told of every query the fast path answered: the query, the response, the
+// client and when the query's batch was read (for the adapter's metrics and sampled log). It
+// runs in a loop: it must not block.
+type FastObserver func(pkt, resp []byte, src netip.Addr, start time.Time)
+
+// ListenFast starts the fast path of the engine's zones on addr (host:port) with loops sockets
+// (0: one per CPU) after the address's first others sockets of its SO_REUSEPORT group
+// (CoreDNS's), telling observe (nil: nobody) of each answer.
+func (e *Engine) ListenFast(addr string, loops, others int, observe FastObserver) (*FastPath, error) {
+	srv, err := fastpath.Listen(addr, loops, others, fastHandler{e: e, opts: e.AnswerOptions(), observe: observe}, &fastpath.Counts{})
+	if err != nil {
+		return nil, err
+	}
+	srv.Serve()
+	return &FastPath{srv: srv}, nil
+}
+
+// Slow returns the connection of the packets the fast path does not answer, for a DNS server
+// that serves them as the address's own socket would be.
+func (f *FastPath) Slow() net.PacketConn { return f.srv.Slow() }
+
+// Steered reports whether every packet of the address goes to the fast path's sockets.
+func (f *FastPath) Steered() bool { return f.srv.Steered }
+
+// Close stops the fast path.
+func (f *FastPath) Close() error { return f.srv.Close() }
+
+// fastHandler answers in the loops from the engine's current snapshot.
+type fastHandler struct {
+	e       *Engine
+	opts    answer.Options
+	observe FastObserver
+}
+
+// Fast implements fastpath.Handler.
+func (h fastHandler) Fast(dst, pkt []byte, src netip.Addr) ([]byte, bool) {
+	start := time.Now()
+	e := h.e
+	resp, ok := answer.AppendFast(dst, e.Snapshot(), h.opts, pkt, src, e.Geo())
+	if ok && h.observe != nil {
+		h.observe(pkt, resp, src, start)
+	}
+	return resp, ok
+}
