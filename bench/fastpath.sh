@@ -23,8 +23,9 @@
 #     time over the run (utime+stime from /proc/PID/stat) gives the cores it used and the
 #     qps per server core (qps / (CPU seconds / wall seconds));
 #   - latency at each rate of RATES: dnsperf -Q RATE -l LAT_DURATION -v, whose per-query lines
-#     carry each query's latency; p50, p99 and p99.9 by nearest rank.
-# The report gives medians over the rounds as Markdown tables, with the ratios gslb/gdnsd and
+#     carry each query's latency; p50, p99 and p99.9 by nearest rank over the queries of all
+#     rounds (pooled: a round at 1k qps alone holds too few queries for a p99.9).
+# The report gives medians over the rounds (qps) as Markdown tables, with the ratios gslb/gdnsd and
 # gslb/file (and fast/gdnsd, fast/file). When the binary rejects fastpath, its column is n/a.
 #
 # Usage: bench/fastpath.sh [--quick]
@@ -52,12 +53,12 @@ source "$BENCH_DIR/lib.sh"
 FASTPATH="${FASTPATH:-0}"
 NAMES="${NAMES:-1000}"
 ROUNDS="${ROUNDS:-3}"
-DURATION="${DURATION:-5}"
-LAT_DURATION="${LAT_DURATION:-3}"
+DURATION="${DURATION:-4}"
+LAT_DURATION="${LAT_DURATION:-2}"
 if ((QUICK)); then
 	ROUNDS=1
-	DURATION=3
-	LAT_DURATION=2
+	DURATION=2
+	LAT_DURATION=1
 fi
 RATES="${RATES:-1000 20000 100000}"
 PHASES="${PHASES:-pinned unpinned}"
@@ -400,15 +401,9 @@ measure() { # phase server round
 		res="$(perf "$phase" "$s" "$out" -l "$LAT_DURATION" -q "$LAT_OUTSTANDING" -Q "$rate" -t "$LAT_TIMEOUT" -v)"
 		record "$phase" "$s" "q$rate.qps" "$(printf '%.0f' "$(field 'Queries per second:' "$out")")"
 		record "$phase" "$s" "q$rate.lost" "$(lost_pct "$out")"
-		# Per-query lines: "> RCODE NAME TYPE LATENCY_SECONDS". Nearest rank, in microseconds.
-		awk '$1 == ">" && NF == 5 { print $5 * 1e6 }' "$out" | sort -g |
-			awk -v pfx="$WORK/res/$phase.$s.q$rate" '{ v[NR] = $1 } END {
-				split("p50 0.5 p99 0.99 p999 0.999", p, " ")
-				for (i = 1; i < 6; i += 2) {
-					k = int(NR * p[i + 1]); if (k < NR * p[i + 1]) k++; if (k < 1) k = 1
-					printf "%.0f\n", (NR > 0 ? v[k] : -1) >> (pfx "." p[i])
-				}
-			}'
+		# Per-query lines: "> RCODE NAME TYPE LATENCY_SECONDS"; kept in microseconds, pooled
+		# over the rounds.
+		awk '$1 == ">" && NF == 5 { printf "%.0f\n", $5 * 1e6 }' "$out" >>"$WORK/res/$phase.$s.q$rate.lat"
 	done
 }
 
@@ -442,6 +437,19 @@ med() { # phase server metric -> median or n/a
 		echo n/a
 	fi
 }
+# percentiles phase server rate: computes p50, p99 and p99.9 (nearest rank) of the pooled
+# latencies into the results.
+percentiles() {
+	local f="$WORK/res/$1.$2.q$3"
+	[[ -s "$f.lat" ]] || return 0
+	sort -g "$f.lat" | awk -v pfx="$f" '{ v[NR] = $1 } END {
+		split("p50 0.5 p99 0.99 p999 0.999", p, " ")
+		for (i = 1; i < 6; i += 2) {
+			k = int(NR * p[i + 1]); if (k < NR * p[i + 1]) k++; if (k < 1) k = 1
+			print v[k] > (pfx "." p[i])
+		}
+	}'
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
 
 row() { # phase label metric [noratio]: with noratio, the ratio cells stay empty
@@ -463,8 +471,12 @@ echo "Side by side: file, gslb (fast path off), gslb with fastpath, gdnsd. $NAME
 echo "max qps: dnsperf -l $DURATION -c $CLIENTS -T $THREADS -q $OUTSTANDING; latency: dnsperf -Q RATE -l $LAT_DURATION -q $LAT_OUTSTANDING -t $LAT_TIMEOUT -v."
 [[ -n "$FAST_NA" ]] && echo "fast path: n/a, the binary rejects the option ($FAST_NA)."
 ((FASTPATH)) || echo "fast path: n/a, not run (FASTPATH=1 runs it)."
+echo "qps rows: medians over the rounds; latency percentiles: nearest rank over the queries of all rounds, pooled."
 echo "Ratios are of the medians; for latencies, lower is better (a ratio below 1: Meridian is faster)."
 for phase in $PHASES; do
+	for s in "${SERVERS[@]}"; do
+		for rate in $RATES; do percentiles "$phase" "$s" "$rate"; done
+	done
 	echo
 	if [[ "$phase" == pinned ]]; then
 		echo "### Pinned (server taskset -c 0, dnsperf taskset -c 1)"
