@@ -66,11 +66,11 @@ CLIENTS="${CLIENTS:-4}"
 THREADS="${THREADS:-1}"
 OUTSTANDING="${OUTSTANDING:-200}"
 LAT_OUTSTANDING="${LAT_OUTSTANDING:-2000}"
-LAT_TIMEOUT="${LAT_TIMEOUT:-1}"
+TIMEOUT="${TIMEOUT:-1}"
 READY_TIMEOUT="${READY_TIMEOUT:-30}"
 GDNSD_BIN="${GDNSD_BIN:-gdnsd}"
 
-for v in NAMES ROUNDS DURATION LAT_DURATION CLIENTS THREADS OUTSTANDING LAT_OUTSTANDING LAT_TIMEOUT READY_TIMEOUT; do
+for v in NAMES ROUNDS DURATION LAT_DURATION CLIENTS THREADS OUTSTANDING LAT_OUTSTANDING TIMEOUT READY_TIMEOUT; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || {
 		echo "$v must be a positive integer, got '${!v}'" >&2
 		exit 2
@@ -363,7 +363,7 @@ mkdir -p "$WORK/res"
 record() { echo "$4" >>"$WORK/res/$1.$2.$3"; }
 
 # perf phase server out args...: runs dnsperf (pinned to core 1 in the pinned phase) against the
-# server; prints "wall_seconds server_cpu_seconds".
+# server; prints "wall_seconds server_cpu_seconds" (wall: the whole dnsperf process).
 perf() {
 	local phase=$1 s=$2 out=$3 pin=() t0 t1 w0 w1
 	shift 3
@@ -387,18 +387,20 @@ lost_pct() { awk -v s="$(field 'Queries sent:' "$1")" -v l="$(field 'Queries los
 measure() { # phase server round
 	local phase=$1 s=$2 r=$3 out res wall cpu qps done_q rate
 	out="$WORK/$phase.$s.$r.max.txt"
-	res="$(perf "$phase" "$s" "$out" -l "$DURATION" -q "$OUTSTANDING")"
+	res="$(perf "$phase" "$s" "$out" -l "$DURATION" -q "$OUTSTANDING" -t "$TIMEOUT")"
 	read -r wall cpu <<<"$res"
 	qps="$(field 'Queries per second:' "$out")"
 	done_q="$(field 'Queries completed:' "$out")"
 	record "$phase" "$s" qps "$(printf '%.0f' "$qps")"
-	record "$phase" "$s" cores "$(awk -v c="$cpu" -v w="$wall" 'BEGIN { printf "%.2f", c / w }')"
+	# Cores used: over dnsperf's sending time, not its start and its wait for the last answers
+	# (the server is idle then).
+	record "$phase" "$s" cores "$(awk -v c="$cpu" -v w="$(field 'Run time (s):' "$out")" 'BEGIN { printf "%.2f", (w > 0 ? c / w : 0) }')"
 	record "$phase" "$s" qpscore "$(awk -v n="$done_q" -v c="$cpu" 'BEGIN { printf "%.0f", (c > 0 ? n / c : 0) }')"
 	record "$phase" "$s" lost "$(lost_pct "$out")"
 	bench_log "$phase round $r $s: $qps qps, server CPU ${cpu}s over ${wall}s"
 	for rate in $RATES; do
 		out="$WORK/$phase.$s.$r.q$rate.txt"
-		res="$(perf "$phase" "$s" "$out" -l "$LAT_DURATION" -q "$LAT_OUTSTANDING" -Q "$rate" -t "$LAT_TIMEOUT" -v)"
+		res="$(perf "$phase" "$s" "$out" -l "$LAT_DURATION" -q "$LAT_OUTSTANDING" -Q "$rate" -t "$TIMEOUT" -v)"
 		record "$phase" "$s" "q$rate.qps" "$(printf '%.0f' "$(field 'Queries per second:' "$out")")"
 		record "$phase" "$s" "q$rate.lost" "$(lost_pct "$out")"
 		# Per-query lines: "> RCODE NAME TYPE LATENCY_SECONDS"; kept in microseconds, pooled
@@ -442,13 +444,17 @@ med() { # phase server metric -> median or n/a
 percentiles() {
 	local f="$WORK/res/$1.$2.q$3"
 	[[ -s "$f.lat" ]] || return 0
-	sort -g "$f.lat" | awk -v pfx="$f" '{ v[NR] = $1 } END {
-		split("p50 0.5 p99 0.99 p999 0.999", p, " ")
-		for (i = 1; i < 6; i += 2) {
-			k = int(NR * p[i + 1]); if (k < NR * p[i + 1]) k++; if (k < 1) k = 1
-			print v[k] > (pfx "." p[i])
-		}
-	}'
+	# A histogram of the integer microseconds, its few thousand distinct values sorted.
+	awk '{ n[$1]++ } END { for (v in n) print v, n[v] }' "$f.lat" | sort -n |
+		awk -v pfx="$f" '{ v[NR] = $1; c[NR] = $2; t += $2 } END {
+			split("p50 0.5 p99 0.99 p999 0.999", p, " ")
+			for (i = 1; i < 6; i += 2) {
+				k = int(t * p[i + 1]); if (k < t * p[i + 1]) k++; if (k < 1) k = 1
+				sum = 0
+				for (j = 1; j <= NR; j++) { sum += c[j]; if (sum >= k) break }
+				print v[j] > (pfx "." p[i])
+			}
+		}'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
 
@@ -468,7 +474,7 @@ row() { # phase label metric [noratio]: with noratio, the ratio cells stay empty
 
 echo
 echo "Side by side: file, gslb (fast path off), gslb with fastpath, gdnsd. $NAMES static names + wgt, fo, geo (a quarter of the queries each), medians of $ROUNDS round(s)."
-echo "max qps: dnsperf -l $DURATION -c $CLIENTS -T $THREADS -q $OUTSTANDING; latency: dnsperf -Q RATE -l $LAT_DURATION -q $LAT_OUTSTANDING -t $LAT_TIMEOUT -v."
+echo "max qps: dnsperf -l $DURATION -c $CLIENTS -T $THREADS -q $OUTSTANDING -t $TIMEOUT; latency: dnsperf -Q RATE -l $LAT_DURATION -c $CLIENTS -T $THREADS -q $LAT_OUTSTANDING -t $TIMEOUT -v."
 [[ -n "$FAST_NA" ]] && echo "fast path: n/a, the binary rejects the option ($FAST_NA)."
 ((FASTPATH)) || echo "fast path: n/a, not run (FASTPATH=1 runs it)."
 echo "qps rows: medians over the rounds; latency percentiles: nearest rank over the queries of all rounds, pooled."
