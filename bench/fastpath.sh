@@ -68,9 +68,12 @@ OUTSTANDING="${OUTSTANDING:-200}"
 LAT_OUTSTANDING="${LAT_OUTSTANDING:-2000}"
 TIMEOUT="${TIMEOUT:-1}"
 READY_TIMEOUT="${READY_TIMEOUT:-30}"
+WEIGHT_SAMPLES="${WEIGHT_SAMPLES:-400}"
+FAILOVER_CHECK="${FAILOVER_CHECK:-$((1 - QUICK))}"
+FAILOVER_TIMEOUT="${FAILOVER_TIMEOUT:-30}"
 GDNSD_BIN="${GDNSD_BIN:-gdnsd}"
 
-for v in NAMES ROUNDS DURATION LAT_DURATION CLIENTS THREADS OUTSTANDING LAT_OUTSTANDING TIMEOUT READY_TIMEOUT; do
+for v in NAMES ROUNDS DURATION LAT_DURATION CLIENTS THREADS OUTSTANDING LAT_OUTSTANDING TIMEOUT READY_TIMEOUT WEIGHT_SAMPLES FAILOVER_TIMEOUT; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || {
 		echo "$v must be a positive integer, got '${!v}'" >&2
 		exit 2
@@ -88,10 +91,12 @@ for p in $PHASES; do
 		exit 2
 	}
 done
-[[ "$FASTPATH" == 0 || "$FASTPATH" == 1 ]] || {
-	echo "FASTPATH must be 0 or 1, got '$FASTPATH'" >&2
-	exit 2
-}
+for v in FASTPATH FAILOVER_CHECK; do
+	[[ "${!v}" == 0 || "${!v}" == 1 ]] || {
+		echo "$v must be 0 or 1, got '${!v}'" >&2
+		exit 2
+	}
+done
 
 # --- 1. tools and binary ---------------------------------------------------------------------
 bench_need_pkgs dnsperf:dnsperf dig:dnsutils socat:socat taskset:util-linux "$GDNSD_BIN:gdnsd"
@@ -271,10 +276,14 @@ EOF
 }
 
 # --- 3. check targets and servers ------------------------------------------------------------
-for a in "$FO_PRIMARY" "$FO_SECONDARY"; do
-	socat "TCP-LISTEN:$PORT_CHECK,bind=$a,reuseaddr,fork" /dev/null 2>>"$WORK/socat.log" &
-	CHECK_PIDS+=($!)
-done
+# start_check i: starts the check target of the failover address i (0: primary, 1: secondary).
+FO_ADDRS=("$FO_PRIMARY" "$FO_SECONDARY")
+start_check() {
+	socat "TCP-LISTEN:$PORT_CHECK,bind=${FO_ADDRS[$1]},reuseaddr,fork" /dev/null 2>>"$WORK/socat.log" &
+	CHECK_PIDS[$1]=$!
+}
+start_check 0
+start_check 1
 
 probe() { # port name -> first A address or empty
 	dig +short +time=1 +tries=1 @127.0.0.1 -p "$1" "$2" A 2>/dev/null | head -n1
@@ -357,7 +366,57 @@ start_all() {
 	bench_log "$1: servers ready: $(for s in "${!PID[@]}"; do printf '%s on %s; ' "$s" "${PORT[$s]}"; done)"
 }
 
-# --- 4. measurements -------------------------------------------------------------------------
+# --- 4. answers: weights and failover ---------------------------------------------------------
+# Before the first phase's measurements: the weighted name's share of the 3-weight address over
+# WEIGHT_SAMPLES queries, and (FAILOVER_CHECK=1) the time each steering server takes to move fo
+# to the secondary once the primary's check target stops, and back once it restarts.
+CHECKS_REPORT=""
+check_weights() {
+	local s out heavy total
+	for s in gslb fast gdnsd; do
+		[[ -n "${PID[$s]:-}" ]] || continue
+		# shellcheck disable=SC2046
+		out="$(dig +short +time=1 +tries=1 @127.0.0.1 -p "${PORT[$s]}" $(for ((i = 0; i < WEIGHT_SAMPLES; i++)); do printf 'wgt.bench.test. A '; done))"
+		heavy="$(grep -cx "$WGT_HEAVY" <<<"$out" || true)"
+		total="$(grep -cxE "$WGT_HEAVY|$WGT_LIGHT" <<<"$out" || true)"
+		CHECKS_REPORT+="wgt: $s answered $WGT_HEAVY to $heavy of $total queries (weight 3 of 4: 75% expected)."$'\n'
+		if ((total < WEIGHT_SAMPLES)) || ((heavy * 100 < total * 55 || heavy * 100 > total * 95)); then
+			echo "$s: wgt answered $WGT_HEAVY to $heavy of $total (of $WEIGHT_SAMPLES) queries, not about 3 in 4" >&2
+			exit 1
+		fi
+	done
+}
+# wait_fo want what: waits until every steering server answers fo with want; notes how long.
+wait_fo() {
+	local s t0=$SECONDS deadline=$((SECONDS + FAILOVER_TIMEOUT)) pending
+	declare -A took=()
+	while :; do
+		pending=0
+		for s in gslb fast gdnsd; do
+			[[ -n "${PID[$s]:-}" && -z "${took[$s]:-}" ]] || continue
+			if [[ "$(probe "${PORT[$s]}" fo.bench.test.)" == "$1" ]]; then
+				took[$s]=$((SECONDS - t0))
+			else
+				pending=1
+			fi
+		done
+		((pending)) || break
+		if ((SECONDS >= deadline)); then
+			echo "fo: not every server answers $1 within ${FAILOVER_TIMEOUT}s after $2 (done: ${!took[*]})" >&2
+			exit 1
+		fi
+		sleep 0.2
+	done
+	for s in "${!took[@]}"; do CHECKS_REPORT+="fo: $s answered $1 ${took[$s]}s after $2."$'\n'; done
+}
+check_failover() {
+	bench_stop_pid "${CHECK_PIDS[0]}"
+	wait_fo "$FO_SECONDARY" "the primary's check target stopped"
+	start_check 0
+	wait_fo "$FO_PRIMARY" "it restarted"
+}
+
+# --- 5. measurements -------------------------------------------------------------------------
 # Results: $WORK/res/PHASE.SERVER.METRIC, one value per round.
 mkdir -p "$WORK/res"
 record() { echo "$4" >>"$WORK/res/$1.$2.$3"; }
@@ -409,8 +468,14 @@ measure() { # phase server round
 	done
 }
 
+checked=0
 for phase in $PHASES; do
 	start_all "$phase"
+	if ((!checked)); then
+		check_weights
+		((FAILOVER_CHECK)) && check_failover
+		checked=1
+	fi
 	bench_log "$phase: $ROUNDS round(s): max qps ${DURATION}s, rates $RATES ${LAT_DURATION}s each"
 	for ((r = 1; r <= ROUNDS; r++)); do
 		order=()
@@ -429,7 +494,7 @@ for phase in $PHASES; do
 	stop_servers
 done
 
-# --- 5. report -------------------------------------------------------------------------------
+# --- 6. report -------------------------------------------------------------------------------
 med() { # phase server metric -> median or n/a
 	local f="$WORK/res/$1.$2.$3"
 	if [[ -s "$f" ]]; then
@@ -478,6 +543,7 @@ echo "max qps: dnsperf -l $DURATION -c $CLIENTS -T $THREADS -q $OUTSTANDING -t $
 [[ -n "$FAST_NA" ]] && echo "fast path: n/a, the binary rejects the option ($FAST_NA)."
 ((FASTPATH)) || echo "fast path: n/a, not run (FASTPATH=1 runs it)."
 echo "qps rows: medians over the rounds; latency percentiles: nearest rank over the queries of all rounds, pooled."
+printf '%s' "$CHECKS_REPORT"
 echo "Ratios are of the medians; for latencies, lower is better (a ratio below 1: Meridian is faster)."
 for phase in $PHASES; do
 	for s in "${SERVERS[@]}"; do
