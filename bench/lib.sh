@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared shell functions of the bench/ scripts (run.sh, fastpath.sh). Source it; it defines
 # functions and a few read-only settings, and runs nothing else.
 #
@@ -9,6 +10,7 @@
 #   bench_cpu_ticks PID         utime + stime of the process (all its threads), in clock ticks
 #   bench_median N...           the median (mean of the middle two for an even count)
 
+# shellcheck disable=SC2034 # used by the scripts that source this file
 BENCH_CLK_TCK="$(getconf CLK_TCK)"
 
 bench_log() { echo "== $*" >&2; }
