@@ -28,6 +28,9 @@
 # Environment: see bench/README.md.
 set -euo pipefail
 
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 usage() {
 	echo "usage: $0 [--quick] [--geo | --sites | --mode MODE]" >&2
 	exit 2
@@ -85,24 +88,13 @@ for v in NAMES ROUNDS DURATION CLIENTS THREADS OUTSTANDING READY_TIMEOUT; do
 	fi
 done
 
-log() { echo "== $*" >&2; }
-
 # --- 1. tools and binary ---------------------------------------------------------------------
-need_pkgs=()
-command -v dnsperf >/dev/null || need_pkgs+=(dnsperf)
-command -v dig >/dev/null || need_pkgs+=(dnsutils)
-if ((${#need_pkgs[@]} > 0)); then
-	log "installing: ${need_pkgs[*]}"
-	sudo_cmd=()
-	[[ "$(id -u)" == 0 ]] || sudo_cmd=(sudo)
-	"${sudo_cmd[@]}" apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${need_pkgs[@]}"
-fi
+bench_need_pkgs dnsperf:dnsperf dig:dnsutils
 
 if [[ -n "${MERIDIAN_BIN:-}" ]]; then
 	BIN="$MERIDIAN_BIN"
 else
-	log "building meridian"
+	bench_log "building meridian"
 	make -C "$REPO" build >&2
 	BIN="$REPO/bin/meridian"
 fi
@@ -115,15 +107,9 @@ fi
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-bench.XXXXXX")"
 SERVER_PID=""
 PEER_PID="" # --sites: site b's process
-stop_pid() { # pid: stops the process if it runs
-	if [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null; then
-		kill "$1" 2>/dev/null || true
-		wait "$1" 2>/dev/null || true
-	fi
-}
 cleanup() {
-	stop_pid "$SERVER_PID"
-	stop_pid "$PEER_PID"
+	bench_stop_pid "$SERVER_PID"
+	bench_stop_pid "$PEER_PID"
 	if [[ "${KEEP_WORK:-0}" == 1 ]]; then
 		echo "work directory kept: $WORK" >&2
 	else
@@ -132,33 +118,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Ports are picked below the kernel's ephemeral range (so no outgoing connection holds them)
-# and checked against every socket, listening or not. A port taken between the check and the
-# server's bind is handled by retrying the start with new ports (see start_server).
-EPHEMERAL_LO="$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)"
-PORT_LO=10000
-PORT_HI=$((EPHEMERAL_LO > PORT_LO + 1000 ? EPHEMERAL_LO - 1 : 32767))
-port_in_use() {
-	ss -Hanu "sport = :$1" 2>/dev/null | grep -q . ||
-		ss -Hant "sport = :$1" 2>/dev/null | grep -q .
-}
-pick_port() { # [port to avoid]
-	local p
-	for _ in $(seq 1 100); do
-		p=$((PORT_LO + RANDOM % (PORT_HI - PORT_LO + 1)))
-		if [[ "$p" != "${1:-}" ]] && ! port_in_use "$p"; then
-			echo "$p"
-			return 0
-		fi
-	done
-	echo "no free port found in $PORT_LO-$PORT_HI" >&2
-	return 1
-}
+# Ports: bench_pick_port (lib.sh). A port taken between the check and the server's bind is
+# handled by retrying the start with new ports (see start_server).
 FIXED_PORTS=0
 [[ -n "${PORT_GSLB:-}${PORT_FILE:-}${PORT_PEER:-}" ]] && FIXED_PORTS=1
-PORT_GSLB="${PORT_GSLB:-$(pick_port)}"
-PORT_FILE="${PORT_FILE:-$(pick_port "$PORT_GSLB")}"
-PORT_PEER="${PORT_PEER:-$(pick_port "$PORT_FILE")}" # used with --sites only
+PORT_GSLB="${PORT_GSLB:-$(bench_pick_port)}"
+PORT_FILE="${PORT_FILE:-$(bench_pick_port "$PORT_GSLB")}"
+PORT_PEER="${PORT_PEER:-$(bench_pick_port "$PORT_FILE")}" # used with --sites only
 
 # Names: n00001.bench.test. ... Most are failover (2 backends, priority 1 wins: no health
 # checks, so the priority-1 backend is up). Every 50th is roundrobin, every 50th+25 is
@@ -240,7 +206,7 @@ done | shuf --random-source=<(yes) >"$WORK/queries.txt"
 
 GEO_OPTIONS=""
 if ((GEO)); then
-	log "writing the City database"
+	bench_log "writing the City database"
 	(cd "$REPO" && go run ./bench/geodb "$WORK/city.mmdb")
 	GEO_OPTIONS="use_edns_csubnet
         geoip_maxmind city_db $WORK/city.mmdb"
@@ -295,19 +261,19 @@ start_server() {
 	want="$(addr 1 1)"
 	write_corefile
 	if ((SITES)); then
-		log "starting site b on 127.0.0.1:$PORT_PEER"
+		bench_log "starting site b on 127.0.0.1:$PORT_PEER"
 		"$BIN" -conf "$WORK/Corefile.b" >"$WORK/meridian.b.log" 2>&1 &
 		PEER_PID=$!
 	fi
-	log "starting $BIN (gslb on 127.0.0.1:$PORT_GSLB, file on 127.0.0.1:$PORT_FILE, $NAMES names)"
+	bench_log "starting $BIN (gslb on 127.0.0.1:$PORT_GSLB, file on 127.0.0.1:$PORT_FILE, $NAMES names)"
 	"$BIN" -conf "$WORK/Corefile" >"$WORK/meridian.log" 2>&1 &
 	SERVER_PID=$!
 	deadline=$((SECONDS + READY_TIMEOUT))
 	for port in "$PORT_GSLB" "$PORT_FILE"; do
 		until [[ "$(probe "$port" "$first")" == "$want" ]]; do
 			if ! kill -0 "$SERVER_PID" 2>/dev/null || { ((SITES)) && ! kill -0 "$PEER_PID" 2>/dev/null; }; then
-				stop_pid "$SERVER_PID"
-				stop_pid "$PEER_PID"
+				bench_stop_pid "$SERVER_PID"
+				bench_stop_pid "$PEER_PID"
 				wait "$SERVER_PID" 2>/dev/null || true
 				SERVER_PID="" PEER_PID=""
 				if grep -qs 'address already in use' "$WORK/meridian.log" "$WORK/meridian.b.log"; then
@@ -349,7 +315,7 @@ wait_sites() {
 			sleep 0.2
 		done
 	done
-	log "site a answers site b's backends"
+	bench_log "site a answers site b's backends"
 }
 
 attempt=1
@@ -359,11 +325,11 @@ until start_server; do
 		cat "$WORK/meridian.log" >&2
 		exit 1
 	fi
-	log "port taken ($(grep -hs -m1 'address already in use' "$WORK/meridian.log" "$WORK/meridian.b.log" | head -n1)); retrying with new ports"
+	bench_log "port taken ($(grep -hs -m1 'address already in use' "$WORK/meridian.log" "$WORK/meridian.b.log" | head -n1)); retrying with new ports"
 	attempt=$((attempt + 1))
-	PORT_GSLB="$(pick_port)"
-	PORT_FILE="$(pick_port "$PORT_GSLB")"
-	PORT_PEER="$(pick_port "$PORT_FILE")"
+	PORT_GSLB="$(bench_pick_port)"
+	PORT_FILE="$(bench_pick_port "$PORT_GSLB")"
+	PORT_PEER="$(bench_pick_port "$PORT_FILE")"
 done
 # Spot-check that both listeners agree on a sample of failover names.
 for i in 2 3 $((NAMES / 2)) "$NAMES"; do
@@ -377,17 +343,14 @@ for i in 2 3 $((NAMES / 2)) "$NAMES"; do
 		exit 1
 	fi
 done
-log "both listeners ready"
+bench_log "both listeners ready"
 
 # --- 4. alternating dnsperf rounds -----------------------------------------------------------
 declare -a QPS_GSLB=() QPS_FILE=() US_GSLB=() US_FILE=() CL_GSLB=() CL_FILE=()
 LOST_FAIL=0
 RCODES=""
 
-CLK_TCK="$(getconf CLK_TCK)"
-server_cpu_ticks() { # utime + stime of the meridian process (all threads), in clock ticks
-	awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"
-}
+server_cpu_ticks() { bench_cpu_ticks "$SERVER_PID"; } # meridian's utime + stime, in ticks
 
 # run_perf label port round: runs dnsperf once and writes "qps server_us_per_query
 # dnsperf_cpu_pct" to $WORK/result; records rcodes and lost queries. Server CPU per query is
@@ -416,7 +379,7 @@ run_perf() {
 		cat "$out" >&2
 		exit 1
 	fi
-	us="$(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" -v n="$ndone" \
+	us="$(awk -v a="$t0" -v b="$t1" -v hz="$BENCH_CLK_TCK" -v n="$ndone" \
 		'BEGIN { printf "%.2f", (n > 0 ? 1e6 * (b - a) / hz / n : 0) }')"
 	cl="$(awk '{ printf "%.0f", ($1 > 0 ? 100 * ($2 + $3) / $1 : 0) }' "$WORK/time")"
 	pct="$(awk -v l="$lost" -v s="$sent" 'BEGIN { printf "%.3f", (s > 0 ? 100 * l / s : 100) }')"
@@ -427,7 +390,7 @@ run_perf() {
 	echo "$qps $us $cl" >"$WORK/result"
 }
 
-log "dnsperf: $ROUNDS round(s) x ${DURATION}s per listener, -c $CLIENTS -T $THREADS -q $OUTSTANDING"
+bench_log "dnsperf: $ROUNDS round(s) x ${DURATION}s per listener, -c $CLIENTS -T $THREADS -q $OUTSTANDING"
 for ((r = 1; r <= ROUNDS; r++)); do
 	# Alternate which listener goes first so drift (thermal, other load) hits both alike.
 	if ((r % 2 == 1)); then order=(gslb file); else order=(file gslb); fi
@@ -441,7 +404,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		else
 			QPS_FILE+=("$qps") US_FILE+=("$us") CL_FILE+=("$cl")
 		fi
-		log "round $r $label: $qps qps, server ${us} us CPU/query, dnsperf ${cl}% CPU"
+		bench_log "round $r $label: $qps qps, server ${us} us CPU/query, dnsperf ${cl}% CPU"
 	done
 done
 
@@ -457,7 +420,6 @@ if ((SITES)) && ! kill -0 "$PEER_PID" 2>/dev/null; then
 fi
 
 # --- 5. report -------------------------------------------------------------------------------
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.2f\n", s / NR }'; }
 
 echo
@@ -474,12 +436,12 @@ for ((r = 0; r < ROUNDS; r++)); do
 		-v uf="${US_FILE[r]}" -v cg="${CL_GSLB[r]}" -v cf="${CL_FILE[r]}" \
 		'BEGIN { printf "| %d | %.0f | %.0f | %.3f | %.2f | %.2f | %d / %d |\n", r, g, f, g / f, ug, uf, cg, cf }'
 done
-mg="$(median "${QPS_GSLB[@]}")"
-mf="$(median "${QPS_FILE[@]}")"
+mg="$(bench_median "${QPS_GSLB[@]}")"
+mf="$(bench_median "${QPS_FILE[@]}")"
 ag="$(mean "${QPS_GSLB[@]}")"
 af="$(mean "${QPS_FILE[@]}")"
-mug="$(median "${US_GSLB[@]}")"
-muf="$(median "${US_FILE[@]}")"
+mug="$(bench_median "${US_GSLB[@]}")"
+muf="$(bench_median "${US_FILE[@]}")"
 aug="$(mean "${US_GSLB[@]}")"
 auf="$(mean "${US_FILE[@]}")"
 awk -v g="$mg" -v f="$mf" -v ug="$mug" -v uf="$muf" \

@@ -1,0 +1,572 @@
+#!/usr/bin/env bash
+# Side by side: CoreDNS's file plugin, Meridian's gslb plugin (fast path off, and on with
+# FASTPATH=1) and gdnsd, serving the same zone bench.test. on loopback.
+#
+# The zone holds NAMES static names (plain A) and three steered names:
+#   wgt  weighted, two addresses, weights 3:1         (gslb mode weighted; gdnsd weighted)
+#   fo   failover, 127.0.0.1 then 127.0.0.2, both     (gslb mode failover with tcp checks;
+#        checked by TCP connect to a local listener    gdnsd simplefo, tcp_connect service type)
+#   geo  chosen by the client's network: 127.0.0.0/8  (gslb mode geoip with a geoip_custom map;
+#        is site "here", any other network "there"     gdnsd geoip with a nets map)
+# The file server holds one A record for each of them (the answer the others give 127.0.0.1,
+# the 3-weight address for wgt). The query list is a quarter of each kind: every static name
+# once, and each steered name NAMES/3 times, shuffled.
+#
+# Every server is its own process: meridian -conf (file), meridian -conf (gslb), meridian -conf
+# (gslb with a fastpath line, FASTPATH=1 only) and gdnsd start. The TCP check targets are two
+# socat listeners on 127.0.0.1:PORT_CHECK and 127.0.0.2:PORT_CHECK.
+#
+# Two phases, each with its own start of every server: "pinned" (servers under taskset -c 0,
+# dnsperf under taskset -c 1) and "unpinned". In each phase, ROUNDS rounds, the servers' order
+# rotating from round to round; per round and server:
+#   - max qps: dnsperf -l DURATION -c CLIENTS -T THREADS -q OUTSTANDING; the server's CPU
+#     time over the run (utime+stime from /proc/PID/stat) gives the cores it used and the
+#     qps per server core (qps / (CPU seconds / wall seconds));
+#   - latency at each rate of RATES: dnsperf -Q RATE -l LAT_DURATION -v, whose per-query lines
+#     carry each query's latency; p50, p99 and p99.9 by nearest rank over the queries of all
+#     rounds (pooled: a round at 1k qps alone holds too few queries for a p99.9).
+# The report gives medians over the rounds (qps) as Markdown tables, with the ratios gslb/gdnsd and
+# gslb/file (and fast/gdnsd, fast/file). When the binary rejects fastpath, its column is n/a.
+#
+# Usage: bench/fastpath.sh [--quick]
+# Environment: see bench/README.md (section fastpath.sh).
+set -euo pipefail
+
+usage() {
+	echo "usage: $0 [--quick]" >&2
+	exit 2
+}
+QUICK=0
+while (($#)); do
+	case "$1" in
+	--quick) QUICK=1 ;;
+	*) usage ;;
+	esac
+	shift
+done
+
+BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$BENCH_DIR/.." && pwd)"
+# shellcheck source=bench/lib.sh
+source "$BENCH_DIR/lib.sh"
+
+FASTPATH="${FASTPATH:-0}"
+NAMES="${NAMES:-1000}"
+ROUNDS="${ROUNDS:-3}"
+DURATION="${DURATION:-4}"
+LAT_DURATION="${LAT_DURATION:-2}"
+if ((QUICK)); then
+	ROUNDS=1
+	DURATION=2
+	LAT_DURATION=1
+fi
+RATES="${RATES:-1000 20000 100000}"
+PHASES="${PHASES:-pinned unpinned}"
+CLIENTS="${CLIENTS:-4}"
+THREADS="${THREADS:-1}"
+OUTSTANDING="${OUTSTANDING:-200}"
+LAT_OUTSTANDING="${LAT_OUTSTANDING:-2000}"
+TIMEOUT="${TIMEOUT:-1}"
+READY_TIMEOUT="${READY_TIMEOUT:-30}"
+WEIGHT_SAMPLES="${WEIGHT_SAMPLES:-400}"
+FAILOVER_CHECK="${FAILOVER_CHECK:-$((1 - QUICK))}"
+FAILOVER_TIMEOUT="${FAILOVER_TIMEOUT:-30}"
+GDNSD_BIN="${GDNSD_BIN:-gdnsd}"
+
+for v in NAMES ROUNDS DURATION LAT_DURATION CLIENTS THREADS OUTSTANDING LAT_OUTSTANDING TIMEOUT READY_TIMEOUT WEIGHT_SAMPLES FAILOVER_TIMEOUT; do
+	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || {
+		echo "$v must be a positive integer, got '${!v}'" >&2
+		exit 2
+	}
+done
+for r in $RATES; do
+	[[ "$r" =~ ^[1-9][0-9]*$ ]] || {
+		echo "RATES must be positive integers, got '$r'" >&2
+		exit 2
+	}
+done
+for p in $PHASES; do
+	[[ "$p" == pinned || "$p" == unpinned ]] || {
+		echo "PHASES must be pinned and/or unpinned, got '$p'" >&2
+		exit 2
+	}
+done
+for v in FASTPATH FAILOVER_CHECK; do
+	[[ "${!v}" == 0 || "${!v}" == 1 ]] || {
+		echo "$v must be 0 or 1, got '${!v}'" >&2
+		exit 2
+	}
+done
+
+# --- 1. tools and binary ---------------------------------------------------------------------
+bench_need_pkgs dnsperf:dnsperf dig:dnsutils socat:socat taskset:util-linux "$GDNSD_BIN:gdnsd"
+if [[ -n "${MERIDIAN_BIN:-}" ]]; then
+	BIN="$MERIDIAN_BIN"
+else
+	bench_log "building meridian"
+	make -C "$REPO" build >&2
+	BIN="$REPO/bin/meridian"
+fi
+[[ -x "$BIN" ]] || {
+	echo "meridian binary not found or not executable: $BIN" >&2
+	exit 1
+}
+command -v "$GDNSD_BIN" >/dev/null || {
+	echo "gdnsd not found: $GDNSD_BIN" >&2
+	exit 1
+}
+
+SERVERS=(file gslb)
+((FASTPATH)) && SERVERS+=(fast)
+SERVERS+=(gdnsd)
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-fastpath.XXXXXX")"
+declare -A PID=() PORT=()
+CHECK_PIDS=()
+FAST_NA="" # the reason the fast path column is n/a
+stop_servers() {
+	local s
+	for s in "${!PID[@]}"; do bench_stop_pid "${PID[$s]}"; done
+	PID=()
+}
+cleanup() {
+	stop_servers
+	local p
+	for p in "${CHECK_PIDS[@]}"; do bench_stop_pid "$p"; done
+	if [[ "${KEEP_WORK:-0}" == 1 ]]; then
+		echo "work directory kept: $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+
+# --- 2. zone data ----------------------------------------------------------------------------
+TTL=30
+WGT_HEAVY=10.9.0.1 WGT_LIGHT=10.9.0.2
+FO_PRIMARY=127.0.0.1 FO_SECONDARY=127.0.0.2
+GEO_HERE=10.8.0.1 GEO_THERE=10.8.0.2
+addr() { echo "10.1.$(($1 / 256 % 256)).$(($1 % 256))"; } # static name i
+
+PORT_CHECK="$(bench_pick_port)"
+
+static_lines() { # format: printf format of one static name (name, address)
+	local i
+	for ((i = 1; i <= NAMES; i++)); do
+		# shellcheck disable=SC2059
+		printf "$1" "$(printf 'n%05d' "$i")" "$(addr "$i")"
+	done
+}
+
+{
+	cat <<EOF
+\$ORIGIN bench.test.
+\$TTL 3600
+@	IN SOA	ns1.bench.test. hostmaster.bench.test. 1 7200 3600 1209600 60
+@	IN NS	ns1.bench.test.
+ns1	IN A	127.0.0.1
+wgt	$TTL	IN A	$WGT_HEAVY
+fo	$TTL	IN A	$FO_PRIMARY
+geo	$TTL	IN A	$GEO_HERE
+EOF
+	static_lines "%s\t$TTL\tIN A\t%s\n"
+} >"$WORK/db.bench.test"
+
+# gdnsd reads every file of its zones directory as the zone of that name.
+mkdir -p "$WORK/gdnsd/zones" "$WORK/gdnsd/run" "$WORK/gdnsd/state"
+{
+	cat <<EOF
+\$TTL 60
+@	SOA	ns1 hostmaster 1 7200 3600 1209600 60
+@	NS	ns1
+ns1	A	127.0.0.1
+wgt	$TTL	DYNA	weighted!wgt
+fo	$TTL	DYNA	simplefo!fo
+geo	$TTL	DYNA	geoip!geo
+EOF
+	static_lines "%s\t$TTL\tA\t%s\n"
+} >"$WORK/gdnsd/zones/bench.test"
+
+{
+	cat <<EOF
+soa:
+  mname: ns1.bench.test.
+  rname: hostmaster.bench.test.
+ns:
+  - ns1.bench.test.
+static:
+  ns1: ["A 127.0.0.1"]
+EOF
+	static_lines "  %s: [\"$TTL A %s\"]\n"
+	cat <<EOF
+records:
+  wgt.bench.test.:
+    mode: weighted
+    record_ttl: $TTL
+    backends:
+      - {address: $WGT_HEAVY, weight: 3}
+      - {address: $WGT_LIGHT, weight: 1}
+  fo.bench.test.:
+    mode: failover
+    record_ttl: $TTL
+    scrape_interval: 2s
+    scrape_timeout: 1s
+    backends:
+      - {address: $FO_PRIMARY, priority: 1, healthchecks: [{type: tcp, params: {port: $PORT_CHECK}}]}
+      - {address: $FO_SECONDARY, priority: 2, healthchecks: [{type: tcp, params: {port: $PORT_CHECK}}]}
+  geo.bench.test.:
+    mode: geoip
+    record_ttl: $TTL
+    backends:
+      - {address: $GEO_HERE, location: here}
+      - {address: $GEO_THERE, location: there}
+EOF
+} >"$WORK/gslb.yml"
+printf 'subnets:\n  - subnet: 127.0.0.0/8\n    location: here\n' >"$WORK/locations.yml"
+
+# The query list: a quarter of each kind.
+{
+	for ((i = 1; i <= NAMES; i++)); do printf 'n%05d.bench.test. A\n' "$i"; done
+	for ((i = 1; i <= (NAMES + 2) / 3; i++)); do
+		printf 'wgt.bench.test. A\nfo.bench.test. A\ngeo.bench.test. A\n'
+	done
+} | shuf --random-source=<(yes) >"$WORK/queries.txt"
+
+# write_configs writes every server's configuration for the ports in PORT.
+write_configs() {
+	local s extra
+	for s in gslb fast; do
+		extra=""
+		[[ "$s" == fast ]] && extra="fastpath"
+		cat >"$WORK/Corefile.$s" <<EOF
+bench.test:${PORT[$s]:-0} {
+    bind 127.0.0.1
+    gslb {
+        zone bench.test. $WORK/gslb.yml
+        geoip_custom $WORK/locations.yml
+        $extra
+    }
+}
+EOF
+	done
+	cat >"$WORK/Corefile.file" <<EOF
+bench.test:${PORT[file]:-0} {
+    bind 127.0.0.1
+    file $WORK/db.bench.test bench.test
+}
+EOF
+	cat >"$WORK/gdnsd/config" <<EOF
+options => {
+  listen => [ 127.0.0.1:${PORT[gdnsd]:-0} ]
+  run_dir => $WORK/gdnsd/run
+  state_dir => $WORK/gdnsd/state
+}
+service_types => {
+  tcpcheck => { plugin => tcp_connect, port => $PORT_CHECK, interval => 2, timeout => 1, up_thresh => 2, ok_thresh => 1, down_thresh => 2 }
+}
+plugins => {
+  weighted => { wgt => { heavy = [ $WGT_HEAVY, 3 ], light = [ $WGT_LIGHT, 1 ] } }
+  simplefo => { fo => { primary => $FO_PRIMARY, secondary => $FO_SECONDARY, service_types => tcpcheck } }
+  geoip => {
+    maps => { nets => { datacenters => [ here, there ], nets => { 127.0.0.0/8 => [ here ] } } }
+    resources => { geo => { map => nets, dcmap => { here => $GEO_HERE, there => $GEO_THERE } } }
+  }
+}
+EOF
+}
+
+# --- 3. check targets and servers ------------------------------------------------------------
+# start_check i: starts the check target of the failover address i (0: primary, 1: secondary).
+FO_ADDRS=("$FO_PRIMARY" "$FO_SECONDARY")
+start_check() {
+	socat "TCP-LISTEN:$PORT_CHECK,bind=${FO_ADDRS[$1]},reuseaddr,fork" /dev/null 2>>"$WORK/socat.log" &
+	CHECK_PIDS[$1]=$!
+}
+start_check 0
+start_check 1
+
+probe() { # port name -> first A address or empty
+	dig +short +time=1 +tries=1 @127.0.0.1 -p "$1" "$2" A 2>/dev/null | head -n1
+}
+
+# ready server: true once the server answers every kind as expected (and, for gdnsd, its
+# checks of both failover addresses are up).
+ready() {
+	local p=${PORT[$1]} w
+	[[ "$(probe "$p" n00001.bench.test.)" == "$(addr 1)" ]] || return 1
+	[[ "$(probe "$p" fo.bench.test.)" == "$FO_PRIMARY" ]] || return 1
+	[[ "$(probe "$p" geo.bench.test.)" == "$GEO_HERE" ]] || return 1
+	w="$(probe "$p" wgt.bench.test.)"
+	[[ "$w" == "$WGT_HEAVY" || "$w" == "$WGT_LIGHT" ]] || return 1
+	if [[ "$1" == gdnsd ]]; then
+		[[ "$(gdnsdctl -c "$WORK/gdnsd" states 2>/dev/null | grep -c '/tcpcheck": {"state": "UP"')" == 2 ]] || return 1
+	fi
+}
+
+# start_server server phase: starts it and waits until it is ready. Returns 1 if its port was
+# taken (the caller retries with a new port), 2 if it is the fast path and the binary rejects
+# the option; exits the script on any other failure.
+start_server() {
+	local s=$1 pin=() deadline log="$WORK/$1.log"
+	[[ "$2" == pinned ]] && pin=(taskset -c 0)
+	if [[ "$s" == gdnsd ]]; then
+		"${pin[@]}" "$GDNSD_BIN" -c "$WORK/gdnsd" start >"$log" 2>&1 &
+	else
+		"${pin[@]}" "$BIN" -conf "$WORK/Corefile.$s" >"$log" 2>&1 &
+	fi
+	PID[$s]=$!
+	deadline=$((SECONDS + READY_TIMEOUT))
+	until ready "$s"; do
+		if ! kill -0 "${PID[$s]}" 2>/dev/null; then
+			wait "${PID[$s]}" 2>/dev/null || true
+			unset "PID[$s]"
+			grep -qsi 'address already in use' "$log" && return 1
+			if [[ "$s" == fast ]] && grep -qs 'unknown option "fastpath"' "$log"; then
+				FAST_NA="$(grep -m1 -o 'unknown option "fastpath"' "$log")"
+				return 2
+			fi
+			echo "$s exited during startup:" >&2
+			cat "$log" >&2
+			exit 1
+		fi
+		if ((SECONDS >= deadline)); then
+			echo "$s (127.0.0.1:${PORT[$s]}) not ready within ${READY_TIMEOUT}s:" >&2
+			cat "$log" >&2
+			exit 1
+		fi
+		sleep 0.2
+	done
+}
+
+# start_all phase: picks ports and starts every server (the fast path's may turn out n/a).
+start_all() {
+	local s attempt rc used
+	for s in "${SERVERS[@]}"; do
+		[[ "$s" == fast && -n "$FAST_NA" ]] && continue
+		for ((attempt = 1; ; attempt++)); do
+			used="${PORT[*]:-} $PORT_CHECK"
+			# shellcheck disable=SC2086
+			PORT[$s]="$(bench_pick_port $used)"
+			write_configs
+			rc=0
+			start_server "$s" "$1" || rc=$?
+			((rc == 0)) && break
+			if ((rc == 2)); then
+				bench_log "fast path: the binary rejects it ($FAST_NA): column n/a"
+				break
+			fi
+			((attempt < 5)) || {
+				echo "$s could not bind a port:" >&2
+				cat "$WORK/$s.log" >&2
+				exit 1
+			}
+			bench_log "$s: port ${PORT[$s]} taken, retrying with another"
+		done
+	done
+	bench_log "$1: servers ready: $(for s in "${!PID[@]}"; do printf '%s on %s; ' "$s" "${PORT[$s]}"; done)"
+}
+
+# --- 4. answers: weights and failover ---------------------------------------------------------
+# Before the first phase's measurements: the weighted name's share of the 3-weight address over
+# WEIGHT_SAMPLES queries, and (FAILOVER_CHECK=1) the time each steering server takes to move fo
+# to the secondary once the primary's check target stops, and back once it restarts.
+CHECKS_REPORT=""
+check_weights() {
+	local s out heavy total
+	for s in gslb fast gdnsd; do
+		[[ -n "${PID[$s]:-}" ]] || continue
+		# shellcheck disable=SC2046
+		out="$(dig +short +time=1 +tries=1 @127.0.0.1 -p "${PORT[$s]}" $(for ((i = 0; i < WEIGHT_SAMPLES; i++)); do printf 'wgt.bench.test. A '; done))"
+		heavy="$(grep -cx "$WGT_HEAVY" <<<"$out" || true)"
+		total="$(grep -cxE "$WGT_HEAVY|$WGT_LIGHT" <<<"$out" || true)"
+		CHECKS_REPORT+="wgt: $s answered $WGT_HEAVY to $heavy of $total queries (weight 3 of 4: 75% expected)."$'\n'
+		if ((total < WEIGHT_SAMPLES)) || ((heavy * 100 < total * 55 || heavy * 100 > total * 95)); then
+			echo "$s: wgt answered $WGT_HEAVY to $heavy of $total (of $WEIGHT_SAMPLES) queries, not about 3 in 4" >&2
+			exit 1
+		fi
+	done
+}
+# wait_fo want what: waits until every steering server answers fo with want; notes how long.
+wait_fo() {
+	local s t0=$SECONDS deadline=$((SECONDS + FAILOVER_TIMEOUT)) pending
+	declare -A took=()
+	while :; do
+		pending=0
+		for s in gslb fast gdnsd; do
+			[[ -n "${PID[$s]:-}" && -z "${took[$s]:-}" ]] || continue
+			if [[ "$(probe "${PORT[$s]}" fo.bench.test.)" == "$1" ]]; then
+				took[$s]=$((SECONDS - t0))
+			else
+				pending=1
+			fi
+		done
+		((pending)) || break
+		if ((SECONDS >= deadline)); then
+			echo "fo: not every server answers $1 within ${FAILOVER_TIMEOUT}s after $2 (done: ${!took[*]})" >&2
+			exit 1
+		fi
+		sleep 0.2
+	done
+	for s in "${!took[@]}"; do CHECKS_REPORT+="fo: $s answered $1 ${took[$s]}s after $2."$'\n'; done
+}
+check_failover() {
+	bench_stop_pid "${CHECK_PIDS[0]}"
+	wait_fo "$FO_SECONDARY" "the primary's check target stopped"
+	start_check 0
+	wait_fo "$FO_PRIMARY" "it restarted"
+}
+
+# --- 5. measurements -------------------------------------------------------------------------
+# Results: $WORK/res/PHASE.SERVER.METRIC, one value per round.
+mkdir -p "$WORK/res"
+record() { echo "$4" >>"$WORK/res/$1.$2.$3"; }
+
+# perf phase server out args...: runs dnsperf (pinned to core 1 in the pinned phase) against the
+# server; prints "wall_seconds server_cpu_seconds" (wall: the whole dnsperf process).
+perf() {
+	local phase=$1 s=$2 out=$3 pin=() t0 t1 w0 w1
+	shift 3
+	[[ "$phase" == pinned ]] && pin=(taskset -c 1)
+	t0="$(bench_cpu_ticks "${PID[$s]}")"
+	w0="$(date +%s.%N)"
+	if ! "${pin[@]}" dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$WORK/queries.txt" -c "$CLIENTS" -T "$THREADS" "$@" >"$out" 2>&1; then
+		echo "dnsperf failed against $s:" >&2
+		cat "$out" >&2
+		exit 1
+	fi
+	w1="$(date +%s.%N)"
+	t1="$(bench_cpu_ticks "${PID[$s]}")"
+	awk -v a="$t0" -v b="$t1" -v w0="$w0" -v w1="$w1" -v hz="$BENCH_CLK_TCK" 'BEGIN { printf "%.3f %.3f\n", w1 - w0, (b - a) / hz }'
+}
+
+field() { awk -v k="$1" 'index($0, k) { sub(/^.*: */, ""); print $1; exit }' "$2"; } # "Key:" file
+
+lost_pct() { awk -v s="$(field 'Queries sent:' "$1")" -v l="$(field 'Queries lost:' "$1")" 'BEGIN { printf "%.2f", (s > 0 ? 100 * l / s : 100) }'; }
+
+measure() { # phase server round
+	local phase=$1 s=$2 r=$3 out res wall cpu qps done_q rate
+	out="$WORK/$phase.$s.$r.max.txt"
+	res="$(perf "$phase" "$s" "$out" -l "$DURATION" -q "$OUTSTANDING" -t "$TIMEOUT")"
+	read -r wall cpu <<<"$res"
+	qps="$(field 'Queries per second:' "$out")"
+	done_q="$(field 'Queries completed:' "$out")"
+	record "$phase" "$s" qps "$(printf '%.0f' "$qps")"
+	# Cores used: over dnsperf's sending time, not its start and its wait for the last answers
+	# (the server is idle then).
+	record "$phase" "$s" cores "$(awk -v c="$cpu" -v w="$(field 'Run time (s):' "$out")" 'BEGIN { printf "%.2f", (w > 0 ? c / w : 0) }')"
+	record "$phase" "$s" qpscore "$(awk -v n="$done_q" -v c="$cpu" 'BEGIN { printf "%.0f", (c > 0 ? n / c : 0) }')"
+	record "$phase" "$s" lost "$(lost_pct "$out")"
+	bench_log "$phase round $r $s: $qps qps, server CPU ${cpu}s over ${wall}s"
+	for rate in $RATES; do
+		out="$WORK/$phase.$s.$r.q$rate.txt"
+		res="$(perf "$phase" "$s" "$out" -l "$LAT_DURATION" -q "$LAT_OUTSTANDING" -Q "$rate" -t "$TIMEOUT" -v)"
+		record "$phase" "$s" "q$rate.qps" "$(printf '%.0f' "$(field 'Queries per second:' "$out")")"
+		record "$phase" "$s" "q$rate.lost" "$(lost_pct "$out")"
+		# Per-query lines: "> RCODE NAME TYPE LATENCY_SECONDS"; kept in microseconds, pooled
+		# over the rounds.
+		awk '$1 == ">" && NF == 5 { printf "%.0f\n", $5 * 1e6 }' "$out" >>"$WORK/res/$phase.$s.q$rate.lat"
+	done
+}
+
+checked=0
+for phase in $PHASES; do
+	start_all "$phase"
+	if ((!checked)); then
+		check_weights
+		((FAILOVER_CHECK)) && check_failover
+		checked=1
+	fi
+	bench_log "$phase: $ROUNDS round(s): max qps ${DURATION}s, rates $RATES ${LAT_DURATION}s each"
+	for ((r = 1; r <= ROUNDS; r++)); do
+		order=()
+		for s in "${SERVERS[@]}"; do [[ -n "${PID[$s]:-}" ]] && order+=("$s"); done
+		n=${#order[@]}
+		for ((k = 0; k < n; k++)); do
+			s="${order[$(((k + r - 1) % n))]}"
+			measure "$phase" "$s" "$r"
+			kill -0 "${PID[$s]}" 2>/dev/null || {
+				echo "$s exited during the benchmark:" >&2
+				cat "$WORK/$s.log" >&2
+				exit 1
+			}
+		done
+	done
+	stop_servers
+done
+
+# --- 6. report -------------------------------------------------------------------------------
+med() { # phase server metric -> median or n/a
+	local f="$WORK/res/$1.$2.$3"
+	if [[ -s "$f" ]]; then
+		# shellcheck disable=SC2046
+		bench_median $(cat "$f")
+	else
+		echo n/a
+	fi
+}
+# percentiles phase server rate: computes p50, p99 and p99.9 (nearest rank) of the pooled
+# latencies into the results.
+percentiles() {
+	local f="$WORK/res/$1.$2.q$3"
+	[[ -s "$f.lat" ]] || return 0
+	# A histogram of the integer microseconds, its few thousand distinct values sorted.
+	awk '{ n[$1]++ } END { for (v in n) print v, n[v] }' "$f.lat" | sort -n |
+		awk -v pfx="$f" '{ v[NR] = $1; c[NR] = $2; t += $2 } END {
+			split("p50 0.5 p99 0.99 p999 0.999", p, " ")
+			for (i = 1; i < 6; i += 2) {
+				k = int(t * p[i + 1]); if (k < t * p[i + 1]) k++; if (k < 1) k = 1
+				sum = 0
+				for (j = 1; j <= NR; j++) { sum += c[j]; if (sum >= k) break }
+				print v[j] > (pfx "." p[i])
+			}
+		}'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
+
+row() { # phase label metric [noratio]: with noratio, the ratio cells stay empty
+	local phase=$1 label=$2 metric=$3 s line g f d x
+	line="| $label |"
+	for s in file gslb fast gdnsd; do line+=" $(med "$phase" "$s" "$metric") |"; done
+	g="$(med "$phase" gslb "$metric")" f="$(med "$phase" file "$metric")"
+	d="$(med "$phase" gdnsd "$metric")" x="$(med "$phase" fast "$metric")"
+	if [[ -n "${4:-}" ]]; then
+		echo "$line | | | |"
+		return
+	fi
+	line+=" $(ratio "$g" "$d") | $(ratio "$g" "$f") | $(ratio "$x" "$d") | $(ratio "$x" "$f") |"
+	echo "$line"
+}
+
+echo
+echo "Side by side: file, gslb (fast path off), gslb with fastpath, gdnsd. $NAMES static names + wgt, fo, geo (a quarter of the queries each), medians of $ROUNDS round(s)."
+echo "max qps: dnsperf -l $DURATION -c $CLIENTS -T $THREADS -q $OUTSTANDING -t $TIMEOUT; latency: dnsperf -Q RATE -l $LAT_DURATION -c $CLIENTS -T $THREADS -q $LAT_OUTSTANDING -t $TIMEOUT -v."
+[[ -n "$FAST_NA" ]] && echo "fast path: n/a, the binary rejects the option ($FAST_NA)."
+((FASTPATH)) || echo "fast path: n/a, not run (FASTPATH=1 runs it)."
+echo "qps rows: medians over the rounds; latency percentiles: nearest rank over the queries of all rounds, pooled."
+printf '%s' "$CHECKS_REPORT"
+echo "Ratios are of the medians; for latencies, lower is better (a ratio below 1: Meridian is faster)."
+for phase in $PHASES; do
+	for s in "${SERVERS[@]}"; do
+		for rate in $RATES; do percentiles "$phase" "$s" "$rate"; done
+	done
+	echo
+	if [[ "$phase" == pinned ]]; then
+		echo "### Pinned (server taskset -c 0, dnsperf taskset -c 1)"
+	else
+		echo "### Unpinned"
+	fi
+	echo
+	echo "| metric | file | gslb | fast | gdnsd | gslb/gdnsd | gslb/file | fast/gdnsd | fast/file |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	row "$phase" "max qps" qps
+	row "$phase" "server cores used" cores noratio
+	row "$phase" "qps per server core" qpscore
+	row "$phase" "lost % (max qps)" lost noratio
+	for rate in $RATES; do
+		row "$phase" "$rate qps: achieved" "q$rate.qps"
+		row "$phase" "$rate qps: p50 us" "q$rate.p50"
+		row "$phase" "$rate qps: p99 us" "q$rate.p99"
+		row "$phase" "$rate qps: p99.9 us" "q$rate.p999"
+		row "$phase" "$rate qps: lost %" "q$rate.lost" noratio
+	done
+done

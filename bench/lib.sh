@@ -1,0 +1,69 @@
+# shellcheck shell=bash
+# Shared shell functions of the bench/ scripts (run.sh, fastpath.sh). Source it; it defines
+# functions and a few read-only settings, and runs nothing else.
+#
+#   bench_log MSG...            "== MSG" on stderr
+#   bench_need_pkgs CMD:PKG...  apt-get installs PKG for each CMD not on PATH (sudo if not root)
+#   bench_port_in_use PORT      true if any TCP or UDP socket, listening or not, uses PORT
+#   bench_pick_port [AVOID...]  prints a free port below the ephemeral range, not one of AVOID
+#   bench_stop_pid PID          stops the process (SIGTERM, then waits) if it runs
+#   bench_cpu_ticks PID         utime + stime of the process (all its threads), in clock ticks
+#   bench_median N...           the median (mean of the middle two for an even count)
+
+# shellcheck disable=SC2034 # used by the scripts that source this file
+BENCH_CLK_TCK="$(getconf CLK_TCK)"
+
+bench_log() { echo "== $*" >&2; }
+
+bench_need_pkgs() {
+	local spec pkgs=() sudo_cmd=()
+	for spec in "$@"; do
+		command -v "${spec%%:*}" >/dev/null || pkgs+=("${spec#*:}")
+	done
+	((${#pkgs[@]} > 0)) || return 0
+	bench_log "installing: ${pkgs[*]}"
+	[[ "$(id -u)" == 0 ]] || sudo_cmd=(sudo)
+	"${sudo_cmd[@]}" apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${pkgs[@]}"
+}
+
+# Ports are picked below the kernel's ephemeral range (so no outgoing connection holds them)
+# and checked against every socket, listening or not. A port can still be taken between the
+# check and a server's bind: callers retry the start with new ports.
+BENCH_EPHEMERAL_LO="$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)"
+BENCH_PORT_LO=10000
+BENCH_PORT_HI=$((BENCH_EPHEMERAL_LO > BENCH_PORT_LO + 1000 ? BENCH_EPHEMERAL_LO - 1 : 32767))
+
+bench_port_in_use() {
+	ss -Hanu "sport = :$1" 2>/dev/null | grep -q . ||
+		ss -Hant "sport = :$1" 2>/dev/null | grep -q .
+}
+
+bench_pick_port() {
+	local p a taken
+	for _ in $(seq 1 100); do
+		p=$((BENCH_PORT_LO + RANDOM % (BENCH_PORT_HI - BENCH_PORT_LO + 1)))
+		taken=0
+		for a in "$@"; do [[ "$p" == "$a" ]] && taken=1; done
+		if ((!taken)) && ! bench_port_in_use "$p"; then
+			echo "$p"
+			return 0
+		fi
+	done
+	echo "no free port found in $BENCH_PORT_LO-$BENCH_PORT_HI" >&2
+	return 1
+}
+
+bench_stop_pid() {
+	if [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null; then
+		kill "$1" 2>/dev/null || true
+		wait "$1" 2>/dev/null || true
+	fi
+}
+
+bench_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+bench_median() {
+	printf '%s\n' "$@" | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
