@@ -17,6 +17,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/gctune"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/health/probe"
@@ -313,6 +314,7 @@ func (e *Engine) load() error {
 	e.scheduleTTLChanges()
 	recordsGauge.Set(float64(len(snap.Records())))
 	lastReloadTime.SetToCurrentTime()
+	gctune.Settle() // the old snapshot's pages go back to the system once reloads settle
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"time"
 )
 
 const (
@@ -95,4 +96,29 @@ func (t *tuner) adjust() bool {
 		t.percent = p
 	}
 	return true
+}
+
+// settleDelay is how long after the last reload Settle returns memory to the system: reloads
+// that come in bursts (an operator's edits, a deployment's files) return it once.
+const settleDelay = 5 * time.Second
+
+// settle is the timer of the pending return of memory.
+var settle struct {
+	sync.Mutex
+	timer *time.Timer
+}
+
+// Settle returns the memory that the collector freed to the system settleDelay after the last
+// call. A reload builds a whole new configuration and drops the old one: the heap shrinks back,
+// but the runtime keeps the pages it grew into for a while, and after many reloads the
+// process's RSS stayed half as large again as at its start. Calling it after each reload
+// returns them once the reloads settle.
+func Settle() {
+	settle.Lock()
+	defer settle.Unlock()
+	if settle.timer != nil {
+		settle.timer.Reset(settleDelay)
+		return
+	}
+	settle.timer = time.AfterFunc(settleDelay, debug.FreeOSMemory)
 }

@@ -84,3 +84,18 @@ func waitPercent(t *testing.T, ok func(uint64) bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSettleDebounces: calls in a burst arm one timer, which a later call pushes back.
+func TestSettleDebounces(t *testing.T) {
+	Settle()
+	settle.Lock()
+	first := settle.timer
+	settle.Unlock()
+	Settle()
+	settle.Lock()
+	second := settle.timer
+	settle.Unlock()
+	if first == nil || first != second {
+		t.Errorf("a burst of Settle calls armed %p then %p, want one timer", first, second)
+	}
+}
