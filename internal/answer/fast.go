@@ -69,6 +69,9 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 	}
 	found := zone.Find(qname)
 	rec := found.Record
+	if found.Cut == nil && rec == nil && found.Static != nil {
+		return q.appendStatic(dst, found.Static[q.qtype])
+	}
 	if found.Cut != nil || found.Wildcard || rec == nil || rec.Name != qname || hasHostBackend(rec) {
 		return dst, false
 	}
@@ -110,6 +113,34 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 	}
 	if q.edns {
 		dst = q.appendOPT(dst, sel.scope)
+	}
+	return dst, true
+}
+
+// appendStatic appends the answer of a name's static RRset rrs of the query's type (A or
+// AAAA), as static answers it: every record, with its own TTL, and the reply OPT with scope 0.
+// It reports false for none (NODATA, or a CNAME: the slow path answers) and for an answer
+// that does not fit the client's buffer.
+func (q *fastQuery) appendStatic(dst []byte, rrs []dns.RR) ([]byte, bool) {
+	f, _ := catalog.FamilyOf(q.qtype)
+	limit := dns.MinMsgSize
+	if q.edns {
+		limit = udpLimit(q.udpSize)
+	}
+	if len(rrs) == 0 || q.replyLen()+len(rrs)*(len(q.name)+rrFixedLen+rdataLen(f)) > limit {
+		return dst, false
+	}
+	for _, rr := range rrs {
+		if !isAddress(rr, f) {
+			return dst, false
+		}
+	}
+	dst = q.appendHeader(dst, len(rrs))
+	for _, rr := range rrs {
+		dst = appendAddress(dst, q.name, rr.Header().Ttl, rr)
+	}
+	if q.edns {
+		dst = q.appendOPT(dst, 0)
 	}
 	return dst, true
 }

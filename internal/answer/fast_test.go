@@ -27,6 +27,9 @@ static:
   sub: ["NS ns1.sub"]
   ns1.sub: ["A 192.0.2.53"]
   www: ["TXT \"static text\""]
+  mail: ["300 A 192.0.2.25", "300 A 192.0.2.26"]
+  v6: ["AAAA 2001:db8::25"]
+  alias: ["CNAME www"]
 healthcheck_profiles:
   tcp80: {type: tcp, params: {port: 80}}
 records:
@@ -272,6 +275,12 @@ func TestAppendFastMatchesRespond(t *testing.T) {
 		{fastCase{qname: "www.example.org.", qtype: dns.TypeA, ecs: v4(24, "198.51.100.0"), useECS: true}, true},
 		{fastCase{qname: "www.example.org.", qtype: dns.TypeA, ecs: v4(24, "198.51.100.0")}, false}, // ECS without use_edns_csubnet
 		{fastCase{qname: "example.org.", qtype: dns.TypeA, edns: 1232}, true},
+		{fastCase{qname: "mail.example.org.", qtype: dns.TypeA}, true}, // static
+		{fastCase{qname: "MAIL.example.org.", qtype: dns.TypeA, edns: 1232, do: true}, true},
+		{fastCase{qname: "mail.example.org.", qtype: dns.TypeA, ecs: v4(24, "198.51.100.0"), useECS: true}, true},
+		{fastCase{qname: "v6.example.org.", qtype: dns.TypeAAAA, edns: 1232}, true},
+		{fastCase{qname: "mail.example.org.", qtype: dns.TypeAAAA}, false}, // static NODATA
+		{fastCase{qname: "alias.example.org.", qtype: dns.TypeA}, false},   // a static CNAME
 		{fastCase{qname: "hashed.example.org.", qtype: dns.TypeA}, true},
 		{fastCase{qname: "hashed.example.org.", qtype: dns.TypeA, src: sanJose}, true},
 		{fastCase{qname: "hashed.example.org.", qtype: dns.TypeAAAA, src: v6, edns: 1232}, true},
