@@ -37,9 +37,13 @@ type Server struct {
 	handler Handler
 	counts  *Counts
 	conns   []*net.UDPConn
-	slow    *slowConn
-	wg      sync.WaitGroup
-	closed  atomic.Bool
+	// base is the count of the group's sockets that are not any fast path's (CoreDNS's);
+	// seq orders the fast paths of one address by when they bound.
+	base   int
+	seq    uint64
+	slow   *slowConn
+	wg     sync.WaitGroup
+	closed atomic.Bool
 	// Steered is set when the group's packets are steered to the loops' sockets (the BPF
 	// program was attached); otherwise the kernel spreads them over every socket of the
 	// group by their addresses, CoreDNS's included, which serves its share the slow way.
@@ -66,6 +70,7 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	s.slow.Close()
 	track(s, false)
+	resteer(s.addr) // the group closed up over this server's sockets
 	return nil
 }
 

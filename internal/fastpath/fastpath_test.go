@@ -3,6 +3,7 @@ package fastpath
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -140,4 +141,51 @@ func TestListenRefusesTheUnspecifiedAddress(t *testing.T) {
 	if _, err := Listen("0.0.0.0:5353", 1, 0, &echo{}, &Counts{}); err == nil {
 		t.Error("listened on the unspecified address")
 	}
+}
+
+// tagged answers every packet fast, with its tag first.
+type tagged byte
+
+func (t tagged) Fast(dst, pkt []byte, _ netip.Addr) ([]byte, bool) {
+	return append(append(dst, byte(t)), pkt...), true
+}
+
+// TestServerTakesOverTheGroup: a second fast path on the address (a Corefile reload's) gets
+// every packet from its start, and keeps them once the first one closes; the group's other
+// socket gets none throughout.
+func TestServerTakesOverTheGroup(t *testing.T) {
+	addr := freeUDP(t)
+	lc := net.ListenConfig{Control: reusePort}
+	other, err := lc.ListenPacket(context.Background(), "udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	old, err := Listen(addr, 2, 1, tagged('O'), &Counts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Serve()
+	defer old.Close()
+	askAll := func(step string, want byte) {
+		t.Helper()
+		for i := range 30 {
+			if got := ask(t, addr, fmt.Sprintf("q%d", i)); got[0] != want {
+				t.Fatalf("%s: query %d answered %q, want it from %c", step, i, got, want)
+			}
+		}
+	}
+	askAll("the first fast path", 'O')
+	next, err := Listen(addr, 2, 1, tagged('N'), &Counts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.Serve()
+	defer next.Close()
+	askAll("both", 'N')
+	old.Close()
+	if !next.Steered {
+		t.Fatal("the second fast path was not steered again")
+	}
+	askAll("the second alone", 'N')
 }

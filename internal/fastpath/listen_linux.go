@@ -16,7 +16,10 @@ import (
 // Listen binds loops sockets (0: one per CPU the process may use) to addr (host:port, a
 // specific address: a socket on the unspecified address could not answer from the address a
 // query was sent to) in its SO_REUSEPORT group, after the first others sockets of the group
-// (CoreDNS's), and steers the group's packets to them. It counts its packets in counts.
+// (CoreDNS's) and those of the fast paths still serving addr (a Corefile reload starts the new
+// one before it stops the old), and steers the group's packets to them at once: the old one's
+// sockets get no more, and it answers what it has queued until it closes. It counts its
+// packets in counts.
 func Listen(addr string, loops, others int, h Handler, counts *Counts) (*Server, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
@@ -28,7 +31,8 @@ func Listen(addr string, loops, others int, h Handler, counts *Counts) (*Server,
 	if loops <= 0 {
 		loops = runtime.GOMAXPROCS(0)
 	}
-	s := &Server{addr: addr, handler: h, counts: counts}
+	s := &Server{addr: addr, handler: h, counts: counts, base: others}
+	before := liveSockets(addr)
 	lc := net.ListenConfig{Control: reusePort}
 	for range loops {
 		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
@@ -38,7 +42,7 @@ func Listen(addr string, loops, others int, h Handler, counts *Counts) (*Server,
 		}
 		s.conns = append(s.conns, pc.(*net.UDPConn))
 	}
-	s.Steered = steer(s.conns[0], others, loops) == nil
+	s.Steered = steer(s.conns[0], others+before, loops) == nil
 	s.slow = newSlowConn(s.conns[0])
 	track(s, true)
 	return s, nil
@@ -51,6 +55,19 @@ func reusePort(_, _ string, c syscall.RawConn) error {
 		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
 	})
 	return errors.Join(err, serr)
+}
+
+// resteer steers addr's group to the sockets of the fast path that still serves it, after
+// another one's sockets left the group (the kernel moves the group's last sockets into the
+// places of those that close, so the survivors now follow the base sockets).
+func resteer(addr string) {
+	live.Lock()
+	defer live.Unlock()
+	for s := range live.servers {
+		if s.addr == addr && !s.closed.Load() {
+			s.Steered = steer(s.conns[0], s.base+socketsBefore(s), len(s.conns)) == nil
+		}
+	}
 }
 
 // steer attaches to the group of c the program that sends each packet to socket

@@ -20,6 +20,7 @@ var packetsDesc = prometheus.NewDesc(
 var live = struct {
 	sync.Mutex
 	servers map[*Server]bool
+	seq     uint64 // the order in which the servers bound their sockets
 }{servers: map[*Server]bool{}}
 
 func init() { prometheus.MustRegister(collector{}) }
@@ -46,11 +47,38 @@ func (collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// liveSockets returns the count of the sockets that the live fast paths of addr have bound.
+func liveSockets(addr string) int {
+	live.Lock()
+	defer live.Unlock()
+	n := 0
+	for s := range live.servers {
+		if s.addr == addr {
+			n += len(s.conns)
+		}
+	}
+	return n
+}
+
+// socketsBefore returns, with live locked, the count of the sockets of addr's other live fast
+// paths that were bound before s's (in its group, they come first).
+func socketsBefore(s *Server) int {
+	n := 0
+	for o := range live.servers {
+		if o != s && o.addr == s.addr && o.seq < s.seq {
+			n += len(o.conns)
+		}
+	}
+	return n
+}
+
 // track adds s to (or, with on false, takes it out of) the servers the collector reports.
 func track(s *Server, on bool) {
 	live.Lock()
 	defer live.Unlock()
 	if on {
+		live.seq++
+		s.seq = live.seq
 		live.servers[s] = true
 	} else {
 		delete(live.servers, s)
