@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,16 +23,24 @@ import (
 // backend. An unsigned AXFR is refused.
 func TestZoneTransferToKnot(t *testing.T) {
 	t.Parallel()
+	// The backends answer an http check, 503 once healthy[i] is cleared: a closed listener's
+	// port could be taken by another test's server meanwhile.
 	var ports []int
-	var listeners []net.Listener
-	for _, addr := range []string{"127.0.9.1:0", "127.0.9.2:0"} {
+	var healthy [2]atomic.Bool
+	for i, addr := range []string{"127.0.9.1:0", "127.0.9.2:0"} {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		go acceptAndClose(l)
-		t.Cleanup(func() { l.Close() })
-		listeners, ports = append(listeners, l), append(ports, l.Addr().(*net.TCPAddr).Port)
+		healthy[i].Store(true)
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if !healthy[i].Load() {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		})}
+		go func() { _ = srv.Serve(l) }()
+		t.Cleanup(func() { srv.Close() })
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	key := testutil.TSIGKey{Name: "xfr.example.org.", Algorithm: dns.HmacSHA256, Secret: "c2VjcmV0LW9mLXRoZS10cmFuc2Zlci1rZXktMzJieXRlcyE="}
 	zone := fmt.Sprintf(`soa: {mname: ns1.example.org., rname: hostmaster.example.org.}
@@ -41,11 +51,12 @@ static:
   mail: ["A 192.0.2.25"]
 records:
   www.example.org.:
+    fallback_policy: {mode: fail-closed} # two addresses answered: both are up
     scrape_interval: 200ms
     scrape_timeout: 100ms
     backends:
-      - {address: 127.0.9.1, rise: 1, fall: 1, healthchecks: [{type: tcp, params: {port: %d}}]}
-      - {address: 127.0.9.2, rise: 1, fall: 1, healthchecks: [{type: tcp, params: {port: %d}}]}
+      - {address: 127.0.9.1, rise: 1, fall: 1, healthchecks: [{type: http, params: {port: %d, uri: /, expected_code: 200, enable_tls: false}}]}
+      - {address: 127.0.9.2, rise: 1, fall: 1, healthchecks: [{type: http, params: {port: %d, uri: /, expected_code: 200, enable_tls: false}}]}
 `, ports[0], ports[1])
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "zone.yml"), []byte(zone), 0o644); err != nil {
@@ -81,7 +92,7 @@ records:
 		t.Errorf("Knot's MX: %v", mx.Answer)
 	}
 
-	listeners[1].Close()
+	healthy[1].Store(false)
 	testutil.Eventually(t, 15*time.Second, func() bool { return slices.Equal(ask("www.example.org.", dns.TypeA), []string{"127.0.9.1"}) },
 		"after a backend died, Knot serves %v, want 127.0.9.1 alone\nknot:\n%s\nmeridian:\n%s", ask("www.example.org.", dns.TypeA), knot.Logs(), srv.Logs())
 	if soaP, soaS := serialOf(t, exchange(t, srv.Addr, "example.org.", dns.TypeSOA)), serialOf(t, knot.Query(t, "example.org.", dns.TypeSOA)); soaP != soaS {
