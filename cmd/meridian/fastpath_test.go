@@ -17,7 +17,8 @@ import (
 // fastPathZone has records the fast path answers (failover, ip-hash, consistent-hash, a
 // fail-specific record that is down) and names it leaves to the chain (a CNAME backend,
 // NODATA, NXDOMAIN, static data).
-const fastPathZone = `static:
+const fastPathZone = `soa: {serial: 2026120101} # not the file's time: the two servers' files differ by seconds
+static:
   "@": ["MX 10 mail"]
 records:
   www.example.org.: {mode: failover, backends: [{address: 192.0.2.10, priority: 1}, {address: 192.0.2.11, priority: 2}, {address: "2001:db8::10"}]}

@@ -61,8 +61,16 @@ func (s *Server) Serve() {
 	}
 }
 
-// Close stops the loops, closing their sockets, and waits for them.
+// Close stops the loops, closing their sockets, and waits for them. It first steers the
+// address's packets away from its sockets (to another fast path of the address, or to
+// CoreDNS's sockets) and lets its loops answer what is queued, so that a packet that reached
+// it before is not dropped with its socket.
 func (s *Server) Close() error {
+	if s.closed.Load() {
+		return nil
+	}
+	steerAway(s)
+	drain(s.conns)
 	if s.closed.Swap(true) {
 		return nil
 	}

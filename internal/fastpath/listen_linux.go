@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"runtime"
 	"syscall"
+	"time"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -67,6 +68,49 @@ func resteer(addr string) {
 		if s.addr == addr && !s.closed.Load() {
 			s.Steered = steer(s.conns[0], s.base+socketsBefore(s), len(s.conns)) == nil
 		}
+	}
+}
+
+// drainWait bounds how long Close waits for its sockets' queues to empty.
+const drainWait = 200 * time.Millisecond
+
+// steerAway steers s's group to the sockets of the other live fast paths of its address, or,
+// without any, to the group's base sockets (CoreDNS's), so that s's sockets get no more.
+func steerAway(s *Server) {
+	live.Lock()
+	defer live.Unlock()
+	for o := range live.servers {
+		if o != s && o.addr == s.addr && !o.closed.Load() {
+			o.Steered = steer(o.conns[0], o.base+socketsBefore(o), len(o.conns)) == nil
+			return
+		}
+	}
+	if s.base > 0 {
+		_ = steer(s.conns[0], 0, s.base)
+	}
+}
+
+// drain waits, at most drainWait, until no socket of conns has a datagram queued: their loops
+// answer them meanwhile.
+func drain(conns []*net.UDPConn) {
+	deadline := time.Now().Add(drainWait)
+	for time.Now().Before(deadline) {
+		queued := false
+		for _, c := range conns {
+			rc, err := c.SyscallConn()
+			if err != nil {
+				continue
+			}
+			_ = rc.Control(func(fd uintptr) {
+				if n, err := unix.IoctlGetInt(int(fd), unix.SIOCINQ); err == nil && n > 0 {
+					queued = true
+				}
+			})
+		}
+		if !queued {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -16,3 +16,12 @@ func Listen(addr string, loops, others int, h Handler, counts *Counts) (*Server,
 func newLoop(*Server, *net.UDPConn) (interface{ run() }, error) {
 	return nil, errors.New("fastpath: needs Linux")
 }
+
+// steerAway does nothing off Linux: no server runs there.
+func steerAway(*Server) {}
+
+// drain does nothing off Linux.
+func drain([]*net.UDPConn) {}
+
+// resteer does nothing off Linux.
+func resteer(string) {}
