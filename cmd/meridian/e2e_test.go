@@ -18,17 +18,7 @@ import (
 
 // addresses returns the A/AAAA/CNAME data of an answer section, sorted.
 func addresses(m *dns.Msg) []string {
-	var out []string
-	for _, rr := range m.Answer {
-		switch x := rr.(type) {
-		case *dns.A:
-			out = append(out, x.A.String())
-		case *dns.AAAA:
-			out = append(out, x.AAAA.String())
-		case *dns.CNAME:
-			out = append(out, "CNAME "+x.Target)
-		}
-	}
+	out := inOrder(m)
 	slices.Sort(out)
 	return out
 }

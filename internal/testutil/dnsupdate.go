@@ -194,21 +194,8 @@ key %q {
 // t.TempDir under /tmp does: Go cuts the test name in it to 64 bytes.
 func knotConfig(dir string, port int, key TSIGKey, origins []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `server:
-    rundir: %q
-    pidfile: %q
-    listen: 127.0.0.1@%d
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-database:
-    storage: %q
-control:
-    listen: %q
-log:
-  - target: stderr
-    any: info
-key:
+	b.WriteString(knotServerConfig(dir, port))
+	fmt.Fprintf(&b, `key:
   - id: %s
     algorithm: %s
     secret: %s
@@ -222,11 +209,32 @@ template:
     file: "%%s.zone"
     acl: update
 zone:
-`, dir, filepath.Join(dir, "knot.pid"), port, dir, filepath.Join(dir, "knot.sock"), key.Name, tsigAlgorithm(key), key.Secret, key.Name, dir)
+`, key.Name, tsigAlgorithm(key), key.Secret, key.Name, dir)
 	for _, origin := range origins {
 		fmt.Fprintf(&b, "  - domain: %s\n    file: %q\n", origin, zoneFileName(origin))
 	}
 	return b.String()
+}
+
+// knotServerConfig is the start of a knot.conf for a server in dir on port: one worker of each
+// kind, the rundir, storage (zone files, journal, timers) and control socket in dir, logs to
+// stderr.
+func knotServerConfig(dir string, port int) string {
+	return fmt.Sprintf(`server:
+    rundir: %q
+    pidfile: %q
+    listen: 127.0.0.1@%d
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+database:
+    storage: %q
+control:
+    listen: %q
+log:
+  - target: stderr
+    any: info
+`, dir, filepath.Join(dir, "knot.pid"), port, dir, filepath.Join(dir, "knot.sock"))
 }
 
 // waitReady polls the server until it answers every origin's SOA with NOERROR (its zones are

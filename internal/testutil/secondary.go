@@ -2,7 +2,6 @@ package testutil
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -30,21 +29,7 @@ func StartKnotSecondary(t testing.TB, port int, primary string, key *TSIGKey, or
 // primary, transfers signed with key (nil: unsigned), NOTIFY accepted from 127.0.0.1.
 func knotSecondaryConfig(dir string, port int, primary string, key *TSIGKey, origins []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `server:
-    rundir: %q
-    pidfile: %q
-    listen: 127.0.0.1@%d
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-database:
-    storage: %q
-control:
-    listen: %q
-log:
-  - target: stderr
-    any: info
-`, dir, filepath.Join(dir, "knot.pid"), port, dir, filepath.Join(dir, "knot.sock"))
+	b.WriteString(knotServerConfig(dir, port))
 	keyLine := ""
 	if key != nil {
 		fmt.Fprintf(&b, "key:\n  - id: %s\n    algorithm: %s\n    secret: %s\n", key.Name, tsigAlgorithm(*key), key.Secret)
