@@ -15,6 +15,22 @@ BENCH_CLK_TCK="$(getconf CLK_TCK)"
 
 bench_log() { echo "== $*" >&2; }
 
+# bench_meridian_bin REPO: prints the meridian binary to measure: $MERIDIAN_BIN, or REPO's
+# bin/meridian built now; exits when it is not an executable.
+bench_meridian_bin() {
+	local bin="${MERIDIAN_BIN:-}"
+	if [[ -z "$bin" ]]; then
+		bench_log "building meridian"
+		make -C "$1" build >&2
+		bin="$1/bin/meridian"
+	fi
+	[[ -x "$bin" ]] || {
+		echo "meridian binary not found or not executable: $bin" >&2
+		exit 1
+	}
+	echo "$bin"
+}
+
 bench_need_pkgs() {
 	local spec pkgs=() sudo_cmd=()
 	for spec in "$@"; do

@@ -8,16 +8,17 @@
 # START_SETTLE (8), SETTLE (10).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="${MERIDIAN_BIN:-$REPO/bin/meridian}"
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
+BIN="$(bench_meridian_bin "$REPO")"
 NAMES="${NAMES:-20000}"
 RELOADS="${RELOADS:-400}"
 START_SETTLE="${START_SETTLE:-8}"
 SETTLE="${SETTLE:-10}"
-[[ -x "$BIN" ]] || make -C "$REPO" build >&2
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-reloads.XXXXXX")"
 PID=""
 cleanup() {
-	[[ -n "$PID" ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
+	bench_stop_pid "$PID"
 	rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -91,17 +91,7 @@ done
 # --- 1. tools and binary ---------------------------------------------------------------------
 bench_need_pkgs dnsperf:dnsperf dig:dnsutils
 
-if [[ -n "${MERIDIAN_BIN:-}" ]]; then
-	BIN="$MERIDIAN_BIN"
-else
-	bench_log "building meridian"
-	make -C "$REPO" build >&2
-	BIN="$REPO/bin/meridian"
-fi
-[[ -x "$BIN" ]] || {
-	echo "meridian binary not found or not executable: $BIN" >&2
-	exit 1
-}
+BIN="$(bench_meridian_bin "$REPO")"
 
 # --- 2. zone, Corefile, server ---------------------------------------------------------------
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-bench.XXXXXX")"

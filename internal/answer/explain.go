@@ -3,7 +3,6 @@ package answer
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -111,6 +110,7 @@ func Describe(snap *catalog.Snapshot, opts Options, q Query, m *dns.Msg, res Res
 	}
 	found := b.zone.Find(b.qname)
 	rec, wildcard := found.Record, found.Wildcard
+	_, static := staticAnswer(found.Static, rec != nil, b.qtype)
 	switch {
 	case found.Cut != nil && (b.qname != found.Cut.Name || b.qtype != dns.TypeDS):
 		e.Steps = append(e.Steps, "delegated: "+found.Cut.Name+" has NS records, a referral to them (not authoritative)")
@@ -118,8 +118,7 @@ func Describe(snap *catalog.Snapshot, opts Options, q Query, m *dns.Msg, res Res
 	case !found.Exists:
 		e.Steps = append(e.Steps, "no such name in zone "+b.zone.Origin)
 		return e
-	case found.Static != nil && (rec == nil || !slices.Contains([]uint16{dns.TypeA, dns.TypeAAAA, dns.TypeCNAME, dns.TypeANY}, b.qtype)) &&
-		(len(found.Static[b.qtype]) > 0 || len(found.Static[dns.TypeCNAME]) > 0):
+	case static:
 		e.Steps = append(e.Steps, "answered from the zone's static records (static:)")
 		return e
 	case rec == nil:

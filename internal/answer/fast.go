@@ -70,7 +70,8 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 	found := zone.Find(qname)
 	rec := found.Record
 	if found.Cut == nil && rec == nil && found.Static != nil {
-		return q.appendStatic(dst, found.Static[q.qtype])
+		rrs, _ := staticAnswer(found.Static, false, q.qtype)
+		return q.appendStatic(dst, rrs)
 	}
 	if found.Cut != nil || found.Wildcard || rec == nil || rec.Name != qname || hasHostBackend(rec) {
 		return dst, false
@@ -81,10 +82,7 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 	if q.ecsClient.IsValid() {
 		r.client = q.ecsClient
 	}
-	limit := dns.MinMsgSize
-	if q.edns {
-		limit = udpLimit(q.udpSize)
-	}
+	limit := q.limit()
 	// A rotating mode must not turn for a query that is not answered here: answer only when
 	// the most records its selection may give (each backend, or each fallback IP) fit.
 	base, perRR := q.replyLen(), len(q.name)+rrFixedLen+rdataLen(f)
@@ -117,17 +115,22 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 	return dst, true
 }
 
-// appendStatic appends the answer of a name's static RRset rrs of the query's type (A or
-// AAAA), as static answers it: every record, with its own TTL, and the reply OPT with scope 0.
-// It reports false for none (NODATA, or a CNAME: the slow path answers) and for an answer
-// that does not fit the client's buffer.
+// limit is the largest reply the query may get over UDP: 512 bytes without EDNS, else the
+// client's size within [512, 1232] (udpLimit, as finish cuts the slow path's).
+func (q *fastQuery) limit() int {
+	if q.edns {
+		return udpLimit(q.udpSize)
+	}
+	return dns.MinMsgSize
+}
+
+// appendStatic appends rrs, what a name's static RRsets answer for the query (staticAnswer),
+// as the slow path answers them: every record, with its own TTL, and the reply OPT with scope
+// 0. It reports false for none (NODATA), for anything but addresses of the query's family (a
+// CNAME: the slow path answers), and for an answer that does not fit the client's buffer.
 func (q *fastQuery) appendStatic(dst []byte, rrs []dns.RR) ([]byte, bool) {
 	f, _ := catalog.FamilyOf(q.qtype)
-	limit := dns.MinMsgSize
-	if q.edns {
-		limit = udpLimit(q.udpSize)
-	}
-	if len(rrs) == 0 || q.replyLen()+len(rrs)*(len(q.name)+rrFixedLen+rdataLen(f)) > limit {
+	if len(rrs) == 0 || q.replyLen()+len(rrs)*(len(q.name)+rrFixedLen+rdataLen(f)) > q.limit() {
 		return dst, false
 	}
 	for _, rr := range rrs {

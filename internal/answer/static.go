@@ -6,30 +6,39 @@ import (
 	"github.com/meridian-gslb/meridian/internal/catalog"
 )
 
-// static answers the query from the name's static RRsets (nil: none) and reports whether it
-// did: the RRset of the query's type; the CNAME of a name that has one (for any type but
+// static answers the query from the name's static RRsets (staticAnswer) and reports whether
+// it did.
+func (b *builder) static(rrsets map[uint16][]dns.RR, record bool) bool {
+	rrs, ok := staticAnswer(rrsets, record, b.qtype)
+	if ok {
+		b.msg.Answer = copyRRs(b.msg.Answer, rrs)
+	}
+	return ok
+}
+
+// staticAnswer returns what a name's static RRsets (nil: none) answer for qtype, and whether
+// they answer it: the RRset of the type; the CNAME of a name that has one (for any type but
 // CNAME itself, which the RRset answers); every RRset for ANY at a name without a GSLB record.
 // At a GSLB record's name (record set) A, AAAA and CNAME are the record's, and ANY its
-// answer; the static RRsets answer the other types they have.
-func (b *builder) static(rrsets map[uint16][]dns.RR, record bool) bool {
-	if rrsets == nil {
-		return false
-	}
+// answer; the static RRsets answer the other types they have. The records are the catalog's.
+func staticAnswer(rrsets map[uint16][]dns.RR, record bool, qtype uint16) ([]dns.RR, bool) {
 	switch {
-	case record && (b.qtype == dns.TypeA || b.qtype == dns.TypeAAAA || b.qtype == dns.TypeCNAME || b.qtype == dns.TypeANY):
-		return false
-	case len(rrsets[b.qtype]) > 0:
-		b.msg.Answer = copyRRs(b.msg.Answer, rrsets[b.qtype])
+	case rrsets == nil:
+		return nil, false
+	case record && (qtype == dns.TypeA || qtype == dns.TypeAAAA || qtype == dns.TypeCNAME || qtype == dns.TypeANY):
+		return nil, false
+	case len(rrsets[qtype]) > 0:
+		return rrsets[qtype], true
 	case len(rrsets[dns.TypeCNAME]) > 0:
-		b.msg.Answer = copyRRs(b.msg.Answer, rrsets[dns.TypeCNAME])
-	case b.qtype == dns.TypeANY && !record:
+		return rrsets[dns.TypeCNAME], true
+	case qtype == dns.TypeANY && !record:
+		var all []dns.RR
 		for _, rrs := range rrsets {
-			b.msg.Answer = copyRRs(b.msg.Answer, rrs)
+			all = append(all, rrs...)
 		}
-	default:
-		return false
+		return all, true
 	}
-	return true
+	return nil, false
 }
 
 // referral answers a query at or below the delegation d: no answer, not authoritative, d's NS

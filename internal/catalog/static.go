@@ -80,7 +80,7 @@ func (z *Zone) addStatic(zc *config.Zone) error {
 	// Every name below a cut belongs to it (the highest, when cuts nest: glue only).
 	for name, n := range z.nodes {
 		for off, end := dns.NextLabel(name, 0); !end && len(name)-off > len(z.Origin); off, end = dns.NextLabel(name, off) {
-			if p := z.nodes[name[off:]]; p != nil && p.cut != nil && p.cut.Name == name[off:] && off > 0 {
+			if p := z.nodes[name[off:]]; p != nil && p.cut != nil && p.cut.Name == name[off:] {
 				n.cut = p.cut
 			}
 		}

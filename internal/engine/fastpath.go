@@ -37,7 +37,7 @@ func (e *Engine) ListenFast(addr string, loops, others int, observe FastObserver
 func (f *FastPath) Slow() net.PacketConn { return f.srv.Slow() }
 
 // Steered reports whether every packet of the address goes to the fast path's sockets.
-func (f *FastPath) Steered() bool { return f.srv.Steered }
+func (f *FastPath) Steered() bool { return f.srv.Steered() }
 
 // Close stops the fast path.
 func (f *FastPath) Close() error { return f.srv.Close() }

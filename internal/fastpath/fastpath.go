@@ -44,10 +44,9 @@ type Server struct {
 	slow   *slowConn
 	wg     sync.WaitGroup
 	closed atomic.Bool
-	// Steered is set when the group's packets are steered to the loops' sockets (the BPF
-	// program was attached); otherwise the kernel spreads them over every socket of the
-	// group by their addresses, CoreDNS's included, which serves its share the slow way.
-	Steered bool
+	// steered is set when the group's packets are steered to the loops' sockets (see
+	// Steered).
+	steered atomic.Bool
 }
 
 // Serve starts the loops; it returns at once.
@@ -91,6 +90,11 @@ func (s *Server) closeConns() {
 		c.Close()
 	}
 }
+
+// Steered reports whether the group's packets are steered to the loops' sockets (the BPF
+// program was attached); otherwise the kernel spreads them over every socket of the group by
+// their addresses, CoreDNS's included, which serves its share the slow way.
+func (s *Server) Steered() bool { return s.steered.Load() }
 
 // Addr returns the address the server listens on.
 func (s *Server) Addr() string { return s.addr }

@@ -118,7 +118,7 @@ func TestServerSteersTheGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.Steered {
+	if !s.Steered() {
 		t.Fatal("the steering program was not attached")
 	}
 	s.Serve()
@@ -184,7 +184,7 @@ func TestServerTakesOverTheGroup(t *testing.T) {
 	defer next.Close()
 	askAll("both", 'N')
 	old.Close()
-	if !next.Steered {
+	if !next.Steered() {
 		t.Fatal("the second fast path was not steered again")
 	}
 	askAll("the second alone", 'N')

@@ -33,7 +33,6 @@ func Listen(addr string, loops, others int, h Handler, counts *Counts) (*Server,
 		loops = runtime.GOMAXPROCS(0)
 	}
 	s := &Server{addr: addr, handler: h, counts: counts, base: others}
-	before := liveSockets(addr)
 	lc := net.ListenConfig{Control: reusePort}
 	for range loops {
 		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
@@ -43,9 +42,11 @@ func Listen(addr string, loops, others int, h Handler, counts *Counts) (*Server,
 		}
 		s.conns = append(s.conns, pc.(*net.UDPConn))
 	}
-	s.Steered = steer(s.conns[0], others+before, loops) == nil
 	s.slow = newSlowConn(s.conns[0])
 	track(s, true)
+	live.Lock()
+	s.steerLocked()
+	live.Unlock()
 	return s, nil
 }
 
@@ -66,9 +67,15 @@ func resteer(addr string) {
 	defer live.Unlock()
 	for s := range live.servers {
 		if s.addr == addr && !s.closed.Load() {
-			s.Steered = steer(s.conns[0], s.base+socketsBefore(s), len(s.conns)) == nil
+			s.steerLocked()
 		}
 	}
+}
+
+// steerLocked steers s's group to s's sockets, which follow the base sockets and those of
+// the live fast paths of the address bound before s; live must be locked.
+func (s *Server) steerLocked() {
+	s.steered.Store(steer(s.conns[0], s.base+socketsBefore(s), len(s.conns)) == nil)
 }
 
 // drainWait bounds how long Close waits for its sockets' queues to empty.
@@ -81,7 +88,7 @@ func steerAway(s *Server) {
 	defer live.Unlock()
 	for o := range live.servers {
 		if o != s && o.addr == s.addr && !o.closed.Load() {
-			o.Steered = steer(o.conns[0], o.base+socketsBefore(o), len(o.conns)) == nil
+			o.steerLocked()
 			return
 		}
 	}

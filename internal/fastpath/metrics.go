@@ -47,19 +47,6 @@ func (collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// liveSockets returns the count of the sockets that the live fast paths of addr have bound.
-func liveSockets(addr string) int {
-	live.Lock()
-	defer live.Unlock()
-	n := 0
-	for s := range live.servers {
-		if s.addr == addr {
-			n += len(s.conns)
-		}
-	}
-	return n
-}
-
 // socketsBefore returns, with live locked, the count of the sockets of addr's other live fast
 // paths that were bound before s's (in its group, they come first).
 func socketsBefore(s *Server) int {
