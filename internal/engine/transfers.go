@@ -40,11 +40,16 @@ func (e *Engine) EnableTransfers(notify func(origin string) error) {
 // the secondaries of the zones whose serial was raised.
 func (e *Engine) checkTransfers() {
 	e.reloadMu.Lock()
-	e.shared.versioner.Update(e.Snapshot())
+	snap := e.Snapshot()
+	e.shared.versioner.Update(snap)
 	raised := e.shared.versioner.Raised() // a reload's too
 	e.reloadMu.Unlock()
 	for _, origin := range raised {
-		e.log.Infof("zone %s changed: serial %d, notifying its secondaries", origin, e.Snapshot().ZoneOf(origin).Serial())
+		z := snap.ZoneOf(origin)
+		if z == nil {
+			continue // a reload between took the zone away
+		}
+		e.log.Infof("zone %s changed: serial %d, notifying its secondaries", origin, z.Serial())
 		if err := e.xfr.notify(origin); err != nil {
 			e.log.Warningf("notify for zone %s: %v", origin, err)
 		}
