@@ -1,6 +1,7 @@
 package answer
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -542,5 +543,64 @@ func TestFastQueryInfo(t *testing.T) {
 	}
 	if qtype, do := FastQueryInfo([]byte{1, 2, 3}); qtype != 0 || do {
 		t.Error("a short packet has a type")
+	}
+}
+
+// TestMalformedEDNS: what RFC 6891 and RFC 7871 make FORMERR, read from the wire as the server
+// reads it (a padded Client Subnet address shows only in the wire lengths).
+func TestMalformedEDNS(t *testing.T) {
+	snap, _ := testSnapshot(t)
+	wire := func(m *dns.Msg, edit func([]byte) []byte) *dns.Msg {
+		b, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if edit != nil {
+			b = edit(b)
+		}
+		out := new(dns.Msg)
+		if err := out.Unpack(b); err != nil {
+			t.Fatalf("unpack: %v", err)
+		}
+		return out
+	}
+	// padded makes the address of the query's last option, an ECS of family 1 and prefix 8
+	// packed in one octet, four octets long: the option's, the OPT's and the packet's lengths
+	// grow by three.
+	padded := func(b []byte) []byte {
+		b = append(b, 0, 0, 0)
+		binary.BigEndian.PutUint16(b[len(b)-10:], 8)
+		binary.BigEndian.PutUint16(b[len(b)-14:], binary.BigEndian.Uint16(b[len(b)-14:])+3)
+		return b
+	}
+	twoOPT := ecsQuery("www.example.org.", dns.TypeA, subnet(1, 24, "198.51.100.0"))
+	twoOPT.Extra = append(twoOPT.Extra, &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT, Class: 1232}})
+	tests := []struct {
+		name string
+		opts Options
+		msg  *dns.Msg
+		want int
+	}{
+		{"two OPT records", Options{}, twoOPT, dns.RcodeFormatError},
+		{"two OPT records, with ECS", Options{UseECS: true}, twoOPT, dns.RcodeFormatError},
+		{"ECS address padded beyond its prefix", Options{UseECS: true}, wire(ecsQuery("www.example.org.", dns.TypeA, subnet(1, 8, "10.0.0.0")), padded), dns.RcodeFormatError},
+		{"ECS address of the octets its prefix needs", Options{UseECS: true}, wire(ecsQuery("www.example.org.", dns.TypeA, subnet(1, 8, "10.0.0.0")), nil), dns.RcodeSuccess},
+		{"padded ECS, ECS off: ignored", Options{}, wire(ecsQuery("www.example.org.", dns.TypeA, subnet(1, 8, "10.0.0.0")), padded), dns.RcodeSuccess},
+		{"ECS and a cookie, as read", Options{UseECS: true}, wire(func() *dns.Msg {
+			m := ecsQuery("www.example.org.", dns.TypeA, subnet(1, 24, "198.51.100.0"))
+			m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0123456789abcdef"})
+			return m
+		}(), nil), dns.RcodeSuccess},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := Respond(snap, tt.opts, Query{Msg: tt.msg, Source: testClient})
+			if r.Rcode != tt.want {
+				t.Fatalf("rcode %s, want %s", dns.RcodeToString[r.Rcode], dns.RcodeToString[tt.want])
+			}
+			if _, err := r.Pack(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -19,11 +19,16 @@ const (
 
 // readEDNS reads the request's OPT record and, with useECS, its Client Subnet option, which
 // then replaces the client address. It returns the rcode of a request that must be refused:
-// BADVERS for an unknown EDNS version, FORMERR for a malformed Client Subnet option.
+// FORMERR for a second OPT record (RFC 6891 6.1.1) or a malformed Client Subnet option,
+// BADVERS for an unknown EDNS version.
 func (b *builder) readEDNS(useECS bool) int {
 	b.opt = b.req.IsEdns0()
 	if b.opt == nil {
 		return dns.RcodeSuccess
+	}
+	if optRecords(b.req) > 1 {
+		b.opt = nil // the reply carries none: which one would it answer?
+		return dns.RcodeFormatError
 	}
 	if b.opt.Version() != 0 {
 		return dns.RcodeBadVers
@@ -40,7 +45,7 @@ func (b *builder) readEDNS(useECS bool) int {
 			return dns.RcodeFormatError // RFC 7871 7.1: at most one ECS option
 		}
 		client, ok := ecsClient(ecs)
-		if !ok {
+		if !ok || paddedOptions(b.opt) {
 			return dns.RcodeFormatError
 		}
 		b.ecs = ecs
@@ -49,6 +54,34 @@ func (b *builder) readEDNS(useECS bool) int {
 		}
 	}
 	return dns.RcodeSuccess
+}
+
+// optRecords counts the OPT records of m's additional section.
+func optRecords(m *dns.Msg) int {
+	n := 0
+	for _, rr := range m.Extra {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			n++
+		}
+	}
+	return n
+}
+
+// paddedOptions reports whether opt, as read from the wire, carried more option data than its
+// options pack to. miekg/dns reads a Client Subnet address of up to a whole address whatever
+// its source prefix, and packs the octets the prefix needs; so an address with more octets
+// than that (RFC 7871 6: FORMERR) shows as a wire RDLENGTH above the packed one. Every other
+// option packs to the bytes it was read from. An OPT record built in memory has RDLENGTH 0.
+func paddedOptions(opt *dns.OPT) bool {
+	wire := int(opt.Hdr.Rdlength)
+	if wire == 0 {
+		return false
+	}
+	buf := make([]byte, optFixedLen+wire)
+	hdr := opt.Hdr
+	end, err := dns.PackRR(opt, buf, 0, nil, false)
+	opt.Hdr = hdr // PackRR sets RDLENGTH to the packed length
+	return err == nil && end-optFixedLen < wire
 }
 
 // ecsClient validates an ECS option of a query (RFC 7871 6, 7.1) and returns the client

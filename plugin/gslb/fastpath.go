@@ -92,7 +92,7 @@ func (f *fastPaths) serving(s *dnsserver.Server) {
 	if !srv.Steered() {
 		log.Warningf("fastpath on %s: the kernel refused the steering program: CoreDNS's socket gets its share of the queries", addr)
 	}
-	slow := &dns.Server{PacketConn: srv.Slow(), Net: "udp", TsigSecret: s.TsigSecret,
+	slow := &dns.Server{PacketConn: srv.Slow(), Net: "udp", TsigSecret: s.TsigSecret, DecorateWriter: strictReplies,
 		Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
 			ctx := context.WithValue(context.Background(), dnsserver.Key{}, s)
 			ctx = context.WithValue(ctx, dnsserver.LoopKey{}, 0)

@@ -47,6 +47,7 @@ func setup(c *caddy.Controller) error {
 	if k := block.Options.Sites.TSIG; k != nil {
 		g.PeerKey = k.Name
 	}
+	hookStrictReplies(cfg)
 	if block.Options.FastPath.Enable {
 		fp := newFastPaths(g, block.Options.FastPath, cfg)
 		c.OnStartup(fp.check)
