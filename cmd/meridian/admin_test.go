@@ -322,8 +322,10 @@ func TestOverridesSurviveReloadAndRestart(t *testing.T) {
 	if b := s.backend(t, primaryKey); b.Override == nil || b.Override.Action != overlay.Disable {
 		t.Fatalf("after a Corefile reload: %+v", b)
 	}
-	if strings.Contains(s.Logs(), "address already in use") {
-		t.Fatalf("the reload bound the API twice:\n%s", s.Logs())
+	// The listener has SO_REUSEPORT (for binary upgrades): a second bind would not fail, but
+	// it would be logged.
+	if n := strings.Count(s.Logs(), "admin API at "); n != 1 {
+		t.Fatalf("the API was bound %d times:\n%s", n, s.Logs())
 	}
 
 	// A restart reads the overrides back: the backend is out of the answers from the start.

@@ -5,6 +5,9 @@
 //	meridian -version              print Meridian's and CoreDNS's versions
 //	meridian check -conf Corefile  validate a Corefile and the YAML files it names, then exit
 //	meridian ctl COMMAND ...       query and steer a running meridian through its admin API
+//
+// SIGUSR1 reloads the Corefile; SIGUSR2 replaces the running binary by the one at its path
+// without losing a query (see upgrade.go).
 package main
 
 import (
@@ -80,7 +83,9 @@ func main() {
 		}
 	}
 	engine.PublishVersion(Version)
+	prepareUpgrades()
 	coremain.Run()
+	handOver()
 }
 
 func printVersion() {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/overlay"
+	"github.com/meridian-gslb/meridian/internal/reuseport"
 )
 
 // Logger is where the server reports the changes operators make, and its errors. CoreDNS's
@@ -72,7 +73,9 @@ func Listen(addr string, cfg Config, store overlay.Store, log Logger) (*Server, 
 	if err := s.Configure(cfg, store); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", addr)
+	// SO_REUSEPORT, as CoreDNS binds its DNS sockets: the process that replaces this one in a
+	// binary upgrade (SIGUSR2) binds the address while this one still serves it.
+	ln, err := reuseport.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin API: %w", err)
 	}

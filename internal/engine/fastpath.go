@@ -22,9 +22,10 @@ type FastObserver func(pkt, resp []byte, src netip.Addr, start time.Time)
 
 // ListenFast starts the fast path of the engine's zones on addr (host:port) with loops sockets
 // (0: one per CPU) after the address's first others sockets of its SO_REUSEPORT group
-// (CoreDNS's), telling observe (nil: nobody) of each answer.
-func (e *Engine) ListenFast(addr string, loops, others int, observe FastObserver) (*FastPath, error) {
-	srv, err := fastpath.Listen(addr, loops, others, fastHandler{e: e, opts: e.AnswerOptions(), observe: observe}, &fastpath.Counts{})
+// (CoreDNS's), telling observe (nil: nobody) of each answer. With steer, the address's packets
+// go to its sockets at once; without, only after Resteer (fastpath.Listen).
+func (e *Engine) ListenFast(addr string, loops, others int, steer bool, observe FastObserver) (*FastPath, error) {
+	srv, err := fastpath.Listen(addr, loops, others, steer, fastHandler{e: e, opts: e.AnswerOptions(), observe: observe}, &fastpath.Counts{})
 	if err != nil {
 		return nil, err
 	}
@@ -38,6 +39,9 @@ func (f *FastPath) Slow() net.PacketConn { return f.srv.Slow() }
 
 // Steered reports whether every packet of the address goes to the fast path's sockets.
 func (f *FastPath) Steered() bool { return f.srv.Steered() }
+
+// Resteer steers the address's packets to the fast path's sockets again (fastpath.Server.Resteer).
+func (f *FastPath) Resteer() { f.srv.Resteer() }
 
 // Close stops the fast path.
 func (f *FastPath) Close() error { return f.srv.Close() }

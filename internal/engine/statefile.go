@@ -71,3 +71,18 @@ func (r *Registry) reportSeeded(e *Engine) {
 	sh.seed = nil
 	statefile.SetRestored(n)
 }
+
+// WriteStateFiles writes every state file of the registry now, for a process about to take
+// over from this one (a binary upgrade), which reads them when it starts. A failure is logged
+// by the writer.
+func (r *Registry) WriteStateFiles() {
+	r.mu.Lock()
+	writers := make([]*statefile.Writer, 0, len(r.files))
+	for _, w := range r.files {
+		writers = append(writers, w)
+	}
+	r.mu.Unlock()
+	for _, w := range writers {
+		_ = w.Write()
+	}
+}

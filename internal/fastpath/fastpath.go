@@ -81,6 +81,12 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// Resteer steers the address's packets to the loops' sockets again, after sockets that this
+// process does not know of left the address's group before them: in a binary upgrade, the
+// fast path's of the process this one replaces (the kernel moves the group's last sockets into
+// the places of those that close).
+func (s *Server) Resteer() { resteer(s.addr) }
+
 // Slow returns the connection the packets of the slow path are read from: serve it with a DNS
 // server (miekg/dns's, as CoreDNS does its socket). Its writes go out of the address's socket.
 func (s *Server) Slow() net.PacketConn { return s.slow }

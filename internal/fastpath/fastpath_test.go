@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/reuseport"
 )
 
 // echo is a Handler: packets starting with 'f' are answered fast ("F" + the packet); the
@@ -74,7 +76,7 @@ func ask(t *testing.T, addr, msg string) string {
 func TestServerAnswersFastAndSlow(t *testing.T) {
 	addr := freeUDP(t)
 	counts := &Counts{}
-	s, err := Listen(addr, 2, 0, &echo{}, counts)
+	s, err := Listen(addr, 2, 0, true, &echo{}, counts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func TestServerAnswersFastAndSlow(t *testing.T) {
 // none of the packets once the server's program steers the group to its loops.
 func TestServerSteersTheGroup(t *testing.T) {
 	addr := freeUDP(t)
-	lc := net.ListenConfig{Control: reusePort}
+	lc := net.ListenConfig{Control: reuseport.Control}
 	other, err := lc.ListenPacket(context.Background(), "udp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +116,7 @@ func TestServerSteersTheGroup(t *testing.T) {
 			_, _ = other.WriteTo(append([]byte("X"), buf[:n]...), from)
 		}
 	}()
-	s, err := Listen(addr, 2, 1, &echo{}, &Counts{})
+	s, err := Listen(addr, 2, 1, true, &echo{}, &Counts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,7 @@ func TestServerSteersTheGroup(t *testing.T) {
 // TestListenRefusesTheUnspecifiedAddress: a socket on 0.0.0.0 could not answer from the
 // address a query was sent to.
 func TestListenRefusesTheUnspecifiedAddress(t *testing.T) {
-	if _, err := Listen("0.0.0.0:5353", 1, 0, &echo{}, &Counts{}); err == nil {
+	if _, err := Listen("0.0.0.0:5353", 1, 0, true, &echo{}, &Counts{}); err == nil {
 		t.Error("listened on the unspecified address")
 	}
 }
@@ -155,13 +157,13 @@ func (t tagged) Fast(dst, pkt []byte, _ netip.Addr) ([]byte, bool) {
 // socket gets none throughout.
 func TestServerTakesOverTheGroup(t *testing.T) {
 	addr := freeUDP(t)
-	lc := net.ListenConfig{Control: reusePort}
+	lc := net.ListenConfig{Control: reuseport.Control}
 	other, err := lc.ListenPacket(context.Background(), "udp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	old, err := Listen(addr, 2, 1, tagged('O'), &Counts{})
+	old, err := Listen(addr, 2, 1, true, tagged('O'), &Counts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +178,7 @@ func TestServerTakesOverTheGroup(t *testing.T) {
 		}
 	}
 	askAll("the first fast path", 'O')
-	next, err := Listen(addr, 2, 1, tagged('N'), &Counts{})
+	next, err := Listen(addr, 2, 1, true, tagged('N'), &Counts{})
 	if err != nil {
 		t.Fatal(err)
 	}

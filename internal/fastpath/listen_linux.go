@@ -2,26 +2,27 @@ package fastpath
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"runtime"
-	"syscall"
 	"time"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/meridian-gslb/meridian/internal/reuseport"
 )
 
 // Listen binds loops sockets (0: one per CPU the process may use) to addr (host:port, a
 // specific address: a socket on the unspecified address could not answer from the address a
 // query was sent to) in its SO_REUSEPORT group, after the first others sockets of the group
 // (CoreDNS's) and those of the fast paths still serving addr (a Corefile reload starts the new
-// one before it stops the old), and steers the group's packets to them at once: the old one's
-// sockets get no more, and it answers what it has queued until it closes. It counts its
-// packets in counts.
-func Listen(addr string, loops, others int, h Handler, counts *Counts) (*Server, error) {
+// one before it stops the old), and, with steer, steers the group's packets to them at once:
+// the old one's sockets get no more, and it answers what it has queued until it closes.
+// Without steer, the group's packets go where they went until Resteer: in a binary upgrade,
+// to the parent process's fast path, until it leaves. It counts its packets in counts.
+func Listen(addr string, loops, others int, steer bool, h Handler, counts *Counts) (*Server, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("fastpath: %q: %w", addr, err)
@@ -33,7 +34,7 @@ func Listen(addr string, loops, others int, h Handler, counts *Counts) (*Server,
 		loops = runtime.GOMAXPROCS(0)
 	}
 	s := &Server{addr: addr, handler: h, counts: counts, base: others}
-	lc := net.ListenConfig{Control: reusePort}
+	lc := net.ListenConfig{Control: reuseport.Control}
 	for range loops {
 		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
 		if err != nil {
@@ -44,19 +45,12 @@ func Listen(addr string, loops, others int, h Handler, counts *Counts) (*Server,
 	}
 	s.slow = newSlowConn(s.conns[0])
 	track(s, true)
-	live.Lock()
-	s.steerLocked()
-	live.Unlock()
+	if steer {
+		live.Lock()
+		s.steerLocked()
+		live.Unlock()
+	}
 	return s, nil
-}
-
-// reusePort sets SO_REUSEPORT on a socket before it binds.
-func reusePort(_, _ string, c syscall.RawConn) error {
-	var serr error
-	err := c.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-	})
-	return errors.Join(err, serr)
 }
 
 // resteer steers addr's group to the sockets of the fast path that still serves it, after

@@ -8,7 +8,7 @@ import (
 )
 
 // Listen fails: the fast path's batched system calls and socket steering are Linux's.
-func Listen(addr string, loops, others int, h Handler, counts *Counts) (*Server, error) {
+func Listen(addr string, loops, others int, steer bool, h Handler, counts *Counts) (*Server, error) {
 	return nil, errors.New("fastpath: needs Linux")
 }
 

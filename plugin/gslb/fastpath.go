@@ -84,12 +84,15 @@ func (f *fastPaths) serving(s *dnsserver.Server) {
 	if f.cfg.Handler("prometheus") != nil {
 		metrics = newFastMetrics(s.Addr, f.cfg.Zone)
 	}
-	srv, err := f.g.Engine.ListenFast(addr, f.opts.Loops, max(f.cfg.NumSockets, 1), f.observer(metrics))
+	// In a binary upgrade, the parent's fast path serves the address until it leaves: the
+	// sockets steer to this process's only then.
+	upgrading := parentServes()
+	srv, err := f.g.Engine.ListenFast(addr, f.opts.Loops, max(f.cfg.NumSockets, 1), !upgrading, f.observer(metrics))
 	if err != nil {
 		log.Errorf("%v: the queries to %s take CoreDNS's path", err, addr)
 		return
 	}
-	if !srv.Steered() {
+	if !upgrading && !srv.Steered() {
 		log.Warningf("fastpath on %s: the kernel refused the steering program: CoreDNS's socket gets its share of the queries", addr)
 	}
 	slow := &dns.Server{PacketConn: srv.Slow(), Net: "udp", TsigSecret: s.TsigSecret, DecorateWriter: strictReplies,
@@ -105,6 +108,14 @@ func (f *fastPaths) serving(s *dnsserver.Server) {
 	}()
 	f.servers, f.slow = append(f.servers, srv), append(f.slow, slow)
 	log.Infof("fastpath on %s", addr)
+	if upgrading {
+		whenParentExits(func() {
+			srv.Resteer()
+			if !srv.Steered() {
+				log.Warningf("fastpath on %s: the kernel refused the steering program: CoreDNS's socket gets its share of the queries", addr)
+			}
+		})
+	}
 }
 
 // stop ends every fast path of the block.

@@ -51,7 +51,7 @@ func setup(c *caddy.Controller) error {
 	if block.Options.FastPath.Enable {
 		fp := newFastPaths(g, block.Options.FastPath, cfg)
 		c.OnStartup(fp.check)
-		c.OnShutdown(fp.stop)
+		onShutdown(c, fp.stop)
 	}
 	c.OnStartup(func() error {
 		// With the transfer plugin in the server block, the zones' serials follow what a
@@ -84,7 +84,7 @@ func Open(c *caddy.Controller, log engine.Logger) (Block, *engine.Engine, error)
 		return block, nil, block.openError(err)
 	}
 	c.OnStartup(eng.Start)
-	c.OnShutdown(eng.Stop)
+	onShutdown(c, eng.Stop)
 	// A failed Corefile reload keeps this instance: give the manager its backends back, and
 	// release what the failed load's engines took.
 	c.OnRestartFailed(eng.Resync)
