@@ -147,11 +147,15 @@ type History struct {
 	Changes []Change
 }
 
+// HistoryStart returns the start of the first bucket of the hour that ends at now.
+func HistoryStart(now time.Time) time.Time {
+	return time.Unix(int64(slotOf(now)-HistoryBuckets+1)*int64(HistoryBucket/time.Second), 0)
+}
+
 // view returns the hour of h that ends at now.
 func (h *history) view(now time.Time) History {
-	last := slotOf(now)
-	first := last - HistoryBuckets + 1
-	out := History{Start: time.Unix(int64(first)*int64(HistoryBucket/time.Second), 0), Samples: make([]Sample, HistoryBuckets)}
+	first := slotOf(now) - HistoryBuckets + 1
+	out := History{Start: HistoryStart(now), Samples: make([]Sample, HistoryBuckets)}
 	for i := range out.Samples {
 		slot := first + int32(i)
 		b := h.buckets[int(slot)%HistoryBuckets]
