@@ -286,8 +286,9 @@ function spans(b) {
   return out;
 }
 
-function minutes(ms) {
-  return `${Math.round(ms / 60000)} min`;
+// lasted formats a span of milliseconds: seconds under a minute, minutes above.
+function lasted(ms) {
+  return ms < 60000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60000)} min`;
 }
 
 // stateStrip returns the rects of the state timeline of b in the box x, y, w, h of the hour, with
@@ -297,7 +298,7 @@ function stateStrip(b, x, y, w, h) {
   const list = spans(b);
   const rects = list.map(([from, to, state]) => svg("rect", { class: `st-${state}`, "data-state": state,
     x: scale(from).toFixed(1), y, width: Math.max(scale(to) - scale(from), 0.5).toFixed(1), height: h },
-  svg("title", {}, `${state} from ${new Date(from).toLocaleTimeString()} for ${minutes(to - from)}`)));
+  svg("title", {}, `${state} from ${new Date(from).toLocaleTimeString()} for ${lasted(to - from)}`)));
   if (list[0][0] > hist.start) {
     rects.unshift(svg("rect", { class: "st-none", x, y, width: (scale(list[0][0]) - x).toFixed(1), height: h },
       svg("title", {}, "no history kept")));
@@ -309,7 +310,7 @@ function stateStrip(b, x, y, w, h) {
 function timeIn(b) {
   const by = new Map();
   for (const [from, to, state] of spans(b)) by.set(state, (by.get(state) || 0) + to - from);
-  return [...by].map(([state, ms]) => `${state} ${minutes(ms)}`).join(", ");
+  return [...by].map(([state, ms]) => `${state} ${lasted(ms)}`).join(", ");
 }
 
 // sparkline draws backend history b: its mean latency per bucket as a line (broken where no
