@@ -77,7 +77,9 @@ func TestDashboardHistory(t *testing.T) {
 	// (unknown to up at the start, down, up).
 	lane := fmt.Sprintf(`tr.record[data-record="www.example.org."] details[data-field="timeline"] g.lane[data-key=%q]`, primaryKey)
 	b.WaitFor(10*time.Second, func() bool { return b.Count(lane+" line.tick") == 3 },
-		func() string { return fmt.Sprintf("%d ticks on the primary's lane, want 3", b.Count(lane+" line.tick")) })
+		func() string {
+			return fmt.Sprintf("%d ticks on the primary's lane, want 3", b.Count(lane+" line.tick"))
+		})
 	// The sparkline scales to its highest point, so one bucket's line is always the same dot;
 	// it moves when the next bucket starts, at most 30 s after the first.
 	b.WaitFor(40*time.Second, func() bool { return path() != first }, func() string { return "the sparkline stays " + first })
