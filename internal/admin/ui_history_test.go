@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/meridian-gslb/meridian/internal/admin/admintest"
+	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
 
 // hourOf returns the history of the backend with key, ending now: the latency (µs, -1 for none)
@@ -92,5 +93,46 @@ func TestDashboardHistoryPlots(t *testing.T) {
 	b.WaitFor(10*time.Second, func() bool { return b.Text("#updated") != before }, func() string { return "no poll" })
 	if b.Eval(fmt.Sprintf(`String(document.querySelector(%q).open)`, timeline)) != "true" {
 		t.Errorf("the timeline closed at the next poll")
+	}
+}
+
+// sitesFake is a fakeProvider of a block that names its site.
+type sitesFake struct {
+	*fakeProvider
+	view sites.View
+}
+
+func (p *sitesFake) Sites() sites.View {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.view
+}
+
+// setSite sets the state of the other site, as its heartbeats would.
+func (p *sitesFake) setSite(state string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.view.Sites[0].State = state
+}
+
+// TestDashboardSiteFreshness sees the strip of another site's freshness follow its state from
+// poll to poll.
+func TestDashboardSiteFreshness(t *testing.T) {
+	b := admintest.NewBrowser(t)
+	p := &sitesFake{fakeProvider: exampleProvider(), view: sites.View{Site: "eu", Sites: []sites.SiteView{{Name: "us", State: "fresh", HeartbeatAge: 0.5}}}}
+	s, base := startServer(t, Config{}, nil, nil)
+	s.Register([]string{"example.org."}, p)
+
+	strip := `tr[data-site="us"] td[data-field="freshness"]`
+	states := func() string {
+		return b.Eval(fmt.Sprintf(`[...document.querySelectorAll(%q)].map((r) => r.dataset.state).join(" ")`, strip+" rect[data-state]"))
+	}
+	b.Do(chromedp.Navigate(base + "/"))
+	b.WaitFor(10*time.Second, func() bool { return strings.HasPrefix(states(), "fresh fresh") }, func() string { return "strip " + states() })
+	p.setSite("stale")
+	b.WaitFor(10*time.Second, func() bool { return strings.HasSuffix(states(), "fresh stale") }, func() string { return "strip " + states() })
+	label := b.Eval(fmt.Sprintf(`document.querySelector(%q).getAttribute("aria-label")`, strip+" svg"))
+	if !strings.Contains(label, "fresh ") || !strings.Contains(label, "stale ") || !strings.Contains(label, "heartbeat age up to 0.5 s") {
+		t.Errorf("label %q", label)
 	}
 }

@@ -17,6 +17,8 @@ let shownKeys = [];
 let timer = null;
 let hist = { start: 0, end: 0, now: 0, buckets: 0, byKey: new Map() }; // GET /api/v1/backends/history
 let openTimelines = new Set(); // records whose timeline is open
+const SITE_WINDOW_MS = 10 * 60 * 1000;
+let siteSeen = new Map(); // "this site|other site" -> [ms, state, heartbeat age] of each poll, over SITE_WINDOW_MS
 
 // el builds an element; attrs may hold properties, "class", "data-*" attributes and event
 // handlers ("onclick"); children are nodes or strings (inserted as text).
@@ -377,7 +379,7 @@ function seconds(ns) {
 
 // siteRow is one other site as a block sees it: freshness, heartbeat, where it was heard, and
 // the targets it published per record.
-function siteRow(s) {
+function siteRow(v, s) {
   const heard = s.state !== "unknown";
   return el("tr", { "data-site": s.name },
     el("td", { "data-field": "name" }, s.name),
@@ -386,6 +388,7 @@ function siteRow(s) {
       heard ? `${s.heartbeat_age_seconds.toFixed(1)}s` : "-"),
     el("td", { "data-field": "peer" }, s.peer || "-"),
     el("td", { "data-field": "silent", title: localTime(s.silent_since) }, isSet(s.silent_since) ? ago(s.silent_since) : ""),
+    el("td", { "data-field": "freshness" }, freshnessStrip(siteSeen.get(`${v.site}|${s.name}`) || [])),
     el("td", { "data-field": "targets" }, Object.keys(s.targets || {}).sort().map((rec) =>
       el("div", {}, `${rec} `, el("span", { class: "muted" }, s.targets[rec].join(", "))))));
 }
@@ -402,8 +405,41 @@ function peerRow(p) {
     el("td", { "data-field": "targets" }, p.targets));
 }
 
+// noteSites adds what the poll at now said of each other site to siteSeen, and forgets what is
+// older than SITE_WINDOW_MS and the sites no block names any more.
+function noteSites(blocks, now) {
+  const seen = new Map();
+  for (const v of blocks) for (const s of v.sites || []) {
+    const key = `${v.site}|${s.name}`;
+    const list = (siteSeen.get(key) || []).filter(([t]) => now - t < SITE_WINDOW_MS);
+    list.push([now, s.state, s.heartbeat_age_seconds]);
+    seen.set(key, list);
+  }
+  siteSeen = seen;
+}
+
+// freshnessStrip draws a site's states at the polls of the last SITE_WINDOW_MS (or since the
+// page opened), now at the right.
+function freshnessStrip(list) {
+  if (!list.length) return "";
+  const W = 120, now = list[list.length - 1][0];
+  const x = (t) => W - ((now - t) / SITE_WINDOW_MS) * W;
+  const time = new Map();
+  const rects = list.map(([t, state], i) => {
+    const to = i + 1 < list.length ? list[i + 1][0] : now;
+    time.set(state, (time.get(state) || 0) + to - t);
+    return svg("rect", { class: `st-${state}`, "data-state": state, x: x(t).toFixed(1), y: 0,
+      width: Math.max(x(to) - x(t), 1).toFixed(1), height: 8 });
+  });
+  const label = `the last ${lasted(now - list[0][0])} seen here: ` + [...time].map(([st, ms]) => `${st} ${lasted(ms)}`).join(", ") +
+    `; heartbeat age up to ${Math.max(...list.map(([, , age]) => age)).toFixed(1)} s`;
+  return svg("svg", { class: "freshness", width: W, height: 8, viewBox: `0 0 ${W} 8`, role: "img", "aria-label": label },
+    svg("title", {}, label), svg("rect", { class: "st-none", x: 0, y: 0, width: x(list[0][0]).toFixed(1), height: 8 }), rects);
+}
+
 // renderSites shows the Sites section when a block names its site, and hides it otherwise.
 function renderSites(blocks) {
+  noteSites(blocks, Date.now());
   const box = $("sites");
   box.hidden = !blocks.length;
   box.replaceChildren(el("h2", {}, "Sites"), ...blocks.map((v) => el("div", { class: "site-block", "data-block": v.site },
@@ -411,8 +447,8 @@ function renderSites(blocks) {
       ", heartbeat ", el("span", { "data-field": "seq", title: `boot ${v.heartbeat.boot}` }, `seq ${v.heartbeat.seq}`),
       el("span", { class: "muted" }, ` (zones ${(v.zones || []).join(", ")}; peer interval ${seconds(v.peer_interval_ns)}, ` +
         `split-brain threshold ${seconds(v.split_brain_threshold_ns)})`)),
-    table(["Site", "State", "Heartbeat age", "Heard at", "Silent since", "Targets"],
-      (v.sites || []).length ? v.sites.map(siteRow) : [el("tr", {}, el("td", { colspan: 6, class: "muted" }, "no other site"))]),
+    table(["Site", "State", "Heartbeat age", "Heard at", "Silent since", "Last 10 min", "Targets"],
+      (v.sites || []).length ? v.sites.map((s) => siteRow(v, s)) : [el("tr", {}, el("td", { colspan: 7, class: "muted" }, "no other site"))]),
     table(["Peer", "Site", "Last answer", "Errors", "Targets"],
       (v.peers || []).length ? v.peers.map(peerRow) : [el("tr", {}, el("td", { colspan: 5, class: "muted" }, "no peer"))]))));
 }
