@@ -57,6 +57,85 @@ type SitesProvider interface {
 	Sites() sites.View
 }
 
+// HistoryProvider is a Provider that keeps the last hour of its probed backends, for GET
+// /api/v1/backends/history and the dashboard's plots.
+type HistoryProvider interface {
+	// History returns the hour that ends at now.
+	History(now time.Time) History
+}
+
+// History is the last hour of probed backends, in buckets: the answer to GET
+// /api/v1/backends/history.
+type History struct {
+	// BucketSeconds is the length of a bucket; Start the start of the first one, aligned on
+	// the Unix clock; Now the end of the last one's data.
+	BucketSeconds int       `json:"bucket_seconds"`
+	Start         time.Time `json:"start"`
+	Now           time.Time `json:"now"`
+	// Backends are sorted by record, then key.
+	Backends []BackendHistory `json:"backends"`
+}
+
+// BackendHistory is one backend's last hour: its checks' results by bucket and its state
+// timeline.
+type BackendHistory struct {
+	Key    string `json:"key"`
+	Record string `json:"record"`
+	// LatencyUS holds, for each bucket, oldest first, the mean latency of the probes in it, in
+	// microseconds (null: none measured one); Failures how many results failed (null: no result
+	// arrived).
+	LatencyUS Series `json:"latency_us"`
+	Failures  Series `json:"failures"`
+	// From is where the state timeline starts, at State: Start, or later for a backend younger
+	// than the hour or one whose older changes were not kept. Changes follow, oldest first.
+	From    time.Time `json:"from"`
+	State   State     `json:"state"`
+	Changes []Change  `json:"changes"`
+}
+
+// Change is one state change of a backend's timeline.
+type Change struct {
+	Time   time.Time `json:"time"`
+	To     State     `json:"to"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Series is a series of counts or measures, with -1 for a missing value: JSON carries it as an
+// array of numbers and nulls.
+type Series []int64
+
+// MarshalJSON writes the series, with null for negative values.
+func (s Series) MarshalJSON() ([]byte, error) {
+	out := append(make([]byte, 0, 2+len(s)*5), '[')
+	for i, v := range s {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		if v < 0 {
+			out = append(out, "null"...)
+		} else {
+			out = strconv.AppendInt(out, v, 10)
+		}
+	}
+	return append(out, ']'), nil
+}
+
+// UnmarshalJSON reads an array of numbers and nulls, nulls as -1.
+func (s *Series) UnmarshalJSON(b []byte) error {
+	var values []*int64
+	if err := json.Unmarshal(b, &values); err != nil {
+		return fmt.Errorf("series: %w", err)
+	}
+	*s = make(Series, len(values))
+	for i, v := range values {
+		(*s)[i] = -1
+		if v != nil {
+			(*s)[i] = *v
+		}
+	}
+	return nil
+}
+
 // SiteBlock is one block's view of the sites, for GET /api/v1/sites.
 type SiteBlock struct {
 	Zones []string `json:"zones"`

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,8 @@ type fakeProvider struct {
 	reloadErr   error
 	reloads     int
 	explained   []Query
+	// history is what History returns, its Now and Start set from the request's now.
+	history []BackendHistory
 }
 
 func (p *fakeProvider) Status() []Zone {
@@ -38,6 +41,13 @@ func (p *fakeProvider) Status() []Zone {
 
 func (p *fakeProvider) Transitions(limit int) []Transition {
 	return p.transitions[:min(limit, len(p.transitions))]
+}
+
+func (p *fakeProvider) History(now time.Time) History {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return History{BucketSeconds: 30, Start: now.Truncate(30 * time.Second).Add(-time.Hour + 30*time.Second), Now: now,
+		Backends: slices.Clone(p.history)}
 }
 
 func (p *fakeProvider) Explain(_ context.Context, q Query) (Explanation, error) {

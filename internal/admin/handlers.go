@@ -52,6 +52,7 @@ func (s *Server) apiRoutes() []route {
 		{"GET /api/v1/zones", s.zones},
 		{"GET /api/v1/zones/{zone}", s.zone},
 		{"GET /api/v1/backends", s.backends},
+		{"GET /api/v1/backends/history", s.history},
 		{"POST /api/v1/backends/{action}", s.act},
 		{"GET /api/v1/overrides", s.overrides},
 		{"GET /api/v1/transitions", s.transitions},
@@ -113,10 +114,15 @@ type ErrorBody struct {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	writeJSONIndent(w, code, v, "  ")
+}
+
+// writeJSONIndent writes v indented by indent, or compact when it is empty.
+func writeJSONIndent(w http.ResponseWriter, code int, v any, indent string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	enc.SetIndent("", indent)
 	_ = enc.Encode(v) // the client went away
 }
 
@@ -420,6 +426,27 @@ func (s *Server) transitions(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.SortStableFunc(out, func(a, b Transition) int { return b.Time.Compare(a.Time) })
 	writeJSON(w, http.StatusOK, out[:min(limit, len(out))])
+}
+
+// history answers GET /api/v1/backends/history: the last hour of the probed backends of every
+// block that keeps one, compact (it is mostly arrays of numbers, which indenting would put one
+// per line).
+func (s *Server) history(w http.ResponseWriter, _ *http.Request) {
+	now := time.Now()
+	out := History{Now: now, Backends: []BackendHistory{}}
+	for _, reg := range s.active() {
+		hp, ok := reg.p.(HistoryProvider)
+		if !ok {
+			continue
+		}
+		h := hp.History(now)
+		out.BucketSeconds, out.Start = h.BucketSeconds, h.Start // the same for every block: now is
+		out.Backends = append(out.Backends, h.Backends...)
+	}
+	slices.SortFunc(out.Backends, func(a, b BackendHistory) int {
+		return cmp.Or(cmp.Compare(a.Record, b.Record), cmp.Compare(a.Key, b.Key))
+	})
+	writeJSONIndent(w, http.StatusOK, out, "")
 }
 
 // sites answers GET /api/v1/sites: each block that names its site, with its peers, the other

@@ -135,6 +135,40 @@ func (e *Engine) Transitions(limit int) []admin.Transition {
 	return out
 }
 
+var _ admin.HistoryProvider = (*Engine)(nil)
+
+// History implements admin.HistoryProvider: the last hour of the block's probed backends, ending
+// at now.
+func (e *Engine) History(now time.Time) admin.History {
+	hs := e.health.History(now)
+	out := admin.History{BucketSeconds: int(health.HistoryBucket / time.Second), Start: health.HistoryStart(now), Now: now,
+		Backends: make([]admin.BackendHistory, 0, len(hs))}
+	for key, h := range hs {
+		out.Backends = append(out.Backends, adminHistory(key, h))
+	}
+	return out
+}
+
+// adminHistory returns the history of the backend with key as the admin API shows it.
+func adminHistory(key string, h health.History) admin.BackendHistory {
+	bh := admin.BackendHistory{Key: key, Record: h.Record, LatencyUS: make(admin.Series, len(h.Samples)),
+		Failures: make(admin.Series, len(h.Samples)), From: h.From, State: admin.State(h.Status.String()),
+		Changes: make([]admin.Change, len(h.Changes))}
+	for i, s := range h.Samples {
+		bh.LatencyUS[i], bh.Failures[i] = -1, -1
+		if s.Latency > 0 {
+			bh.LatencyUS[i] = s.Latency.Microseconds()
+		}
+		if s.Results > 0 {
+			bh.Failures[i] = int64(s.Failures)
+		}
+	}
+	for i, c := range h.Changes {
+		bh.Changes[i] = admin.Change{Time: c.Time, To: admin.State(c.To.String()), Reason: c.Reason}
+	}
+	return bh
+}
+
 // Explain implements admin.Provider: it answers the query as a client at q.Client (or behind
 // q.ECS) would be answered, and says why.
 func (e *Engine) Explain(_ context.Context, q admin.Query) (admin.Explanation, error) {

@@ -129,6 +129,8 @@ type backend struct {
 	activity *recordActivity
 	// measures are its RTT and load, and whether it was down (measure.go).
 	measures measures
+	// history is its last hour of results and status changes (history.go).
+	history *history
 }
 
 // report is one status a source reported for an External backend, and why and when.
@@ -253,6 +255,7 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 			b = m.newBackend(spec)
 			if old != nil {
 				b.measures.wasDown = old.measures.wasDown // coming up after a reload is still a recovery
+				b.history = old.history.restart(now, b.status)
 			}
 		}
 		backends[spec.Key] = b
@@ -296,6 +299,7 @@ func (m *Manager) newBackend(spec *Spec) *backend {
 		b.report = report{status: st, reason: restored} // read only when spec.External
 	}
 	b.state.Set(b.status)
+	b.history = newHistory(time.Now(), b.status)
 	b.resetMeasures() // what other checks measured does not stand for these
 	backendsByState.WithLabelValues(b.status.String()).Inc()
 	checks := b.status
@@ -439,6 +443,7 @@ func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *prob
 		b := s.backend
 		d := &b.details
 		d.LastCheck, d.LastOK, d.Reason, d.Latency = now, res.OK, res.Reason, res.Latency
+		b.history.observe(now, res.OK, res.Latency)
 		if by == "" && s.stats != nil {
 			s.stats.observe(j.typ, res.OK, res.Reason, res.Latency)
 		}
@@ -506,6 +511,7 @@ func (m *Manager) setLocked(b *backend, next Status, reason, by string) func() {
 	now := time.Now()
 	b.details.LastChange = now
 	m.history.add(Transition{Time: now, Record: b.spec.Record, Backend: b.spec.Backend, Key: b.spec.Key, From: b.status, To: next, Reason: reason})
+	b.history.change(now, next, reason)
 	b.status = next
 	b.noteStatus(next, now)
 	b.state.Set(next)

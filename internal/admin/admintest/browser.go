@@ -97,6 +97,12 @@ func eval[T any](b *Browser, js string) T {
 	return v
 }
 
+// Eval returns the value of the JavaScript expression js, a string.
+func (b *Browser) Eval(js string) string {
+	b.t.Helper()
+	return eval[string](b, js)
+}
+
 // Text returns the text of the first element sel matches, or "" when there is none.
 func (b *Browser) Text(sel string) string {
 	b.t.Helper()

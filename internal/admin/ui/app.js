@@ -1,7 +1,8 @@
 // Meridian dashboard: polls the versioned admin API and renders zones -> records -> backends,
-// with overrides, a filter, the explain tool, the recent state changes and, for a block that
-// names its site, what it knows of the other sites. Plain DOM, no
-// dependencies; every value is inserted as text, never as HTML.
+// with overrides, a filter, the explain tool, the recent state changes, each backend's last hour
+// (a latency sparkline over its state strip, and per record a timeline of its backends' states)
+// and, for a block that names its site, what it knows of the other sites. Plain DOM and inline
+// SVG, no dependencies; every value is inserted as text, never as HTML.
 "use strict";
 
 const POLL_MS = 2000;
@@ -14,6 +15,10 @@ let lastStates = new Map(); // backend key -> state at the previous poll
 let changedAt = new Map(); // backend key -> when the dashboard saw its state change
 let shownKeys = [];
 let timer = null;
+let hist = { start: 0, end: 0, now: 0, buckets: 0, byKey: new Map() }; // GET /api/v1/backends/history
+let openTimelines = new Set(); // records whose timeline is open
+const SITE_WINDOW_MS = 10 * 60 * 1000;
+let siteSeen = new Map(); // "this site|other site" -> [ms, state, heartbeat age] of each poll, over SITE_WINDOW_MS
 
 // el builds an element; attrs may hold properties, "class", "data-*" attributes and event
 // handlers ("onclick"); children are nodes or strings (inserted as text).
@@ -29,6 +34,17 @@ function el(tag, attrs, ...children) {
   for (const c of children.flat()) {
     if (c !== undefined && c !== null && c !== "") e.append(c instanceof Node ? c : String(c));
   }
+  return e;
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+// svg builds an SVG element with attributes attrs (all set as attributes) and children (nodes
+// or strings, inserted as text).
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null) e.setAttribute(k, v);
+  for (const c of children.flat()) if (c !== undefined && c !== null && c !== "") e.append(c);
   return e;
 }
 
@@ -145,6 +161,7 @@ function backendRow(b) {
     el("td", { "data-field": "served", class: b.healthy ? "" : "served-no" }, b.healthy ? "yes" : b.enabled ? "no" : "no (YAML)"),
     el("td", { "data-field": "override", class: "override", title: b.override ? `${b.override.reason || ""} ${b.override.by ? "by " + b.override.by : ""}` : "" }, overrideText(b.override)),
     el("td", { "data-field": "latency" }, b.latency_ms ? `${b.latency_ms.toFixed(1)} ms` : "-"),
+    el("td", { "data-field": "history" }, hist.byKey.has(b.key) ? sparkline(hist.byKey.get(b.key)) : ""),
     el("td", { title: localTime(b.last_change) }, ago(b.last_change)),
     el("td", { "data-field": "reason" }, b.reason || (b.last_check ? `ok ${ago(b.last_check)}` : "")),
     actionButtons(b));
@@ -167,7 +184,7 @@ function render() {
       }
       if (!shown.length) continue;
       rows.push(el("tr", { class: "record", "data-record": r.name },
-        el("td", { colspan: 12 }, r.name, " ", el("span", { class: "mode" },
+        el("td", { colspan: 13 }, r.name, " ", el("span", { class: "mode" },
           `${r.mode}, fallback ${r.fallback}, ${r.healthy} of ${(r.backends || []).length} served, TTL ${r.ttl} s`),
         r.ttl_reason && r.ttl_reason !== "healthy" ? el("span", { class: "badge badge-ttl", "data-field": "ttl",
           title: "the TTL is lowered: " + r.ttl_reason }, r.ttl_reason) : "",
@@ -177,7 +194,8 @@ function render() {
         r.degraded ? el("span", { class: "badge badge-degraded", "data-field": "degraded",
           title: "answering other sites' stale targets: none of its own family is healthy" }, "degraded") : "",
         r.failover ? el("span", { class: "badge badge-failover", "data-field": "failover",
-          title: "answering from a worse priority than its best" }, "failover") : "")));
+          title: "answering from a worse priority than its best" }, "failover") : "",
+        recordTimeline(r))));
       for (const b of shown) {
         rows.push(backendRow(b));
         shownKeys.push(b.key);
@@ -187,7 +205,7 @@ function render() {
     sections.push(el("section", { class: "zone", "data-zone": z.name },
       el("h2", {}, z.name),
       table(["Record", "Backend", "Location", "Site", "Tags", "State", "Served", "Override",
-        "Latency", "Changed", "Last result", ""], rows)));
+        "Latency", "Last hour", "Changed", "Last result", ""], rows)));
   }
   box.replaceChildren(...(sections.length ? sections : [el("p", { class: "muted" }, zones.length ? "No backend matches the filter." : "No zone is served.")]));
   const backends = counts.up + counts.down + counts.unknown + counts.stale;
@@ -224,7 +242,8 @@ for (const b of document.querySelectorAll("[data-bulk]")) {
 }
 
 async function refresh() {
-  const [z, t, s] = await Promise.all([api("/api/v1/zones"), api("/api/v1/transitions?limit=25"), api("/api/v1/sites")]);
+  const [z, t, s, h] = await Promise.all([api("/api/v1/zones"), api("/api/v1/transitions?limit=25"), api("/api/v1/sites"),
+    api("/api/v1/backends/history")]);
   const now = Date.now();
   for (const zone of z) for (const r of zone.records || []) for (const b of r.backends || []) {
     const before = lastStates.get(b.key);
@@ -232,6 +251,7 @@ async function refresh() {
     lastStates.set(b.key, b.state);
   }
   zones = z;
+  setHistory(h);
   render();
   renderTransitions(t);
   renderSites(s);
@@ -247,6 +267,111 @@ function renderTransitions(list) {
   if (!list.length) $("transitions").replaceChildren(el("li", { class: "muted" }, "none yet"));
 }
 
+// setHistory keeps the history h (GET /api/v1/backends/history) for render.
+function setHistory(h) {
+  const start = Date.parse(h.start), buckets = (h.backends[0] || { latency_us: [] }).latency_us.length;
+  hist = { start, now: Date.parse(h.now), buckets, end: start + buckets * h.bucket_seconds * 1000,
+    byKey: new Map(h.backends.map((b) => [b.key, b])) };
+}
+
+// spans returns the state timeline of backend history b: [from ms, to ms, state] up to now.
+function spans(b) {
+  const out = [];
+  let t = Math.max(Date.parse(b.from), hist.start), state = b.state;
+  for (const c of b.changes || []) {
+    const at = Date.parse(c.time);
+    if (at > t) out.push([t, at, state]);
+    t = Math.max(t, at);
+    state = c.to;
+  }
+  out.push([t, Math.max(t, hist.now), state]);
+  return out;
+}
+
+// lasted formats a span of milliseconds: seconds under a minute, minutes above.
+function lasted(ms) {
+  return ms < 60000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60000)} min`;
+}
+
+// stateStrip returns the rects of the state timeline of b in the box x, y, w, h of the hour, with
+// a gray rect for the part before its timeline starts.
+function stateStrip(b, x, y, w, h) {
+  const scale = (t) => x + ((t - hist.start) / (hist.end - hist.start)) * w;
+  const list = spans(b);
+  const rects = list.map(([from, to, state]) => svg("rect", { class: `st-${state}`, "data-state": state,
+    x: scale(from).toFixed(1), y, width: Math.max(scale(to) - scale(from), 0.5).toFixed(1), height: h },
+  svg("title", {}, `${state} from ${new Date(from).toLocaleTimeString()} for ${lasted(to - from)}`)));
+  if (list[0][0] > hist.start) {
+    rects.unshift(svg("rect", { class: "st-none", x, y, width: (scale(list[0][0]) - x).toFixed(1), height: h },
+      svg("title", {}, "no history kept")));
+  }
+  return rects;
+}
+
+// timeIn returns how long b spent in each state over its timeline, as text.
+function timeIn(b) {
+  const by = new Map();
+  for (const [from, to, state] of spans(b)) by.set(state, (by.get(state) || 0) + to - from);
+  return [...by].map(([state, ms]) => `${state} ${lasted(ms)}`).join(", ");
+}
+
+// sparkline draws backend history b: its mean latency per bucket as a line (broken where no
+// probe measured one), its failed results as red marks under it, and its state strip below.
+function sparkline(b) {
+  const W = 120, LINE = 20, n = b.latency_us.length;
+  const measured = b.latency_us.filter((v) => v !== null);
+  const top = Math.max(1, ...measured);
+  const x = (i) => ((i + 0.5) * W / n).toFixed(1);
+  const y = (v) => (1 + LINE - (v / top) * LINE).toFixed(1);
+  let d = "", fails = 0;
+  const marks = [];
+  b.latency_us.forEach((v, i) => {
+    if (v !== null) d += `${d && b.latency_us[i - 1] !== null ? "L" : "M"}${x(i)} ${y(v)} `;
+    if (b.failures[i]) {
+      fails += b.failures[i];
+      marks.push(svg("rect", { class: "fail", x: (i * W / n).toFixed(1), y: LINE + 1, width: Math.max(W / n, 1).toFixed(1), height: 2 }));
+    }
+  });
+  const ms = (us) => `${(us / 1000).toFixed(1)} ms`;
+  const label = "last hour: " + (measured.length
+    ? `latency ${ms(Math.min(...measured))} to ${ms(top)}, mean ${ms(measured.reduce((a, v) => a + v, 0) / measured.length)}`
+    : "no latency measured") + `; ${fails} failed results; ${timeIn(b)}`;
+  return svg("svg", { class: "history", width: W, height: 28, viewBox: `0 0 ${W} 28`, role: "img", "aria-label": label },
+    svg("title", {}, label),
+    svg("path", { class: "spark", d: d.trim() }),
+    marks,
+    svg("g", { class: "strip" }, stateStrip(b, 0, 24, W, 4)));
+}
+
+// recordTimeline returns the record's timeline over the last hour, in a details element: one
+// lane of states per probed backend, and a tick at each change.
+function recordTimeline(r) {
+  const lanes = (r.backends || []).filter((b) => hist.byKey.has(b.key));
+  if (!lanes.length) return "";
+  const LABEL = 160, W = 480, LANE = 14;
+  const scale = (t) => LABEL + ((t - hist.start) / (hist.end - hist.start)) * W;
+  const H = lanes.length * LANE + 14;
+  let changes = 0;
+  const rows = lanes.map((b, i) => {
+    const h = hist.byKey.get(b.key), y = i * LANE;
+    changes += (h.changes || []).length;
+    return svg("g", { class: "lane", "data-key": b.key },
+      svg("text", { x: 0, y: y + 10 }, hostPort(b)),
+      stateStrip(h, LABEL, y + 2, W, 9),
+      (h.changes || []).map((c) => svg("line", { class: "tick", x1: scale(Date.parse(c.time)).toFixed(1), x2: scale(Date.parse(c.time)).toFixed(1), y1: y, y2: y + 13 },
+        svg("title", {}, `${new Date(c.time).toLocaleTimeString()}: ${hostPort(b)} ${c.to}${c.reason ? ` (${c.reason})` : ""}`))));
+  });
+  const axis = [[0, "-60 min"], [0.5, "-30 min"], [1, "now"]].map(([f, text]) =>
+    svg("text", { class: "axis", x: LABEL + f * W, y: H - 2, "text-anchor": f === 0 ? "start" : f === 1 ? "end" : "middle" }, text));
+  const label = `${r.name} over the last hour: ${changes} state change${changes === 1 ? "" : "s"}; ` +
+    lanes.map((b) => `${hostPort(b)} ${timeIn(hist.byKey.get(b.key))}`).join("; ");
+  return el("details", { class: "timeline", "data-field": "timeline", open: openTimelines.has(r.name),
+    ontoggle: (ev) => (ev.target.open ? openTimelines.add(r.name) : openTimelines.delete(r.name)) },
+  el("summary", {}, `last hour: ${changes} state change${changes === 1 ? "" : "s"}`),
+  svg("svg", { width: LABEL + W, height: H, viewBox: `0 0 ${LABEL + W} ${H}`, role: "img", "aria-label": label },
+    svg("title", {}, label), rows, axis));
+}
+
 // seconds formats a duration in nanoseconds, as the API gives the sites' options.
 function seconds(ns) {
   return `${+(ns / 1e9).toFixed(3)}s`;
@@ -254,7 +379,7 @@ function seconds(ns) {
 
 // siteRow is one other site as a block sees it: freshness, heartbeat, where it was heard, and
 // the targets it published per record.
-function siteRow(s) {
+function siteRow(v, s) {
   const heard = s.state !== "unknown";
   return el("tr", { "data-site": s.name },
     el("td", { "data-field": "name" }, s.name),
@@ -263,6 +388,7 @@ function siteRow(s) {
       heard ? `${s.heartbeat_age_seconds.toFixed(1)}s` : "-"),
     el("td", { "data-field": "peer" }, s.peer || "-"),
     el("td", { "data-field": "silent", title: localTime(s.silent_since) }, isSet(s.silent_since) ? ago(s.silent_since) : ""),
+    el("td", { "data-field": "freshness" }, freshnessStrip(siteSeen.get(`${v.site}|${s.name}`) || [])),
     el("td", { "data-field": "targets" }, Object.keys(s.targets || {}).sort().map((rec) =>
       el("div", {}, `${rec} `, el("span", { class: "muted" }, s.targets[rec].join(", "))))));
 }
@@ -279,8 +405,41 @@ function peerRow(p) {
     el("td", { "data-field": "targets" }, p.targets));
 }
 
+// noteSites adds what the poll at now said of each other site to siteSeen, and forgets what is
+// older than SITE_WINDOW_MS and the sites no block names any more.
+function noteSites(blocks, now) {
+  const seen = new Map();
+  for (const v of blocks) for (const s of v.sites || []) {
+    const key = `${v.site}|${s.name}`;
+    const list = (siteSeen.get(key) || []).filter(([t]) => now - t < SITE_WINDOW_MS);
+    list.push([now, s.state, s.heartbeat_age_seconds]);
+    seen.set(key, list);
+  }
+  siteSeen = seen;
+}
+
+// freshnessStrip draws a site's states at the polls of the last SITE_WINDOW_MS (or since the
+// page opened), now at the right.
+function freshnessStrip(list) {
+  if (!list.length) return "";
+  const W = 120, now = list[list.length - 1][0];
+  const x = (t) => W - ((now - t) / SITE_WINDOW_MS) * W;
+  const time = new Map();
+  const rects = list.map(([t, state], i) => {
+    const to = i + 1 < list.length ? list[i + 1][0] : now;
+    time.set(state, (time.get(state) || 0) + to - t);
+    return svg("rect", { class: `st-${state}`, "data-state": state, x: x(t).toFixed(1), y: 0,
+      width: Math.max(x(to) - x(t), 1).toFixed(1), height: 8 });
+  });
+  const label = `the last ${lasted(now - list[0][0])} seen here: ` + [...time].map(([st, ms]) => `${st} ${lasted(ms)}`).join(", ") +
+    `; heartbeat age up to ${Math.max(...list.map(([, , age]) => age)).toFixed(1)} s`;
+  return svg("svg", { class: "freshness", width: W, height: 8, viewBox: `0 0 ${W} 8`, role: "img", "aria-label": label },
+    svg("title", {}, label), svg("rect", { class: "st-none", x: 0, y: 0, width: x(list[0][0]).toFixed(1), height: 8 }), rects);
+}
+
 // renderSites shows the Sites section when a block names its site, and hides it otherwise.
 function renderSites(blocks) {
+  noteSites(blocks, Date.now());
   const box = $("sites");
   box.hidden = !blocks.length;
   box.replaceChildren(el("h2", {}, "Sites"), ...blocks.map((v) => el("div", { class: "site-block", "data-block": v.site },
@@ -288,8 +447,8 @@ function renderSites(blocks) {
       ", heartbeat ", el("span", { "data-field": "seq", title: `boot ${v.heartbeat.boot}` }, `seq ${v.heartbeat.seq}`),
       el("span", { class: "muted" }, ` (zones ${(v.zones || []).join(", ")}; peer interval ${seconds(v.peer_interval_ns)}, ` +
         `split-brain threshold ${seconds(v.split_brain_threshold_ns)})`)),
-    table(["Site", "State", "Heartbeat age", "Heard at", "Silent since", "Targets"],
-      (v.sites || []).length ? v.sites.map(siteRow) : [el("tr", {}, el("td", { colspan: 6, class: "muted" }, "no other site"))]),
+    table(["Site", "State", "Heartbeat age", "Heard at", "Silent since", "Last 10 min", "Targets"],
+      (v.sites || []).length ? v.sites.map((s) => siteRow(v, s)) : [el("tr", {}, el("td", { colspan: 7, class: "muted" }, "no other site"))]),
     table(["Peer", "Site", "Last answer", "Errors", "Targets"],
       (v.peers || []).length ? v.peers.map(peerRow) : [el("tr", {}, el("td", { colspan: 5, class: "muted" }, "no peer"))]))));
 }

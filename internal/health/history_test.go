@@ -1,0 +1,220 @@
+package health
+
+import (
+	"math"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// hour0 is a time on a bucket boundary.
+var hour0 = time.Unix(1_800_000_000, 0) // divisible by 30
+
+func TestHistoryBuckets(t *testing.T) {
+	type result struct {
+		at      time.Duration // after hour0
+		ok      bool
+		latency time.Duration
+	}
+	tests := []struct {
+		name    string
+		results []result
+		now     time.Duration // after hour0
+		// want are the non-empty samples, by index from the newest (0: the bucket holding now).
+		want map[int]Sample
+	}{
+		{
+			name:    "one bucket: mean of the measured latencies, failures counted",
+			results: []result{{0, true, 2 * time.Millisecond}, {10 * time.Second, false, 4 * time.Millisecond}, {29 * time.Second, true, 0}},
+			now:     29 * time.Second,
+			want:    map[int]Sample{0: {Results: 3, Failures: 1, Latency: 3 * time.Millisecond}},
+		},
+		{
+			name:    "a result on the boundary opens the next bucket",
+			results: []result{{29*time.Second + 999*time.Millisecond, true, time.Millisecond}, {30 * time.Second, false, 5 * time.Millisecond}},
+			now:     30 * time.Second,
+			want:    map[int]Sample{1: {Results: 1, Latency: time.Millisecond}, 0: {Results: 1, Failures: 1, Latency: 5 * time.Millisecond}},
+		},
+		{
+			name:    "empty buckets between results stay empty",
+			results: []result{{0, true, time.Millisecond}, {5 * time.Minute, true, 2 * time.Millisecond}},
+			now:     6 * time.Minute,
+			want:    map[int]Sample{12: {Results: 1, Latency: time.Millisecond}, 2: {Results: 1, Latency: 2 * time.Millisecond}},
+		},
+		{
+			name:    "results of other instances count without a latency",
+			results: []result{{0, false, 0}},
+			now:     0,
+			want:    map[int]Sample{0: {Results: 1, Failures: 1}},
+		},
+		{
+			name:    "the ring wraps: a bucket an hour old is overwritten, not added to",
+			results: []result{{0, true, time.Millisecond}, {time.Hour, true, 3 * time.Millisecond}},
+			now:     time.Hour,
+			want:    map[int]Sample{0: {Results: 1, Latency: 3 * time.Millisecond}},
+		},
+		{
+			name:    "the oldest bucket is an hour minus one bucket old",
+			results: []result{{30 * time.Second, true, time.Millisecond}},
+			now:     time.Hour,
+			want:    map[int]Sample{HistoryBuckets - 1: {Results: 1, Latency: time.Millisecond}},
+		},
+		{
+			name:    "results older than the hour are gone",
+			results: []result{{0, true, time.Millisecond}},
+			now:     time.Hour + time.Minute,
+			want:    map[int]Sample{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHistory(hour0, Unknown)
+			for _, r := range tt.results {
+				h.observe(hour0.Add(r.at), r.ok, r.latency)
+			}
+			now := hour0.Add(tt.now)
+			v := h.view(now)
+			if len(v.Samples) != HistoryBuckets {
+				t.Fatalf("%d samples, want %d", len(v.Samples), HistoryBuckets)
+			}
+			if want := now.Truncate(HistoryBucket).Add(-(HistoryBuckets - 1) * HistoryBucket); !v.Start.Equal(want) {
+				t.Errorf("start %s, want %s", v.Start, want)
+			}
+			for i, s := range v.Samples {
+				if got, want := s, tt.want[HistoryBuckets-1-i]; got != want {
+					t.Errorf("sample %d from the newest = %+v, want %+v", HistoryBuckets-1-i, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestHistoryCountsSaturate(t *testing.T) {
+	h := newHistory(hour0, Unknown)
+	for range math.MaxUint16 + 10 {
+		h.observe(hour0, false, time.Hour)
+	}
+	s := h.view(hour0).Samples[HistoryBuckets-1]
+	if s.Results != math.MaxUint16 || s.Failures != math.MaxUint16 || s.Latency <= 0 {
+		t.Fatalf("sample %+v, want saturated counts and a positive mean", s)
+	}
+}
+
+func TestHistoryTimeline(t *testing.T) {
+	type step struct {
+		at     time.Duration // after hour0
+		to     Status
+		reason string
+	}
+	tests := []struct {
+		name       string
+		changes    []step
+		now        time.Duration
+		wantFrom   time.Duration
+		wantStatus Status
+		wantTo     []Status
+	}{
+		{
+			name:       "a young backend's timeline starts when it did",
+			changes:    []step{{time.Minute, Up, "ok"}, {2 * time.Minute, Down, "refused"}},
+			now:        3 * time.Minute,
+			wantFrom:   0,
+			wantStatus: Unknown,
+			wantTo:     []Status{Up, Down},
+		},
+		{
+			name:       "changes before the hour give the status at its start",
+			changes:    []step{{time.Minute, Up, "ok"}, {2 * time.Minute, Down, "refused"}, {70 * time.Minute, Up, "ok"}},
+			now:        90 * time.Minute,
+			wantFrom:   90*time.Minute - time.Hour + HistoryBucket, // the start of the first bucket
+			wantStatus: Down,
+			wantTo:     []Status{Up},
+		},
+	}
+	flapping := tests[0]
+	flapping.name, flapping.changes, flapping.wantTo = "a flapping backend keeps its newest changes", nil, nil
+	for i := range historyChanges + 3 {
+		st := Status(Up)
+		if i%2 == 1 {
+			st = Down
+		}
+		flapping.changes = append(flapping.changes, step{time.Duration(i+1) * time.Second, st, "flap"})
+		if i >= 3 {
+			flapping.wantTo = append(flapping.wantTo, st)
+		}
+	}
+	flapping.wantFrom, flapping.wantStatus = 3*time.Second, Up // the third change, the last one dropped, was to up
+	tests = append(tests, flapping)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHistory(hour0, Unknown)
+			for _, c := range tt.changes {
+				h.change(hour0.Add(c.at), c.to, c.reason)
+			}
+			v := h.view(hour0.Add(tt.now))
+			if !v.From.Equal(hour0.Add(tt.wantFrom)) || v.Status != tt.wantStatus {
+				t.Errorf("timeline starts at %s %s, want %s %s", v.From.Sub(hour0), v.Status, tt.wantFrom, tt.wantStatus)
+			}
+			var got []Status
+			for _, c := range v.Changes {
+				got = append(got, c.To)
+				if c.Time.Before(v.From) || c.Reason == "" {
+					t.Errorf("change %+v is before the start %s or has no reason", c, v.From)
+				}
+			}
+			if len(got) != len(tt.wantTo) {
+				t.Fatalf("changes %v, want %v", got, tt.wantTo)
+			}
+			for i := range got {
+				if got[i] != tt.wantTo[i] {
+					t.Fatalf("changes %v, want %v", got, tt.wantTo)
+				}
+			}
+		})
+	}
+}
+
+func TestHistorySize(t *testing.T) {
+	// The documented bound (history.go, docs/operations.md): under 3 KB per probed backend.
+	if size := unsafe.Sizeof(history{}); size > 3000 {
+		t.Fatalf("a backend's history takes %d bytes", size)
+	}
+	if size := unsafe.Sizeof(bucket{}); size != 16 {
+		t.Fatalf("a bucket takes %d bytes", size)
+	}
+}
+
+// TestManagerHistory follows a backend's results and changes into History, across a change of
+// its checks, and sees a removed backend's history dropped.
+func TestManagerHistory(t *testing.T) {
+	m := NewManager(Options{Log: testLog{}})
+	a, b := spec("a", &scriptedProber{}, "check-a", time.Second), spec("b", &scriptedProber{}, "check-b", time.Second)
+	m.Sync([]Spec{a, b}, keys(a, b))
+	observe(m, "a", true)
+	observe(m, "a", false)
+	h, ok := m.History(time.Now())["a"]
+	if !ok || h.Record != "www.example.org." || h.Backend != "a" {
+		t.Fatalf("history of a: %+v, %v", h, ok)
+	}
+	if s := h.Samples[HistoryBuckets-1]; s.Results != 2 || s.Failures != 1 {
+		// The two results may straddle a bucket boundary.
+		if prev := h.Samples[HistoryBuckets-2]; prev.Results+s.Results != 2 || prev.Failures+s.Failures != 1 {
+			t.Errorf("the last samples %+v %+v, want 2 results and 1 failure", prev, s)
+		}
+	}
+	if h.Status != Unknown || len(h.Changes) != 2 || h.Changes[0].To != Up || h.Changes[1].To != Down || h.Changes[1].Reason != "probe failed" {
+		t.Errorf("timeline %s then %+v, want unknown, up, down", h.Status, h.Changes)
+	}
+
+	// New checks: the backend starts over as unknown, and its hour goes on.
+	a2 := spec("a", &scriptedProber{}, "check-a2", time.Second)
+	m.Sync([]Spec{a2}, keys(a2))
+	hs := m.History(time.Now())
+	if _, ok := hs["b"]; ok {
+		t.Errorf("b was removed, its history is still there")
+	}
+	h = hs["a"]
+	if n := len(h.Changes); n != 3 || h.Changes[2].To != Unknown || h.Changes[2].Reason != checksChanged {
+		t.Errorf("after new checks: %+v, want a change to unknown", h.Changes)
+	}
+}
