@@ -148,7 +148,7 @@ func TestRetries(t *testing.T) {
 	tests := []struct {
 		name     string
 		statuses []int // what the receiver answers, then 200
-		attempts int    // the requests it gets
+		attempts int   // the requests it gets
 		result   string
 	}{
 		{"2xx at once", []int{http.StatusAccepted}, 1, "delivered"},
