@@ -118,14 +118,14 @@ type Options struct {
 	Attempts   int
 	Backoff    time.Duration
 	MaxBackoff time.Duration
-	// Client sends the requests; nil: a client of its own, which follows no redirect.
-	Client *http.Client
-	Log    Logger
+	// Log gets a line for each event that was not delivered; nil: none.
+	Log Logger
 }
 
 // Notifier queues events and delivers them to its URLs. Its methods are safe for concurrent use.
 type Notifier struct {
 	opts    Options
+	client  *http.Client // follows no redirect
 	targets []*target
 	// mu guards stopped: Notify holds it for reading while it queues, Stop for writing.
 	mu      sync.RWMutex
@@ -149,10 +149,7 @@ func New(opts Options) *Notifier {
 	opts.Attempts = defaulted(opts.Attempts, DefaultAttempts)
 	opts.Backoff = defaulted(opts.Backoff, DefaultBackoff)
 	opts.MaxBackoff = max(defaulted(opts.MaxBackoff, DefaultMaxBackoff), opts.Backoff)
-	if opts.Client == nil {
-		opts.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	}
-	n := &Notifier{opts: opts}
+	n := &Notifier{opts: opts, client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	for _, u := range opts.URLs {
 		t := &target{url: u, queue: make(chan Event, opts.QueueSize)}
@@ -282,7 +279,7 @@ func (n *Notifier) post(to string, ev Event, body []byte) (retry bool, err error
 	if n.opts.Secret != "" {
 		req.Header.Set(SignatureHeader, Sign(n.opts.Secret, body))
 	}
-	resp, err := n.opts.Client.Do(req)
+	resp, err := n.client.Do(req)
 	if err != nil {
 		return true, fmt.Errorf("post: %w", err)
 	}
