@@ -203,10 +203,9 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 }
 
 // configureSites gives the block's sites fleet, heartbeat keeper, Kubernetes watcher and
-// webhooks, which outlive reloads, the engine's options and its snapshot (this site's summary, what the
-// Gslb resources' status shows): once the engine loaded (a
-// load that failed must not change them), and again when a failed reload leaves the engine
-// serving (Resync).
+// webhooks, which outlive reloads, the engine's options and its snapshot (this site's summary,
+// what the Gslb resources' status shows): once the engine loaded (a load that failed must not
+// change them), and again when a failed reload leaves the engine serving (Resync).
 func (e *Engine) configureSites() {
 	e.kube.Configure(e.opts.Sites.Site, e.Snapshot)
 	e.shared.hooks.configure(e.opts.Webhooks, e.opts.Sites.Site, e.log)
