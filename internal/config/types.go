@@ -121,6 +121,9 @@ type Options struct {
 	Heartbeats HeartbeatOptions
 	// Kubernetes is how the Kubernetes source reaches the cluster.
 	Kubernetes KubernetesOptions
+	// Webhooks are the notifications of health transitions and override changes; off unless
+	// a URL is set.
+	Webhooks WebhookOptions
 }
 
 // FastPathOptions are the fast path's settings: Meridian's own UDP sockets on the server
@@ -173,6 +176,7 @@ func DefaultOptions() Options {
 			Interval: DefaultStatePersistInterval,
 			MaxAge:   DefaultStateMaxAge,
 		},
+		Webhooks: DefaultWebhookOptions(),
 	}
 }
 

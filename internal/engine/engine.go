@@ -70,6 +70,8 @@ type Engine struct {
 	// drains the starts of their scheduled drains.
 	overrides map[string]catalog.Override
 	drains    map[string]time.Time
+	// notified is what the webhooks were last told of the overrides store.
+	notified overrideBaseline
 	// ttl refreshes the records whose TTL changes by time alone (a drain ahead), with reloadMu.
 	ttl ttlTimer
 	// xfr is the block's zone transfers, nil unless a transfer plugin found it.
@@ -188,6 +190,7 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 		}
 		list, now := e.api.store.List(), time.Now()
 		e.overrides, e.drains = CatalogOverrides(list, now), DrainStarts(list, now)
+		e.notified.reset(list, now)
 	}
 	if err := e.load(); err != nil {
 		e.abandon()
@@ -199,13 +202,13 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	return e, nil
 }
 
-// configureSites gives the block's sites fleet, heartbeat keeper and Kubernetes watcher,
-// which outlive reloads, the engine's options and its snapshot (this site's summary, what the
-// Gslb resources' status shows): once the engine loaded (a
-// load that failed must not change them), and again when a failed reload leaves the engine
-// serving (Resync).
+// configureSites gives the block's sites fleet, heartbeat keeper, Kubernetes watcher and
+// webhooks, which outlive reloads, the engine's options and its snapshot (this site's summary,
+// what the Gslb resources' status shows): once the engine loaded (a load that failed must not
+// change them), and again when a failed reload leaves the engine serving (Resync).
 func (e *Engine) configureSites() {
 	e.kube.Configure(e.opts.Sites.Site, e.Snapshot)
+	e.shared.hooks.configure(e.opts.Webhooks, e.opts.Sites.Site, e.log)
 	if e.fleet != nil {
 		e.fleet.Configure(e.opts.Sites, e.log)
 	}
@@ -386,8 +389,10 @@ func (e *Engine) Start() error {
 	return nil
 }
 
-// applyOverrides applies the overrides store's current list.
+// applyOverrides applies the overrides store's current list, and tells the webhooks what
+// changed.
 func (e *Engine) applyOverrides() {
+	e.notifyOverrides()
 	list, now := e.api.store.List(), time.Now()
 	if err := e.setOverrides(CatalogOverrides(list, now), DrainStarts(list, now)); err != nil {
 		e.log.Errorf("applying overrides: %v", err)

@@ -79,6 +79,8 @@ type sharedHealth struct {
 	// (Engine.EnableTransfers sets transfers).
 	versioner *axfr.Versioner
 	transfers atomic.Bool
+	// hooks are the block's webhooks, told of the manager's transitions.
+	hooks *webhooks
 }
 
 // healthKey identifies a gslb block across reloads: its zones and the options its health
@@ -166,6 +168,7 @@ func (r *Registry) releaseHealth(sh *sharedHealth) {
 	if sh.cluster != nil {
 		sh.cluster.Close()
 	}
+	sh.hooks.stop()
 }
 
 // newSharedHealth makes the health manager of o. In cluster mode its Redis client connects and
@@ -186,6 +189,8 @@ func newSharedHealth(key string, o config.Options, seed map[string]health.Status
 			sh.cluster = c
 		}
 	}
+	sh.hooks = newWebhooks(sh.cluster)
+	opts.OnTransition = sh.hooks.transition
 	sh.manager = health.NewManager(opts)
 	if sh.cluster != nil {
 		sh.cluster.Connect(sh.manager)

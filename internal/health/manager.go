@@ -83,6 +83,10 @@ type Options struct {
 	// seeded check's machine starts at that status, so rise and fall count from there) and
 	// forgets it; Unknown entries and keys that Sync does not name are ignored.
 	Seed map[string]Status
+	// OnTransition, when set, is called with every status change of a backend, in order, with
+	// the manager's lock held: it must return at once and not call the manager (it queues the
+	// change, as the webhooks' notifier does).
+	OnTransition func(Transition)
 }
 
 // DefaultMaxInFlight bounds concurrent probes (and so memory) when Options sets no limit.
@@ -510,8 +514,12 @@ func (m *Manager) setLocked(b *backend, next Status, reason, by string) func() {
 	recordTransition(b.status, next)
 	now := time.Now()
 	b.details.LastChange = now
-	m.history.add(Transition{Time: now, Record: b.spec.Record, Backend: b.spec.Backend, Key: b.spec.Key, From: b.status, To: next, Reason: reason})
+	tr := Transition{Time: now, Record: b.spec.Record, Backend: b.spec.Backend, Key: b.spec.Key, From: b.status, To: next, Reason: reason}
+	m.history.add(tr)
 	b.history.change(now, next, reason)
+	if m.opts.OnTransition != nil {
+		m.opts.OnTransition(tr)
+	}
 	b.status = next
 	b.noteStatus(next, now)
 	b.state.Set(next)

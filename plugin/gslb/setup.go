@@ -282,6 +282,9 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 		if ok, err := parseKubernetesOption(c, root, &o.Kubernetes); ok || err != nil {
 			return err
 		}
+		if ok, err := parseWebhookOption(c, &o.Webhooks); ok || err != nil {
+			return err
+		}
 		line := c.Line()
 		if ok, err := parseSitesOption(c, &o.Sites, b.port); ok || err != nil {
 			b.sitesLine = cmp.Or(b.sitesLine, line)
