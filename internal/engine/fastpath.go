@@ -43,8 +43,9 @@ func (f *FastPath) Steered() bool { return f.srv.Steered() }
 // Resteer steers the address's packets to the fast path's sockets again (fastpath.Server.Resteer).
 func (f *FastPath) Resteer() { f.srv.Resteer() }
 
-// Close stops the fast path.
-func (f *FastPath) Close() error { return f.srv.Close() }
+// Close stops the fast path without dropping a query it holds; stopSlow stops the server of
+// Slow (fastpath.Server.Close).
+func (f *FastPath) Close(stopSlow func() error) error { return f.srv.Close(stopSlow) }
 
 // fastHandler answers in the loops from the engine's current snapshot.
 type fastHandler struct {

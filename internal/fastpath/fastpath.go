@@ -10,6 +10,7 @@
 package fastpath
 
 import (
+	"time"
 	"net"
 	"net/netip"
 	"sync"
@@ -60,11 +61,13 @@ func (s *Server) Serve() {
 	}
 }
 
-// Close stops the loops, closing their sockets, and waits for them. It first steers the
-// address's packets away from its sockets (to another fast path of the address, or to
-// CoreDNS's sockets) and lets its loops answer what is queued, so that a packet that reached
-// it before is not dropped with its socket.
-func (s *Server) Close() error {
+// Close stops the server without dropping a query it holds. It steers the address's packets
+// away from its sockets (to another fast path of the address, or to CoreDNS's sockets), lets
+// its loops answer what the sockets have queued, and stops the loops; then it lets the slow
+// path answer what they handed it: once that queue is empty, stopSlow (nil: none) stops the
+// server of Slow, and must wait for the replies it is writing. Only then do the sockets close,
+// the first of which sends the slow path's replies.
+func (s *Server) Close(stopSlow func() error) error {
 	if s.closed.Load() {
 		return nil
 	}
@@ -73,12 +76,23 @@ func (s *Server) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	s.closeConns()
+	// The loops return on the first error once closed is set: the later sockets close, the
+	// first only stops reading, for the slow path's writes.
+	for _, c := range s.conns[1:] {
+		c.Close()
+	}
+	_ = s.conns[0].SetReadDeadline(time.Unix(1, 0))
 	s.wg.Wait()
+	s.slow.drain(drainWait)
+	var err error
+	if stopSlow != nil {
+		err = stopSlow()
+	}
 	s.slow.Close()
+	s.conns[0].Close()
 	track(s, false)
 	resteer(s.addr) // the group closed up over this server's sockets
-	return nil
+	return err
 }
 
 // Resteer steers the address's packets to the loops' sockets again, after sockets that this
@@ -91,6 +105,7 @@ func (s *Server) Resteer() { resteer(s.addr) }
 // server (miekg/dns's, as CoreDNS does its socket). Its writes go out of the address's socket.
 func (s *Server) Slow() net.PacketConn { return s.slow }
 
+// closeConns closes every socket of the server.
 func (s *Server) closeConns() {
 	for _, c := range s.conns {
 		c.Close()

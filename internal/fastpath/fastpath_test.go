@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/reuseport"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 // echo is a Handler: packets starting with 'f' are answered fast ("F" + the packet); the
@@ -81,7 +83,7 @@ func TestServerAnswersFastAndSlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Serve()
-	defer s.Close()
+	defer s.Close(nil)
 	var slow atomic.Int32
 	go serveSlow(s, &slow)
 	for _, tt := range []struct{ q, want string }{{"fast1", "Ffast1"}, {"slow1", "Sslow1"}, {"fast2", "Ffast2"}} {
@@ -124,7 +126,7 @@ func TestServerSteersTheGroup(t *testing.T) {
 		t.Fatal("the steering program was not attached")
 	}
 	s.Serve()
-	defer s.Close()
+	defer s.Close(nil)
 	for i := range 50 { // from 50 source ports: the kernel's hash would spread them
 		msg := []byte("fast")
 		msg = append(msg, byte('a'+i%26))
@@ -168,7 +170,7 @@ func TestServerTakesOverTheGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	old.Serve()
-	defer old.Close()
+	defer old.Close(nil)
 	askAll := func(step string, want byte) {
 		t.Helper()
 		for i := range 30 {
@@ -183,11 +185,78 @@ func TestServerTakesOverTheGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	next.Serve()
-	defer next.Close()
+	defer next.Close(nil)
 	askAll("both", 'N')
-	old.Close()
+	old.Close(nil)
 	if !next.Steered() {
 		t.Fatal("the second fast path was not steered again")
 	}
 	askAll("the second alone", 'N')
+}
+
+// TestCloseAnswersWhatItHolds: queries that reached the server before Close are answered, the
+// slow path's included, although its server takes a while over each: Close waits for the slow
+// path's queue to empty and its server to stop before the sockets close.
+func TestCloseAnswersWhatItHolds(t *testing.T) {
+	addr := freeUDP(t)
+	s, err := Listen(addr, 2, 0, true, &echo{}, &Counts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Serve()
+	// A slow path that answers each query 20 ms after it read it, and whose stop waits for
+	// the answers it is writing, as miekg/dns's Shutdown does.
+	var replies sync.WaitGroup
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		c, buf := s.Slow(), make([]byte, 512)
+		for {
+			k, from, err := c.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			reply := append([]byte{'S'}, buf[:k]...)
+			replies.Go(func() {
+				time.Sleep(20 * time.Millisecond)
+				_, _ = c.WriteTo(reply, from)
+			})
+		}
+	}()
+	stopSlow := func() error {
+		_ = s.Slow().SetReadDeadline(time.Unix(1, 0))
+		<-served
+		replies.Wait()
+		return nil
+	}
+	client, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	const queries = 50
+	for i := range queries {
+		if _, err := fmt.Fprintf(client, "s%02d", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Close once every query has reached the server: it holds them, in its queues or in the
+	// slow path's server.
+	testutil.Eventually(t, 5*time.Second, func() bool { return s.counts.Slow.Load() == queries }, "the queries did not arrive")
+	if err := s.Close(stopSlow); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	buf := make([]byte, 512)
+	for len(got) < queries {
+		_ = client.SetReadDeadline(time.Now().Add(time.Second))
+		n, err := client.Read(buf)
+		if err != nil {
+			break
+		}
+		got[string(buf[:n])] = true
+	}
+	if len(got) != queries {
+		t.Fatalf("%d of %d queries answered after Close", len(got), queries)
+	}
 }

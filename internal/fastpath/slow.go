@@ -26,10 +26,13 @@ type slowConn struct {
 	closeMu sync.RWMutex
 	closed  bool
 	done    chan struct{}
+	// stop is closed by a read deadline in the past: the reads end, as on a socket.
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 func newSlowConn(out *net.UDPConn) *slowConn {
-	return &slowConn{out: out, queue: make(chan packet, slowQueue), done: make(chan struct{})}
+	return &slowConn{out: out, queue: make(chan packet, slowQueue), done: make(chan struct{}), stop: make(chan struct{})}
 }
 
 // push queues a copy of b from from; it reports false when the queue is full or closed.
@@ -48,13 +51,33 @@ func (c *slowConn) push(b []byte, from netip.AddrPort) bool {
 }
 
 // ReadFrom implements net.PacketConn: the next packet the loops handed over, cut to len(b) as
-// a socket's read would.
+// a socket's read would. Once the connection is closed, or its read deadline set in the past
+// (a DNS server's Shutdown), it returns what is still queued, then an error.
 func (c *slowConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	select {
 	case p := <-c.queue:
 		return copy(b, p.b), net.UDPAddrFromAddrPort(p.from), nil
 	case <-c.done:
+	case <-c.stop:
+	}
+	select {
+	case p := <-c.queue:
+		return copy(b, p.b), net.UDPAddrFromAddrPort(p.from), nil
+	default:
+	}
+	select {
+	case <-c.done:
 		return 0, nil, net.ErrClosed
+	default:
+		return 0, nil, os.ErrDeadlineExceeded
+	}
+}
+
+// drain waits, at most wait, until the slow path's server has read every packet queued.
+func (c *slowConn) drain(wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for len(c.queue) > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -77,12 +100,18 @@ func (c *slowConn) Close() error {
 // LocalAddr implements net.PacketConn.
 func (c *slowConn) LocalAddr() net.Addr { return c.out.LocalAddr() }
 
-// SetDeadline implements net.PacketConn; the slow path's reads have no deadline (the server
-// reading them is stopped by Close).
-func (c *slowConn) SetDeadline(time.Time) error { return nil }
+// SetDeadline implements net.PacketConn, as SetReadDeadline.
+func (c *slowConn) SetDeadline(t time.Time) error { return c.SetReadDeadline(t) }
 
-// SetReadDeadline implements net.PacketConn, as SetDeadline.
-func (c *slowConn) SetReadDeadline(time.Time) error { return nil }
+// SetReadDeadline implements net.PacketConn. Only a deadline in the past counts, which is how a
+// DNS server's Shutdown ends its reads: they return what is queued, then time out, for good.
+// Other deadlines are ignored: the server reading the slow path sets none.
+func (c *slowConn) SetReadDeadline(t time.Time) error {
+	if !t.IsZero() && !t.After(time.Now()) {
+		c.stopOnce.Do(func() { close(c.stop) })
+	}
+	return nil
+}
 
 // SetWriteDeadline implements net.PacketConn.
 func (c *slowConn) SetWriteDeadline(t time.Time) error {

@@ -124,8 +124,9 @@ func (f *fastPaths) stop() error {
 	defer f.mu.Unlock()
 	f.stopped = true
 	for i, srv := range f.servers {
-		_ = srv.Close()
-		_ = f.slow[i].Shutdown()
+		if err := srv.Close(f.slow[i].Shutdown); err != nil {
+			log.Warningf("fastpath: stopping the slow path: %v", err)
+		}
 	}
 	f.servers, f.slow = nil, nil
 	return nil
