@@ -10,11 +10,11 @@
 package fastpath
 
 import (
-	"time"
 	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Handler answers packets in the loops.
