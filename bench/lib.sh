@@ -7,6 +7,10 @@
 #   bench_port_in_use PORT      true if any TCP or UDP socket, listening or not, uses PORT
 #   bench_pick_port [AVOID...]  prints a free port below the ephemeral range, not one of AVOID
 #   bench_stop_pid PID          stops the process (SIGTERM, then waits) if it runs
+#   bench_gone PID              true once the process has exited, its last thread too (also when
+#                               it is a zombie nobody reaps: a binary upgrade's parent)
+#   bench_stop_pidfile FILE     SIGTERM to the PID in FILE (no child of this shell after an
+#                               upgrade), then waits until it has exited
 #   bench_cpu_ticks PID         utime + stime of the process (all its threads), in clock ticks
 #   bench_median N...           the median (mean of the middle two for an even count)
 
@@ -75,6 +79,24 @@ bench_stop_pid() {
 		kill "$1" 2>/dev/null || true
 		wait "$1" 2>/dev/null || true
 	fi
+}
+
+bench_gone() {
+	[[ ! -d "/proc/$1" ]] && return 0
+	local state
+	state="$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null || echo X)"
+	[[ "$state" == Z || "$state" == X ]] && (($(find "/proc/$1/task" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l) <= 1))
+}
+
+bench_stop_pidfile() {
+	[[ -f "$1" ]] || return 0
+	local pid
+	pid="$(cat "$1")"
+	kill "$pid" 2>/dev/null || true
+	for _ in $(seq 1 100); do
+		bench_gone "$pid" && return 0
+		sleep 0.1
+	done
 }
 
 bench_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -29,28 +29,10 @@ RANDOM="${SEED:-$$}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-soak.XXXXXX")"
 PIDS=()
 
-# gone PID: the process has exited (its last thread too; nobody may reap it).
-gone() {
-	[[ ! -d "/proc/$1" ]] && return 0
-	local state
-	state="$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null || echo X)"
-	[[ "$state" == Z || "$state" == X ]] && (($(ls "/proc/$1/task" 2>/dev/null | wc -l) <= 1))
-}
-# stop_by_pidfile FILE: SIGTERM to the PID in FILE, then wait until it has exited.
-stop_by_pidfile() {
-	[[ -f "$1" ]] || return 0
-	local pid
-	pid="$(cat "$1")"
-	kill "$pid" 2>/dev/null || true
-	for _ in $(seq 1 100); do
-		gone "$pid" && return 0
-		sleep 0.1
-	done
-}
 cleanup() {
-	stop_by_pidfile "$WORK/a/pid"
-	stop_by_pidfile "$WORK/b/pid"
-	stop_by_pidfile "$WORK/redis.pid"
+	bench_stop_pidfile "$WORK/a/pid"
+	bench_stop_pidfile "$WORK/b/pid"
+	bench_stop_pidfile "$WORK/redis.pid"
 	for p in "${PIDS[@]}"; do bench_stop_pid "$p"; done
 	rm -rf "$WORK"
 }
@@ -152,7 +134,7 @@ upgrade_a() {
 	kill -USR2 "$old"
 	for _ in $(seq 1 600); do
 		new="$(cat "$WORK/a/pid")"
-		[[ "$new" != "$old" ]] && gone "$old" && return 0
+		[[ "$new" != "$old" ]] && bench_gone "$old" && return 0
 		sleep 0.05
 	done
 	echo "instance a was not replaced" >&2

@@ -19,16 +19,7 @@ FASTPATH="${FASTPATH:-0}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-upgrade.XXXXXX")"
 BACKEND_PID=""
 cleanup() {
-	# The running meridian is no child of this shell after an upgrade: wait for it by PID.
-	if [[ -f "$WORK/pid" ]]; then
-		local pid
-		pid="$(cat "$WORK/pid")"
-		kill "$pid" 2>/dev/null || true
-		for _ in $(seq 1 100); do
-			gone "$pid" && break
-			sleep 0.1
-		done
-	fi
+	bench_stop_pidfile "$WORK/pid"
 	bench_stop_pid "$BACKEND_PID"
 	rm -rf "$WORK"
 }
@@ -38,13 +29,6 @@ trap cleanup EXIT
 install_bin() {
 	cp "$SRC_BIN" "$WORK/meridian.new"
 	mv "$WORK/meridian.new" "$WORK/meridian"
-}
-# gone PID: the process has exited (its last thread too; nobody may reap it).
-gone() {
-	[[ ! -d "/proc/$1" ]] && return 0
-	local state
-	state="$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null || echo X)"
-	[[ "$state" == Z || "$state" == X ]] && (($(ls "/proc/$1/task" 2>/dev/null | wc -l) <= 1))
 }
 
 read -r DNS API UP < <(python3 -c 'import socket
@@ -101,10 +85,10 @@ for n in $(seq 1 "$UPGRADES"); do
 	kill -USR2 "$old"
 	for _ in $(seq 1 600); do
 		new="$(cat "$WORK/pid" 2>/dev/null || echo "$old")"
-		[[ "$new" != "$old" ]] && gone "$old" && break
+		[[ "$new" != "$old" ]] && bench_gone "$old" && break
 		sleep 0.05
 	done
-	if [[ "$new" == "$old" ]] || ! gone "$old"; then
+	if [[ "$new" == "$old" ]] || ! bench_gone "$old"; then
 		echo "upgrade $n: $old was not replaced" >&2
 		break
 	fi
