@@ -76,7 +76,7 @@ func scratchRoot(t *testing.T, bin string) string {
 	t.Helper()
 	root := t.TempDir()
 	for _, dir := range []string{"usr/bin", "usr/lib/systemd/system", "usr/lib64", "var/lib/dpkg/info", "var/lib/dpkg/updates", "var/log"} {
-		mustRun(t, "mkdir", "-p", filepath.Join(root, dir))
+		mkdirAll(t, filepath.Join(root, dir))
 	}
 	for _, link := range []string{"bin", "lib", "lib64"} {
 		if err := os.Symlink("usr/"+link, filepath.Join(root, link)); err != nil {
@@ -91,7 +91,7 @@ func scratchRoot(t *testing.T, bin string) string {
 	writeFile(t, filepath.Join(root, "var/lib/dpkg/status"), status)
 	writeFile(t, filepath.Join(root, "var/lib/dpkg/info/libc6:"+arch+".list"), "")
 	for _, lib := range sharedLibraries(t, bin) {
-		mustRun(t, "mkdir", "-p", filepath.Dir(filepath.Join(root, lib)))
+		mkdirAll(t, filepath.Dir(filepath.Join(root, lib)))
 		mustRun(t, "cp", "-L", lib, filepath.Join(root, lib))
 	}
 	kill, err := exec.LookPath("kill")
@@ -252,8 +252,9 @@ func serveInstalled(t *testing.T, root string) {
 	}
 	t.Cleanup(stop)
 	pid := cmd.Process.Pid
-	netns := fmt.Sprintf("--net=/proc/%d/ns/net", pid)
-	mustRun(t, "nsenter", netns, "ip", "link", "set", "lo", "up")
+	if err := loopbackUp(pid); err != nil {
+		t.Fatal(err)
+	}
 
 	answers := func(name, want string) func() bool {
 		return func() bool {
@@ -326,6 +327,30 @@ func inNetns(pid int, f func() error) error {
 	return <-errc
 }
 
+// loopbackUp brings up the loopback interface in the network namespace of process pid: a new
+// namespace has it down.
+func loopbackUp(pid int) error {
+	return inNetns(pid, func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("socket: %w", err)
+		}
+		defer unix.Close(fd)
+		ifr, err := unix.NewIfreq("lo")
+		if err != nil {
+			return err
+		}
+		if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+			return fmt.Errorf("the flags of lo: %w", err)
+		}
+		ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+		if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+			return fmt.Errorf("bringing lo up: %w", err)
+		}
+		return nil
+	})
+}
+
 // ownedByNobody checks that path exists and belongs to nobody, the user meridian runs as.
 func ownedByNobody(t *testing.T, path string) {
 	t.Helper()
@@ -373,6 +398,14 @@ func readFile(path string) func(t *testing.T) []byte {
 			t.Fatal(err)
 		}
 		return b
+	}
+}
+
+// mkdirAll creates the directory path and its parents, failing the test when it cannot.
+func mkdirAll(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
 

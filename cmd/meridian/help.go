@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/meridian-gslb/meridian/docs"
 )
@@ -391,12 +392,21 @@ func writeMan(w io.Writer, sections []optionSection, version string) {
 // roffEscaper escapes the characters troff gives a meaning to in running text.
 var roffEscaper = strings.NewReplacer(`\`, `\e`, "-", `\-`)
 
-// roff returns s escaped for a troff text line: backslashes and hyphens, and a leading period
-// or apostrophe (which would start a request).
+// roff returns s escaped for a troff text line: backslashes and hyphens, a leading period or
+// apostrophe (which would start a request), and every character outside ASCII as its Unicode
+// escape, which troff reads whatever the locale.
 func roff(s string) string {
 	s = roffEscaper.Replace(s)
 	if strings.HasPrefix(s, ".") || strings.HasPrefix(s, "'") {
 		s = `\&` + s
 	}
-	return s
+	var b strings.Builder
+	for _, r := range s {
+		if r > unicode.MaxASCII {
+			fmt.Fprintf(&b, `\[u%04X]`, r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

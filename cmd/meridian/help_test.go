@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -132,6 +134,7 @@ func TestPlainAndRoff(t *testing.T) {
 		{"**NS**/**NAME**", "NS/NAME", "NS/NAME"},
 		{`.starts a \ request`, `.starts a \ request`, `\&.starts a \e request`},
 		{"'quoted", "'quoted", `\&'quoted`},
+		{"integer ≥ 1, subnet → location", "integer ≥ 1, subnet → location", `integer \[u2265] 1, subnet \[u2192] location`},
 	} {
 		p := plain(tc.in)
 		if p != tc.plain {
@@ -220,6 +223,25 @@ func TestHelpListsEveryOption(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestManPageFormats runs the man page through groff with every warning on, where groff is
+// installed: troff must read all of it.
+func TestManPageFormats(t *testing.T) {
+	groff, err := exec.LookPath("groff")
+	if err != nil {
+		t.Skip("no groff")
+	}
+	var page, stderr bytes.Buffer
+	if code := runHelp([]string{"-man"}, &page, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	cmd := exec.Command(groff, "-man", "-ww", "-z")
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.Stdin = &page
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("groff: %v\n%s", err, out)
 	}
 }
 
