@@ -3,16 +3,49 @@
 
 GO           ?= go
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+NFPM         := github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 BIN          := bin/meridian
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS      := -X main.Version=$(VERSION)
 # Tests that need the built binary find it here; it is built once per run.
 export MERIDIAN_BIN := $(CURDIR)/$(BIN)
 
-.PHONY: build run test deps testbins lint unit fuzz bench clean
+.PHONY: build run test deps testbins lint unit fuzz bench clean deb deb-only release
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/meridian
+
+# The Debian package, dist/meridian_VERSION_ARCH.deb (packaging/; docs/operations.md, "Installing
+# the Debian package"): bin/meridian, its systemd unit, the default /etc/meridian and the man page
+# meridian(8), which `meridian help -man` writes from docs/configuration.md's option tables.
+# deb-only packages $(BIN) as it is, without building it: the packaging test
+# (packaging/packaging_test.go) runs it with the binary the tests share.
+DIST         := dist
+DEB_VERSION   = $(shell packaging/debversion.sh '$(VERSION)')
+DEB_ARCH      = $(shell $(GO) env GOARCH)
+define package-deb
+@mkdir -p $(DIST)
+$(BIN) help -man | gzip -9n > $(DIST)/meridian.8.gz
+MERIDIAN_DEB_VERSION='$(DEB_VERSION)' MERIDIAN_DEB_ARCH='$(DEB_ARCH)' MERIDIAN_BINARY='$(BIN)' \
+	MERIDIAN_MANPAGE='$(DIST)/meridian.8.gz' $(GO) run $(NFPM) package --config packaging/nfpm.yaml \
+	--packager deb --target '$(DIST)/meridian_$(DEB_VERSION)_$(DEB_ARCH).deb'
+endef
+deb: build
+	$(package-deb)
+deb-only:
+	$(package-deb)
+
+# Static binaries (no C library) for linux/amd64 and linux/arm64, dist/meridian-linux-ARCH, with
+# their dist/SHA256SUMS. Cross-compiling takes minutes: make test does not build them.
+RELEASE_ARCHES := amd64 arm64
+release:
+	@mkdir -p $(DIST)
+	@set -e; for arch in $(RELEASE_ARCHES); do \
+		echo "release: linux/$$arch"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "$(LDFLAGS) -s -w" \
+			-o $(DIST)/meridian-linux-$$arch ./cmd/meridian; \
+	done
+	cd $(DIST) && sha256sum $(addprefix meridian-linux-,$(RELEASE_ARCHES)) > SHA256SUMS
 
 # Serve the quick start on 127.0.0.1:1053.
 run: build
@@ -82,4 +115,4 @@ bench: build
 	bench/run.sh
 
 clean:
-	rm -rf bin
+	rm -rf bin $(DIST)

@@ -5,6 +5,7 @@
 //	meridian -version              print Meridian's and CoreDNS's versions
 //	meridian check -conf Corefile  validate a Corefile and the YAML files it names, then exit
 //	meridian ctl COMMAND ...       query and steer a running meridian through its admin API
+//	meridian help [-man] [OPTION]  the commands and the Corefile options (-man: the man page)
 //
 // SIGUSR1 reloads the Corefile; SIGUSR2 replaces the running binary by the one at its path
 // without losing a query (see upgrade.go).
@@ -72,6 +73,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "check" {
 		os.Exit(runCheck(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "help" {
+		os.Exit(runHelp(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "ctl" {
 		os.Exit(runCtl(os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
