@@ -21,7 +21,7 @@ func parseBoth(t *testing.T, data []byte) bool {
 	if !reflect.DeepEqual(whole, split) {
 		t.Fatalf("zones differ\nwhole: %+v\nsplit: %+v", whole, split)
 	}
-	_, _, ok := splitRecords(data)
+	_, _, _, ok := splitRecords(data)
 	return ok
 }
 

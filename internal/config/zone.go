@@ -36,9 +36,10 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 	p := newParser(file, len(data))
 	doc := data
 	var chunks []chunk
+	records := 0 // how many records the file has, when it is split
 	if split {
-		if head, c, ok := splitRecords(data); ok {
-			doc, chunks = head, c
+		if head, c, n, ok := splitRecords(data); ok {
+			doc, chunks, records = head, c, n
 		}
 	}
 	z := &Zone{Origin: CanonicalName(origin), File: file}
@@ -70,14 +71,16 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 	if n := top["defaults"]; n != nil {
 		defs = p.defaults(n)
 	}
-	first := map[string]*yaml.Node{}
+	first := make(map[string]int, records)
+	z.Records = make([]Record, 0, records)
 	if n := top["records"]; n != nil {
 		p.records(z, n, defs, profiles, first)
 	}
-	for _, c := range chunks {
-		for _, e := range p.entries(p.document(c.document()), "") {
+	for d := range decodeChunks(chunks) {
+		for _, e := range p.entries(p.takeDocument(d), "") {
 			p.records(z, e.v, defs, profiles, first)
 		}
+		d.arena.release() // the records keep no node
 	}
 	slices.SortFunc(z.Records, func(a, b Record) int { return strings.Compare(a.Name, b.Name) })
 	if cap(z.Records) > len(z.Records)+len(z.Records)/8 {
