@@ -2,9 +2,7 @@ package config
 
 import (
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
@@ -100,19 +98,11 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 	return z, nil
 }
 
-// LoadZone reads src.File and parses it with ParseZone, with the file's modification time (unix
-// seconds) as the default SOA serial.
-func LoadZone(src ZoneSource, shared map[string]HealthCheck) (*Zone, error) {
-	f, err := os.Open(src.File)
-	if err != nil {
-		return nil, fmt.Errorf("load zone %s: %w", src.Origin, err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("load zone %s: %w", src.Origin, err)
-	}
-	data, err := io.ReadAll(f)
+// LoadZone reads src.File, refusing a file of more than limit bytes (DefaultMaxFileSize when
+// 0), and parses it with ParseZone, with the file's modification time (unix seconds) as the
+// default SOA serial.
+func LoadZone(src ZoneSource, shared map[string]HealthCheck, limit int64) (*Zone, error) {
+	data, info, err := readFile(src.File, limit)
 	if err != nil {
 		return nil, fmt.Errorf("load zone %s: %w", src.Origin, err)
 	}
