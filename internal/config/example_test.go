@@ -27,7 +27,7 @@ records:
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 		panic(err)
 	}
-	z, err := config.LoadZone(config.ZoneSource{Origin: "example.org.", File: file}, nil)
+	z, err := config.LoadZone(config.ZoneSource{Origin: "example.org.", File: file}, nil, 0)
 	if err != nil {
 		panic(err)
 	}

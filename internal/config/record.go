@@ -342,9 +342,9 @@ func (p *parser) defaults(n *yaml.Node) recordOpts {
 	return o
 }
 
-// records parses the records of n into z. first holds the key node of every record name seen
-// so far, across the chunks of a file parsed in parts.
-func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profileSet, first map[string]*yaml.Node) {
+// records parses the records of n into z. first holds the line of every record name seen so
+// far, across the chunks of a file parsed in parts.
+func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profileSet, first map[string]int) {
 	for _, e := range p.entries(n, "records") {
 		path := "records[" + strconv.Quote(e.key) + "]"
 		name := CanonicalName(e.key)
@@ -355,13 +355,13 @@ func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profil
 		} else if !inZone(name, z.Origin) {
 			p.Errorf(e.k, path, "%s is outside zone %s", name, z.Origin)
 			valid = false
-		} else if f := first[name]; f != nil {
-			p.Errorf(e.k, path, "duplicate record %s (first at line %d)", name, f.Line)
+		} else if line, dup := first[name]; dup {
+			p.Errorf(e.k, path, "duplicate record %s (first at line %d)", name, line)
 			valid = false
 		}
 		rec := p.record(name, e, path, defs, profiles)
 		if valid {
-			first[name] = e.k
+			first[name] = e.k.Line
 			z.Records = append(z.Records, rec)
 		}
 	}

@@ -2,7 +2,9 @@ package config
 
 import (
 	"bytes"
+	"iter"
 	"regexp"
+	"runtime"
 )
 
 // Lines that splitRecords accepts as the start of a record (a block mapping key, plain or
@@ -17,8 +19,8 @@ const recordsChunkSize = 256
 
 // chunk is a run of lines of the records block, parsed on its own.
 type chunk struct {
-	firstLine int // 1-based line number of the chunk's first line in the file
-	text      []byte
+	firstLine int    // 1-based line number of the chunk's first line in the file
+	text      []byte // a part of the file's data, not a copy
 }
 
 // splitRecords cuts a zone file into its records block, in chunks of whole records, and the
@@ -29,26 +31,26 @@ type chunk struct {
 // It handles the plain block style that zone files are written in, and reports ok false for
 // anything else (anchors, aliases and merge keys, which may refer across records; flow style
 // for the records map; several documents; tabs), which is then parsed whole.
-func splitRecords(data []byte) (head []byte, chunks []chunk, ok bool) {
+func splitRecords(data []byte) (head []byte, chunks []chunk, records int, ok bool) {
 	if bytes.ContainsAny(data, "&*\t") || bytes.Contains(data, []byte("<<")) {
-		return nil, nil, false
+		return nil, nil, 0, false
 	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	start := -1 // index of the "records:" line
 	for i, line := range lines {
 		content := bytes.TrimRight(stripComment(line), " \r\n")
 		if bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("...")) {
-			return nil, nil, false
+			return nil, nil, 0, false
 		}
 		if bytes.Equal(content, []byte("records:")) {
 			if start >= 0 {
-				return nil, nil, false // twice: let the whole parse report it
+				return nil, nil, 0, false // twice: let the whole parse report it
 			}
 			start = i
 		}
 	}
 	if start < 0 {
-		return nil, nil, false
+		return nil, nil, 0, false
 	}
 	indent := -1
 	end := len(lines)
@@ -63,32 +65,37 @@ func splitRecords(data []byte) (head []byte, chunks []chunk, ok bool) {
 		switch {
 		case lead == 0:
 			if !topKeyLine.Match(line) {
-				return nil, nil, false
+				return nil, nil, 0, false
 			}
 			end = i // the next top-level key
 		case indent < 0 || lead == indent:
 			if !recordKeyLine.Match(line) {
-				return nil, nil, false
+				return nil, nil, 0, false
 			}
 			indent = lead
 			cuts = append(cuts, i)
 		case lead < indent:
-			return nil, nil, false
+			return nil, nil, 0, false
 		}
 		if end != len(lines) {
 			break
 		}
 	}
 	if len(cuts) == 0 {
-		return nil, nil, false
+		return nil, nil, 0, false
 	}
+	offsets := make([]int, len(lines)+1) // where each line starts in data: lines are slices of it
+	for i, line := range lines {
+		offsets[i+1] = offsets[i] + len(line)
+	}
+	chunks = make([]chunk, 0, (len(cuts)+recordsChunkSize-1)/recordsChunkSize)
 	for c := 0; c < len(cuts); c += recordsChunkSize {
 		from := cuts[c]
 		to := end
 		if c+recordsChunkSize < len(cuts) {
 			to = cuts[c+recordsChunkSize]
 		}
-		chunks = append(chunks, chunk{firstLine: from + 1, text: bytes.Join(lines[from:to], nil)})
+		chunks = append(chunks, chunk{firstLine: from + 1, text: data[offsets[from]:offsets[to]]})
 	}
 	head = make([]byte, 0, len(data))
 	for i, line := range lines {
@@ -98,7 +105,7 @@ func splitRecords(data []byte) (head []byte, chunks []chunk, ok bool) {
 		}
 		head = append(head, line...)
 	}
-	return head, chunks, true
+	return head, chunks, len(cuts), true
 }
 
 // stripComment removes a comment that starts a line or follows a space; good enough to
@@ -113,10 +120,43 @@ func stripComment(line []byte) []byte {
 	return line
 }
 
-// chunkDocument is a chunk as a YAML document of its own: a records map whose lines keep their
-// line numbers in the file.
-func (c chunk) document() []byte {
-	doc := bytes.Repeat([]byte("\n"), c.firstLine-2)
+// document returns the chunk as a YAML document of its own, a records map, and the number of
+// lines the document's line numbers are below the file's.
+func (c chunk) document() ([]byte, int) {
+	doc := make([]byte, 0, len("records:\n")+len(c.text))
 	doc = append(doc, "records:\n"...)
-	return append(doc, c.text...)
+	return append(doc, c.text...), c.firstLine - 2
+}
+
+// decodeChunks parses the chunks' documents, several at once on GOMAXPROCS goroutines, and
+// yields them in order. At most two chunks per goroutine are parsed ahead of the one yielded,
+// so that the node trees in memory stay a few chunks' worth.
+func decodeChunks(chunks []chunk) iter.Seq[decodedDoc] {
+	return func(yield func(decodedDoc) bool) {
+		ahead := 2 * runtime.GOMAXPROCS(0)
+		results := make([]chan decodedDoc, len(chunks))
+		started := 0
+		for i := range chunks {
+			for ; started < len(chunks) && started <= i+ahead; started++ {
+				ch := make(chan decodedDoc, 1) // never blocks: a yield that stops leaks nothing
+				results[started] = ch
+				go func(c chunk) { ch <- c.decode() }(chunks[started])
+			}
+			d := <-results[i]
+			results[i] = nil
+			if !yield(d) {
+				return
+			}
+		}
+	}
+}
+
+// decode parses the chunk's document: with fastDecode when it can, else with yaml.v3.
+func (c chunk) decode() decodedDoc {
+	doc, offset := c.document()
+	if root, arena, ok := fastDecode(doc); ok {
+		shiftLines(root, offset)
+		return decodedDoc{doc: root, offset: offset, arena: arena}
+	}
+	return decodeDocument(doc, offset)
 }

@@ -21,7 +21,7 @@ func parseBoth(t *testing.T, data []byte) bool {
 	if !reflect.DeepEqual(whole, split) {
 		t.Fatalf("zones differ\nwhole: %+v\nsplit: %+v", whole, split)
 	}
-	_, _, ok := splitRecords(data)
+	_, _, _, ok := splitRecords(data)
 	return ok
 }
 
@@ -32,12 +32,22 @@ func TestSplitParseMatchesWholeParse(t *testing.T) {
 		fmt.Fprintf(&many, "  # record %d\n  r%d.example.org.:\n    mode: roundrobin\n\n    backends:\n      - address: 10.0.%d.%d\n", i, i, i/256, i%256)
 	}
 	many.WriteString("soa:\n  serial: 42\n")
+	var plain strings.Builder // no comments: its chunks are parsed by fastDecode
+	plain.WriteString("records:\n")
+	for i := range 600 {
+		mode := "failover"
+		if i == 555 {
+			mode = "bogus"
+		}
+		fmt.Fprintf(&plain, "  r%d.example.org.:\n    mode: %s\n    backends:\n      - {address: 10.0.%d.%d, priority: %d}\n", i, mode, i/256, i%256+i/500*100, i%3)
+	}
 	tests := []struct {
 		name  string
 		data  string
 		split bool
 	}{
 		{"many records, a trailing key", many.String(), true},
+		{"errors in a later chunk keep their lines", plain.String(), true},
 		{"errors keep their lines", "records:\n  a.example.org.:\n    mode: bogus\n    backends: [{address: 10.0.0.1}]\n  b.example.org.:\n    backends: [{address: 10.0.0.300}]\n", true},
 		{"duplicate across chunks", strings.Repeat("", 0) + dupAcrossChunks(), true},
 		{"outside the zone", "records:\n  www.example.net.:\n    backends: [{address: 10.0.0.1}]\n", true},

@@ -87,6 +87,9 @@ type Position struct {
 type Options struct {
 	// Zones lists the zone files, in Corefile order.
 	Zones []ZoneSource
+	// MaxFileSize is the largest zone or location-map file loaded, in bytes (max_file_size);
+	// 0 means DefaultMaxFileSize. A bigger file is an error, and a reload keeps what serves.
+	MaxFileSize int64
 	// UseEDNSClientSubnet makes the EDNS Client Subnet address the client of a query.
 	UseEDNSClientSubnet bool
 	// FastPath is the fast path's settings (fastpath, fastpath_log_sample): off unless set.

@@ -132,43 +132,87 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // file for that message ("a zone file"). A panic of the YAML parser is recorded as a problem,
 // never passed on.
 func (f *YAMLFile) Document(data []byte, what string) (root *yaml.Node, ok bool) {
+	return f.take(decodeDocument(data, 0), what)
+}
+
+// decodedDoc is the outcome of decodeDocument: what a YAMLFile records of it is take's.
+type decodedDoc struct {
+	doc    *yaml.Node // the document, nil when data holds none
+	extra  *yaml.Node // a second document, which is a problem
+	err    error      // a syntax error (doc and extra nil)
+	offset int        // the line numbers of err are this many lines above the file's
+	panic  any        // what the YAML parser panicked with
+	arena  *nodeArena // where fastDecode made the nodes, nil for yaml.v3's
+}
+
+// decodeDocument parses data, which starts after line offset of the file, into its first
+// document, and a second one if there is one: its nodes are placed offset lines further down
+// than where they are in data. It records nothing, so that it may run on another goroutine.
+func decodeDocument(data []byte, offset int) (d decodedDoc) {
+	d.offset = offset
 	defer func() {
 		// yaml.v3 reports errors by panicking internally; guard against a panic it does not
 		// recover itself so that a bad file is an error, never a crash.
 		if r := recover(); r != nil {
-			f.Errorf(nil, "", "YAML parser failed: %v", r)
-			root, ok = nil, false
+			d = decodedDoc{panic: r}
 		}
 	}()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, true
+		if !errors.Is(err, io.EOF) {
+			d.err = err
 		}
-		f.syntaxError(err)
-		return nil, false
+		return d
 	}
+	shiftLines(&doc, offset)
+	d.doc = &doc
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		f.Errorf(&extra, "", "%s holds one YAML document; found another", what)
-		return nil, false
+		shiftLines(&extra, offset)
+		d.extra = &extra
 	} else if !errors.Is(err, io.EOF) {
-		f.syntaxError(err)
-		return nil, false
+		d.doc, d.err = nil, err
 	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return nil, true
-	}
-	return doc.Content[0], true
+	return d
 }
 
-// syntaxError records a YAML syntax error at the line it names.
-func (f *YAMLFile) syntaxError(err error) {
+// take records the problems of d and returns the content of its document, as Document does.
+func (f *YAMLFile) take(d decodedDoc, what string) (*yaml.Node, bool) {
+	switch {
+	case d.panic != nil:
+		f.Errorf(nil, "", "YAML parser failed: %v", d.panic)
+		return nil, false
+	case d.err != nil:
+		f.syntaxError(d.err, d.offset)
+		return nil, false
+	case d.extra != nil:
+		f.Errorf(d.extra, "", "%s holds one YAML document; found another", what)
+		return nil, false
+	case d.doc == nil || d.doc.Kind != yaml.DocumentNode || len(d.doc.Content) == 0:
+		return nil, true
+	}
+	return d.doc.Content[0], true
+}
+
+// shiftLines moves n and the nodes below it offset lines down.
+func shiftLines(n *yaml.Node, offset int) {
+	if offset == 0 {
+		return
+	}
+	n.Line += offset
+	for _, c := range n.Content {
+		shiftLines(c, offset)
+	}
+}
+
+// syntaxError records a YAML syntax error at the line it names, offset lines further down.
+func (f *YAMLFile) syntaxError(err error, offset int) {
 	msg := err.Error()
 	pos := f.Pos(nil)
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		pos.Line, _ = strconv.Atoi(m[1])
+		pos.Line += offset
 		msg = m[2]
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")

@@ -34,7 +34,12 @@ func (p *parser) err() error {
 // document parses data and returns the content of its single YAML document, or nil when the
 // file is empty or invalid (the problem is recorded).
 func (p *parser) document(data []byte) *yaml.Node {
-	root, ok := p.Document(data, "a zone file")
+	return p.takeDocument(decodeDocument(data, 0))
+}
+
+// takeDocument records the problems of a decoded document of the file and returns its content.
+func (p *parser) takeDocument(d decodedDoc) *yaml.Node {
+	root, ok := p.take(d, "a zone file")
 	p.unreadable = p.unreadable || !ok
 	return root
 }

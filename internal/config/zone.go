@@ -2,9 +2,7 @@ package config
 
 import (
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
@@ -36,9 +34,10 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 	p := newParser(file, len(data))
 	doc := data
 	var chunks []chunk
+	records := 0 // how many records the file has, when it is split
 	if split {
-		if head, c, ok := splitRecords(data); ok {
-			doc, chunks = head, c
+		if head, c, n, ok := splitRecords(data); ok {
+			doc, chunks, records = head, c, n
 		}
 	}
 	z := &Zone{Origin: CanonicalName(origin), File: file}
@@ -70,14 +69,16 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 	if n := top["defaults"]; n != nil {
 		defs = p.defaults(n)
 	}
-	first := map[string]*yaml.Node{}
+	first := make(map[string]int, records)
+	z.Records = make([]Record, 0, records)
 	if n := top["records"]; n != nil {
 		p.records(z, n, defs, profiles, first)
 	}
-	for _, c := range chunks {
-		for _, e := range p.entries(p.document(c.document()), "") {
+	for d := range decodeChunks(chunks) {
+		for _, e := range p.entries(p.takeDocument(d), "") {
 			p.records(z, e.v, defs, profiles, first)
 		}
+		d.arena.release() // the records keep no node
 	}
 	slices.SortFunc(z.Records, func(a, b Record) int { return strings.Compare(a.Name, b.Name) })
 	if cap(z.Records) > len(z.Records)+len(z.Records)/8 {
@@ -97,19 +98,11 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 	return z, nil
 }
 
-// LoadZone reads src.File and parses it with ParseZone, with the file's modification time (unix
-// seconds) as the default SOA serial.
-func LoadZone(src ZoneSource, shared map[string]HealthCheck) (*Zone, error) {
-	f, err := os.Open(src.File)
-	if err != nil {
-		return nil, fmt.Errorf("load zone %s: %w", src.Origin, err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("load zone %s: %w", src.Origin, err)
-	}
-	data, err := io.ReadAll(f)
+// LoadZone reads src.File, refusing a file of more than limit bytes (DefaultMaxFileSize when
+// 0), and parses it with ParseZone, with the file's modification time (unix seconds) as the
+// default SOA serial.
+func LoadZone(src ZoneSource, shared map[string]HealthCheck, limit int64) (*Zone, error) {
+	data, info, err := readFile(src.File, limit)
 	if err != nil {
 		return nil, fmt.Errorf("load zone %s: %w", src.Origin, err)
 	}

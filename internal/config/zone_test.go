@@ -302,14 +302,14 @@ func TestLoadZone(t *testing.T) {
 	if err := os.Chtimes(file, mtime, mtime); err != nil {
 		t.Fatal(err)
 	}
-	z, err := LoadZone(ZoneSource{Origin: "example.org.", File: file}, nil)
+	z, err := LoadZone(ZoneSource{Origin: "example.org.", File: file}, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	eq(t, "serial", z.SOA.Serial, uint32(1700000000))
 	eq(t, "file", z.File, file)
 
-	if _, err := LoadZone(ZoneSource{Origin: "example.org.", File: filepath.Join(dir, "missing.yml")}, nil); err == nil {
+	if _, err := LoadZone(ZoneSource{Origin: "example.org.", File: filepath.Join(dir, "missing.yml")}, nil, 0); err == nil {
 		t.Error("LoadZone of a missing file: no error")
 	}
 	if _, err := LoadProfiles(filepath.Join(dir, "missing.yml")); err == nil {

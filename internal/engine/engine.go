@@ -110,7 +110,7 @@ func Check(opts config.Options) (warnings []error, err error) {
 	} else if err == nil {
 		err = checkPlaceholders(zones)
 	}
-	if st, geoErr := openGeo(opts.GeoIP); geoErr != nil {
+	if st, geoErr := openGeo(opts.GeoIP, opts.MaxFileSize); geoErr != nil {
 		err = errors.Join(err, geoErr)
 	} else if st != nil {
 		_ = st.Sources().Close()
@@ -164,7 +164,7 @@ func New(opts config.Options, log Logger) (*Engine, error) {
 // store and, in cluster mode, subscribes to Redis and seeds the health states from it (see
 // newSharedHealth), but starts no goroutine of its own: Start does.
 func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, error) {
-	st, err := openGeo(opts.GeoIP)
+	st, err := openGeo(opts.GeoIP, opts.MaxFileSize)
 	if err != nil {
 		return nil, err
 	}

@@ -6,14 +6,15 @@ import (
 	"github.com/meridian-gslb/meridian/internal/policy"
 )
 
-// openGeo opens the GeoIP sources that opts names, or returns nil when it names none.
-func openGeo(opts config.GeoIPOptions) (*geo.Store, error) {
+// openGeo opens the GeoIP sources that opts names, or returns nil when it names none; a
+// location map of more than maxFileSize bytes (max_file_size) is refused.
+func openGeo(opts config.GeoIPOptions, maxFileSize int64) (*geo.Store, error) {
 	if opts == (config.GeoIPOptions{}) {
 		return nil, nil
 	}
 	// The errors name their option (geoip_maxmind ..., geoip_custom) or the map's file and
 	// line already, and stay a list that `meridian check` prints one per line.
-	return geo.NewStore(opts)
+	return geo.NewStore(opts, maxFileSize)
 }
 
 // Geo returns the current GeoIP sources, or nil when none are configured. It never blocks.

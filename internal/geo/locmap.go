@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,9 +37,10 @@ type trieNode struct {
 	entry int32 // index into LocationMap.entries of the subnet ending here, or -1
 }
 
-// LoadLocationMap reads and parses a geoip_custom file.
-func LoadLocationMap(path string) (*LocationMap, error) {
-	data, err := os.ReadFile(path)
+// LoadLocationMap reads and parses a geoip_custom file, refusing one of more than limit bytes
+// (config.DefaultMaxFileSize when 0).
+func LoadLocationMap(path string, limit int64) (*LocationMap, error) {
+	data, err := config.ReadFile(path, limit)
 	if err != nil {
 		return nil, fmt.Errorf("geoip_custom: %w", err)
 	}

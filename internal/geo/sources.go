@@ -30,8 +30,14 @@ var (
 
 // Open opens the databases and loads the location map named in opts; empty paths are sources
 // not used. The databases are memory-mapped. On error, every source that failed is reported,
-// each with its option and file, and nothing stays open.
+// each with its option and file, and nothing stays open. A location map of more than
+// config.DefaultMaxFileSize bytes is refused (NewStore takes the limit).
 func Open(opts config.GeoIPOptions) (*Sources, error) {
+	return open(opts, 0)
+}
+
+// open is Open with a location map of more than mapLimit bytes refused (the default when 0).
+func open(opts config.GeoIPOptions, mapLimit int64) (*Sources, error) {
 	s := &Sources{opts: opts}
 	var errs []error
 	note := func(err error) {
@@ -53,7 +59,7 @@ func Open(opts config.GeoIPOptions) (*Sources, error) {
 		note(err)
 	}
 	if opts.CustomMap != "" {
-		s.locmap, err = LoadLocationMap(opts.CustomMap)
+		s.locmap, err = LoadLocationMap(opts.CustomMap, mapLimit)
 		note(err)
 	}
 	if len(errs) > 0 {
@@ -174,18 +180,21 @@ func (s *Sources) Lookup(client netip.Addr, loc *Location) {
 // copies, never pointers into the mapping, so nothing outlives it. The cost is that an old
 // mapping stays until the next collection after the last query that used it.
 type Store struct {
-	opts config.GeoIPOptions
-	mu   sync.Mutex // serializes Reload
-	cur  atomic.Pointer[Sources]
+	opts     config.GeoIPOptions
+	mapLimit int64
+	mu       sync.Mutex // serializes Reload
+	cur      atomic.Pointer[Sources]
 }
 
-// NewStore opens the sources named in opts and returns a Store holding them.
-func NewStore(opts config.GeoIPOptions) (*Store, error) {
-	s, err := Open(opts)
+// NewStore opens the sources named in opts and returns a Store holding them. A location map
+// of more than mapLimit bytes (config.DefaultMaxFileSize when 0) is refused, then and at every
+// Reload.
+func NewStore(opts config.GeoIPOptions, mapLimit int64) (*Store, error) {
+	s, err := open(opts, mapLimit)
 	if err != nil {
 		return nil, err
 	}
-	st := &Store{opts: opts}
+	st := &Store{opts: opts, mapLimit: mapLimit}
 	st.cur.Store(s)
 	return st, nil
 }
@@ -199,7 +208,7 @@ func (st *Store) Sources() *Sources { return st.cur.Load() }
 func (st *Store) Reload() error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	s, err := Open(st.opts)
+	s, err := open(st.opts, st.mapLimit)
 	if err != nil {
 		return fmt.Errorf("geoip reload: %w", err)
 	}

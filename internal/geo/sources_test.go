@@ -191,7 +191,7 @@ func TestFiles(t *testing.T) {
 
 func TestStoreReload(t *testing.T) {
 	opts := testutil.WorldOptions(t, "city map")
-	st, err := geo.NewStore(opts)
+	st, err := geo.NewStore(opts, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestStoreReload(t *testing.T) {
 }
 
 func TestNewStoreError(t *testing.T) {
-	if _, err := geo.NewStore(config.GeoIPOptions{ASNDB: filepath.Join(t.TempDir(), "none.mmdb")}); err == nil {
+	if _, err := geo.NewStore(config.GeoIPOptions{ASNDB: filepath.Join(t.TempDir(), "none.mmdb")}, 0); err == nil {
 		t.Error("NewStore with a missing database succeeded")
 	}
 }
@@ -258,5 +258,30 @@ func BenchmarkLookup(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		src.Lookup(addrs[i%len(addrs)], &loc)
+	}
+}
+
+// TestStoreMapLimit checks that a location map over the Store's limit is refused, at the start
+// and at a reload, which keeps the current sources.
+func TestStoreMapLimit(t *testing.T) {
+	opts := testutil.WorldOptions(t, "city map")
+	small := []byte("subnets:\n  - subnet: 10.0.0.0/8\n    location: small\n")
+	testutil.ReplaceFile(t, opts.CustomMap, small)
+	limit := int64(len(small))
+	st, err := geo.NewStore(opts, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := st.Sources()
+	testutil.ReplaceFile(t, opts.CustomMap, append(small, "  - subnet: 10.1.0.0/16\n    location: big\n"...))
+	want := opts.CustomMap + ": file too big: more than max_file_size " + config.FormatSize(limit)
+	if err := st.Reload(); err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, config.ErrFileTooBig) {
+		t.Errorf("Reload of a map over the limit: %v, want %q", err, want)
+	}
+	if st.Sources() != first {
+		t.Error("a refused map replaced the sources")
+	}
+	if _, err := geo.NewStore(opts, limit); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("NewStore with a map over the limit: %v, want %q", err, want)
 	}
 }

@@ -392,7 +392,7 @@ func TestExplain(t *testing.T) {
 // race detector checks the swap.
 func TestStoreReloadUnderQueries(t *testing.T) {
 	opts := testutil.WorldOptions(t, "city country asn map")
-	st, err := geo.NewStore(opts)
+	st, err := geo.NewStore(opts, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -259,6 +259,8 @@ func parseOption(c *caddy.Controller, root string, b *Block) error {
 		return duration(c, &o.State.Interval, time.Second)
 	case "state_max_age":
 		return duration(c, &o.State.MaxAge, time.Second)
+	case "max_file_size":
+		return size(c, &o.MaxFileSize)
 	case "geoip_maxmind":
 		return parseMaxMind(c, root, &o.GeoIP)
 	case "geoip_city_maxmind_db", "geoip_asn_maxmind_db":
@@ -408,6 +410,21 @@ func duration(c *caddy.Controller, dst *time.Duration, floor time.Duration) erro
 		return c.Errf("%s: %s is shorter than %s", name, d, floor)
 	}
 	*dst = d
+	return nil
+}
+
+// size reads a size in bytes, with an optional K, M or G suffix (config.ParseSize).
+func size(c *caddy.Controller, dst *int64) error {
+	name := c.Val()
+	v, err := single(c)
+	if err != nil {
+		return err
+	}
+	n, err := config.ParseSize(v)
+	if err != nil {
+		return c.Errf("%s: %v", name, err)
+	}
+	*dst = n
 	return nil
 }
 

@@ -118,6 +118,27 @@ func TestParseBlock(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:  "max_file_size",
+			input: "gslb {\n zone example.org. a.yml\n max_file_size 64M\n}",
+			check: func(t *testing.T, b Block) {
+				if b.Options.MaxFileSize != 64<<20 {
+					t.Errorf("max_file_size %d, want %d", b.Options.MaxFileSize, 64<<20)
+				}
+			},
+		},
+		{
+			name:  "max_file_size default",
+			input: "gslb {\n zone example.org. a.yml\n}",
+			check: func(t *testing.T, b Block) {
+				if b.Options.MaxFileSize != 0 {
+					t.Errorf("max_file_size %d, want 0 (config.DefaultMaxFileSize)", b.Options.MaxFileSize)
+				}
+			},
+		},
+		{name: "max_file_size not a size", input: "gslb {\n zone example.org. a.yml\n max_file_size 1.5M\n}", wantErr: `Testfile:3 - Error during parsing: max_file_size: "1.5M" is not a size`},
+		{name: "max_file_size zero", input: "gslb {\n zone example.org. a.yml\n max_file_size 0\n}", wantErr: `Testfile:3 - Error during parsing: max_file_size: "0" is not a size`},
+		{name: "max_file_size arity", input: "gslb {\n zone example.org. a.yml\n max_file_size\n}", wantErr: "max_file_size: want one argument"},
 		{name: "state_persist_enable not a bool", input: "gslb {\n zone example.org. a.yml\n state_persist_enable yes please\n}", wantErr: "Testfile:3 - Error during parsing: state_persist_enable: want at most one argument"},
 		{name: "state_persist_interval too short", input: "gslb {\n zone example.org. a.yml\n state_persist_interval 10ms\n}", wantErr: "Testfile:3 - Error during parsing: state_persist_interval: 10ms is shorter than 1s"},
 		{name: "state_max_age not a duration", input: "gslb {\n zone example.org. a.yml\n state_max_age old\n}", wantErr: "Testfile:3 - Error during parsing: state_max_age:"},

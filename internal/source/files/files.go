@@ -63,7 +63,7 @@ func Load(opts config.Options) ([]*config.Zone, error) {
 	}
 	zones := make([]*config.Zone, 0, len(opts.Zones))
 	for _, src := range opts.Zones {
-		z, err := config.LoadZone(src, shared)
+		z, err := config.LoadZone(src, shared, opts.MaxFileSize)
 		if err != nil {
 			errs = append(errs, err)
 			continue

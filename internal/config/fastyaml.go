@@ -1,0 +1,401 @@
+package config
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+)
+
+// fastDecode parses data into the node tree yaml.v3 makes of it, for the plain subset of YAML
+// that zone files' records are written in, about three times faster than yaml.v3: block
+// mappings and sequences, one-line flow mappings and sequences, and plain scalars, with ASCII
+// text and no comments, quotes, anchors, tags, tabs, multi-line scalars or long lines. It reports false for
+// anything outside that subset, and for what it cannot be sure yaml.v3 reads the same way; the
+// caller parses data with yaml.v3 then. FuzzFastDecode holds it to yaml.v3's result.
+//
+// The nodes are allocated from arena, which the caller releases once it is done with them.
+func fastDecode(data []byte) (doc *yaml.Node, arena *nodeArena, ok bool) {
+	lineLen := 0
+	for _, c := range data {
+		lineLen++
+		if c == '\n' {
+			lineLen = 0
+		}
+		if fastRefused[c] || lineLen > maxFastLine {
+			return nil, nil, false
+		}
+	}
+	f := fastParser{lines: bytes.Split(data, []byte("\n")), arena: &nodeArena{}, strs: map[string]string{}}
+	defer func() {
+		if !ok {
+			f.arena.release()
+		}
+	}()
+	f.skipBlank()
+	if f.i == len(f.lines) {
+		return nil, nil, false
+	}
+	indent, _ := f.indent()
+	if indent != 0 {
+		return nil, nil, false
+	}
+	root, ok := f.block(0)
+	if f.skipBlank(); !ok || f.i != len(f.lines) {
+		return nil, nil, false
+	}
+	return &yaml.Node{Kind: yaml.DocumentNode, Line: root.Line, Column: 1, Content: []*yaml.Node{root}}, f.arena, true
+}
+
+// nodeArena holds the nodes of a document that fastDecode parsed, in slabs that release hands
+// on to the next documents: a big zone's chunks are parsed one after another, and their nodes
+// were most of what its loading allocated.
+type nodeArena struct {
+	slabs []*[]yaml.Node
+	next  []yaml.Node // the unused rest of the last slab
+}
+
+// slabPool holds released slabs of nodeArenaSlab nodes, zeroed.
+var slabPool = sync.Pool{New: func() any {
+	s := make([]yaml.Node, nodeArenaSlab)
+	return &s
+}}
+
+const nodeArenaSlab = 512
+
+// node returns a zeroed node of the arena.
+func (a *nodeArena) node() *yaml.Node {
+	if len(a.next) == 0 {
+		s := slabPool.Get().(*[]yaml.Node)
+		a.slabs = append(a.slabs, s)
+		a.next = *s
+	}
+	n := &a.next[0]
+	a.next = a.next[1:]
+	return n
+}
+
+// release zeroes the arena's nodes and hands them on; nothing may use them afterwards. A nil
+// arena has nothing to release.
+func (a *nodeArena) release() {
+	if a == nil {
+		return
+	}
+	for _, s := range a.slabs {
+		clear(*s)
+		slabPool.Put(s)
+	}
+	*a = nodeArena{}
+}
+
+// maxFastLine is the longest line fastDecode parses: yaml.v3 refuses a key of more than 1024
+// characters.
+const maxFastLine = 1000
+
+// fastRefused are the bytes fastDecode leaves to yaml.v3: control characters but the newline,
+// non-ASCII (yaml.v3 counts columns in characters), and the indicators of comments, quotes,
+// anchors, aliases, tags, block scalars, directives, escapes and complex keys.
+var fastRefused = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 0x7f || c < ' ' && c != '\n' || strings.IndexByte("#\"'&*!|>%@`\\?", byte(c)) >= 0
+	}
+	return t
+}()
+
+// fastParser is the state of fastDecode: the lines of the data, the one it is at, the arena
+// of the nodes, and the short scalars made so far (a chunk repeats its keys and many values).
+type fastParser struct {
+	lines [][]byte
+	i     int
+	arena *nodeArena
+	strs  map[string]string
+}
+
+// str returns b as a string, the same string for the same short text.
+func (f *fastParser) str(b []byte) string {
+	if len(b) > 16 {
+		return string(b)
+	}
+	if s, ok := f.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	f.strs[s] = s
+	return s
+}
+
+// skipBlank moves past empty and all-space lines.
+func (f *fastParser) skipBlank() {
+	for f.i < len(f.lines) && len(bytes.TrimLeft(f.lines[f.i], " ")) == 0 {
+		f.i++
+	}
+}
+
+// indent returns the current line's indentation and text after it.
+func (f *fastParser) indent() (int, []byte) {
+	line := f.lines[f.i]
+	rest := bytes.TrimLeft(line, " ")
+	return len(line) - len(rest), rest
+}
+
+// block parses the block node whose first line is the current one, indented by col spaces: a
+// mapping, or a sequence of "- " items.
+func (f *fastParser) block(col int) (*yaml.Node, bool) {
+	_, rest := f.indent()
+	seq := len(rest) > 0 && rest[0] == '-'
+	kind := yaml.MappingNode
+	if seq {
+		kind = yaml.SequenceNode
+	}
+	n := f.node(kind, "", col)
+	for {
+		f.skipBlank()
+		if f.i == len(f.lines) {
+			return n, true
+		}
+		in, rest := f.indent()
+		if in < col {
+			return n, true
+		}
+		if in > col || (len(rest) > 0 && rest[0] == '-') != seq {
+			return nil, false
+		}
+		var ok bool
+		if seq {
+			ok = f.item(n, col)
+		} else {
+			ok = f.pair(n, col, rest)
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+}
+
+// node returns a node of kind at the current line and column col (0-based).
+func (f *fastParser) node(kind yaml.Kind, value string, col int) *yaml.Node {
+	n := f.arena.node()
+	*n = yaml.Node{Kind: kind, Value: value, Line: f.i + 1, Column: col + 1}
+	switch kind {
+	case yaml.MappingNode:
+		n.Tag = "!!map"
+	case yaml.SequenceNode:
+		n.Tag = "!!seq"
+	default:
+		n.Tag = plainTag(value)
+		if n.Tag == "" {
+			n.Tag = n.ShortTag()
+		}
+	}
+	return n
+}
+
+// plainTag returns the tag yaml.v3 resolves the plain scalar s to, for the common cases that
+// are quick to tell: a word that starts with a letter none of null, true, false, .inf or .nan
+// start with, a dotted address and a small decimal integer. It returns "" for the others.
+func plainTag(s string) string {
+	if c := s[0] | 0x20; 'a' <= c && c <= 'z' && strings.IndexByte("nft", c) < 0 {
+		return "!!str"
+	}
+	digits, dots := 0, 0
+	for i := range len(s) {
+		switch c := s[i]; {
+		case '0' <= c && c <= '9':
+			digits++
+		case c == '.':
+			dots++
+		default:
+			return ""
+		}
+	}
+	switch {
+	case dots >= 2 && s[0] != '.':
+		return "!!str" // not a number, and a timestamp has dashes
+	case dots == 0 && digits < 19 && (s[0] != '0' || len(s) == 1):
+		return "!!int"
+	}
+	return ""
+}
+
+// item parses a sequence item "- value" at column col into seq. A value that is a mapping
+// continues on the next lines indented like its first key.
+func (f *fastParser) item(seq *yaml.Node, col int) bool {
+	line := f.lines[f.i]
+	if len(line) < col+3 || line[col+1] != ' ' || line[col+2] == ' ' {
+		return false // "-" alone, or more than one space after it
+	}
+	if _, _, isPair := splitPair(line[col+2:]); isPair && line[col+2] != '-' {
+		m := f.node(yaml.MappingNode, "", col+2)
+		seq.Content = append(seq.Content, m)
+		if !f.pair(m, col+2, line[col+2:]) {
+			return false
+		}
+		more, ok := f.continued(col + 2)
+		if ok && more != nil {
+			m.Content = append(m.Content, more.Content...)
+		}
+		return ok
+	}
+	v, ok := f.inline(line, col+2)
+	seq.Content = append(seq.Content, v)
+	f.i++
+	return ok
+}
+
+// continued parses the rest of a mapping started on a sequence item's line: the following
+// lines indented by col, if any.
+func (f *fastParser) continued(col int) (*yaml.Node, bool) {
+	f.skipBlank()
+	if f.i == len(f.lines) {
+		return nil, true
+	}
+	if in, rest := f.indent(); in != col || len(rest) > 0 && rest[0] == '-' {
+		return nil, in < col
+	}
+	return f.block(col)
+}
+
+// pair parses the "key: value" or "key:" line rest, at column col, into m; a key without a
+// value on its line has a block below it, indented more.
+func (f *fastParser) pair(m *yaml.Node, col int, rest []byte) bool {
+	key, value, ok := splitPair(rest)
+	if !ok || !plainOK(key, false) {
+		return false
+	}
+	line := f.lines[f.i]
+	m.Content = append(m.Content, f.node(yaml.ScalarNode, f.str(key), col))
+	if value >= 0 {
+		v, ok := f.inline(line, skipSpaces(line, col+value))
+		m.Content = append(m.Content, v)
+		f.i++
+		return ok
+	}
+	f.i++
+	f.skipBlank()
+	if f.i == len(f.lines) {
+		return false // an empty value: yaml.v3 places its null where this parser does not
+	}
+	in, _ := f.indent()
+	if in <= col {
+		return false
+	}
+	v, ok := f.block(in)
+	m.Content = append(m.Content, v)
+	return ok
+}
+
+// splitPair cuts a block mapping line at the first ": " or a final ":". It returns the key
+// and where the value starts in rest, or -1 when the line ends after the key.
+func splitPair(rest []byte) (key []byte, value int, ok bool) {
+	rest = bytes.TrimRight(rest, " ")
+	if len(rest) > 0 && (rest[0] == '{' || rest[0] == '[') {
+		return nil, 0, false
+	}
+	if i := bytes.Index(rest, []byte(": ")); i > 0 {
+		return bytes.TrimRight(rest[:i], " "), i + 2, true
+	}
+	if len(rest) > 1 && rest[len(rest)-1] == ':' {
+		return bytes.TrimRight(rest[:len(rest)-1], " "), -1, true
+	}
+	return nil, 0, false
+}
+
+// inline parses the value that starts at column col of line and ends the line: a flow
+// mapping or sequence, or a plain scalar.
+func (f *fastParser) inline(line []byte, col int) (*yaml.Node, bool) {
+	text := bytes.TrimRight(line, " ")
+	if col >= len(text) {
+		return nil, false
+	}
+	if text[col] != '{' && text[col] != '[' {
+		if !plainOK(text[col:], false) {
+			return nil, false
+		}
+		return f.node(yaml.ScalarNode, f.str(text[col:]), col), true
+	}
+	n, end, ok := f.flow(text, col)
+	return n, ok && end == len(text)
+}
+
+// flow parses the flow node at text[at] and returns it and where it ends.
+func (f *fastParser) flow(text []byte, at int) (*yaml.Node, int, bool) {
+	at = skipSpaces(text, at)
+	if at == len(text) {
+		return nil, at, false
+	}
+	switch text[at] {
+	case '{', '[':
+	default:
+		end := at
+		for end < len(text) && strings.IndexByte(",[]{}:", text[end]) < 0 {
+			end++
+		}
+		s := bytes.TrimRight(text[at:end], " ")
+		if len(s) == 0 || !plainOK(s, true) {
+			return nil, at, false
+		}
+		return f.node(yaml.ScalarNode, f.str(s), at), end, true
+	}
+	mapping := text[at] == '{'
+	closer := byte(']')
+	kind := yaml.SequenceNode
+	if mapping {
+		closer, kind = '}', yaml.MappingNode
+	}
+	n := f.node(kind, "", at)
+	n.Style = yaml.FlowStyle
+	pos := skipSpaces(text, at+1)
+	if pos < len(text) && text[pos] == closer {
+		return n, pos + 1, true
+	}
+	for {
+		v, end, ok := f.flow(text, pos)
+		if !ok {
+			return nil, end, false
+		}
+		n.Content = append(n.Content, v)
+		pos = end
+		if mapping {
+			if v.Kind != yaml.ScalarNode || pos+1 >= len(text) || text[pos] != ':' || text[pos+1] != ' ' {
+				return nil, pos, false
+			}
+			if v, pos, ok = f.flow(text, pos+1); !ok {
+				return nil, pos, false
+			}
+			n.Content = append(n.Content, v)
+		}
+		pos = skipSpaces(text, pos)
+		switch {
+		case pos == len(text):
+			return nil, pos, false
+		case text[pos] == closer:
+			return n, pos + 1, true
+		case text[pos] != ',':
+			return nil, pos, false
+		}
+		if pos = skipSpaces(text, pos+1); pos < len(text) && text[pos] == closer {
+			return nil, pos, false // a trailing comma
+		}
+	}
+}
+
+func skipSpaces(text []byte, at int) int {
+	for at < len(text) && text[at] == ' ' {
+		at++
+	}
+	return at
+}
+
+// plainOK reports whether s is a plain scalar that yaml.v3 reads as written: not starting with
+// an indicator, no ": " or final ':' (a mapping), no ':' at all in flow context, and not the
+// merge key.
+func plainOK(s []byte, inFlow bool) bool {
+	switch {
+	case len(s) == 0 || strings.IndexByte("-?:,[]{}", s[0]) >= 0 || string(s) == "<<":
+		return false
+	case inFlow:
+		return bytes.IndexByte(s, ':') < 0
+	}
+	return !bytes.Contains(s, []byte(": ")) && s[len(s)-1] != ':' && !bytes.ContainsAny(s, ",[]{}")
+}
