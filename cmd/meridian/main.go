@@ -87,7 +87,7 @@ func main() {
 		}
 	}
 	engine.PublishVersion(Version)
-	prepareUpgrades()
+	announceStarts()
 	coremain.Run()
 	handOver()
 }

@@ -5,60 +5,32 @@ import (
 	"log"
 	"net"
 	"os"
-	"os/signal"
 	"strings"
-	"sync"
-	"syscall"
 
 	"github.com/coredns/caddy"
 
-	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/plugin/gslb"
 )
 
 // A binary upgrade without a lost query (docs/operations.md, "Upgrading without a lost
-// query"): SIGUSR2 makes caddy, under CoreDNS, start the binary anew as a child that inherits
-// the DNS sockets and serves them beside this process; once the child reports that it serves,
-// this process stops its servers, hands over what the gslb blocks own (gslb.Handover) and
-// exits. The child tells systemd that it is the service's main process now.
+// query"): on SIGUSR2 caddy, under CoreDNS, starts the binary anew as a child that inherits the
+// DNS sockets and serves them beside this process (the gslb plugin writes the state files for
+// it meanwhile); once the child reports that it serves, this process stops its servers, hands
+// over what the gslb blocks own (gslb.Handover) and exits. The child tells systemd that it is
+// the service's main process now.
 
-// prepareUpgrades takes SIGUSR2 over from caddy once CoreDNS has started (caddy's signal
-// handler, installed by coremain.Run, would start the child at once): on the signal, the state
-// files are written first, so that the child, which reads them as it starts, starts every
-// backend at the health this process knows, and then caddy's Upgrade starts the child. It
-// also announces each start to systemd.
-func prepareUpgrades() {
-	var takeOver sync.Once
-	caddy.RegisterEventHook("meridian-upgrades", func(event caddy.EventName, _ any) error {
+// announceStarts tells systemd of each start (a process's first, a Corefile reload's):
+// READY=1 and this process's PID.
+func announceStarts() {
+	caddy.RegisterEventHook("meridian-systemd", func(event caddy.EventName, _ any) error {
 		if event != caddy.InstanceStartupEvent {
 			return nil
 		}
-		takeOver.Do(func() {
-			signal.Reset(syscall.SIGUSR2) // caddy's channel no longer gets it
-			usr2 := make(chan os.Signal, 1)
-			signal.Notify(usr2, syscall.SIGUSR2)
-			go func() {
-				for range usr2 {
-					upgrade()
-				}
-			}()
-		})
 		if err := notifySystemd(os.Getenv("NOTIFY_SOCKET"), fmt.Sprintf("READY=1\nMAINPID=%d", os.Getpid())); err != nil {
 			log.Printf("[WARNING] systemd notification: %v", err)
 		}
 		return nil
 	})
-}
-
-// upgrade replaces this process by a new one of the binary at its path, which serves the same
-// sockets (caddy.Upgrade), after writing the state files. On success caddy stops this
-// process's servers and coremain.Run returns (see handOver); on failure this process goes on.
-func upgrade() {
-	log.Printf("[INFO] SIGUSR2: upgrading")
-	engine.Default.WriteStateFiles()
-	if err := caddy.Upgrade(); err != nil {
-		log.Printf("[ERROR] SIGUSR2: upgrading: %v", err)
-	}
 }
 
 // handOver ends the process after coremain.Run returned: that happens only when caddy stopped

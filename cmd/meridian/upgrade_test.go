@@ -178,8 +178,10 @@ func testBinaryUpgrade(t *testing.T, fast bool, upgrades int) {
 	fastAnswers("before the upgrades")
 	load := startLoad(t, dnsAddr, "www.example.org.", "127.0.0.3", 2*time.Millisecond)
 	pids := map[int]bool{current(): true}
+	var signalled []time.Time
 	for i := range upgrades {
 		old := current()
+		signalled = append(signalled, time.Now())
 		install()
 		if err := syscall.Kill(old, syscall.SIGUSR2); err != nil {
 			t.Fatal(err)
@@ -199,9 +201,12 @@ func testBinaryUpgrade(t *testing.T, fast bool, upgrades int) {
 		}
 	}
 	sent, lost, wrong := load.stop()
-	t.Logf("%d upgrades, %d queries: %d lost, %d wrong", upgrades, sent, lost, wrong)
-	if lost != 0 || wrong != 0 {
-		t.Errorf("%d of %d queries lost and %d wrong across %d upgrades", lost, sent, wrong, upgrades)
+	t.Logf("%d upgrades, %d queries: %d lost, %d wrong", upgrades, sent, len(lost), wrong)
+	if len(lost) != 0 || wrong != 0 {
+		t.Errorf("%d of %d queries lost and %d wrong across %d upgrades", len(lost), sent, wrong, upgrades)
+		for _, at := range lost {
+			t.Logf("lost: a query sent at %s; the upgrades were signalled at %v", at.Format("15:04:05.000"), clock(signalled))
+		}
 	}
 	if sent < 500 {
 		t.Errorf("only %d queries sent", sent)
@@ -216,6 +221,15 @@ func testBinaryUpgrade(t *testing.T, fast bool, upgrades int) {
 	if logs := readLogs(); strings.Contains(logs, "address already in use") || strings.Contains(logs, "[ERROR]") {
 		t.Errorf("errors in the log:\n%s", logs)
 	}
+}
+
+// clock formats times as hours to milliseconds.
+func clock(times []time.Time) []string {
+	out := make([]string, len(times))
+	for i, at := range times {
+		out[i] = at.Format("15:04:05.000")
+	}
+	return out
 }
 
 // gone reports whether process pid has exited: it is no more, or a zombie that nobody reaps
@@ -281,7 +295,7 @@ type queryLoad struct {
 	done     chan struct{}
 	wg       sync.WaitGroup
 	mu       sync.Mutex
-	pending  map[uint16]bool
+	pending  map[uint16]time.Time // when each query without an answer yet was sent
 	sent     int
 	answered int
 	wrong    int
@@ -300,7 +314,7 @@ func startLoad(t *testing.T, addr, name, want string, interval time.Duration) *q
 		t.Fatal(err)
 	}
 	_ = c.SetReadBuffer(4 << 20)
-	l := &queryLoad{c: c, want: want, done: make(chan struct{}), pending: map[uint16]bool{}}
+	l := &queryLoad{c: c, want: want, done: make(chan struct{}), pending: map[uint16]time.Time{}}
 	l.wg.Add(2)
 	go l.read()
 	go l.send(name, interval)
@@ -322,7 +336,7 @@ func (l *queryLoad) send(name string, interval time.Duration) {
 		m.Id = id
 		b, _ := m.Pack()
 		l.mu.Lock()
-		l.pending[id] = true
+		l.pending[id] = time.Now()
 		l.sent++
 		l.mu.Unlock()
 		_, _ = l.c.Write(b)
@@ -342,7 +356,7 @@ func (l *queryLoad) read() {
 			continue
 		}
 		l.mu.Lock()
-		if l.pending[r.Id] {
+		if _, ok := l.pending[r.Id]; ok {
 			delete(l.pending, r.Id)
 			l.answered++
 			if !onlyA(r, l.want) {
@@ -353,11 +367,11 @@ func (l *queryLoad) read() {
 	}
 }
 
-// stop ends the load, waits up to two seconds for the last answers, and returns how many
-// queries were sent, lost and answered wrong.
-func (l *queryLoad) stop() (sent, lost, wrong int) {
+// stop ends the load, waits up to five seconds for the last answers, and returns how many
+// queries were sent and answered wrong, and when each lost one was sent.
+func (l *queryLoad) stop() (sent int, lost []time.Time, wrong int) {
 	close(l.done)
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		l.mu.Lock()
 		n := len(l.pending)
@@ -371,5 +385,8 @@ func (l *queryLoad) stop() (sent, lost, wrong int) {
 	l.wg.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.sent, len(l.pending), l.wrong
+	for _, at := range l.pending {
+		lost = append(lost, at)
+	}
+	return l.sent, lost, l.wrong
 }

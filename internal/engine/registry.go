@@ -39,6 +39,9 @@ type Registry struct {
 	stores  map[string]overlay.Store     // by storeKey
 	files   map[string]*statefile.Writer // state file writers, by path
 	engines []*Engine                    // open engines holding shares, in order of opening
+	// handoverFrom is the parent of a binary upgrade whose state files the first reads wait
+	// for (AwaitHandover); 0 for none.
+	handoverFrom int
 }
 
 // Default is the registry of the process, shared by every Corefile load.

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
@@ -34,7 +35,7 @@ func (r *Registry) openStateFile(o config.Options, log Logger) (map[string]healt
 		w = statefile.NewWriter(st.Path, st.Interval, log)
 		r.files[st.Path] = w
 	}
-	l, err := statefile.Read(st.Path, st.MaxAge, time.Now())
+	l, err := r.readStateFile(st, log)
 	var stale *statefile.StaleError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -72,10 +73,10 @@ func (r *Registry) reportSeeded(e *Engine) {
 	statefile.SetRestored(n)
 }
 
-// WriteStateFiles writes every state file of the registry now, for a process about to take
-// over from this one (a binary upgrade), which reads them when it starts. A failure is logged
-// by the writer.
-func (r *Registry) WriteStateFiles() {
+// WriteHandover writes every state file of the registry now, marked for the process that is
+// about to replace this one in a binary upgrade (which waits for the mark: AwaitHandover). A
+// failure is logged by the writer.
+func (r *Registry) WriteHandover() {
 	r.mu.Lock()
 	writers := make([]*statefile.Writer, 0, len(r.files))
 	for _, w := range r.files {
@@ -83,6 +84,38 @@ func (r *Registry) WriteStateFiles() {
 	}
 	r.mu.Unlock()
 	for _, w := range writers {
-		_ = w.Write()
+		_ = w.WriteHandover(os.Getpid())
 	}
+}
+
+// handoverWait bounds how long a process started by a binary upgrade waits for its parent's
+// state files.
+const handoverWait = 5 * time.Second
+
+// AwaitHandover makes the registry's first read of each state file, while the process parent
+// runs, wait (at most handoverWait) until parent has written it for this process
+// (WriteHandover): a process started by a binary upgrade starts from the health its parent
+// knew when the upgrade began, not from the file's last periodic write.
+func (r *Registry) AwaitHandover(parent int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.handoverFrom = parent
+}
+
+// readStateFile is statefile.Read, after waiting for the handover of the parent named by
+// AwaitHandover, if it still runs.
+func (r *Registry) readStateFile(st config.StateOptions, log Logger) (*statefile.Loaded, error) {
+	if r.handoverFrom != 0 {
+		deadline := time.Now().Add(handoverWait)
+		for os.Getppid() == r.handoverFrom && time.Now().Before(deadline) {
+			if l, err := statefile.Read(st.Path, st.MaxAge, time.Now()); err == nil && l.Handover == r.handoverFrom {
+				return l, nil
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if os.Getppid() == r.handoverFrom {
+			log.Warningf("state file %s: the upgraded process %d did not write it within %s: read as it is", st.Path, r.handoverFrom, handoverWait)
+		}
+	}
+	return statefile.Read(st.Path, st.MaxAge, time.Now())
 }

@@ -62,7 +62,8 @@ func (s *Server) Serve() {
 }
 
 // Close stops the server without dropping a query it holds. It steers the address's packets
-// away from its sockets (to another fast path of the address, or to CoreDNS's sockets), lets
+// away from its sockets (to CoreDNS's sockets, or, without any, to another fast path of the
+// address), lets
 // its loops answer what the sockets have queued, and stops the loops; then it lets the slow
 // path answer what they handed it: once that queue is empty, stopSlow (nil: none) stops the
 // server of Slow, and must wait for the replies it is writing. Only then do the sockets close,
@@ -91,7 +92,7 @@ func (s *Server) Close(stopSlow func() error) error {
 	s.slow.Close()
 	s.conns[0].Close()
 	track(s, false)
-	resteer(s.addr) // the group closed up over this server's sockets
+	resteer(s.addr) // another fast path of the address, in the places the group closed up
 	return err
 }
 

@@ -75,19 +75,25 @@ func (s *Server) steerLocked() {
 // drainWait bounds how long Close waits for its sockets' queues to empty.
 const drainWait = 200 * time.Millisecond
 
-// steerAway steers s's group to the sockets of the other live fast paths of its address, or,
-// without any, to the group's base sockets (CoreDNS's), so that s's sockets get no more.
+// steerAway steers s's group to the group's base sockets (CoreDNS's), so that s's sockets get
+// no more; without any, to another live fast path of its address. The base sockets come first
+// in the group and stay in their places while s's close; the other fast path's sockets do not
+// (the kernel moves the group's last sockets into the places of those that close, and a
+// program that names a place past the group's end leaves the choice to the kernel's hash, which
+// may pick a socket of s that no loop reads any more): it is steered again once s has left
+// (resteer).
 func steerAway(s *Server) {
 	live.Lock()
 	defer live.Unlock()
+	if s.base > 0 {
+		_ = steer(s.conns[0], 0, s.base)
+		return
+	}
 	for o := range live.servers {
 		if o != s && o.addr == s.addr && !o.closed.Load() {
 			o.steerLocked()
 			return
 		}
-	}
-	if s.base > 0 {
-		_ = steer(s.conns[0], 0, s.base)
 	}
 }
 

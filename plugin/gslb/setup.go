@@ -79,11 +79,13 @@ func Open(c *caddy.Controller, log engine.Logger) (Block, *engine.Engine, error)
 	if err != nil {
 		return block, nil, err
 	}
+	awaitHandover()
 	eng, err := engine.Default.Open(c.Context(), block.Options, log)
 	if err != nil {
 		return block, nil, block.openError(err)
 	}
 	c.OnStartup(eng.Start)
+	c.OnStartup(prepareUpgrades)
 	onShutdown(c, eng.Stop)
 	// A failed Corefile reload keeps this instance: give the manager its backends back, and
 	// release what the failed load's engines took.

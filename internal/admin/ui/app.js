@@ -241,17 +241,25 @@ for (const b of document.querySelectorAll("[data-bulk]")) {
   });
 }
 
+// historyEvery is how often the history is fetched again when no backend changed state and its
+// last bucket has not ended: building it costs the server a copy of every backend's ring.
+const historyEvery = 5000;
+let historyAt = 0;
+
 async function refresh() {
-  const [z, t, s, h] = await Promise.all([api("/api/v1/zones"), api("/api/v1/transitions?limit=25"), api("/api/v1/sites"),
-    api("/api/v1/backends/history")]);
+  const [z, t, s] = await Promise.all([api("/api/v1/zones"), api("/api/v1/transitions?limit=25"), api("/api/v1/sites")]);
   const now = Date.now();
+  let changed = false;
   for (const zone of z) for (const r of zone.records || []) for (const b of r.backends || []) {
     const before = lastStates.get(b.key);
-    if (before !== undefined && before !== b.state) changedAt.set(b.key, now);
+    if (before !== undefined && before !== b.state) { changedAt.set(b.key, now); changed = true; }
     lastStates.set(b.key, b.state);
   }
   zones = z;
-  setHistory(h);
+  if (changed || now >= hist.end || now - historyAt >= historyEvery) {
+    setHistory(await api("/api/v1/backends/history"));
+    historyAt = now;
+  }
   render();
   renderTransitions(t);
   renderSites(s);

@@ -33,6 +33,9 @@ type File struct {
 	WrittenAt time.Time `json:"written_at"`
 	// Backends holds the probed backends that were up or down, by key (record|address|port).
 	Backends map[string]Entry `json:"backends"`
+	// Handover is, in a file written for the process that replaces the writer in a binary
+	// upgrade, the writer's PID: the new process, whose parent that is, waits for it.
+	Handover int `json:"handover,omitempty"`
 }
 
 // Entry is one backend of a state file.
@@ -115,6 +118,8 @@ type Loaded struct {
 	WrittenAt time.Time
 	// Format is "meridian" or "coredns-gslb".
 	Format string
+	// Handover is the file's handover PID (File.Handover); 0 for none.
+	Handover int
 }
 
 // StaleError is Read's error for a file older than the maximum age.
@@ -188,6 +193,7 @@ func parse(data []byte) (*Loaded, error) {
 		return nil, errors.New("written_at is missing")
 	}
 	l := newLoaded(f.WrittenAt, "meridian")
+	l.Handover = f.Handover
 	for key, e := range f.Backends {
 		switch e.Status {
 		case health.Up.String():

@@ -107,13 +107,20 @@ func (w *Writer) Remove(s Source) (last bool) {
 }
 
 // Write writes the sources' state now. A failure is logged and counted, and returned.
-func (w *Writer) Write() error {
+func (w *Writer) Write() error { return w.write(0) }
+
+// WriteHandover is Write for the process that replaces this one, pid, in a binary upgrade: the
+// file carries the mark it waits for (File.Handover).
+func (w *Writer) WriteHandover(pid int) error { return w.write(pid) }
+
+func (w *Writer) write(handover int) error {
 	w.writeMu.Lock()
 	defer w.writeMu.Unlock()
 	w.mu.Lock()
 	sources := w.sources
 	f := Take(time.Now(), w.restored, sources...)
 	w.mu.Unlock()
+	f.Handover = handover
 	if err := Write(w.path, f); err != nil {
 		writesTotal.WithLabelValues("failure").Inc()
 		w.log.Warningf("health state not saved: %v", err)
