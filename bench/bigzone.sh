@@ -75,18 +75,7 @@ bench_log "zone: $(du -h "$WORK/zone.yml" | cut -f1)"
 
 DNS="$(bench_pick_port)"
 API="$(bench_pick_port "$DNS")"
-cat >"$WORK/Corefile" <<COREFILE
-.:$DNS {
-    bind 127.0.0.1
-    gslb {
-        zone bench.test. $WORK/zone.yml
-        api_enable
-        api_listen_addr 127.0.0.1
-        api_listen_port $API
-        api_allow_unauthenticated
-    }
-}
-COREFILE
+bench_api_corefile "$WORK/Corefile" "$DNS" "$API" "$WORK/zone.yml"
 
 now() { date +%s.%N; }
 hwm_mib() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }

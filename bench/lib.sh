@@ -11,6 +11,9 @@
 #                               it is a zombie nobody reaps: a binary upgrade's parent)
 #   bench_stop_pidfile FILE     SIGTERM to the PID in FILE (no child of this shell after an
 #                               upgrade), then waits until it has exited
+#   bench_api_corefile FILE DNS API ZONE
+#                               writes to FILE a Corefile that serves the zone file ZONE as
+#                               bench.test. on 127.0.0.1:DNS, with the admin API on port API
 #   bench_cpu_ticks PID         utime + stime of the process (all its threads), in clock ticks
 #   bench_median N...           the median (mean of the middle two for an even count)
 
@@ -97,6 +100,21 @@ bench_stop_pidfile() {
 		bench_gone "$pid" && return 0
 		sleep 0.1
 	done
+}
+
+bench_api_corefile() {
+	cat >"$1" <<COREFILE
+.:$2 {
+    bind 127.0.0.1
+    gslb {
+        zone bench.test. $4
+        api_enable
+        api_listen_addr 127.0.0.1
+        api_listen_port $3
+        api_allow_unauthenticated
+    }
+}
+COREFILE
 }
 
 bench_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

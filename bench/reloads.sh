@@ -32,18 +32,7 @@ read -r DNS API < <(python3 -c 'import socket
 def free():
     s=socket.socket(); s.bind(("127.0.0.1",0)); p=s.getsockname()[1]; s.close(); return p
 print(free(), free())')
-cat >"$WORK/Corefile" <<COREFILE
-.:$DNS {
-    bind 127.0.0.1
-    gslb {
-        zone bench.test. $WORK/zone.yml
-        api_enable
-        api_listen_addr 127.0.0.1
-        api_listen_port $API
-        api_allow_unauthenticated
-    }
-}
-COREFILE
+bench_api_corefile "$WORK/Corefile" "$DNS" "$API" "$WORK/zone.yml"
 "$BIN" -conf "$WORK/Corefile" >"$WORK/log" 2>&1 &
 PID=$!
 for _ in $(seq 1 100); do
