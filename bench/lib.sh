@@ -11,6 +11,7 @@
 #                               it is a zombie nobody reaps: a binary upgrade's parent)
 #   bench_stop_pidfile FILE     SIGTERM to the PID in FILE (no child of this shell after an
 #                               upgrade), then waits until it has exited
+#   bench_free_ports N          prints N distinct free loopback TCP ports, on one line
 #   bench_api_corefile FILE DNS API ZONE
 #                               writes to FILE a Corefile that serves the zone file ZONE as
 #                               bench.test. on 127.0.0.1:DNS, with the admin API on port API
@@ -100,6 +101,13 @@ bench_stop_pidfile() {
 		bench_gone "$pid" && return 0
 		sleep 0.1
 	done
+}
+
+bench_free_ports() {
+	python3 -c 'import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in socks])' "$1"
 }
 
 bench_api_corefile() {

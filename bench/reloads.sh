@@ -28,10 +28,7 @@ trap cleanup EXIT
 		printf '  n%05d.bench.test.: {mode: failover, backends: [{address: 192.0.2.%d, priority: 1}, {address: 198.51.100.%d, priority: 2}]}\n' "$i" $((i % 250 + 1)) $((i % 250 + 1))
 	done
 } >"$WORK/zone.yml"
-read -r DNS API < <(python3 -c 'import socket
-def free():
-    s=socket.socket(); s.bind(("127.0.0.1",0)); p=s.getsockname()[1]; s.close(); return p
-print(free(), free())')
+read -r DNS API < <(bench_free_ports 2)
 bench_api_corefile "$WORK/Corefile" "$DNS" "$API" "$WORK/zone.yml"
 "$BIN" -conf "$WORK/Corefile" >"$WORK/log" 2>&1 &
 PID=$!

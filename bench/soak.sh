@@ -38,10 +38,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-read -r DNS_A DNS_B API_A API_B PROM_A PROM_B REDIS UP1 UP2 < <(python3 -c 'import socket
-socks=[socket.socket() for _ in range(9)]
-for s in socks: s.bind(("127.0.0.1",0))
-print(*[s.getsockname()[1] for s in socks])')
+read -r DNS_A DNS_B API_A API_B PROM_A PROM_B REDIS UP1 UP2 < <(bench_free_ports 9)
 
 start_redis() {
 	redis-server --port "$REDIS" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \

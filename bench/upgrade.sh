@@ -31,10 +31,7 @@ install_bin() {
 	mv "$WORK/meridian.new" "$WORK/meridian"
 }
 
-read -r DNS API UP < <(python3 -c 'import socket
-def free():
-    s=socket.socket(); s.bind(("127.0.0.1",0)); p=s.getsockname()[1]; s.close(); return p
-print(free(), free(), free())')
+read -r DNS API UP < <(bench_free_ports 3)
 # The backends' health checks connect to a listener that accepts and closes.
 python3 -c 'import socket,sys
 s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(128)

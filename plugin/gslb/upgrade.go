@@ -13,15 +13,12 @@ import (
 	"github.com/meridian-gslb/meridian/internal/engine"
 )
 
-// A binary upgrade (SIGUSR2, caddy's Upgrade; see prepareUpgrades) starts the binary anew as a child process that
-// inherits CoreDNS's listening sockets, waits until the child serves, then stops this process's
-// servers and returns from coremain.Run, without the plugins' shutdown callbacks. The sockets
-// stay open in the child, so no query queued on them is lost. What the gslb blocks own besides
-// (the fast path's sockets, the state file's last write, the admin listener, the health checks)
-// is stopped by Handover, which the main function calls then.
-
-// prepare makes prepareUpgrades act once per process.
-var prepare sync.Once
+// A binary upgrade (SIGUSR2, caddy's Upgrade; see prepareUpgrades) starts the binary anew as a
+// child process that inherits CoreDNS's listening sockets, waits until the child serves, then
+// stops this process's servers and returns from coremain.Run, without the plugins' shutdown
+// callbacks. The sockets stay open in the child, so no query queued on them is lost. What the
+// gslb blocks own besides (the fast path's sockets, the state file's last write, the admin
+// listener, the health checks) is stopped by Handover, which the main function calls then.
 
 // prepareUpgrades readies this process for a binary upgrade, once: on SIGUSR2 (which caddy's
 // own handler answers by starting the child) it writes the state files for the child
@@ -29,19 +26,17 @@ var prepare sync.Once
 // (awaitHandover): the child starts every backend at the health this process knew. It is a
 // startup callback of every gslb block, which caddy runs before the process counts as started
 // (before it writes its PID file or tells a parent or systemd that it serves).
-func prepareUpgrades() error {
-	prepare.Do(func() {
-		usr2 := make(chan os.Signal, 1)
-		signal.Notify(usr2, syscall.SIGUSR2)
-		go func() {
-			for range usr2 {
-				log.Infof("SIGUSR2: the state files are written for the upgraded process")
-				engine.Default.WriteHandover()
-			}
-		}()
-	})
+var prepareUpgrades = sync.OnceValue(func() error {
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
+	go func() {
+		for range usr2 {
+			log.Infof("SIGUSR2: the state files are written for the upgraded process")
+			engine.Default.WriteHandover()
+		}
+	}()
 	return nil
-}
+})
 
 // awaitHandover makes the engines' registry wait for the state files of the parent of a
 // binary upgrade (engine.Registry.AwaitHandover), once, when this process is one.
