@@ -146,6 +146,7 @@ func HealthOptions(opts config.Options, log Logger) health.Options {
 		IdleMultiplier:  opts.HealthcheckIdleMultiplier,
 		ProbeSources:    opts.Cluster.ProbeSources,
 		CheckStats:      opts.CoreDNSGSLBMetrics,
+		History:         opts.API.Enable, // only the admin API reads it
 		Log:             log,
 	}
 }

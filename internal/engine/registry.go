@@ -96,7 +96,7 @@ func healthKey(o config.Options) string {
 	if o.Cluster.Enable {
 		redis = fmt.Sprintf("%+v", o.Cluster.WithDefaults())
 	}
-	return fmt.Sprint(o.Zones, o.MaxStaggerStart, o.BatchSizeStart, o.ResolutionIdleTimeout, o.HealthcheckIdleMultiplier, o.Cluster.ProbeSources, o.CoreDNSGSLBMetrics, redis, o.Sites.Site, o.Heartbeats.Enabled(), o.Kubernetes)
+	return fmt.Sprint(o.Zones, o.MaxStaggerStart, o.BatchSizeStart, o.ResolutionIdleTimeout, o.HealthcheckIdleMultiplier, o.Cluster.ProbeSources, o.CoreDNSGSLBMetrics, o.API.Enable, redis, o.Sites.Site, o.Heartbeats.Enabled(), o.Kubernetes)
 }
 
 // acquireHealth returns the block's health manager, creating it on first use, and counts one

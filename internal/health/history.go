@@ -59,6 +59,9 @@ func slotOf(t time.Time) int32 {
 // observe adds one result at now: whether it passed, and its latency (0: not measured, as for
 // results another instance probed).
 func (h *history) observe(now time.Time, ok bool, latency time.Duration) {
+	if h == nil {
+		return // the manager keeps no history (Options.History)
+	}
 	slot := slotOf(now)
 	b := &h.buckets[int(slot)%HistoryBuckets]
 	if b.slot != slot {
@@ -85,6 +88,9 @@ func addSat16(v, d uint16) uint16 {
 // change records a change of the backend's status to next at now, for reason. When the ring
 // is full, the oldest change is dropped and the timeline starts at the next oldest.
 func (h *history) change(now time.Time, next Status, reason string) {
+	if h == nil {
+		return
+	}
 	if h.n == historyChanges {
 		oldest := h.changes[h.next]
 		h.from, h.status = oldest.at, oldest.to
@@ -97,6 +103,9 @@ func (h *history) change(now time.Time, next Status, reason string) {
 // restart returns h for the backend that replaces its own at now, at status, because its
 // checks changed: the hour goes on, with a change to status when it differs.
 func (h *history) restart(now time.Time, status Status) *history {
+	if h == nil {
+		return nil
+	}
 	if last := h.last(); last != status {
 		h.change(now, status, checksChanged)
 	}
@@ -190,6 +199,9 @@ func (m *Manager) History(now time.Time) map[string]History {
 	defer m.mu.Unlock()
 	out := make(map[string]History, len(m.backends))
 	for key, b := range m.backends {
+		if b.history == nil {
+			continue
+		}
 		h := b.history.view(now)
 		h.Record, h.Backend = b.spec.Record, b.spec.Backend
 		out[key] = h

@@ -187,7 +187,7 @@ func TestHistorySize(t *testing.T) {
 // TestManagerHistory follows a backend's results and changes into History, across a change of
 // its checks, and sees a removed backend's history dropped.
 func TestManagerHistory(t *testing.T) {
-	m := NewManager(Options{Log: testLog{}})
+	m := NewManager(Options{Log: testLog{}, History: true})
 	a, b := spec("a", &scriptedProber{}, "check-a", time.Second), spec("b", &scriptedProber{}, "check-b", time.Second)
 	m.Sync([]Spec{a, b}, keys(a, b))
 	observe(m, "a", true)
@@ -216,5 +216,22 @@ func TestManagerHistory(t *testing.T) {
 	h = hs["a"]
 	if n := len(h.Changes); n != 3 || h.Changes[2].To != Unknown || h.Changes[2].Reason != checksChanged {
 		t.Errorf("after new checks: %+v, want a change to unknown", h.Changes)
+	}
+}
+
+// TestManagerWithoutHistory: without Options.History, no backend keeps one, and results and
+// changes go nowhere.
+func TestManagerWithoutHistory(t *testing.T) {
+	m := NewManager(Options{Log: testLog{}})
+	a := spec("a", &scriptedProber{}, "check-a", time.Second)
+	m.Sync([]Spec{a}, keys(a))
+	observe(m, "a", false)
+	if h := m.History(time.Now()); len(h) != 0 {
+		t.Fatalf("history kept without Options.History: %v", h)
+	}
+	for key, b := range m.backends {
+		if b.history != nil {
+			t.Fatalf("backend %s has a history", key)
+		}
 	}
 }

@@ -62,6 +62,9 @@ type Options struct {
 	// CheckStats keeps the per-backend counts that CheckStats returns (CoreDNS-GSLB's
 	// health-check metrics); off, they take no memory.
 	CheckStats bool
+	// History keeps each probed backend's last hour (history.go: 2736 bytes a backend) for
+	// History, which the admin API's dashboard draws; off, none is kept.
+	History bool
 	// MaxStaggerStart and BatchSizeStart spread the first probes of a start-up.
 	MaxStaggerStart time.Duration
 	BatchSizeStart  int
@@ -133,7 +136,8 @@ type backend struct {
 	activity *recordActivity
 	// measures are its RTT and load, and whether it was down (measure.go).
 	measures measures
-	// history is its last hour of results and status changes (history.go).
+	// history is its last hour of results and status changes (history.go); nil without
+	// Options.History.
 	history *history
 }
 
@@ -303,7 +307,9 @@ func (m *Manager) newBackend(spec *Spec) *backend {
 		b.report = report{status: st, reason: restored} // read only when spec.External
 	}
 	b.state.Set(b.status)
-	b.history = newHistory(time.Now(), b.status)
+	if m.opts.History {
+		b.history = newHistory(time.Now(), b.status)
+	}
 	b.resetMeasures() // what other checks measured does not stand for these
 	backendsByState.WithLabelValues(b.status.String()).Inc()
 	checks := b.status
