@@ -10,7 +10,7 @@ LDFLAGS      := -X main.Version=$(VERSION)
 # Tests that need the built binary find it here; it is built once per run.
 export MERIDIAN_BIN := $(CURDIR)/$(BIN)
 
-.PHONY: build run test deps testbins lint unit fuzz bench clean deb deb-only release
+.PHONY: build run test space deps testbins lint unit fuzz bench clean deb deb-only release
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/meridian
@@ -89,7 +89,13 @@ unit:
 	$(GO) test -race -count=1 -timeout 20m ./...
 	MERIDIAN_TEST_FASTPATH=1 $(GO) test -count=1 -timeout 10m -run '$(FASTPATH_E2E)' ./cmd/meridian
 
-test: deps build lint testbins unit
+# The free space where the run writes (the build cache under $$HOME, test files under $$TMPDIR):
+# a fresh machine's run takes about 15 GB, most of it the module and build caches, and a full
+# disk shows as failures far from their cause.
+space:
+	@df -h . "$${HOME:-/root}" "$${TMPDIR:-/tmp}" | awk 'NR == 1 || !seen[$$1]++'
+
+test: space deps build lint testbins unit
 
 # Short fuzzing runs of every fuzz target in the tree, found by `go test -list` in each package
 # with tests (longer runs: make fuzz FUZZTIME=10m).

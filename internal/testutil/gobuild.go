@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 )
 
@@ -45,6 +46,11 @@ func cachedBinary(name, version string, build func(dir, tmp string) error) (stri
 // buildGoMain builds the main package pkg into bin with the go command's extra flags, from a
 // module of its own in dir/build whose go.mod is gomod (a module requiring the release that
 // holds pkg), with extra environment env.
+//
+// The build uses a build cache of its own, dir/gocache, removed once it ends: the programs are
+// built once per machine, and their objects (gigabytes for kube-apiserver and consul) would
+// otherwise stay in the user's build cache beside the test binaries of the run that follows, on
+// machines whose disk may be small.
 func buildGoMain(dir, bin, pkg, gomod string, env []string, flags ...string) error {
 	src, err := goModuleDir(dir, map[string]string{
 		"go.mod":   gomod,
@@ -53,6 +59,9 @@ func buildGoMain(dir, bin, pkg, gomod string, env []string, flags ...string) err
 	if err != nil {
 		return err
 	}
+	cache := filepath.Join(dir, "gocache")
+	defer os.RemoveAll(cache)
+	env = append(slices.Clip(env), "GOCACHE="+cache)
 	_, err = runGo(src, env, append(append([]string{"build"}, flags...), "-o", bin, pkg)...)
 	return err
 }
