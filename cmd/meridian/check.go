@@ -28,7 +28,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	blocks, warnings, errs := checkBlocks(*conf)
+	blocks, warnings, errs := checkBlocks(*conf, *compatible)
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
@@ -101,23 +101,23 @@ type checkedBlock struct {
 // checkCorefile returns the warnings and the errors of the Corefile at path and of the files
 // its gslb blocks name.
 func checkCorefile(path string) (warnings, errs []error) {
-	_, warnings, errs = checkBlocks(path)
+	_, warnings, errs = checkBlocks(path, false)
 	return warnings, errs
 }
 
 // checkBlocks checks the Corefile at path and returns its gslb blocks that passed, the
-// warnings, and every error found.
-func checkBlocks(path string) (blocks []checkedBlock, warnings, errs []error) {
+// warnings, and every error found. With whole, the blocks' zones are loaded again whole, with
+// the health checks' parameters that the check consumes (the compatibility rules read them);
+// without, they are the zones the check loaded, which is all the failover budgets need.
+func checkBlocks(path string, whole bool) (blocks []checkedBlock, warnings, errs []error) {
 	parsed, errs := gslbBlocks(path)
 	for _, block := range parsed {
-		w, err := engine.Check(block.Options)
+		zones, w, err := engine.Check(block.Options)
 		warnings = append(warnings, w...)
-		if err != nil {
-			errs = append(errs, unjoin(err)...)
-			continue
+		if err == nil && whole {
+			zones, err = files.Load(block.Options) // engine.Check loaded them a moment ago
 		}
-		zones, err := files.Load(block.Options)
-		if err != nil { // engine.Check loaded them a moment ago
+		if err != nil {
 			errs = append(errs, unjoin(err)...)
 			continue
 		}

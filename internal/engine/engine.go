@@ -93,10 +93,12 @@ type Engine struct {
 }
 
 // Check validates everything New would load, health checks included (their parameters,
-// scripts and programs), without serving or probing. It returns every error found, and the
-// warnings of the zones (those New logs) when they load.
-func Check(opts config.Options) (warnings []error, err error) {
+// scripts and programs), without serving or probing. It returns every error found, and when
+// the zones load, their warnings (those New logs) and the zones of the files as they loaded,
+// but for the health checks' parameters, which compiling the checks consumed (nil).
+func Check(opts config.Options) (fileZones []*config.Zone, warnings []error, err error) {
 	zones, err := files.Load(opts)
+	fileZones = zones
 	if err == nil {
 		// What the Services stand for is read at run time: nothing yet.
 		zones, err = kubernetes.Check(zones, opts.Kubernetes)
@@ -116,7 +118,7 @@ func Check(opts config.Options) (warnings []error, err error) {
 		_ = st.Sources().Close()
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, z := range zones {
 		for _, w := range z.Warnings {
@@ -126,7 +128,7 @@ func Check(opts config.Options) (warnings []error, err error) {
 	probeless := health.NewManager(health.Options{})
 	snap, err := catalog.Build(zones, probeless)
 	if err != nil {
-		return warnings, fmt.Errorf("compile zones: %w", err)
+		return nil, warnings, fmt.Errorf("compile zones: %w", err)
 	}
 	specs, err := healthSpecs(snap)
 	for _, s := range specs {
@@ -134,7 +136,10 @@ func Check(opts config.Options) (warnings []error, err error) {
 			probe.Release(c.Prober)
 		}
 	}
-	return warnings, err
+	if err != nil {
+		return nil, warnings, err
+	}
+	return fileZones, warnings, nil
 }
 
 // HealthOptions returns the health manager options that opts asks for.

@@ -78,7 +78,7 @@ func TestCheckReportsGeoSources(t *testing.T) {
 	opts := config.DefaultOptions()
 	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: zone}}
 	opts.GeoIP.CustomMap = locmap
-	_, err := Check(opts)
+	_, _, err := Check(opts)
 	if err == nil || !strings.Contains(err.Error(), "map.yml:2:") {
 		t.Fatalf("check: %v, want the map's error with its position", err)
 	}

@@ -59,11 +59,11 @@ func TestPlaceholdersNeedASite(t *testing.T) {
 	if _, err := New(opts, &testutil.Log{}); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "site us") {
 		t.Errorf("New: %v, want an error at %s about site us", err, want)
 	}
-	if _, err := Check(opts); err == nil || !strings.Contains(err.Error(), want) {
+	if _, _, err := Check(opts); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Check: %v, want an error at %s", err, want)
 	}
 	opts.Sites.Site = "eu"
-	if _, err := Check(opts); err != nil {
+	if _, _, err := Check(opts); err != nil {
 		t.Errorf("Check with a site: %v", err)
 	}
 }
