@@ -33,13 +33,14 @@ type change struct {
 }
 
 // history is one backend's last hour: its results by bucket and its latest status changes. It
-// is allocated with the backend and never grows: 2736 bytes (120 buckets of 16 bytes, 16
-// changes of 48 bytes, and the fields below; the reasons are shared with the manager's
-// transitions). The manager's lock guards it.
+// is allocated with the backend: 1992 bytes (120 buckets of 16 bytes and the fields below),
+// and 48 bytes a change kept, allocated as they come up to historyChanges (most backends change
+// once or twice an hour, from unknown to their state; the reasons are shared with the
+// manager's transitions). The manager's lock guards it.
 type history struct {
 	buckets [HistoryBuckets]bucket
-	changes [historyChanges]change
-	next, n int // the ring of changes: index of the next write, how many are kept
+	changes []change // the ring of changes, grown to historyChanges
+	next, n int      // the ring of changes: index of the next write, how many are kept
 	// from is when the kept timeline starts, at status: when the history began (the backend
 	// was created) or, once changes were dropped, the oldest change still known.
 	from   time.Time
@@ -95,7 +96,11 @@ func (h *history) change(now time.Time, next Status, reason string) {
 		oldest := h.changes[h.next]
 		h.from, h.status = oldest.at, oldest.to
 	}
-	h.changes[h.next] = change{at: now, to: next, reason: reason}
+	if c := (change{at: now, to: next, reason: reason}); len(h.changes) < historyChanges {
+		h.changes = append(h.changes, c) // the ring is not full: h.next is its length
+	} else {
+		h.changes[h.next] = c
+	}
 	h.next = (h.next + 1) % historyChanges
 	h.n = min(h.n+1, historyChanges)
 }
