@@ -16,14 +16,21 @@ const (
 	historyChanges = 16
 )
 
-// bucket is what the results of one interval of HistoryBucket said (16 bytes).
+// bucket is what the results of one interval of HistoryBucket said (12 bytes).
 type bucket struct {
-	slot     int32  // the interval, Unix time / HistoryBucket; a bucket of an older slot is empty
-	sumUS    uint32 // the sum of the measured latencies, in microseconds (saturating)
+	sumUS uint32 // the sum of the measured latencies, in microseconds (saturating)
+	// tag is the interval's low 16 bits (Unix time / HistoryBucket, see tagOf): a bucket whose
+	// tag is another interval's is empty. The ring's position gives the interval modulo
+	// HistoryBuckets, so a stale bucket passes for a current one only when it was last written
+	// a multiple of 341 days (lcm(120, 65536) intervals of 30 s) ago.
+	tag      uint16
 	measured uint16 // how many results carried a latency (saturating, as the counts below)
 	results  uint16
 	failures uint16
 }
+
+// tagOf returns the tag of the buckets of interval slot.
+func tagOf(slot int32) uint16 { return uint16(slot) }
 
 // change is one status change a backend keeps: when, to what, and why.
 type change struct {
@@ -33,7 +40,7 @@ type change struct {
 }
 
 // history is one backend's last hour: its results by bucket and its latest status changes. It
-// is allocated with the backend: 1992 bytes (120 buckets of 16 bytes and the fields below),
+// is allocated with the backend: 1512 bytes (120 buckets of 12 bytes and the fields below),
 // and 48 bytes a change kept, allocated as they come up to historyChanges (most backends change
 // once or twice an hour, from unknown to their state; the reasons are shared with the
 // manager's transitions). The manager's lock guards it.
@@ -65,8 +72,8 @@ func (h *history) observe(now time.Time, ok bool, latency time.Duration) {
 	}
 	slot := slotOf(now)
 	b := &h.buckets[int(slot)%HistoryBuckets]
-	if b.slot != slot {
-		*b = bucket{slot: slot}
+	if b.tag != tagOf(slot) {
+		*b = bucket{tag: tagOf(slot)}
 	}
 	b.results = addSat16(b.results, 1)
 	if !ok {
@@ -173,7 +180,7 @@ func (h *history) view(now time.Time) History {
 	for i := range out.Samples {
 		slot := first + int32(i)
 		b := h.buckets[int(slot)%HistoryBuckets]
-		if b.slot != slot {
+		if b.tag != tagOf(slot) {
 			continue
 		}
 		s := Sample{Results: int(b.results), Failures: int(b.failures)}
