@@ -14,6 +14,11 @@ const (
 	// timeline. A backend that changed more often over the hour shows the latest ones: its
 	// timeline starts at the oldest kept (History.From).
 	historyChanges = 16
+	// DefaultMaxHistories is how many backends keep a history unless Options.MaxHistories
+	// says otherwise: about 30 MB. A dashboard draws a few hundred; a configuration of
+	// hundreds of thousands of checks would otherwise spend hundreds of megabytes on hours
+	// nobody looks at.
+	DefaultMaxHistories = 20000
 )
 
 // bucket is what the results of one interval of HistoryBucket said (12 bytes).

@@ -2,6 +2,7 @@ package health
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -220,6 +221,53 @@ func TestManagerHistory(t *testing.T) {
 	h = hs["a"]
 	if n := len(h.Changes); n != 3 || h.Changes[2].To != Unknown || h.Changes[2].Reason != checksChanged {
 		t.Errorf("after new checks: %+v, want a change to unknown", h.Changes)
+	}
+}
+
+// TestManagerHistoryLimit: at most Options.MaxHistories backends keep a history, the first
+// ones of the specs; one that stays among them keeps its hour, one that falls out loses it.
+func TestManagerHistoryLimit(t *testing.T) {
+	m := NewManager(Options{Log: testLog{}, History: true, MaxHistories: 2})
+	specs := map[string]Spec{}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		specs[name] = spec(name, &scriptedProber{}, "check-"+name, time.Second)
+	}
+	sync := func(names ...string) {
+		var list []Spec
+		for _, n := range names {
+			list = append(list, specs[n])
+		}
+		m.Sync(list, keys(list...))
+	}
+	kept := func() []string {
+		var out []string
+		for key := range m.History(time.Now()) {
+			out = append(out, key)
+		}
+		slices.Sort(out)
+		return out
+	}
+	steps := []struct {
+		sync []string
+		want []string
+	}{
+		{sync: []string{"a", "b", "c"}, want: []string{"a", "b"}},
+		{sync: []string{"c", "a"}, want: []string{"a", "c"}},
+		{sync: []string{"d", "c", "a"}, want: []string{"c", "d"}},
+	}
+	for i, step := range steps {
+		sync(step.sync...)
+		if i == 0 {
+			observe(m, "a", true) // a's hour must go on while it keeps its place
+		}
+		if got := kept(); !slices.Equal(got, step.want) {
+			t.Fatalf("after Sync(%v): histories of %v, want %v", step.sync, got, step.want)
+		}
+		if i == 1 {
+			if h := m.History(time.Now())["a"]; len(h.Changes) != 1 || h.Changes[0].To != Up {
+				t.Errorf("a's timeline after a second Sync: %+v, want its change to up", h.Changes)
+			}
+		}
 	}
 }
 

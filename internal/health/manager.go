@@ -1,6 +1,7 @@
 package health
 
 import (
+	"cmp"
 	"maps"
 	"net/netip"
 	"slices"
@@ -65,6 +66,9 @@ type Options struct {
 	// History keeps each probed backend's last hour (history.go: about 1.5 KB a backend) for
 	// History, which the admin API's dashboard draws; off, none is kept.
 	History bool
+	// MaxHistories bounds how many backends keep a history: the first ones in the order of
+	// the specs Sync is given; 0 means DefaultMaxHistories.
+	MaxHistories int
 	// MaxStaggerStart and BatchSizeStart spread the first probes of a start-up.
 	MaxStaggerStart time.Duration
 	BatchSizeStart  int
@@ -272,6 +276,7 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 		}
 		b.activity = m.activity[spec.Activity]
 	}
+	m.keepHistories(specs, backends, now)
 	for key, old := range m.backends {
 		switch {
 		case backends[key] == nil:
@@ -292,6 +297,27 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 	m.poke()
 }
 
+// keepHistories gives a history to the first backends of specs, in their order, up to the
+// limit (Options.MaxHistories), and takes it from the others: a new backend's starts at now,
+// one that was kept goes on.
+func (m *Manager) keepHistories(specs []Spec, backends map[string]*backend, now time.Time) {
+	limit := cmp.Or(m.opts.MaxHistories, DefaultMaxHistories)
+	kept := 0
+	for i := range specs {
+		b := backends[specs[i].Key]
+		switch {
+		case b == nil:
+		case !m.opts.History || kept >= limit:
+			b.history = nil
+		case b.history == nil:
+			b.history = newHistory(now, b.status)
+			kept++
+		default:
+			kept++
+		}
+	}
+}
+
 // newBackend returns the backend of spec, starting over: unknown, or at its seeded status.
 // A seeded External backend with checks starts with its report at that status and its checks'
 // machines too, except that a stale one (a stale report over up checks, see withReport) starts
@@ -307,9 +333,6 @@ func (m *Manager) newBackend(spec *Spec) *backend {
 		b.report = report{status: st, reason: restored} // read only when spec.External
 	}
 	b.state.Set(b.status)
-	if m.opts.History {
-		b.history = newHistory(time.Now(), b.status)
-	}
 	b.resetMeasures() // what other checks measured does not stand for these
 	backendsByState.WithLabelValues(b.status.String()).Inc()
 	checks := b.status
