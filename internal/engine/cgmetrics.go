@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -81,25 +79,10 @@ var (
 )
 
 // cgCollector makes CoreDNS-GSLB's series from the engines that run.
-var cgCollector = &cgMetrics{engines: make(map[*Engine]bool)}
+var cgCollector = &cgMetrics{}
 
 // cgMetrics is the prometheus.Collector of CoreDNS-GSLB's series.
-type cgMetrics struct {
-	mu      sync.Mutex
-	engines map[*Engine]bool
-}
-
-func (c *cgMetrics) add(e *Engine) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.engines[e] = true
-}
-
-func (c *cgMetrics) remove(e *Engine) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.engines, e)
-}
+type cgMetrics struct{ engineSet }
 
 // Describe implements prometheus.Collector.
 func (c *cgMetrics) Describe(ch chan<- *prometheus.Desc) {
@@ -169,12 +152,7 @@ func (s *cgScrape) hist(k cgKey, buckets []uint64, sum float64) {
 
 // Collect implements prometheus.Collector.
 func (c *cgMetrics) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	engines := make([]*Engine, 0, len(c.engines))
-	for e := range c.engines {
-		engines = append(engines, e)
-	}
-	c.mu.Unlock()
+	engines := c.list()
 	if len(engines) == 0 { // no block asks for them (coredns_gslb_metrics)
 		return
 	}

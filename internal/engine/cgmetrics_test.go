@@ -15,7 +15,7 @@ import (
 func cgSeries(t *testing.T, e *Engine) map[string]float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(&cgMetrics{engines: map[*Engine]bool{e: true}})
+	reg.MustRegister(&cgMetrics{engineSet{engines: map[*Engine]bool{e: true}}})
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)

@@ -66,8 +66,7 @@ func (e *Engine) ttlChanged() {
 	now := time.Now()
 	for _, r := range e.Snapshot().Records() {
 		if at := r.View().NextTTLChange; !at.IsZero() && !at.After(now) {
-			r.Refresh()
-			publishRecordHealth(r) // a drain that started takes the backend out
+			r.Refresh() // a drain that started takes the backend out
 		}
 	}
 	e.scheduleTTLChanges()

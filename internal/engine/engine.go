@@ -205,6 +205,7 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	e.configureSites()
 	r.reportSeeded(e)
 	r.track(e)
+	recordCollector.add(e)
 	return e, nil
 }
 
@@ -313,13 +314,12 @@ func (e *Engine) load() error {
 	}
 	for _, r := range snap.Records() {
 		r.Refresh() // Sync may have reset the state of backends whose checks changed
-		publishRecordHealth(r)
 	}
 	snap.CarryCounts(e.snap.Load())
 	if e.shared != nil && e.shared.transfers.Load() {
 		e.shared.versioner.Update(snap) // the zones keep their serials, or raise them (notified at the next check)
 	}
-	forgetRecords(e.snap.Swap(snap), snap)
+	e.snap.Store(snap)
 	e.scheduleTTLChanges()
 	recordsGauge.Set(float64(len(snap.Records())))
 	lastReloadTime.SetToCurrentTime()
@@ -352,7 +352,6 @@ func (e *Engine) setOverrides(overrides map[string]catalog.Override, drains map[
 		}
 		if changed {
 			r.Refresh()
-			publishRecordHealth(r)
 		}
 	}
 	e.scheduleTTLChanges()
@@ -423,6 +422,7 @@ func (e *Engine) release() {
 		return
 	}
 	cgCollector.remove(e)
+	recordCollector.remove(e)
 	if e.api != nil {
 		e.reg.releaseAPI(e.api, e.log)
 	}

@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/catalog"
@@ -33,7 +34,28 @@ func newTestEngine(t *testing.T, yaml string) (*Engine, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = e.Stop() }) // a second Stop does nothing
 	return e, file
+}
+
+// recordGauge returns the value of the record gauge desc of record in e's snapshot, as a
+// scrape collects it.
+func recordGauge(t *testing.T, e *Engine, desc *prometheus.Desc, record string) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 3*len(e.Snapshot().Records()))
+	collectRecords(e.Snapshot(), map[string]bool{}, ch)
+	close(ch)
+	for m := range ch {
+		var out dto.Metric
+		if err := m.Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		if m.Desc() == desc && out.GetLabel()[0].GetValue() == record {
+			return out.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no %s series for %s", desc, record)
+	return 0
 }
 
 func backendState(t *testing.T, e *Engine, record, addr string) *health.State {
@@ -72,7 +94,7 @@ func TestReloadKeepsTheStateOfUnchangedBackends(t *testing.T) {
 	if st := backendState(t, e, "www.example.org.", "10.0.0.1").Status(); st != health.Up {
 		t.Errorf("unchanged backend is %s after a reload, want up", st)
 	}
-	if v := promtest.ToFloat64(recordHealthy.WithLabelValues("www.example.org.")); v != 1 {
+	if v := recordGauge(t, e, recordHealthyDesc, "www.example.org."); v != 1 {
 		t.Errorf("record_healthy = %v with a backend up, want 1", v)
 	}
 	if st := backendState(t, e, "www.example.org.", "10.0.0.3").Status(); st != health.Unknown {
@@ -134,9 +156,11 @@ func BenchmarkLoad10kRecords(b *testing.B) {
 	opts := config.DefaultOptions()
 	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: file}}
 	for b.Loop() {
-		if _, err := New(opts, &testutil.Log{}); err != nil {
+		e, err := New(opts, &testutil.Log{})
+		if err != nil {
 			b.Fatal(err)
 		}
+		_ = e.Stop() // the engines that opened stay in the metrics' collector until stopped
 	}
 }
 
@@ -335,4 +359,57 @@ records:
 		return backendState(t, e, "www.example.org.", "127.0.0.1").Status() == health.Down &&
 			backendState(t, e, "www.example.org.", "127.0.0.2").Status() == health.Up
 	}, "the backend of priority 2 must be up, the other down")
+}
+
+// TestRecordGaugesFollowTheEngines: a scrape of the default registry has the record gauges of
+// an engine that opened, from its records' current views, and none once it stopped.
+func TestRecordGaugesFollowTheEngines(t *testing.T) {
+	const record = "gauges.example.org."
+	e, _ := newTestEngine(t, strings.ReplaceAll(checked, "www.example.org.", record))
+	scrape := func() map[string]float64 {
+		families, err := prometheus.DefaultGatherer.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "record" && l.GetValue() == record && m.GetGauge() != nil {
+						out[f.GetName()] = m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		state health.Status
+		want  float64
+	}{
+		{"no backend up yet", health.Unknown, 0},
+		{"a backend up", health.Up, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			backendState(t, e, record, "10.0.0.1").Set(tt.state)
+			e.Snapshot().Records()[0].Refresh()
+			got := scrape()
+			if got["coredns_gslb_record_healthy"] != tt.want {
+				t.Errorf("record_healthy = %v, want %v (%v)", got["coredns_gslb_record_healthy"], tt.want, got)
+			}
+			for _, name := range []string{"coredns_gslb_record_degraded", "coredns_gslb_record_failover"} {
+				if v, ok := got[name]; !ok || v != 0 {
+					t.Errorf("%s = %v (present %v), want 0", name, v, ok)
+				}
+			}
+		})
+	}
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := scrape(); len(got) != 0 {
+		t.Errorf("after Stop the scrape still has %v", got)
+	}
 }

@@ -53,11 +53,8 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 				Key: b.Key, Record: rec.Name, Backend: name,
 				Rise: bc.Rise, Fall: bc.Fall,
 				Interval: rc.ScrapeInterval, Retries: rc.ScrapeRetries,
-				Activity: &rec.Queried,
-				OnChange: func() {
-					rec.Refresh()
-					publishRecordHealth(rec)
-				},
+				Activity:    &rec.Queried,
+				OnChange:    rec.Refresh,
 				OnMeasure:   rec.Refresh, // RTT and load: the answers change, not the health others see
 				Capacity:    bc.Capacity,
 				Passive:     bc.Passive,

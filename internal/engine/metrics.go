@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sync"
+
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,18 +19,6 @@ var (
 		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "config_last_reload_success_timestamp_seconds",
 		Help: "Unix time of the last successful load of the gslb configuration.",
 	})
-	recordHealthy = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "record_healthy",
-		Help: "1 when a record has a healthy backend, 0 when its fallback policy answers.",
-	}, []string{"record"})
-	recordDegraded = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "record_degraded",
-		Help: "1 while a record answers other sites' stale targets because none of its backends of that address family is healthy.",
-	}, []string{"record"})
-	recordFailover = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "record_failover",
-		Help: "1 while a failover record answers from a worse priority than its best enabled backend's (failover in progress).",
-	}, []string{"record"})
 	recordsGauge = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "records",
 		Help: "GSLB records served by the current configuration.",
@@ -41,15 +31,6 @@ func init() {
 	reloadsTotal.WithLabelValues("failure")
 }
 
-// publishRecordHealth sets the record_healthy, record_degraded and record_failover gauges of
-// rec from its current view.
-func publishRecordHealth(rec *catalog.Record) {
-	v := rec.View()
-	recordHealthy.WithLabelValues(rec.Name).Set(oneIf(v.AnyHealthy))
-	recordDegraded.WithLabelValues(rec.Name).Set(oneIf(v.Degraded[catalog.IPv4] || v.Degraded[catalog.IPv6]))
-	recordFailover.WithLabelValues(rec.Name).Set(oneIf(v.Failover[catalog.IPv4] || v.Failover[catalog.IPv6]))
-}
-
 // oneIf is 1 for true, 0 for false.
 func oneIf(b bool) float64 {
 	if b {
@@ -58,20 +39,85 @@ func oneIf(b bool) float64 {
 	return 0
 }
 
-// forgetRecords deletes the record_healthy series of records that old has and snap has not.
-func forgetRecords(old, snap *catalog.Snapshot) {
-	if old == nil {
-		return
+// The record gauges, computed at scrape time from the snapshots of the engines that serve
+// (recordCollector): a gauge per record kept in a GaugeVec took about 770 bytes a record (77
+// MB at 100,000 records) and a write at every change of a record's health.
+var (
+	recordHealthyDesc = prometheus.NewDesc(prometheus.BuildFQName(config.MetricsNamespace, config.MetricsSubsystem, "record_healthy"),
+		"1 when a record has a healthy backend, 0 when its fallback policy answers.", []string{"record"}, nil)
+	recordDegradedDesc = prometheus.NewDesc(prometheus.BuildFQName(config.MetricsNamespace, config.MetricsSubsystem, "record_degraded"),
+		"1 while a record answers other sites' stale targets because none of its backends of that address family is healthy.", []string{"record"}, nil)
+	recordFailoverDesc = prometheus.NewDesc(prometheus.BuildFQName(config.MetricsNamespace, config.MetricsSubsystem, "record_failover"),
+		"1 while a failover record answers from a worse priority than its best enabled backend's (failover in progress).", []string{"record"}, nil)
+)
+
+// engineSet is the engines a collector makes series from; safe for concurrent use.
+type engineSet struct {
+	mu      sync.Mutex
+	engines map[*Engine]bool
+}
+
+func (s *engineSet) add(e *Engine) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.engines == nil {
+		s.engines = make(map[*Engine]bool)
 	}
-	kept := make(map[string]bool, len(snap.Records()))
+	s.engines[e] = true
+}
+
+func (s *engineSet) remove(e *Engine) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.engines, e)
+}
+
+// list returns the engines of the set, in no particular order.
+func (s *engineSet) list() []*Engine {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Engine, 0, len(s.engines))
+	for e := range s.engines {
+		out = append(out, e)
+	}
+	return out
+}
+
+// recordCollector makes the record gauges of the engines that opened and are not released.
+var recordCollector = &recordMetrics{}
+
+func init() { prometheus.MustRegister(recordCollector) }
+
+// recordMetrics is the prometheus.Collector of the record gauges.
+type recordMetrics struct{ engineSet }
+
+// Describe implements prometheus.Collector.
+func (c *recordMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- recordHealthyDesc
+	ch <- recordDegradedDesc
+	ch <- recordFailoverDesc
+}
+
+// Collect implements prometheus.Collector: each record's gauges from its current view, once
+// a name (a record that two engines serve, during a Corefile reload, is taken from one).
+func (c *recordMetrics) Collect(ch chan<- prometheus.Metric) {
+	seen := map[string]bool{}
+	for _, e := range c.list() {
+		collectRecords(e.Snapshot(), seen, ch)
+	}
+}
+
+// collectRecords sends the gauges of the records of snap whose names are not in seen, and
+// adds the names to seen.
+func collectRecords(snap *catalog.Snapshot, seen map[string]bool, ch chan<- prometheus.Metric) {
 	for _, r := range snap.Records() {
-		kept[r.Name] = true
-	}
-	for _, r := range old.Records() {
-		if !kept[r.Name] {
-			for _, g := range []*prometheus.GaugeVec{recordHealthy, recordDegraded, recordFailover} {
-				g.DeleteLabelValues(r.Name)
-			}
+		if seen[r.Name] {
+			continue
 		}
+		seen[r.Name] = true
+		v := r.View()
+		ch <- prometheus.MustNewConstMetric(recordHealthyDesc, prometheus.GaugeValue, oneIf(v.AnyHealthy), r.Name)
+		ch <- prometheus.MustNewConstMetric(recordDegradedDesc, prometheus.GaugeValue, oneIf(v.Degraded[catalog.IPv4] || v.Degraded[catalog.IPv6]), r.Name)
+		ch <- prometheus.MustNewConstMetric(recordFailoverDesc, prometheus.GaugeValue, oneIf(v.Failover[catalog.IPv4] || v.Failover[catalog.IPv6]), r.Name)
 	}
 }
