@@ -90,8 +90,8 @@ unit:
 	MERIDIAN_TEST_FASTPATH=1 $(GO) test -count=1 -timeout 10m -run '$(FASTPATH_E2E)' ./cmd/meridian
 
 # The free space where the run writes (the build cache under $$HOME, test files under $$TMPDIR):
-# a fresh machine's run takes about 15 GB, most of it the module and build caches, and a full
-# disk shows as failures far from their cause.
+# a fresh machine's run took about 17 GB at its peak, most of it the module and build caches,
+# and a full disk shows as failures far from their cause.
 space:
 	@df -h . "$${HOME:-/root}" "$${TMPDIR:-/tmp}" | awk 'NR == 1 || !seen[$$1]++'
 
