@@ -301,20 +301,24 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 // limit (Options.MaxHistories), and takes it from the others: a new backend's starts at now,
 // one that was kept goes on.
 func (m *Manager) keepHistories(specs []Spec, backends map[string]*backend, now time.Time) {
+	if !m.opts.History {
+		return // no backend has one
+	}
 	limit := cmp.Or(m.opts.MaxHistories, DefaultMaxHistories)
 	kept := 0
 	for i := range specs {
 		b := backends[specs[i].Key]
-		switch {
-		case b == nil:
-		case !m.opts.History || kept >= limit:
-			b.history = nil
-		case b.history == nil:
-			b.history = newHistory(now, b.status)
-			kept++
-		default:
-			kept++
+		if b == nil {
+			continue // a passive backend that was not accepted
 		}
+		if kept == limit {
+			b.history = nil
+			continue
+		}
+		if b.history == nil {
+			b.history = newHistory(now, b.status)
+		}
+		kept++
 	}
 }
 
