@@ -156,7 +156,7 @@ func withTTL(rr dns.RR, ttl uint32) dns.RR {
 // selected counts be in the answer, when the answer counts.
 func (r *builder) selected(be *catalog.Backend) {
 	if r.count {
-		be.CountSelected()
+		r.rec.CountSelected(be)
 	}
 }
 

@@ -47,8 +47,8 @@ func TestAnswerCounts(t *testing.T) {
 				t.Errorf("answers = %d, %d failed; want %d, %d", ok, fail, c.answered, c.fail)
 			}
 			for _, b := range rec.Backends {
-				if want, ok := c.selected[b.Config.Address]; ok && b.Selected() != want {
-					t.Errorf("backend %s selected %d times, want %d", b.Config.Address, b.Selected(), want)
+				if want, ok := c.selected[b.Config.Address]; ok && rec.Selected(b) != want {
+					t.Errorf("backend %s selected %d times, want %d", b.Config.Address, rec.Selected(b), want)
 				}
 			}
 		})

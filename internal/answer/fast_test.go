@@ -512,8 +512,8 @@ func TestAppendFastLeavesQueriesToRespond(t *testing.T) {
 					t.Errorf("%s: %d answers counted, queried %v", rec.Name, ok+failed, rec.Queried.Load())
 				}
 				for _, be := range rec.Backends {
-					if be.Selected() != 0 {
-						t.Errorf("%s: backend %s selected %d times", rec.Name, be.Config.Address, be.Selected())
+					if rec.Selected(be) != 0 {
+						t.Errorf("%s: backend %s selected %d times", rec.Name, be.Config.Address, rec.Selected(be))
 					}
 				}
 			}
@@ -576,8 +576,8 @@ func TestAppendFastCounts(t *testing.T) {
 			t.Errorf("%s: %d answers took no time", fastRec.Name, fastOK)
 		}
 		for j, be := range fastRec.Backends {
-			if want := slowRec.Backends[j].Selected(); be.Selected() != want {
-				t.Errorf("%s: backend %s selected %d times, Respond %d", fastRec.Name, be.Config.Address, be.Selected(), want)
+			if want := slowRec.Selected(slowRec.Backends[j]); fastRec.Selected(be) != want {
+				t.Errorf("%s: backend %s selected %d times, Respond %d", fastRec.Name, be.Config.Address, fastRec.Selected(be), want)
 			}
 		}
 	}

@@ -229,8 +229,8 @@ func TestCarryCountsAcrossReloads(t *testing.T) {
 	www.CountAnswer(false, time.Millisecond)
 	www.CountAnswer(false, time.Millisecond)
 	www.CountAnswer(true, time.Millisecond)
-	www.Backends[0].CountSelected()
-	www.Backends[1].CountSelected()
+	www.CountSelected(www.Backends[0])
+	www.CountSelected(www.Backends[1])
 	old.Records()[0].CountAnswer(false, time.Millisecond) // gone.example.org., not in the new snapshot
 
 	snap := build("records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}, {address: 10.0.0.3}]\n  new.example.org.:\n    backends: [{address: 10.0.0.1}]\n")
@@ -241,7 +241,7 @@ func TestCarryCountsAcrossReloads(t *testing.T) {
 		ok, failed := r.Answers()
 		var selected []uint64
 		for _, b := range r.Backends {
-			selected = append(selected, b.Selected())
+			selected = append(selected, r.Selected(b))
 		}
 		buckets, secs := r.Resolutions(false)
 		if r.Name == "www.example.org." && (buckets[0] != 3 || secs != 0.003) {

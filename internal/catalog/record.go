@@ -57,11 +57,30 @@ type Record struct {
 	refreshMu sync.Mutex  // serialises writers of view; never taken by queries
 	ramp      *time.Timer // refreshes the record while a backend ramps (slowstart.go); under refreshMu
 
-	// answered counts the address queries of the record and the time their selection took
-	// (see CountAnswer), on cache lines of their own: every query writes them, and writes must
-	// not slow the readers of view.
-	_        [64]byte
-	answered [2]resolutions // by failed: answered, answered with the fail-closed rcode
+	// counts are the query counters of CountAnswer and CountSelected, allocated at the first
+	// count: only CoreDNS-GSLB's metrics count, and most records of a big zone are never
+	// asked for, so most records never carry them (about 300 bytes a record and 70 a
+	// backend). An allocation of their own, the counters that every query writes share no
+	// cache line with the view and the backends that queries read.
+	counts atomic.Pointer[queryCounts]
+}
+
+// queryCounts are the counters of one record that queries write.
+type queryCounts struct {
+	answered [2]resolutions  // by failed: answered, answered with the fail-closed rcode
+	selected []atomic.Uint64 // by the backend's index in Record.Backends: answers carrying it
+}
+
+// queryCounts returns the record's counters, allocating them at the first call.
+func (r *Record) queryCounts() *queryCounts {
+	if c := r.counts.Load(); c != nil {
+		return c
+	}
+	c := &queryCounts{selected: make([]atomic.Uint64, len(r.Backends))}
+	if r.counts.CompareAndSwap(nil, c) {
+		return c
+	}
+	return r.counts.Load()
 }
 
 // resolutionBounds are the upper bounds of the resolution histogram: health.CheckBuckets
@@ -130,34 +149,40 @@ type Backend struct {
 	// drainAt is when a scheduled drain of the backend starts, in Unix nanoseconds; 0 for none.
 	drainAt atomic.Int64
 
-	// selected counts the address answers that carried the backend, on a cache line of its
-	// own (see Record.answered).
-	_        [64]byte
-	selected atomic.Uint64
+	// index is the backend's place in its record's Backends, where its counter of
+	// Record.CountSelected is.
+	index int
 }
 
 // CountAnswer counts one address answer of the record, whose selection took d: failed when
-// fail-closed answered with its rcode. Two atomic adds: the query path calls it.
+// fail-closed answered with its rcode. Two atomic adds (and, the first time, the counters'
+// allocation): the query path calls it.
 func (r *Record) CountAnswer(failed bool, d time.Duration) {
 	i := 0
 	if failed {
 		i = 1
 	}
-	r.answered[i].observe(d)
+	r.queryCounts().answered[i].observe(d)
 }
 
 // Answers returns the counts of CountAnswer: answered, and failed.
 func (r *Record) Answers() (answered, failed uint64) {
-	return r.answered[0].count(), r.answered[1].count()
+	c := r.counts.Load()
+	if c == nil {
+		return 0, 0
+	}
+	return c.answered[0].count(), c.answered[1].count()
 }
 
 // Resolutions returns the histogram of the answers that failed or not: the count of each
 // bucket of health.CheckBuckets (not cumulative; one more counts the longer ones), and the sum
 // of the selection times in seconds.
 func (r *Record) Resolutions(failed bool) (buckets []uint64, seconds float64) {
-	h := &r.answered[0]
-	if failed {
-		h = &r.answered[1]
+	var h *resolutions
+	if c := r.counts.Load(); c == nil {
+		h = &resolutions{}
+	} else if h = &c.answered[0]; failed {
+		h = &c.answered[1]
 	}
 	buckets = make([]uint64, len(h.buckets))
 	for i := range h.buckets {
@@ -166,11 +191,20 @@ func (r *Record) Resolutions(failed bool) (buckets []uint64, seconds float64) {
 	return buckets, time.Duration(h.nanos.Load()).Seconds()
 }
 
-// CountSelected counts one address answer that carried the backend.
-func (b *Backend) CountSelected() { b.selected.Add(1) }
+// CountSelected counts one address answer of the record that carried b, one of its backends.
+func (r *Record) CountSelected(b *Backend) {
+	if c := r.queryCounts(); b.index < len(c.selected) && r.Backends[b.index] == b {
+		c.selected[b.index].Add(1)
+	}
+}
 
-// Selected returns the count of CountSelected.
-func (b *Backend) Selected() uint64 { return b.selected.Load() }
+// Selected returns the count of CountSelected for b, one of the record's backends.
+func (r *Record) Selected(b *Backend) uint64 {
+	if c := r.counts.Load(); c != nil && b.index < len(c.selected) && r.Backends[b.index] == b {
+		return c.selected[b.index].Load()
+	}
+	return 0
+}
 
 // CarryCounts adds the query counts of old's records and backends to those of s with the same
 // name and key, so that a reload does not reset them, and each record's last-known-good
@@ -180,22 +214,27 @@ func (s *Snapshot) CarryCounts(old *Snapshot) {
 		return
 	}
 	records := make(map[string]*Record, len(old.records))
-	backends := make(map[string]*Backend)
+	selected := make(map[string]uint64) // by backend key, the counts that are not 0
 	for _, r := range old.records {
 		records[r.Name] = r
 		for _, b := range r.Backends {
-			backends[b.Key] = b
+			if n := r.Selected(b); n > 0 {
+				selected[b.Key] = n
+			}
 		}
 	}
 	for _, r := range s.records {
 		if o := records[r.Name]; o != nil {
-			r.answered[0].add(&o.answered[0])
-			r.answered[1].add(&o.answered[1])
+			if oc := o.counts.Load(); oc != nil {
+				c := r.queryCounts()
+				c.answered[0].add(&oc.answered[0])
+				c.answered[1].add(&oc.answered[1])
+			}
 			r.carryLastGood(o)
 		}
 		for _, b := range r.Backends {
-			if o := backends[b.Key]; o != nil {
-				b.selected.Add(o.Selected())
+			if n := selected[b.Key]; n > 0 {
+				r.queryCounts().selected[b.index].Add(n)
 			}
 		}
 	}
@@ -390,6 +429,7 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 		b := &Backend{
 			Config:   bc,
 			Key:      key,
+			index:    i,
 			State:    hs.State(key),
 			RR:       addressRR(rc.Name, rc.TTL, bc),
 			alwaysUp: !bc.Probed(),

@@ -193,14 +193,15 @@ func (s *cgScrape) engine(snap *catalog.Snapshot, stats map[string][]health.Chec
 		}
 		active := 0.0
 		for _, b := range r.Backends {
-			active += s.backend(r.Name, b, stats[b.Key])
+			active += s.backend(r, b, stats[b.Key])
 		}
 		s.gauge(key(cgBackendActive, r.Name), active)
 	}
 }
 
-// backend adds the series of one backend of record name, and returns 1 when it is healthy.
-func (s *cgScrape) backend(name string, b *catalog.Backend, stats []health.CheckStats) float64 {
+// backend adds the series of one backend of record r, and returns 1 when it is healthy.
+func (s *cgScrape) backend(r *catalog.Record, b *catalog.Backend, stats []health.CheckStats) float64 {
+	name := r.Name
 	s.backends[b.Key] = true
 	s.checks += len(b.Config.HealthChecks)
 	addr := b.Config.Address
@@ -212,7 +213,7 @@ func (s *cgScrape) backend(name string, b *catalog.Backend, stats []health.Check
 		state, healthy = 1, 1
 	}
 	s.gauge(key(cgBackendHealth, name, addr), state)
-	s.add(key(cgSelected, name, addr), float64(b.Selected()))
+	s.add(key(cgSelected, name, addr), float64(r.Selected(b)))
 	for _, st := range stats {
 		if !st.Checked {
 			continue

@@ -26,7 +26,11 @@ import (
 func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 	n := 0
 	for _, rec := range snap.Records() {
-		n += len(rec.Backends)
+		for _, b := range rec.Backends {
+			if enabledOrForced(b) && b.Config.Probed() {
+				n++
+			}
+		}
 	}
 	specs := make([]health.Spec, 0, n) // kept for the engine's life: no append slack
 	var errs []error
