@@ -37,6 +37,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 	compiler := probe.NewCompiler()
 	for _, rec := range snap.Records() {
 		rc := rec.Config
+		refresh := rec.Refresh // one method value for the record's specs, not two per backend
 		for _, b := range rec.Backends {
 			bc := b.Config
 			if !enabledOrForced(b) || !bc.Probed() {
@@ -58,8 +59,8 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 				Rise: bc.Rise, Fall: bc.Fall,
 				Interval: rc.ScrapeInterval, Retries: rc.ScrapeRetries,
 				Activity:    &rec.Queried,
-				OnChange:    rec.Refresh,
-				OnMeasure:   rec.Refresh, // RTT and load: the answers change, not the health others see
+				OnChange:    refresh,
+				OnMeasure:   refresh, // RTT and load: the answers change, not the health others see
 				Capacity:    bc.Capacity,
 				Passive:     bc.Passive,
 				External:    bc.External,

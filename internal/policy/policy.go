@@ -93,6 +93,9 @@ func OptionsOf(rec *config.Record) Options {
 // settings o (each mode reads its own). counter is the record's rotation counter (roundrobin);
 // it may be nil for other modes.
 func Prepare(mode config.Mode, cands []Candidate, o Options, counter *atomic.Uint64) *Set {
+	if s := emptySets[mode]; len(cands) == 0 && s != nil {
+		return s
+	}
 	s := &Set{mode: mode, Order: make([]int, len(cands)), next: counter}
 	for i := range s.Order {
 		s.Order[i] = i
@@ -128,6 +131,20 @@ func Prepare(mode config.Mode, cands []Candidate, o Options, counter *atomic.Uin
 	}
 	return s
 }
+
+// emptySets are the sets of no candidate, one per mode, that Prepare shares: most records
+// have backends of one address family only, and the other family's set is empty. An empty set
+// reads only its mode; consistent-hash's has none here, as its Scope reads the record's hash
+// prefix.
+var emptySets = func() map[config.Mode]*Set {
+	m := make(map[config.Mode]*Set, len(config.Modes))
+	for _, mode := range config.Modes {
+		if mode != config.ModeConsistentHash {
+			m[mode] = &Set{mode: mode, Order: []int{}}
+		}
+	}
+	return m
+}()
 
 // scaledWeight is weighted's weight of a candidate: weight (1 for 0 or less) times shareScale,
 // divided by share.
