@@ -10,6 +10,8 @@
 # with a defaults block (record_ttl 30, scrape_interval 60s) and the two profiles in the file.
 # Every backend is a loopback address (127.1.0.0/16 to 127.7.0.0/16) and every check probes
 # port 9 there, which refuses: the probes run (and fail) on loopback only.
+# SHAPE=plain generates instead the records of bench/reloads.sh: every record failover with two
+# backends (priority 1 and 2) and no health check, one line each (about 120 bytes a record).
 #
 # Each measurement is run RUNS times, one after another; the report gives the best and the
 # median of each. On a machine shared with other work the times vary from run to run: the best
@@ -21,8 +23,8 @@
 #           and compiled again while the first probes run), the time the server logs for it,
 #           and the server's VmHWM after it
 #
-# Usage: bench/bigzone.sh   Environment: MERIDIAN_BIN, NAMES (100000), RUNS (3), KEEP (keep the
-# work directory with the zone).
+# Usage: bench/bigzone.sh   Environment: MERIDIAN_BIN, NAMES (100000), RUNS (3), SHAPE (mixed,
+# or plain), KEEP (keep the work directory with the zone).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=bench/lib.sh
@@ -44,8 +46,22 @@ cleanup() {
 }
 trap cleanup EXIT
 
-bench_log "generating $NAMES records"
-awk -v n="$NAMES" 'BEGIN {
+SHAPE="${SHAPE:-mixed}"
+case "$SHAPE" in
+mixed | plain) ;;
+*)
+	echo "SHAPE must be mixed or plain, not $SHAPE" >&2
+	exit 2
+	;;
+esac
+bench_log "generating $NAMES records ($SHAPE)"
+awk -v n="$NAMES" -v shape="$SHAPE" 'BEGIN {
+	if (shape == "plain") {
+		print "records:"
+		for (i = 1; i <= n; i++)
+			printf "  n%06d.bench.test.: {mode: failover, backends: [{address: 192.0.2.%d, priority: 1}, {address: 198.51.100.%d, priority: 2}]}\n", i, i % 250 + 1, i % 250 + 1
+		exit
+	}
 	print "healthcheck_profiles:"
 	print "  tcp9: {type: tcp, params: {port: 9}}"
 	print "  web: {type: http, params: {port: 9, uri: /healthz}}"
@@ -81,7 +97,7 @@ now() { date +%s.%N; }
 hwm_mib() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 # answers: true once the server answers a record's A query with an address (dig +short prints
 # its errors on stdout too).
-answers() { dig +short +time=1 +tries=1 -p "$DNS" @127.0.0.1 n000001.bench.test. A 2>/dev/null | grep -qE '^127\.[0-9.]+$'; }
+answers() { dig +short +time=1 +tries=1 -p "$DNS" @127.0.0.1 n000001.bench.test. A 2>/dev/null | grep -qE '^[0-9]+\.[0-9.]+$'; }
 
 CHECK_T=() CHECK_M=() START_T=() START_M=() RELOAD_T=() RELOAD_M=()
 for run in $(seq 1 "$RUNS"); do
@@ -144,7 +160,7 @@ row() {
 	printf '| %s | %s | %s | %s | %s | %s |\n' "$what" "$(best "${t[@]}")" "$(bench_median "${t[@]}")" \
 		"$(best "${m[@]}")" "$(bench_median "${m[@]}")" "$target"
 }
-echo "$NAMES records, $(du -h "$WORK/zone.yml" | cut -f1) zone file, $RUNS runs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$NAMES records ($SHAPE), $(du -h "$WORK/zone.yml" | cut -f1) zone file, $RUNS runs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| step | time best (s) | time median (s) | peak RSS best (MiB) | peak RSS median (MiB) | target |"
 echo "|---|---|---|---|---|---|"
