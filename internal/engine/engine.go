@@ -97,6 +97,7 @@ type Engine struct {
 // the zones load, their warnings (those New logs) and the zones of the files as they loaded,
 // but for the health checks' parameters, which compiling the checks consumed (nil).
 func Check(opts config.Options) (fileZones []*config.Zone, warnings []error, err error) {
+	defer gctune.Loading()()
 	zones, err := files.Load(opts)
 	fileZones = zones
 	if err == nil {
@@ -274,6 +275,7 @@ func (e *Engine) Reload() error {
 func (e *Engine) load() error {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
+	defer gctune.Loading()() // a load's garbage is collected at Go's pace, not the headroom's
 	var zones []*config.Zone
 	for _, src := range e.backends {
 		var err error

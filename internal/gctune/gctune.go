@@ -8,6 +8,10 @@
 // collect less often; one with tens of thousands of health checks holds a live heap of about
 // 80 MB that needs neither doubling nor growing by half. After every collection the tuner sets
 // the GC percentage to Headroom divided by the live heap, within [MinPercent, MaxPercent].
+//
+// A configuration's load is the exception (Loading): it allocates several times the heap it
+// leaves, and a percentage of 10 marked the growing heap every few megabytes, so while a load
+// runs the percentage is LoadPercent.
 package gctune
 
 import (
@@ -15,6 +19,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,6 +33,12 @@ const (
 	// at least 10 for very large heaps.
 	MinPercent = 10
 	MaxPercent = 100
+	// LoadPercent is the GC percentage while a configuration loads (see Loading). Measured on
+	// 100,000 records (bench/bigzone.sh), a start at the headroom's 10 % took 1.6 to 1.7
+	// times as long as at 50, for 2 to 8 % less peak RSS; 100 saved a little more time for
+	// 5 to 15 % more memory. After the load the percentage follows the live heap again, and
+	// the load's garbage is returned to the system (Settle).
+	LoadPercent = 50
 )
 
 // Percent returns the GC percentage that gives a live heap of live bytes headroom bytes of
@@ -64,10 +75,40 @@ func Start() (stop func()) {
 	t := &tuner{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 	t.adjust()
 	t.arm()
+	running.Store(t)
 	return func() {
+		running.CompareAndSwap(t, nil)
 		t.mu.Lock()
 		t.stopped = true
 		t.mu.Unlock()
+	}
+}
+
+// running is the tuner Start started, nil when none runs (the operator set GOGC).
+var running atomic.Pointer[tuner]
+
+// loads counts the loads in flight (see Loading).
+var loads atomic.Int32
+
+// Loading sets the GC percentage to LoadPercent until done is called, at the end of a
+// configuration's load; loads may overlap (the percentage follows the live heap again when the
+// last one is done). It changes nothing when the tuner is not running.
+func Loading() (done func()) {
+	loads.Add(1)
+	adjustRunning()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			loads.Add(-1)
+			adjustRunning()
+		})
+	}
+}
+
+// adjustRunning adjusts the running tuner's percentage, if a tuner runs.
+func adjustRunning() {
+	if t := running.Load(); t != nil {
+		t.adjust()
 	}
 }
 
@@ -91,7 +132,11 @@ func (t *tuner) adjust() bool {
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
 		live = t.sample[0].Value.Uint64()
 	}
-	if p := Percent(live, Headroom, MinPercent, MaxPercent); p != t.percent {
+	p := Percent(live, Headroom, MinPercent, MaxPercent)
+	if loads.Load() > 0 {
+		p = LoadPercent
+	}
+	if p != t.percent {
 		debug.SetGCPercent(p)
 		t.percent = p
 	}

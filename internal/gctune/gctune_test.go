@@ -71,6 +71,42 @@ func TestStartFollowsTheLiveHeap(t *testing.T) {
 	}
 }
 
+// TestLoadingRaisesThePercentage: while loads run the percentage is LoadPercent, whatever the
+// live heap; after the last one it follows the heap again; without a tuner nothing changes.
+func TestLoadingRaisesThePercentage(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	stop := Start()
+	defer stop()
+	for range 128 {
+		liveHeap = append(liveHeap, make([]byte, 1<<20))
+	}
+	defer func() { liveHeap = nil }()
+	waitPercent(t, func(p uint64) bool { return p <= 15 })
+
+	first, second := Loading(), Loading()
+	if p := gogc(); p != LoadPercent {
+		t.Fatalf("GC percentage %d while loading, want %d", p, LoadPercent)
+	}
+	runtime.GC() // the tuner's adjustment after a collection keeps it too
+	waitPercent(t, func(p uint64) bool { return p == LoadPercent })
+	first()
+	first() // done twice counts once
+	if p := gogc(); p != LoadPercent {
+		t.Fatalf("GC percentage %d while a load still runs, want %d", p, LoadPercent)
+	}
+	second()
+	if p := gogc(); p > 15 {
+		t.Fatalf("GC percentage %d after the loads, want the live heap's (at most 15)", p)
+	}
+
+	stop()
+	debug.SetGCPercent(77)
+	Loading()()
+	if p := gogc(); p != 77 {
+		t.Fatalf("Loading without a tuner set GOGC to %d", p)
+	}
+}
+
 // waitPercent collects until the GC percentage satisfies ok; cleanups run after a collection,
 // on their own goroutine, so it polls with a deadline.
 func waitPercent(t *testing.T, ok func(uint64) bool) {
