@@ -95,6 +95,20 @@ type node struct {
 
 // Build compiles zones into a snapshot. Health words come from hs.
 func Build(zones []*config.Zone, hs HealthSource) (*Snapshot, error) {
+	s, err := BuildUnviewed(zones, hs)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range s.records {
+		r.Refresh()
+	}
+	return s, nil
+}
+
+// BuildUnviewed is Build but for the records' views: none is built yet, and the caller must
+// Refresh every record before it reads one or publishes the snapshot. A load that sets the
+// backends' overrides and health after the build refreshes every record once, not twice.
+func BuildUnviewed(zones []*config.Zone, hs HealthSource) (*Snapshot, error) {
 	s := &Snapshot{zones: make(map[string]*Zone, len(zones))}
 	for _, zc := range zones {
 		if _, dup := s.zones[zc.Origin]; dup {

@@ -449,7 +449,6 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 	if rc.Fallback.CNAME != "" {
 		r.FallbackCNAME = &dns.CNAME{Hdr: header(rc.Name, dns.TypeCNAME, rc.TTL), Target: rc.Fallback.CNAME}
 	}
-	r.Refresh()
 	return r
 }
 

@@ -292,7 +292,9 @@ func (e *Engine) load() error {
 	if err := checkPlaceholders(zones); err != nil {
 		return err
 	}
-	snap, err := catalog.Build(zones, e.verdicts)
+	// The views are built once, below, when the overrides are set and the health manager
+	// has the new backends.
+	snap, err := catalog.BuildUnviewed(zones, e.verdicts)
 	if err != nil {
 		return fmt.Errorf("compile zones: %w", err)
 	}
@@ -315,7 +317,7 @@ func (e *Engine) load() error {
 		j.ReportAll() // the new snapshot's backends that j judges start unknown
 	}
 	for _, r := range snap.Records() {
-		r.Refresh() // Sync may have reset the state of backends whose checks changed
+		r.Refresh() // the first view: the overrides above, the health words Sync left
 	}
 	snap.CarryCounts(e.snap.Load())
 	if e.shared != nil && e.shared.transfers.Load() {
