@@ -141,8 +141,9 @@ func newZone(zc *config.Zone) *Zone {
 			Expire:  zc.SOA.Expire,
 			Minttl:  zc.SOA.Minimum,
 		},
-		nodes: map[string]*node{zc.Origin: {}},
+		nodes: make(map[string]*node, len(zc.Records)+1),
 	}
+	z.nodes[zc.Origin] = &node{}
 	neg := *z.SOA
 	neg.Hdr.Ttl = min(zc.SOA.TTL, zc.SOA.Minimum)
 	z.NegativeSOA = &neg

@@ -95,7 +95,11 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 // backendKeys returns the keys of every backend of snap, whose health words the manager keeps.
 // It is built for each Sync and dropped: 30,000 backends make a map of a few megabytes.
 func backendKeys(snap *catalog.Snapshot) map[string]bool {
-	keep := make(map[string]bool)
+	n := 0
+	for _, rec := range snap.Records() {
+		n += len(rec.Backends)
+	}
+	keep := make(map[string]bool, n) // sized: growing it rehashed every key several times
 	for _, rec := range snap.Records() {
 		for _, b := range rec.Backends {
 			keep[b.Key] = true
