@@ -85,7 +85,9 @@ func TestDashboardHistory(t *testing.T) {
 	// the wall clock: the next one starts at most 30 s after the first, and it may take two
 	// (a bucket that saw only the failed probes has no latency, and breaks the line).
 	b.WaitFor(65*time.Second, func() bool { return strings.Contains(path(), "L") },
-		func() string { return fmt.Sprintf("the sparkline is %q (%q at first), want a line through two buckets", path(), first) })
+		func() string {
+			return fmt.Sprintf("the sparkline is %q (%q at first), want a line through two buckets", path(), first)
+		})
 	if n := b.Count(`tr.record[data-record="www.example.org."] details[data-field="timeline"] g.lane`); n != 2 {
 		t.Errorf("the record's timeline has %d lanes, want 2", n)
 	}
