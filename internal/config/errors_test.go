@@ -120,6 +120,9 @@ func TestErrors(t *testing.T) {
 				`zone.yml:2:41: ns[2]: "1.2.3.4" is not a valid host name: the last label is all digits`}},
 		{"duplicate keys", "records:\n  a.example.org:\n    mode: random\n    mode: weighted\n    backends: [{address: 10.0.0.1}]\n",
 			[]string{`zone.yml:4:5: records["a.example.org"]: duplicate key "mode" (first at line 3)`}},
+		// Past 16 keys the duplicates are found through an index, not a scan.
+		{"duplicate key in a long mapping", "healthcheck_profiles:\n  p1: {type: tcp}\n  p2: {type: tcp}\n  p3: {type: tcp}\n  p4: {type: tcp}\n  p5: {type: tcp}\n  p6: {type: tcp}\n  p7: {type: tcp}\n  p8: {type: tcp}\n  p9: {type: tcp}\n  p10: {type: tcp}\n  p11: {type: tcp}\n  p12: {type: tcp}\n  p13: {type: tcp}\n  p14: {type: tcp}\n  p15: {type: tcp}\n  p16: {type: tcp}\n  p17: {type: tcp}\n  p18: {type: tcp}\n  p3: {type: tcp}\n",
+			[]string{`zone.yml:20:3: healthcheck_profiles: duplicate key "p3" (first at line 4)`}},
 		{"alias cycle in params", "healthcheck_profiles:\n  p: {type: http, params: &a {x: [*a]}}\n",
 			[]string{`zone.yml:2:35: healthcheck_profiles.p.params.x[0].x[0]: alias refers to a value that contains it`}},
 		{"merge cycle", "records:\n  a.example.org: &r\n    <<: *r\n    backends: [{address: 10.0.0.1}]\n",

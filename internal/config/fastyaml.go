@@ -27,7 +27,10 @@ func fastDecode(data []byte) (doc *yaml.Node, arena *nodeArena, ok bool) {
 			return nil, nil, false
 		}
 	}
-	f := fastParser{lines: bytes.Split(data, []byte("\n")), arena: &nodeArena{}, strs: map[string]string{}}
+	lines := bytes.Split(data, []byte("\n"))
+	// About a short scalar per line is kept apart (a record's keys repeat, its addresses
+	// do not): sized to the lines, the map does not rehash as it fills.
+	f := fastParser{lines: lines, arena: &nodeArena{}, strs: make(map[string]string, len(lines))}
 	defer func() {
 		if !ok {
 			f.arena.release()

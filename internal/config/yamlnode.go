@@ -65,8 +65,8 @@ func (p *parser) entries(n *yaml.Node, path string) []entry {
 		p.Errorf(n, path, "must be a mapping, not %s", YAMLKind(n))
 		return nil
 	}
-	var out, merged []entry
-	seen := map[string]*yaml.Node{}
+	var merged []entry
+	seen := entrySet{list: make([]entry, 0, len(n.Content)/2)}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := YAMLResolve(n.Content[i]), n.Content[i+1]
 		if !p.Spend(k) {
@@ -77,20 +77,55 @@ func (p *parser) entries(n *yaml.Node, path string) []entry {
 			merged = append(merged, p.mergeEntries(v, path)...)
 		case k.Kind != yaml.ScalarNode:
 			p.Errorf(k, path, "a mapping key must be a scalar, not %s", YAMLKind(k))
-		case seen[k.Value] != nil:
-			p.Errorf(k, path, "duplicate key %q (first at line %d)", k.Value, seen[k.Value].Line)
+		case seen.find(k.Value) != nil:
+			p.Errorf(k, path, "duplicate key %q (first at line %d)", k.Value, seen.find(k.Value).Line)
 		default:
-			seen[k.Value] = k
-			out = append(out, entry{key: k.Value, k: k, v: v})
+			seen.add(entry{key: k.Value, k: k, v: v})
 		}
 	}
 	for _, e := range merged {
-		if seen[e.key] == nil {
-			seen[e.key] = e.k
-			out = append(out, e)
+		if seen.find(e.key) == nil {
+			seen.add(e)
 		}
 	}
-	return out
+	return seen.list
+}
+
+// entrySet is the entries of a mapping so far, found by key: by a scan while they are as few
+// as a record's or a backend's, by a map once they are more.
+type entrySet struct {
+	list  []entry
+	index map[string]*yaml.Node // nil while list is short
+}
+
+// scanLimit is how many entries entrySet scans before it indexes them.
+const scanLimit = 16
+
+// find returns the key node of the entry with key, nil when there is none.
+func (s *entrySet) find(key string) *yaml.Node {
+	if s.index != nil {
+		return s.index[key]
+	}
+	for i := range s.list {
+		if s.list[i].key == key {
+			return s.list[i].k
+		}
+	}
+	return nil
+}
+
+// add appends e, whose key is not in the set yet.
+func (s *entrySet) add(e entry) {
+	s.list = append(s.list, e)
+	switch {
+	case s.index != nil:
+		s.index[e.key] = e.k
+	case len(s.list) > scanLimit:
+		s.index = make(map[string]*yaml.Node, 2*len(s.list))
+		for _, x := range s.list {
+			s.index[x.key] = x.k
+		}
+	}
 }
 
 // mergeEntries returns the pairs a merge key brings in: one mapping, or a list of mappings where
