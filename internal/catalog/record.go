@@ -60,8 +60,9 @@ type Record struct {
 	// counts are the query counters of CountAnswer and CountSelected, allocated at the first
 	// count: only CoreDNS-GSLB's metrics count, and most records of a big zone are never
 	// asked for, so most records never carry them (about 300 bytes a record and 70 a
-	// backend). An allocation of their own, the counters that every query writes share no
-	// cache line with the view and the backends that queries read.
+	// backend). An allocation of their own (of a size class that neither the records, their
+	// views nor their backends have), the counters that every query writes are kept apart
+	// from what queries read.
 	counts atomic.Pointer[queryCounts]
 }
 
