@@ -367,6 +367,36 @@ func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profil
 	}
 }
 
+// addBackend appends b, parsed from item at path, to rec's backends when ok and when no backend
+// before it has its address (or site, or Kubernetes object) and port: first holds those of the
+// backends before it. A backend with none of them (its errors recorded) is left out.
+func (p *parser) addBackend(rec *Record, first map[string]*yaml.Node, b *Backend, ok bool, item *yaml.Node, path string) {
+	if b.Address == "" && b.Site == "" && b.Kubernetes == nil {
+		return
+	}
+	key := b.Address
+	switch {
+	case b.IsPlaceholder():
+		key = "site " + b.Site
+	case b.IsKubernetes():
+		key = "kubernetes " + b.Kubernetes.Key()
+	}
+	if b.IP.IsValid() {
+		key = b.IP.String()
+	}
+	if b.Port != 0 {
+		key += " port " + strconv.Itoa(int(b.Port))
+	}
+	if f := first[key]; f != nil {
+		p.Errorf(YAMLResolve(item), path, "duplicate backend %s (first at line %d)", key, f.Line)
+		return
+	}
+	first[key] = YAMLResolve(item)
+	if ok {
+		rec.Backends = append(rec.Backends, *b)
+	}
+}
+
 // record parses one record; its problems are recorded, and its name was checked by the caller.
 func (p *parser) record(name string, e entry, path string, defs recordOpts, profiles profileSet) Record {
 	var o recordOpts
@@ -432,50 +462,17 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	}
 	first := map[string]*yaml.Node{}
 	rec.Backends = make([]Backend, 0, len(items)+len(kubeBackends)) // kept for the configuration's life: no slack
-	type parsed struct {
-		b    Backend
-		ok   bool
-		node *yaml.Node
-		path string
-	}
-	all := make([]parsed, 0, len(items)+len(kubeBackends))
 	for i, item := range items {
-		b, ok := p.backend(item, index(bpath, i), profiles, rec.ScrapeInterval)
+		ipath := index(bpath, i)
+		b, ok := p.backend(item, ipath, profiles, rec.ScrapeInterval)
 		if b.IsPlaceholder() && len(b.HealthChecks) > 0 && !rec.SteersByRTT() {
 			// A chain's rtt step has its targets measured with them (measure_remote).
-			p.Errorf(item, child(index(bpath, i), "healthchecks"), "a backend without an address stands for what site %s publishes: it has nothing to probe here (unless the record steers by RTT: mode chain with an rtt step, where they measure its targets with measure_remote)", b.Site)
+			p.Errorf(item, child(ipath, "healthchecks"), "a backend without an address stands for what site %s publishes: it has nothing to probe here (unless the record steers by RTT: mode chain with an rtt step, where they measure its targets with measure_remote)", b.Site)
 		}
-		all = append(all, parsed{b, ok, item, index(bpath, i)})
+		p.addBackend(&rec, first, &b, ok, item, ipath)
 	}
-	for _, b := range kubeBackends {
-		all = append(all, parsed{b, true, kube, child(path, "kubernetes")})
-	}
-	for _, pb := range all {
-		b, ok, item := pb.b, pb.ok, pb.node
-		if b.Address == "" && b.Site == "" && b.Kubernetes == nil {
-			continue
-		}
-		key := b.Address
-		switch {
-		case b.IsPlaceholder():
-			key = "site " + b.Site
-		case b.IsKubernetes():
-			key = "kubernetes " + b.Kubernetes.Key()
-		}
-		if b.IP.IsValid() {
-			key = b.IP.String()
-		}
-		if b.Port != 0 {
-			key += " port " + strconv.Itoa(int(b.Port))
-		}
-		if f := first[key]; f != nil {
-			p.Errorf(YAMLResolve(item), pb.path, "duplicate backend %s (first at line %d)", key, f.Line)
-			continue
-		}
-		first[key] = YAMLResolve(item)
-		if ok {
-			rec.Backends = append(rec.Backends, b)
-		}
+	for i := range kubeBackends {
+		p.addBackend(&rec, first, &kubeBackends[i], true, kube, child(path, "kubernetes"))
 	}
 	return rec
 }
