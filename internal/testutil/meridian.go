@@ -62,7 +62,28 @@ func moduleRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// FreePort returns a loopback port that is free for both UDP and TCP at the time of the call.
+// givenPorts are the ports FreePort and FreePorts returned in this process: the kernel may offer
+// a port again once it is closed, and a test that took one for its admin API and then one for
+// its DNS server got the same twice (both listeners bound it, with SO_REUSEPORT, and the API's
+// requests went to the DNS server half of the time).
+var givenPorts = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
+
+// give reports whether port was not given before, and marks it given.
+func give(port int) bool {
+	givenPorts.Lock()
+	defer givenPorts.Unlock()
+	if givenPorts.m[port] {
+		return false
+	}
+	givenPorts.m[port] = true
+	return true
+}
+
+// FreePort returns a loopback port that is free for both UDP and TCP at the time of the call,
+// and that no other call of FreePort or FreePorts in the process returned.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	for range 50 {
@@ -75,7 +96,9 @@ func FreePort(t testing.TB) int {
 		tl.Close()
 		if err == nil {
 			ul.Close()
-			return port
+			if give(port) {
+				return port
+			}
 		}
 	}
 	t.Fatal("no free port for UDP and TCP")
@@ -83,8 +106,7 @@ func FreePort(t testing.TB) int {
 }
 
 // FreePorts returns n distinct loopback ports, each free for both UDP and TCP at the time of the
-// call: they are held until all are chosen, so that (unlike n calls of FreePort) no two are
-// the same.
+// call (they are held until all are chosen), and none returned before in the process.
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var held []io.Closer
@@ -109,7 +131,9 @@ func FreePorts(t testing.TB, n int) []int {
 			continue
 		}
 		held = append(held, tl, ul)
-		ports = append(ports, port)
+		if give(port) {
+			ports = append(ports, port)
+		}
 	}
 	return ports
 }

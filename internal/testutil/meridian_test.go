@@ -30,6 +30,23 @@ func TestFreePortsAreDistinctAndFree(t *testing.T) {
 	}
 }
 
+// TestFreePortNeverRepeats: FreePort closes the port it returns, and the kernel offers a
+// closed port again, but no call in the process returns a port that one before it (of FreePort
+// or FreePorts) returned.
+func TestFreePortNeverRepeats(t *testing.T) {
+	seen := map[int]bool{}
+	for _, p := range FreePorts(t, 3) {
+		seen[p] = true
+	}
+	for range 200 {
+		p := FreePort(t)
+		if seen[p] {
+			t.Fatalf("port %d returned twice", p)
+		}
+		seen[p] = true
+	}
+}
+
 // TestWithFastPath adds the fastpath option to every gslb block, giving the short form a block,
 // and leaves alone gslb_proxy and a Corefile with a plugin the fast path refuses.
 func TestWithFastPath(t *testing.T) {
