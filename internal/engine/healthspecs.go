@@ -27,7 +27,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 	n := 0
 	for _, rec := range snap.Records() {
 		for _, b := range rec.Backends {
-			if enabledOrForced(b) && b.Config.Probed() {
+			if specified(b) {
 				n++
 			}
 		}
@@ -40,7 +40,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 		refresh := rec.Refresh // one method value for the record's specs, not two per backend
 		for _, b := range rec.Backends {
 			bc := b.Config
-			if !enabledOrForced(b) || !bc.Probed() {
+			if !specified(b) {
 				continue
 			}
 			target := probe.Target{
@@ -107,6 +107,10 @@ func backendKeys(snap *catalog.Snapshot) map[string]bool {
 	}
 	return keep
 }
+
+// specified reports whether b gets a health spec: it is to be served at all, and its
+// configuration has it probed (or reported by a source).
+func specified(b *catalog.Backend) bool { return enabledOrForced(b) && b.Config.Probed() }
 
 // enabledOrForced reports whether b's configuration or its override asks for it to be served
 // at all; whether its health is probed is the configuration's Probed.
