@@ -587,11 +587,14 @@ func TestAppendFastCounts(t *testing.T) {
 }
 
 // TestAppendFastAllocatesNothing: answering allocates nothing when dst has room, counting
-// or not, with or without ECS and GeoIP.
+// or not, with or without ECS and GeoIP, for drawn and rotated answers and static RRsets too.
 func TestAppendFastAllocatesNothing(t *testing.T) {
-	snap, sources := fastSnapshot(t, false)
+	snap, sources := fastSnapshot(t, true)
 	dst := make([]byte, 0, advertisedUDPSize)
 	for _, c := range []fastCase{
+		{qname: "weighted.example.org.", qtype: dns.TypeA},
+		{qname: "rr.example.org.", qtype: dns.TypeA},
+		{qname: "mail.example.org.", qtype: dns.TypeA},
 		{qname: "www.example.org.", qtype: dns.TypeA},
 		{qname: "WWW.example.org.", qtype: dns.TypeAAAA, edns: 1232, do: true},
 		{qname: "geo.example.org.", qtype: dns.TypeA, ecs: subnet(1, 24, "198.51.100.0")},
@@ -618,10 +621,10 @@ func TestAppendFastAllocatesNothing(t *testing.T) {
 }
 
 // BenchmarkAppendFast measures the fast path for a failover query and an ECS query of a geoip
-// record, among others, with the reference (Respond, with unpacking and packing) beside them.
+// record, among others (a weighted draw, a static RRset), with the reference (Respond, with unpacking and packing) beside them.
 // "+count" counts the answers (coredns_gslb_metrics), which reads the clock twice.
 func BenchmarkAppendFast(b *testing.B) {
-	snap, sources := fastSnapshot(b, false)
+	snap, sources := fastSnapshot(b, true)
 	for _, c := range []struct {
 		name  string
 		q     fastCase
@@ -633,6 +636,8 @@ func BenchmarkAppendFast(b *testing.B) {
 		{"geoip/A+ECS", fastCase{qname: "geo.example.org.", qtype: dns.TypeA, ecs: subnet(1, 24, "198.51.100.0")}, false},
 		{"geoip/A+ECS+count", fastCase{qname: "geo.example.org.", qtype: dns.TypeA, ecs: subnet(1, 24, "198.51.100.0")}, true},
 		{"ip-hash/A+ECS", fastCase{qname: "hashed.example.org.", qtype: dns.TypeA, ecs: subnet(1, 24, "198.51.100.0")}, false},
+		{"weighted/A", fastCase{qname: "weighted.example.org.", qtype: dns.TypeA}, false},
+		{"static/A", fastCase{qname: "mail.example.org.", qtype: dns.TypeA}, false},
 	} {
 		pkt := c.q.packet(b)
 		opts := Options{UseECS: true, Count: c.count}

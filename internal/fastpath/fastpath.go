@@ -1,6 +1,6 @@
 // Package fastpath serves DNS over UDP on sockets of its own, beside CoreDNS's: one loop per
 // core, each on a socket of the address's SO_REUSEPORT group, reading and writing in batches
-// (recvmmsg and sendmmsg, raw system calls on the Go poller), and answering in the loop the
+// (recvmmsg and sendmmsg on a blocking socket, outside Go's poller), and answering in the loop the
 // queries its Handler answers without allocating (answer.AppendFast); every other packet goes
 // to the Handler's slow path, CoreDNS's own server, on a goroutine of its own, as CoreDNS
 // would have served it. A classic BPF program on the group steers every packet to the loops'
@@ -32,12 +32,20 @@ type Counts struct {
 	Fast, Slow, Dropped atomic.Uint64
 }
 
+// drainWait bounds how long Close waits for its sockets' queues, and the slow path's, to empty.
+const drainWait = 200 * time.Millisecond
+
+// sockTimeout bounds a loop's blocking receive, so that a loop whose wake-up was missed still
+// sees that its server closed, and a blocking send, so that a full send buffer cannot hold a
+// loop (or the slow path's writer) for long. A variable for the tests only.
+var sockTimeout = 250 * time.Millisecond
+
 // Server is the fast path of one UDP address.
 type Server struct {
 	addr    string
 	handler Handler
 	counts  *Counts
-	conns   []*net.UDPConn
+	socks   []*sock
 	// base is the count of the group's sockets that are not any fast path's (CoreDNS's);
 	// seq orders the fast paths of one address by when they bound.
 	base   int
@@ -50,47 +58,45 @@ type Server struct {
 	steered atomic.Bool
 }
 
-// Serve starts the loops; it returns at once.
+// Serve starts the loops; it returns at once. The process gets one processor more per loop
+// (GOMAXPROCS) while they run: see reserveProcs.
 func (s *Server) Serve() {
-	for _, c := range s.conns {
-		l, err := newLoop(s, c)
-		if err != nil {
-			continue // its socket's packets go unserved until Close: cannot happen on Linux
-		}
-		s.wg.Go(l.run)
+	reserveProcs(len(s.socks))
+	for _, k := range s.socks {
+		s.wg.Go(newLoop(s, k).run)
 	}
 }
 
 // Close stops the server without dropping a query it holds. It steers the address's packets
 // away from its sockets (to CoreDNS's sockets, or, without any, to another fast path of the
-// address), lets
-// its loops answer what the sockets have queued, and stops the loops; then it lets the slow
-// path answer what they handed it: once that queue is empty, stopSlow (nil: none) stops the
-// server of Slow, and must wait for the replies it is writing. Only then do the sockets close,
-// the first of which sends the slow path's replies.
+// address), lets its loops answer what the sockets have queued, and stops the loops; then it
+// lets the slow path answer what they handed it: once that queue is empty, stopSlow (nil:
+// none) stops the server of Slow, and must wait for the replies it is writing. Only then do the
+// sockets close, the first of which sends the slow path's replies.
 func (s *Server) Close(stopSlow func() error) error {
 	if s.closed.Load() {
 		return nil
 	}
 	steerAway(s)
-	drain(s.conns)
+	drain(s.socks)
 	if s.closed.Swap(true) {
 		return nil
 	}
-	// The loops return on the first error once closed is set: the later sockets close, the
-	// first only stops reading, for the slow path's writes.
-	for _, c := range s.conns[1:] {
-		c.Close()
+	for _, k := range s.socks {
+		k.wake() // the loops see closed and return
 	}
-	_ = s.conns[0].SetReadDeadline(time.Unix(1, 0))
 	s.wg.Wait()
+	reserveProcs(-len(s.socks))
+	for _, k := range s.socks[1:] {
+		_ = k.close()
+	}
 	s.slow.drain(drainWait)
 	var err error
 	if stopSlow != nil {
 		err = stopSlow()
 	}
 	s.slow.Close()
-	s.conns[0].Close()
+	_ = s.socks[0].close()
 	track(s, false)
 	resteer(s.addr) // another fast path of the address, in the places the group closed up
 	return err
@@ -106,10 +112,10 @@ func (s *Server) Resteer() { resteer(s.addr) }
 // server (miekg/dns's, as CoreDNS does its socket). Its writes go out of the address's socket.
 func (s *Server) Slow() net.PacketConn { return s.slow }
 
-// closeConns closes every socket of the server.
-func (s *Server) closeConns() {
-	for _, c := range s.conns {
-		c.Close()
+// closeSocks closes every socket of the server.
+func (s *Server) closeSocks() {
+	for _, k := range s.socks {
+		_ = k.close()
 	}
 }
 

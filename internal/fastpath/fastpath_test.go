@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -258,5 +259,38 @@ func TestCloseAnswersWhatItHolds(t *testing.T) {
 	}
 	if len(got) != queries {
 		t.Fatalf("%d of %d queries answered after Close", len(got), queries)
+	}
+}
+
+// TestCloseWakesTheLoops: Close wakes the loops blocked in their receive, rather than waiting
+// for its timeout (an hour here), and gives back the processors Serve added, one per loop.
+func TestCloseWakesTheLoops(t *testing.T) {
+	defer func(d time.Duration) { sockTimeout = d }(sockTimeout)
+	sockTimeout = time.Hour
+	addr := freeUDP(t)
+	s, err := Listen(addr, 2, 0, true, &echo{}, &Counts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs := runtime.GOMAXPROCS(0)
+	s.Serve()
+	if got := runtime.GOMAXPROCS(0); got != procs+2 {
+		t.Errorf("GOMAXPROCS %d while 2 loops serve, want %d", got, procs+2)
+	}
+	if got := ask(t, addr, "fast"); got != "Ffast" {
+		t.Errorf("answered %q", got)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close(nil) }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return: its loops were not woken")
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Errorf("GOMAXPROCS %d after Close, want %d", got, procs)
 	}
 }

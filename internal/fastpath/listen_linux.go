@@ -1,17 +1,14 @@
 package fastpath
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/netip"
-	"runtime"
+	"os"
+	"slices"
 	"time"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
-
-	"github.com/meridian-gslb/meridian/internal/reuseport"
 )
 
 // Listen binds loops sockets (0: one per CPU the process may use) to addr (host:port, a
@@ -31,19 +28,18 @@ func Listen(addr string, loops, others int, steer bool, h Handler, counts *Count
 		return nil, fmt.Errorf("fastpath: %s is the unspecified address: bind the server block to its addresses (the bind plugin)", addr)
 	}
 	if loops <= 0 {
-		loops = runtime.GOMAXPROCS(0)
+		loops = processors()
 	}
 	s := &Server{addr: addr, handler: h, counts: counts, base: others}
-	lc := net.ListenConfig{Control: reuseport.Control}
 	for range loops {
-		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
+		k, err := bindSock(ap)
 		if err != nil {
-			s.closeConns()
+			s.closeSocks()
 			return nil, fmt.Errorf("fastpath: listen on %s: %w", addr, err)
 		}
-		s.conns = append(s.conns, pc.(*net.UDPConn))
+		s.socks = append(s.socks, k)
 	}
-	s.slow = newSlowConn(s.conns[0])
+	s.slow = newSlowConn(s.socks[0])
 	track(s, true)
 	if steer {
 		live.Lock()
@@ -69,11 +65,8 @@ func resteer(addr string) {
 // steerLocked steers s's group to s's sockets, which follow the base sockets and those of
 // the live fast paths of the address bound before s; live must be locked.
 func (s *Server) steerLocked() {
-	s.steered.Store(steer(s.conns[0], s.base+socketsBefore(s), len(s.conns)) == nil)
+	s.steered.Store(steer(s.socks[0], s.base+socketsBefore(s), len(s.socks)) == nil)
 }
-
-// drainWait bounds how long Close waits for its sockets' queues to empty.
-const drainWait = 200 * time.Millisecond
 
 // steerAway steers s's group to the group's base sockets (CoreDNS's), so that s's sockets get
 // no more; without any, to another live fast path of its address. The base sockets come first
@@ -86,7 +79,7 @@ func steerAway(s *Server) {
 	live.Lock()
 	defer live.Unlock()
 	if s.base > 0 {
-		_ = steer(s.conns[0], 0, s.base)
+		_ = steer(s.socks[0], 0, s.base)
 		return
 	}
 	for o := range live.servers {
@@ -97,33 +90,18 @@ func steerAway(s *Server) {
 	}
 }
 
-// drain waits, at most drainWait, until no socket of conns has a datagram queued: their loops
+// drain waits, at most drainWait, until no socket of socks has a datagram queued: their loops
 // answer them meanwhile.
-func drain(conns []*net.UDPConn) {
+func drain(socks []*sock) {
 	deadline := time.Now().Add(drainWait)
-	for time.Now().Before(deadline) {
-		queued := false
-		for _, c := range conns {
-			rc, err := c.SyscallConn()
-			if err != nil {
-				continue
-			}
-			_ = rc.Control(func(fd uintptr) {
-				if n, err := unix.IoctlGetInt(int(fd), unix.SIOCINQ); err == nil && n > 0 {
-					queued = true
-				}
-			})
-		}
-		if !queued {
-			return
-		}
+	for time.Now().Before(deadline) && slices.ContainsFunc(socks, (*sock).queued) {
 		time.Sleep(time.Millisecond)
 	}
 }
 
-// steer attaches to the group of c the program that sends each packet to socket
+// steer attaches to the group of k the program that sends each packet to socket
 // others + cpu % loops: the loops' sockets, which were bound after the others'.
-func steer(c *net.UDPConn, others, loops int) error {
+func steer(k *sock, others, loops int) error {
 	prog, err := bpf.Assemble([]bpf.Instruction{
 		bpf.LoadExtension{Num: bpf.ExtCPUID},
 		bpf.ALUOpConstant{Op: bpf.ALUOpMod, Val: uint32(loops)},
@@ -138,15 +116,5 @@ func steer(c *net.UDPConn, others, loops int) error {
 		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
 	}
 	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptSockFprog(int(fd), unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF, &fprog)
-	}); err != nil {
-		return err
-	}
-	return serr
+	return os.NewSyscallError("SO_ATTACH_REUSEPORT_CBPF", unix.SetsockoptSockFprog(k.fd, unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF, &fprog))
 }

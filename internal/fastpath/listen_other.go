@@ -2,26 +2,30 @@
 
 package fastpath
 
-import (
-	"errors"
-	"net"
-)
+import "errors"
 
 // Listen fails: the fast path's batched system calls and socket steering are Linux's.
 func Listen(addr string, loops, others int, steer bool, h Handler, counts *Counts) (*Server, error) {
 	return nil, errors.New("fastpath: needs Linux")
 }
 
+// sock is never made off Linux: Listen fails first.
+type sock struct{}
+
 // newLoop is never called off Linux: Listen fails first.
-func newLoop(*Server, *net.UDPConn) (interface{ run() }, error) {
-	return nil, errors.New("fastpath: needs Linux")
-}
+func newLoop(*Server, *sock) interface{ run() } { return nil }
+
+// wake is never called off Linux.
+func (*sock) wake() {}
+
+// close is never called off Linux.
+func (*sock) close() error { return nil }
 
 // steerAway does nothing off Linux: no server runs there.
 func steerAway(*Server) {}
 
 // drain does nothing off Linux.
-func drain([]*net.UDPConn) {}
+func drain([]*sock) {}
 
 // resteer does nothing off Linux.
 func resteer(string) {}

@@ -2,10 +2,7 @@ package fastpath
 
 import (
 	"encoding/binary"
-	"errors"
-	"net"
 	"net/netip"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -29,8 +26,7 @@ type mmsghdr struct {
 // loop is one socket's read-answer-write loop; everything it needs is allocated with it.
 type loop struct {
 	s    *Server
-	conn *net.UDPConn
-	rc   syscall.RawConn
+	sock *sock
 
 	in      [batch][bufSize]byte
 	out     [batch][bufSize]byte
@@ -39,20 +35,11 @@ type loop struct {
 	iovOut  [batch]unix.Iovec
 	msgsIn  [batch]mmsghdr
 	msgsOut [batch]mmsghdr
-
-	// received and sent are the counts of the last system calls; errno their error.
-	received, toSend, sent int
-	errno                  syscall.Errno
-	// recv and send are the poller callbacks, made once so that a round allocates nothing.
-	recv, send func(fd uintptr) bool
 }
 
-func newLoop(s *Server, c *net.UDPConn) (*loop, error) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	l := &loop{s: s, conn: c, rc: rc}
+// newLoop makes the loop of socket k of s.
+func newLoop(s *Server, k *sock) *loop {
+	l := &loop{s: s, sock: k}
 	for i := range batch {
 		l.iovIn[i].Base = &l.in[i][0]
 		l.iovIn[i].SetLen(bufSize)
@@ -62,46 +49,36 @@ func newLoop(s *Server, c *net.UDPConn) (*loop, error) {
 		l.msgsOut[i].hdr.Iov = &l.iovOut[i]
 		l.msgsOut[i].hdr.SetIovlen(1)
 	}
-	l.recv = l.recvmmsg
-	l.send = l.sendmmsg
-	return l, nil
+	return l
 }
 
-// run serves the socket until it is closed.
+// run serves the socket until its server closes. It blocks in the kernel's recvmmsg, which
+// returns with the first packet and whatever else is queued by then (MSG_WAITFORONE); the
+// Go runtime keeps the loop's processor for it meanwhile (Serve gives the process one
+// processor more per loop), so that the loop goes on at once when the kernel wakes it.
 func (l *loop) run() {
 	for {
 		for i := range batch {
 			l.msgsIn[i].hdr.Namelen = unix.SizeofSockaddrInet6
 			l.msgsIn[i].hdr.Flags = 0
 		}
-		l.errno = 0
-		if err := l.rc.Read(l.recv); err != nil || l.errno != 0 {
-			if l.s.closed.Load() || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			continue // a transient error of one receive (ECONNREFUSED from an ICMP error)
+		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(l.sock.fd), uintptr(unsafe.Pointer(&l.msgsIn[0])), batch, unix.MSG_WAITFORONE, 0, 0)
+		if l.s.closed.Load() {
+			return // woken by the socket's shutdown, whose receives return empty messages
 		}
-		l.serve()
+		if e != 0 || n == 0 {
+			continue // the timeout (EAGAIN), a signal, or a transient error (an ICMP error's ECONNREFUSED)
+		}
+		l.serve(int(n))
 	}
 }
 
-// recvmmsg receives a batch without blocking; it reports false to wait until the socket is
-// readable.
-func (l *loop) recvmmsg(fd uintptr) bool {
-	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&l.msgsIn[0])), batch, unix.MSG_DONTWAIT, 0, 0)
-	if e == unix.EAGAIN || e == unix.EINTR {
-		return false
-	}
-	l.received, l.errno = int(n), e
-	return true
-}
-
-// serve answers the batch received: the fast ones into the out buffers, sent together; the
-// others handed to the slow path.
-func (l *loop) serve() {
+// serve answers the n packets received: the fast ones into the out buffers, sent together;
+// the others handed to the slow path.
+func (l *loop) serve(n int) {
 	h, counts := l.s.handler, l.s.counts
 	k := 0
-	for i := 0; i < l.received; i++ {
+	for i := range n {
 		m := &l.msgsIn[i]
 		if m.hdr.Flags&unix.MSG_TRUNC != 0 {
 			counts.Dropped.Add(1)
@@ -129,27 +106,16 @@ func (l *loop) serve() {
 		l.iovOut[k].SetLen(len(resp))
 		k++
 	}
-	for l.sent, l.toSend = 0, k; l.sent < l.toSend; {
-		l.errno = 0
-		if err := l.rc.Write(l.send); err != nil || l.errno != 0 {
-			return // closed, or the rest cannot be sent: the clients retry
+	for sent := 0; sent < k; {
+		done, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(l.sock.fd), uintptr(unsafe.Pointer(&l.msgsOut[sent])), uintptr(k-sent), 0, 0, 0)
+		if e == unix.EINTR {
+			continue
 		}
+		if e != 0 || done == 0 {
+			return // the send buffer stayed full past the timeout, or an error: the clients retry
+		}
+		sent += int(done)
 	}
-}
-
-// sendmmsg sends what is left of the batch without blocking; it reports false to wait until
-// the socket is writable.
-func (l *loop) sendmmsg(fd uintptr) bool {
-	n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&l.msgsOut[l.sent])), uintptr(l.toSend-l.sent), unix.MSG_DONTWAIT, 0, 0)
-	if e == unix.EAGAIN || e == unix.EINTR {
-		return false
-	}
-	if e != 0 {
-		l.errno = e
-		return true
-	}
-	l.sent += int(n)
-	return true
 }
 
 // sockaddr returns the address and port of a received sockaddr of length n.

@@ -53,7 +53,7 @@ func socketsBefore(s *Server) int {
 	n := 0
 	for o := range live.servers {
 		if o != s && o.addr == s.addr && o.seq < s.seq {
-			n += len(o.conns)
+			n += len(o.socks)
 		}
 	}
 	return n

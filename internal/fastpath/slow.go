@@ -21,7 +21,7 @@ type packet struct {
 // slowConn is the net.PacketConn of the slow path: its reads return what the loops hand over,
 // its writes go out of a socket of the address.
 type slowConn struct {
-	out     *net.UDPConn
+	out     packetWriter
 	queue   chan packet
 	closeMu sync.RWMutex
 	closed  bool
@@ -31,7 +31,14 @@ type slowConn struct {
 	stopOnce sync.Once
 }
 
-func newSlowConn(out *net.UDPConn) *slowConn {
+// packetWriter is what the slow path writes its replies with and names its address by: the
+// address's first socket.
+type packetWriter interface {
+	WriteTo(b []byte, addr net.Addr) (int, error)
+	LocalAddr() net.Addr
+}
+
+func newSlowConn(out packetWriter) *slowConn {
 	return &slowConn{out: out, queue: make(chan packet, slowQueue), done: make(chan struct{}), stop: make(chan struct{})}
 }
 
@@ -113,10 +120,6 @@ func (c *slowConn) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
-// SetWriteDeadline implements net.PacketConn.
-func (c *slowConn) SetWriteDeadline(t time.Time) error {
-	if err := c.out.SetWriteDeadline(t); err != nil && err != os.ErrNoDeadline {
-		return err
-	}
-	return nil
-}
+// SetWriteDeadline implements net.PacketConn. It does nothing: a write of the socket waits
+// at most sockTimeout for room in its send buffer.
+func (c *slowConn) SetWriteDeadline(time.Time) error { return nil }

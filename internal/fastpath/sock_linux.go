@@ -1,0 +1,100 @@
+package fastpath
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// sock is one socket of the address's SO_REUSEPORT group. It is a blocking socket outside Go's
+// poller: its loop waits for packets in the kernel's recvmmsg, as a C server's thread does, and
+// the kernel wakes that thread when one arrives (through the poller, a packet would wake the
+// scheduler first, which then runs the loop: a few microseconds more per wake-up, and as long
+// again as the goroutine the processor is running keeps it).
+type sock struct {
+	fd    int
+	local netip.AddrPort
+}
+
+// bindSock opens a blocking UDP socket on ap in its SO_REUSEPORT group.
+func bindSock(ap netip.AddrPort) (*sock, error) {
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()) // as Go's net binds it, beside CoreDNS's
+	family, sa := unix.AF_INET6, unix.Sockaddr(&unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()})
+	if ap.Addr().Is4() {
+		family, sa = unix.AF_INET, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	tv := unix.NsecToTimeval(sockTimeout.Nanoseconds())
+	for _, o := range []struct {
+		name string
+		set  func() error
+	}{
+		{"SO_REUSEPORT", func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1) }},
+		{"SO_RCVTIMEO", func() error { return unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv) }},
+		{"SO_SNDTIMEO", func() error { return unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv) }},
+		{"bind", func() error { return unix.Bind(fd, sa) }},
+	} {
+		if err := o.set(); err != nil {
+			unix.Close(fd)
+			return nil, os.NewSyscallError(o.name, err)
+		}
+	}
+	if bound, err := unix.Getsockname(fd); err == nil {
+		switch sa := bound.(type) {
+		case *unix.SockaddrInet4:
+			ap = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+		case *unix.SockaddrInet6:
+			ap = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
+		}
+	}
+	return &sock{fd: fd, local: ap}, nil
+}
+
+// wake makes the loop blocked in the socket's receive return: a receive after a shutdown of
+// the socket's reading side returns at once (the kernel returns what is queued first).
+func (k *sock) wake() {
+	_ = unix.Shutdown(k.fd, unix.SHUT_RD) // an unconnected socket says ENOTCONN, and wakes anyway
+}
+
+// close closes the socket: it leaves the group.
+func (k *sock) close() error {
+	return os.NewSyscallError("close", unix.Close(k.fd))
+}
+
+// queued reports whether a datagram waits in the socket's receive queue.
+func (k *sock) queued() bool {
+	n, err := unix.IoctlGetInt(k.fd, unix.SIOCINQ)
+	return err == nil && n > 0
+}
+
+// WriteTo sends b to addr, a *net.UDPAddr, from the socket (the slow path's replies).
+func (k *sock) WriteTo(b []byte, addr net.Addr) (int, error) {
+	ua, ok := addr.(*net.UDPAddr)
+	if !ok {
+		return 0, fmt.Errorf("fastpath: write to %v: not a UDP address", addr)
+	}
+	ap := ua.AddrPort()
+	var sa unix.Sockaddr
+	switch {
+	case k.local.Addr().Is4() && ap.Addr().Unmap().Is4():
+		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().Unmap().As4()}
+	case !k.local.Addr().Is4():
+		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	default:
+		return 0, fmt.Errorf("fastpath: write to %v from %v: %w", addr, k.local, errors.ErrUnsupported)
+	}
+	if err := unix.Sendto(k.fd, b, 0, sa); err != nil {
+		return 0, &net.OpError{Op: "write", Net: "udp", Source: k.LocalAddr(), Addr: addr, Err: os.NewSyscallError("sendto", err)}
+	}
+	return len(b), nil
+}
+
+// LocalAddr returns the address the socket is bound to.
+func (k *sock) LocalAddr() net.Addr { return net.UDPAddrFromAddrPort(k.local) }
