@@ -72,6 +72,11 @@ WEIGHT_SAMPLES="${WEIGHT_SAMPLES:-400}"
 FAILOVER_CHECK="${FAILOVER_CHECK:-$((1 - QUICK))}"
 FAILOVER_TIMEOUT="${FAILOVER_TIMEOUT:-30}"
 GDNSD_BIN="${GDNSD_BIN:-gdnsd}"
+KIND="${KIND:-mix}"
+[[ "$KIND" =~ ^(mix|static|wgt|fo|geo)$ ]] || {
+	echo "KIND must be mix, static, wgt, fo or geo, got '$KIND'" >&2
+	exit 2
+}
 
 for v in NAMES ROUNDS DURATION LAT_DURATION CLIENTS THREADS OUTSTANDING LAT_OUTSTANDING TIMEOUT READY_TIMEOUT WEIGHT_SAMPLES FAILOVER_TIMEOUT; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || {
@@ -109,6 +114,16 @@ command -v "$GDNSD_BIN" >/dev/null || {
 SERVERS=(file gslb)
 ((FASTPATH)) && SERVERS+=(fast)
 SERVERS+=(gdnsd)
+if [[ -n "${ONLY:-}" ]]; then
+	read -ra only <<<"$ONLY"
+	for s in "${only[@]}"; do
+		[[ " ${SERVERS[*]} " == *" $s "* ]] || {
+			echo "ONLY names a server this run has not ($s): ${SERVERS[*]}" >&2
+			exit 2
+		}
+	done
+	SERVERS=("${only[@]}")
+fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-fastpath.XXXXXX")"
 declare -A PID=() PORT=()
@@ -214,11 +229,16 @@ EOF
 } >"$WORK/gslb.yml"
 printf 'subnets:\n  - subnet: 127.0.0.0/8\n    location: here\n' >"$WORK/locations.yml"
 
-# The query list: a quarter of each kind.
+# The query list: a quarter of each kind, or (KIND) one kind only.
 {
-	for ((i = 1; i <= NAMES; i++)); do printf 'n%05d.bench.test. A\n' "$i"; done
+	if [[ "$KIND" == mix || "$KIND" == static ]]; then
+		for ((i = 1; i <= NAMES; i++)); do printf 'n%05d.bench.test. A\n' "$i"; done
+	fi
 	for ((i = 1; i <= (NAMES + 2) / 3; i++)); do
-		printf 'wgt.bench.test. A\nfo.bench.test. A\ngeo.bench.test. A\n'
+		case "$KIND" in
+		mix) printf 'wgt.bench.test. A\nfo.bench.test. A\ngeo.bench.test. A\n' ;;
+		wgt | fo | geo) printf '%s.bench.test. A\n' "$KIND" "$KIND" "$KIND" ;;
+		esac
 	done
 } | shuf --random-source=<(yes) >"$WORK/queries.txt"
 
@@ -528,7 +548,9 @@ row() { # phase label metric [noratio]: with noratio, the ratio cells stay empty
 }
 
 echo
-echo "Side by side: file, gslb (fast path off), gslb with fastpath, gdnsd. $NAMES static names + wgt, fo, geo (a quarter of the queries each), medians of $ROUNDS round(s)."
+queried="a quarter of the queries each"
+[[ "$KIND" != mix ]] && queried="queries to $KIND only"
+echo "Side by side: ${SERVERS[*]}. $NAMES static names + wgt, fo, geo ($queried), medians of $ROUNDS round(s)."
 echo "max qps: dnsperf -l $DURATION -c $CLIENTS -T $THREADS -q $OUTSTANDING -t $TIMEOUT; latency: dnsperf -Q RATE -l $LAT_DURATION -c $CLIENTS -T $THREADS -q $LAT_OUTSTANDING -t $TIMEOUT -v."
 [[ -n "$FAST_NA" ]] && echo "fast path: n/a, the binary rejects the option ($FAST_NA)."
 ((FASTPATH)) || echo "fast path: n/a, not run (FASTPATH=1 runs it)."
