@@ -271,7 +271,7 @@ func TestLiveReloadKeepsServingThroughABadFile(t *testing.T) {
 		}
 	}
 	write("records:\n  www.example.org.:\n    backends: [{address: 10.0.0.2}]\n")
-	testutil.Eventually(t, 5*time.Second, answerIs("10.0.0.2"), "the answer did not follow the changed file:\n%s", s.Logs())
+	testutil.Eventually(t, 5*time.Second, answerIs("10.0.0.2"), "the answer did not follow the changed file:\n%s", s.Logs)
 
 	write("records:\n  www.example.org.:\n    mode: round-robin\n    backends: [{address: 10.0.0.3}]\n")
 	testutil.Eventually(t, 5*time.Second, func() bool { return strings.Contains(s.Logs(), "reload failed") }, "no reload error logged")

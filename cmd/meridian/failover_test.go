@@ -65,7 +65,7 @@ records:
 	down := time.Now()
 	// The jitter of the schedule (±5% of the interval) and the time to notice count as slack.
 	budget := fall*interval + timeout + interval
-	testutil.Eventually(t, 5*time.Second, is("127.0.0.2"), "the answer did not fail over: %v\n%s", answer(), s.Logs())
+	testutil.Eventually(t, 5*time.Second, is("127.0.0.2"), "the answer did not fail over: %v\n%s", answer(), s.Logs)
 	took := time.Since(down)
 	t.Logf("failover after %s (budget %s)", took, budget)
 	if took > budget {

@@ -159,7 +159,7 @@ func TestKubernetesWithProbes(t *testing.T) {
 	answer := func() []string { return addresses(s.Query(t, "udp", "app.example.org", dns.TypeA)) }
 	want := func(step string, addr string) {
 		t.Helper()
-		testutil.Eventually(t, kubeDelayBound, func() bool { return slices.Equal(answer(), []string{addr}) }, "%s: the answer is %v, want %s\n%s", step, answer(), addr, s.Logs())
+		testutil.Eventually(t, kubeDelayBound, func() bool { return slices.Equal(answer(), []string{addr}) }, "%s: the answer is %v, want %s\n%s", step, answer(), addr, s.Logs)
 	}
 	want("ready and probed up", "127.0.5.1")
 	kube.Apply(t, testutil.KubeEndpointSlice("shop", "web-1", "web", false))

@@ -73,14 +73,14 @@ records:
 		}
 		return math.NaN()
 	}
-	testutil.Eventually(t, 10*time.Second, func() bool { return load() == 0.3 }, "load %v, want 0.3\n%s", load(), s.Logs())
+	testutil.Eventually(t, 10*time.Second, func() bool { return load() == 0.3 }, "load %v, want 0.3\n%s", load(), s.Logs)
 	if rtt := s.backend(t, primaryKey).RTT; rtt <= 0 || time.Duration(rtt) > 100*time.Millisecond {
 		t.Errorf("rtt_ms %v, want a loopback RTT", time.Duration(rtt))
 	}
 	b.inflight.Store(80)
-	testutil.Eventually(t, 10*time.Second, func() bool { return load() == 0.8 }, "load %v after the change, want 0.8\n%s", load(), s.Logs())
+	testutil.Eventually(t, 10*time.Second, func() bool { return load() == 0.8 }, "load %v after the change, want 0.8\n%s", load(), s.Logs)
 	b.inflight.Store(-1) // not a load: unknown, and the check still passes
-	testutil.Eventually(t, 10*time.Second, func() bool { return math.IsNaN(load()) }, "load %v for a negative metric, want none\n%s", load(), s.Logs())
+	testutil.Eventually(t, 10*time.Second, func() bool { return math.IsNaN(load()) }, "load %v for a negative metric, want none\n%s", load(), s.Logs)
 	if st := s.backend(t, primaryKey); !st.Healthy || st.Reason != `http 200, metric http_inflight{pool="a"}: load -1 is negative` {
 		t.Errorf("healthy %v, reason %q", st.Healthy, st.Reason)
 	}

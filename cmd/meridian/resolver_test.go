@@ -76,7 +76,7 @@ func assertSubnetCaching(t *testing.T, s *testutil.Server, u *testutil.Unbound, 
 	// once its line is in, the count is final.
 	const barrier = "barrier.example.org."
 	u.QueryECS(t, barrier, dns.TypeA, subnets[0].first)
-	testutil.Eventually(t, 5*time.Second, func() bool { return strings.Contains(s.Logs(), `"A IN `+barrier) }, "the last query was not logged:\n%s", s.Logs())
+	testutil.Eventually(t, 5*time.Second, func() bool { return strings.Contains(s.Logs(), `"A IN `+barrier) }, "the last query was not logged:\n%s", s.Logs)
 	if n := strings.Count(s.Logs(), `"A IN `+name); n != len(subnets) {
 		t.Fatalf("meridian was asked %d times for %s, want %d (one per subnet; the rest from the resolver's cache)\nlogs:\n%s", n, name, len(subnets), s.Logs())
 	}

@@ -75,7 +75,7 @@ records:
 
 	// First run: no file yet, so fail-open until the probes answer, then the up backend alone.
 	s, _ := start()
-	testutil.Eventually(t, 3*probeDelay, func() bool { return slices.Equal(answer(s), upOnly) }, "the probes did not settle: %v\n%s", answer(s), s.Logs())
+	testutil.Eventually(t, 3*probeDelay, func() bool { return slices.Equal(answer(s), upOnly) }, "the probes did not settle: %v\n%s", answer(s), s.Logs)
 	s.Stop() // SIGTERM: the state is written on the way out (the periodic write is 30 s away)
 	if _, err := os.Stat(statePath); err != nil {
 		t.Fatalf("no state file after SIGTERM: %v\n%s", err, s.Logs())

@@ -307,16 +307,30 @@ func (s *Server) Query(t testing.TB, network, name string, qtype uint16) *dns.Ms
 }
 
 // Eventually polls cond every 20 ms until it returns true or timeout passes, then fails the
-// test with msg.
+// test with msg formatted with args. An arg that is a func() string (a server's Logs method
+// value, say) is called then, when the test fails: what it says is the state at the end of the
+// wait, not at its start.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("after %s: "+msg, append([]any{timeout}, args...)...)
+			t.Fatalf("after %s: "+msg, append([]any{timeout}, lateArgs(args)...)...)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// lateArgs returns args with every func() string replaced by what it returns now.
+func lateArgs(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if f, ok := a.(func() string); ok {
+			a = f()
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // syncBuffer is a bytes.Buffer safe for a process's output and a test reading it.
