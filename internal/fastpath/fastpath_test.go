@@ -294,3 +294,80 @@ func TestCloseWakesTheLoops(t *testing.T) {
 		t.Errorf("GOMAXPROCS %d after Close, want %d", got, procs)
 	}
 }
+
+// TestReplacingLosesNoQuery: fast paths replaced one after another on an address, as Corefile
+// reloads do, under queries from clients that wait for each reply: none is lost.
+func TestReplacingLosesNoQuery(t *testing.T) {
+	addr := freeUDP(t)
+	lc := net.ListenConfig{Control: reuseport.Control}
+	other, err := lc.ListenPacket(context.Background(), "udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	go func() { // CoreDNS's socket, which a closing fast path steers to: it answers the same
+		buf := make([]byte, 64)
+		for {
+			n, from, err := other.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = other.WriteTo(append([]byte("F"), buf[:n]...), from)
+		}
+	}()
+	start := func() *Server {
+		s, err := Listen(addr, 2, 1, true, &echo{}, &Counts{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Serve()
+		return s
+	}
+	cur := start()
+	stop := make(chan struct{})
+	var lost, answered atomic.Int32
+	var clients sync.WaitGroup
+	for range 4 {
+		clients.Go(func() {
+			c, err := net.Dial("udp", addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			buf := make([]byte, 64)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				q := fmt.Sprintf("f%d", i)
+				if _, err := c.Write([]byte(q)); err != nil {
+					t.Error(err)
+					return
+				}
+				_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+				if n, err := c.Read(buf); err != nil || string(buf[:n]) != "F"+q {
+					lost.Add(1)
+					continue
+				}
+				answered.Add(1)
+			}
+		})
+	}
+	for range 30 {
+		time.Sleep(20 * time.Millisecond) // queries in flight at every replacement
+		next := start()
+		if err := cur.Close(nil); err != nil {
+			t.Fatal(err)
+		}
+		cur = next
+	}
+	close(stop)
+	clients.Wait()
+	cur.Close(nil)
+	if lost.Load() != 0 || answered.Load() == 0 {
+		t.Errorf("%d queries lost, %d answered over 30 replacements", lost.Load(), answered.Load())
+	}
+}

@@ -63,13 +63,15 @@ func (l *loop) run() {
 			l.msgsIn[i].hdr.Flags = 0
 		}
 		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(l.sock.fd), uintptr(unsafe.Pointer(&l.msgsIn[0])), batch, unix.MSG_WAITFORONE, 0, 0)
+		// Not e: the timeout (EAGAIN), a signal, or a transient error (an ICMP error's
+		// ECONNREFUSED). What was received is answered even once the server is closed: Close
+		// saw the socket's queue empty because this receive had taken it.
+		if e == 0 && n > 0 {
+			l.serve(int(n))
+		}
 		if l.s.closed.Load() {
-			return // woken by the socket's shutdown, whose receives return empty messages
+			return
 		}
-		if e != 0 || n == 0 {
-			continue // the timeout (EAGAIN), a signal, or a transient error (an ICMP error's ECONNREFUSED)
-		}
-		l.serve(int(n))
 	}
 }
 
@@ -80,6 +82,9 @@ func (l *loop) serve(n int) {
 	k := 0
 	for i := range n {
 		m := &l.msgsIn[i]
+		if m.len == 0 && l.s.closed.Load() {
+			continue // the end of a socket whose reading side Close shut: not a datagram
+		}
 		if m.hdr.Flags&unix.MSG_TRUNC != 0 {
 			counts.Dropped.Add(1)
 			continue
