@@ -97,17 +97,17 @@ func TestServerAnswersFastAndSlow(t *testing.T) {
 	}
 }
 
-// TestServerSteersTheGroup: a socket bound to the address before the server (CoreDNS's) gets
-// none of the packets once the server's program steers the group to its loops.
-func TestServerSteersTheGroup(t *testing.T) {
-	addr := freeUDP(t)
+// otherSocket binds a socket to addr in its SO_REUSEPORT group before any fast path, as
+// CoreDNS's is, which answers every packet with prefix and the packet and counts them in
+// served; it closes when the test ends.
+func otherSocket(t *testing.T, addr, prefix string, served *atomic.Int32) {
+	t.Helper()
 	lc := net.ListenConfig{Control: reuseport.Control}
 	other, err := lc.ListenPacket(context.Background(), "udp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer other.Close()
-	var stolen atomic.Int32
+	t.Cleanup(func() { other.Close() })
 	go func() {
 		buf := make([]byte, 512)
 		for {
@@ -115,10 +115,18 @@ func TestServerSteersTheGroup(t *testing.T) {
 			if err != nil {
 				return
 			}
-			stolen.Add(1)
-			_, _ = other.WriteTo(append([]byte("X"), buf[:n]...), from)
+			served.Add(1)
+			_, _ = other.WriteTo(append([]byte(prefix), buf[:n]...), from)
 		}
 	}()
+}
+
+// TestServerSteersTheGroup: a socket bound to the address before the server (CoreDNS's) gets
+// none of the packets once the server's program steers the group to its loops.
+func TestServerSteersTheGroup(t *testing.T) {
+	addr := freeUDP(t)
+	var stolen atomic.Int32
+	otherSocket(t, addr, "X", &stolen)
 	s, err := Listen(addr, 2, 1, true, &echo{}, &Counts{})
 	if err != nil {
 		t.Fatal(err)
@@ -160,12 +168,8 @@ func (t tagged) Fast(dst, pkt []byte, _ netip.Addr) ([]byte, bool) {
 // socket gets none throughout.
 func TestServerTakesOverTheGroup(t *testing.T) {
 	addr := freeUDP(t)
-	lc := net.ListenConfig{Control: reuseport.Control}
-	other, err := lc.ListenPacket(context.Background(), "udp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	var stolen atomic.Int32
+	otherSocket(t, addr, "X", &stolen) // a query it answers fails askAll
 	old, err := Listen(addr, 2, 1, true, tagged('O'), &Counts{})
 	if err != nil {
 		t.Fatal(err)
@@ -299,22 +303,8 @@ func TestCloseWakesTheLoops(t *testing.T) {
 // reloads do, under queries from clients that wait for each reply: none is lost.
 func TestReplacingLosesNoQuery(t *testing.T) {
 	addr := freeUDP(t)
-	lc := net.ListenConfig{Control: reuseport.Control}
-	other, err := lc.ListenPacket(context.Background(), "udp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	go func() { // CoreDNS's socket, which a closing fast path steers to: it answers the same
-		buf := make([]byte, 64)
-		for {
-			n, from, err := other.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_, _ = other.WriteTo(append([]byte("F"), buf[:n]...), from)
-		}
-	}()
+	var slow atomic.Int32
+	otherSocket(t, addr, "F", &slow) // a closing fast path steers to it: it answers the same
 	start := func() *Server {
 		s, err := Listen(addr, 2, 1, true, &echo{}, &Counts{})
 		if err != nil {
