@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -359,5 +360,15 @@ func TestReplacingLosesNoQuery(t *testing.T) {
 	cur.Close(nil)
 	if lost.Load() != 0 || answered.Load() == 0 {
 		t.Errorf("%d queries lost, %d answered over 30 replacements", lost.Load(), answered.Load())
+	}
+}
+
+// TestListenNamesAMissingZone: the zone of a link-local address is its interface, looked up
+// by name; one that does not exist is said so (a bind with no interface fails otherwise,
+// with EINVAL).
+func TestListenNamesAMissingZone(t *testing.T) {
+	_, err := Listen("[fe80::1%no-such-if0]:5353", 1, 0, true, &echo{}, &Counts{})
+	if err == nil || !strings.Contains(err.Error(), "no such network interface") {
+		t.Errorf("listened, or an error that does not say the interface is missing: %v", err)
 	}
 }

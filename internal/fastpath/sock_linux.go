@@ -23,7 +23,15 @@ type sock struct {
 // bindSock opens a blocking UDP socket on ap in its SO_REUSEPORT group.
 func bindSock(ap netip.AddrPort) (*sock, error) {
 	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()) // as Go's net binds it, beside CoreDNS's
-	family, sa := unix.AF_INET6, unix.Sockaddr(&unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()})
+	sa6 := &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	if zone := ap.Addr().Zone(); zone != "" { // a link-local address's interface
+		ifi, err := net.InterfaceByName(zone)
+		if err != nil {
+			return nil, fmt.Errorf("the zone of %s: %w", ap, err)
+		}
+		sa6.ZoneId = uint32(ifi.Index)
+	}
+	family, sa := unix.AF_INET6, unix.Sockaddr(sa6)
 	if ap.Addr().Is4() {
 		family, sa = unix.AF_INET, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
 	}
