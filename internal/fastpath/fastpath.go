@@ -53,6 +53,9 @@ type Server struct {
 	slow   *slowConn
 	wg     sync.WaitGroup
 	closed atomic.Bool
+	// reserved is the processors Serve added for the loops (reserveProcs), which Close gives
+	// back.
+	reserved int
 	// steered is set when the group's packets are steered to the loops' sockets (see
 	// Steered).
 	steered atomic.Bool
@@ -61,7 +64,8 @@ type Server struct {
 // Serve starts the loops; it returns at once. The process gets one processor more per loop
 // (GOMAXPROCS) while they run: see reserveProcs.
 func (s *Server) Serve() {
-	reserveProcs(len(s.socks))
+	s.reserved = len(s.socks)
+	reserveProcs(s.reserved)
 	for _, k := range s.socks {
 		s.wg.Go(newLoop(s, k).run)
 	}
@@ -86,7 +90,7 @@ func (s *Server) Close(stopSlow func() error) error {
 		k.wake() // the loops see closed and return
 	}
 	s.wg.Wait()
-	reserveProcs(-len(s.socks))
+	reserveProcs(-s.reserved) // none for a server closed before it served
 	for _, k := range s.socks[1:] {
 		_ = k.close()
 	}

@@ -372,3 +372,30 @@ func TestListenNamesAMissingZone(t *testing.T) {
 		t.Errorf("listened, or an error that does not say the interface is missing: %v", err)
 	}
 }
+
+// TestCloseBeforeServe: a server closed before it served (a setup that failed later) gives
+// back no processor it did not take: the next server's loops still get theirs.
+func TestCloseBeforeServe(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	unserved, err := Listen(freeUDP(t), 2, 0, true, &echo{}, &Counts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unserved.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Listen(freeUDP(t), 2, 0, true, &echo{}, &Counts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Serve()
+	if got := runtime.GOMAXPROCS(0); got != procs+2 {
+		t.Errorf("GOMAXPROCS %d while 2 loops serve, want %d", got, procs+2)
+	}
+	if err := s.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Errorf("GOMAXPROCS %d after Close, want %d", got, procs)
+	}
+}
