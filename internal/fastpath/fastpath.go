@@ -1,6 +1,6 @@
 // Package fastpath serves DNS over UDP on sockets of its own, beside CoreDNS's: one loop per
-// core, each on a socket of the address's SO_REUSEPORT group, reading and writing in batches
-// (recvmmsg and sendmmsg on a blocking socket, outside Go's poller), and answering in the loop the
+// core, each on a blocking socket of the address's SO_REUSEPORT group outside Go's poller,
+// reading and writing in batches (recvmmsg and sendmmsg), and answering in the loop the
 // queries its Handler answers without allocating (answer.AppendFast); every other packet goes
 // to the Handler's slow path, CoreDNS's own server, on a goroutine of its own, as CoreDNS
 // would have served it. A classic BPF program on the group steers every packet to the loops'
