@@ -99,7 +99,8 @@ func TestKube(t *testing.T) {
 
 // testWatchList asks for a streaming list, as client-go's informers do by default: the
 // server sends the objects as ADDED events, then a bookmark that ends the initial events (and
-// maybe progress bookmarks, which say nothing here). It does so only on an etcd with RequestWatchProgress (3.4.31, 3.5.13 and later).
+// maybe progress bookmarks, which say nothing here). It does so only on an etcd with
+// RequestWatchProgress (3.4.31, 3.5.13 and later).
 func testWatchList(t *testing.T, k *Kube) {
 	body := k.Get(t, "/api/v1/namespaces/gslb/services?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"+
 		"&resourceVersionMatch=NotOlderThan&timeoutSeconds=1")
