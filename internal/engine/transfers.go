@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/miekg/dns"
@@ -12,14 +14,24 @@ import (
 
 // transferCheck is how often the zones of a block with transfers are checked for changes to
 // their transfer content (the zones' change counters make a check of an unchanged zone cheap):
-// the longest a secondary waits for a NOTIFY after what the zone answers changed.
-const transferCheck = time.Second
+// the longest a secondary waits for a NOTIFY after what the zone answers changed. A variable
+// for the tests only.
+var transferCheck = time.Second
+
+// notifyAttempts bounds how often a zone's NOTIFY is sent for one change when its secondaries
+// do not take it (each attempt is the transfer plugin's: three exchanges with each
+// secondary): a later check sends it again, and after the last failure the secondaries learn
+// of the change at their next SOA refresh.
+const notifyAttempts = 5
 
 // transfers is a block's zone transfers: its zones' serials, raised when their content
 // changes, and the NOTIFY sent then.
 type transfers struct {
 	notify func(origin string) error
 	loop   periodic.Loop
+	// failed counts, by origin, the failed NOTIFY attempts for the zone's last change: the
+	// next check sends those again. Only the loop's goroutine uses it.
+	failed map[string]int
 }
 
 // EnableTransfers turns on zone transfers of the block's zones (the transfer plugin of the
@@ -30,7 +42,7 @@ type transfers struct {
 func (e *Engine) EnableTransfers(notify func(origin string) error) {
 	e.reloadMu.Lock()
 	e.shared.transfers.Store(true)
-	e.xfr = &transfers{notify: notify}
+	e.xfr = &transfers{notify: notify, failed: map[string]int{}}
 	e.reloadMu.Unlock()
 	e.xfr.loop.Start(func(context.Context) { e.checkTransfers() }, func() time.Duration { return transferCheck })
 	e.stops = append(e.stops, e.xfr.loop.Stop)
@@ -45,15 +57,43 @@ func (e *Engine) checkTransfers() {
 	raised := e.shared.versioner.Raised() // a reload's too
 	e.reloadMu.Unlock()
 	for _, origin := range raised {
+		delete(e.xfr.failed, origin) // a new change: its NOTIFY gets every attempt again
+	}
+	for _, origin := range e.xfr.due(raised) {
 		z := snap.ZoneOf(origin)
 		if z == nil {
+			delete(e.xfr.failed, origin)
 			continue // a reload between took the zone away
 		}
-		e.log.Infof("zone %s changed: serial %d, notifying its secondaries", origin, z.Serial())
-		if err := e.xfr.notify(origin); err != nil {
-			e.log.Warningf("notify for zone %s: %v", origin, err)
+		if _, retry := e.xfr.failed[origin]; !retry {
+			e.log.Infof("zone %s changed: serial %d, notifying its secondaries", origin, z.Serial())
+		}
+		err := e.xfr.notify(origin)
+		if err == nil {
+			delete(e.xfr.failed, origin)
+			continue
+		}
+		n := e.xfr.failed[origin] + 1
+		if n < notifyAttempts {
+			e.xfr.failed[origin] = n
+			e.log.Warningf("notify for zone %s (attempt %d of %d, again at the next check): %v", origin, n, notifyAttempts, err)
+			continue
+		}
+		delete(e.xfr.failed, origin)
+		e.log.Warningf("notify for zone %s: %v; gave up after %d attempts: its secondaries see serial %d at their next refresh", origin, err, n, z.Serial())
+	}
+}
+
+// due returns the origins to notify: those raised, then those whose NOTIFY failed before,
+// each once, in a stable order.
+func (x *transfers) due(raised []string) []string {
+	out := slices.Clone(raised)
+	for _, origin := range slices.Sorted(maps.Keys(x.failed)) {
+		if !slices.Contains(out, origin) {
+			out = append(out, origin)
 		}
 	}
+	return out
 }
 
 // Transfer returns the records of a transfer of the zone with origin from serial (0: AXFR),
