@@ -41,17 +41,23 @@ func gogc() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// liveHeap is kept reachable by the test that grows the live heap.
+// liveHeap is kept reachable by the tests that grow the live heap.
 var liveHeap [][]byte
+
+// growLiveHeap makes the live heap about 128 MiB larger (the tuner then wants about 12%),
+// until the test drops liveHeap.
+func growLiveHeap() {
+	for range 128 {
+		liveHeap = append(liveHeap, make([]byte, 1<<20))
+	}
+}
 
 func TestStartFollowsTheLiveHeap(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	stop := Start()
 	defer stop()
 	// A live heap of about 128 MiB wants about 12%; dropped again, the ceiling.
-	for range 128 {
-		liveHeap = append(liveHeap, make([]byte, 1<<20))
-	}
+	growLiveHeap()
 	waitPercent(t, func(p uint64) bool { return p <= 15 })
 	liveHeap = nil
 	waitPercent(t, func(p uint64) bool { return p == MaxPercent })
@@ -77,9 +83,7 @@ func TestLoadingRaisesThePercentage(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	stop := Start()
 	defer stop()
-	for range 128 {
-		liveHeap = append(liveHeap, make([]byte, 1<<20))
-	}
+	growLiveHeap()
 	defer func() { liveHeap = nil }()
 	waitPercent(t, func(p uint64) bool { return p <= 15 })
 
