@@ -57,12 +57,12 @@ type fastHandler struct {
 // Fast implements fastpath.Handler.
 func (h fastHandler) Fast(dst, pkt []byte, src netip.Addr) ([]byte, bool) {
 	e := h.e
-	if h.observe == nil {
-		return answer.AppendFast(dst, e.Snapshot(), h.opts, pkt, src, e.Geo())
+	var start time.Time
+	if h.observe != nil {
+		start = time.Now() // the clock only for an observer: the metrics' duration
 	}
-	start := time.Now() // the clock only for an observer: the metrics' duration
 	resp, ok := answer.AppendFast(dst, e.Snapshot(), h.opts, pkt, src, e.Geo())
-	if ok {
+	if ok && h.observe != nil {
 		h.observe(pkt, resp, src, start)
 	}
 	return resp, ok
