@@ -93,8 +93,10 @@ func OptionsOf(rec *config.Record) Options {
 // settings o (each mode reads its own). counter is the record's rotation counter (roundrobin);
 // it may be nil for other modes.
 func Prepare(mode config.Mode, cands []Candidate, o Options, counter *atomic.Uint64) *Set {
-	if s := emptySets[mode]; len(cands) == 0 && s != nil {
-		return s
+	if len(cands) == 0 {
+		if s := emptySets[mode]; s != nil {
+			return s
+		}
 	}
 	s := &Set{mode: mode, Order: make([]int, len(cands)), next: counter}
 	for i := range s.Order {
