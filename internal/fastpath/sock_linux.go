@@ -23,17 +23,15 @@ type sock struct {
 // bindSock opens a blocking UDP socket on ap in its SO_REUSEPORT group.
 func bindSock(ap netip.AddrPort) (*sock, error) {
 	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()) // as Go's net binds it, beside CoreDNS's
-	sa6 := &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
-	if zone := ap.Addr().Zone(); zone != "" { // a link-local address's interface
+	family, sa := unix.AF_INET6, toSockaddr(ap, false)
+	if ap.Addr().Is4() {
+		family, sa = unix.AF_INET, toSockaddr(ap, true)
+	} else if zone := ap.Addr().Zone(); zone != "" { // a link-local address's interface
 		ifi, err := net.InterfaceByName(zone)
 		if err != nil {
 			return nil, fmt.Errorf("the zone of %s: %w", ap, err)
 		}
-		sa6.ZoneId = uint32(ifi.Index)
-	}
-	family, sa := unix.AF_INET6, unix.Sockaddr(sa6)
-	if ap.Addr().Is4() {
-		family, sa = unix.AF_INET, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+		sa.(*unix.SockaddrInet6).ZoneId = uint32(ifi.Index)
 	}
 	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
 	if err != nil {
@@ -54,15 +52,20 @@ func bindSock(ap netip.AddrPort) (*sock, error) {
 			return nil, os.NewSyscallError(o.name, err)
 		}
 	}
-	if bound, err := unix.Getsockname(fd); err == nil {
-		switch sa := bound.(type) {
-		case *unix.SockaddrInet4:
-			ap = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
-		case *unix.SockaddrInet6:
-			ap = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
-		}
-	}
 	return &sock{fd: fd, local: ap}, nil
+}
+
+// toSockaddr returns ap as the address of a socket of IPv4 (v4) or IPv6, nil for an IPv6
+// address and an IPv4 socket.
+func toSockaddr(ap netip.AddrPort, v4 bool) unix.Sockaddr {
+	a := ap.Addr().Unmap()
+	switch {
+	case !v4:
+		return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	case a.Is4():
+		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: a.As4()}
+	}
+	return nil
 }
 
 // wake makes the loop blocked in the socket's receive return: a receive after a shutdown of
@@ -88,14 +91,8 @@ func (k *sock) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if !ok {
 		return 0, fmt.Errorf("fastpath: write to %v: not a UDP address", addr)
 	}
-	ap := ua.AddrPort()
-	var sa unix.Sockaddr
-	switch {
-	case k.local.Addr().Is4() && ap.Addr().Unmap().Is4():
-		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().Unmap().As4()}
-	case !k.local.Addr().Is4():
-		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
-	default:
+	sa := toSockaddr(ua.AddrPort(), k.local.Addr().Is4())
+	if sa == nil {
 		return 0, fmt.Errorf("fastpath: write to %v from %v: %w", addr, k.local, errors.ErrUnsupported)
 	}
 	if err := unix.Sendto(k.fd, b, 0, sa); err != nil {
