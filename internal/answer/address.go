@@ -53,15 +53,16 @@ func selectFamily(rec *catalog.Record, c client, f catalog.Family, dst []*catalo
 
 // pickFamily is selectFamily over the view v, without the TTL.
 func pickFamily(rec *catalog.Record, v *catalog.View, c client, f catalog.Family, dst []*catalog.Backend) selection {
-	if t := v.Geo[f]; t != nil && len(v.Healthy[f]) > 0 {
+	x := v.Extra()
+	if t := x.Geo[f]; t != nil && len(v.Healthy[f]) > 0 {
 		var buf [maxInlinePicks]int
 		picks, scope := t.Select(c.geo, c.loc, buf[:0])
 		for _, i := range picks {
-			dst = append(dst, v.GeoBackends[f][i])
+			dst = append(dst, x.GeoBackends[f][i])
 		}
 		return selection{backends: dst, scope: scope}
 	}
-	if ch := v.Chains[f]; ch != nil && ch.Len() > 0 {
+	if ch := x.Chains[f]; ch != nil && ch.Len() > 0 {
 		var buf [maxInlinePicks]int
 		picks, scope := ch.Pick(c.addr, c.geo, c.loc, buf[:0])
 		for _, i := range picks {
@@ -89,8 +90,8 @@ func pickFamily(rec *catalog.Record, v *catalog.View, c client, f catalog.Family
 		}
 		return selection{fixed: rec.FallbackIPs[f]}
 	case config.FallbackLastKnownGood:
-		if len(v.LastGood[f]) > 0 {
-			return selection{backends: append(dst, v.LastGood[f]...)}
+		if len(x.LastGood[f]) > 0 {
+			return selection{backends: append(dst, x.LastGood[f]...)}
 		}
 	}
 	return selection{backends: append(dst, v.Enabled[f]...)}
@@ -123,7 +124,7 @@ func (r *builder) timedPick(f catalog.Family, dst []*catalog.Backend) (selection
 
 // needsLocation reports whether rec's chain for family f has a geo step.
 func needsLocation(rec *catalog.Record, f catalog.Family) bool {
-	ch := rec.View().Chains[f]
+	ch := rec.View().Extra().Chains[f]
 	return ch != nil && ch.NeedsLocation()
 }
 

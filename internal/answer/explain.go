@@ -177,17 +177,17 @@ func explainFamily(b *builder, f catalog.Family) []string {
 	if v.Failover[f] {
 		steps = append(steps, fmt.Sprintf("%s: failover in progress: no backend of the best priority is healthy", family))
 	}
-	if t := v.Geo[f]; t != nil {
+	if t := v.Extra().Geo[f]; t != nil {
 		var loc geo.Location
 		b.geo.Lookup(b.client, &loc)
 		ex := t.Explain(b.geo, &loc)
 		for _, line := range strings.Split(ex.String(), "\n") {
 			steps = append(steps, fmt.Sprintf("%s %s", family, strings.TrimSpace(line)))
 		}
-		steps = append(steps, fmt.Sprintf("%s: candidate indexes are the record's %s backends in file order: %s", family, family, backendList(v.GeoBackends[f])))
+		steps = append(steps, fmt.Sprintf("%s: candidate indexes are the record's %s backends in file order: %s", family, family, backendList(v.Extra().GeoBackends[f])))
 		return steps
 	}
-	if ch := v.Chains[f]; ch != nil {
+	if ch := v.Extra().Chains[f]; ch != nil {
 		var loc geo.Location
 		b.geo.Lookup(b.client, &loc)
 		for _, tr := range ch.Explain(b.client, b.geo, &loc) {

@@ -43,13 +43,13 @@ func (b *builder) published(snap *catalog.Snapshot, opts Options, signed bool) b
 	case isRTTs:
 		rec := b.publishing(rtts, func(rc *config.Record) bool { return rc.PublishRTT })
 		if rec != nil && (b.qtype == dns.TypeTXT || b.qtype == dns.TypeANY) {
-			b.publish(rec.View().PublishedRTTs)
+			b.publish(rec.View().Extra().PublishedRTTs)
 		}
 		b.nodataIfEmpty(rec)
 	default:
 		rec := b.publishing(target, func(rc *config.Record) bool { return rc.Publish })
 		if f, ok := catalog.FamilyOf(b.qtype); ok && rec != nil {
-			b.publish(rec.View().Published[f])
+			b.publish(rec.View().Extra().Published[f])
 		}
 		b.nodataIfEmpty(rec)
 	}

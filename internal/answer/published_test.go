@@ -33,7 +33,7 @@ records:
     chain: [rtt]
     backends:
       - {address: 10.0.1.1, site: eu}
-      - {address: 10.0.1.2, site: us}
+      - {address: 10.0.1.2, site: us, healthchecks: [{type: tcp, params: {port: 9}}]}
 `), "example.org.", nil, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ records:
 	}
 	hs := states{}
 	hs.State("fast.example.org.|10.0.1.1|0").SetRTT(80 * time.Millisecond) // measured, not judged, here
-	hs.State("fast.example.org.|10.0.1.2|0").SetRTT(1500 * time.Microsecond)
+	hs.State("fast.example.org.|10.0.1.2|0").SetRTT(1500 * time.Microsecond) // probed, as a backend of ours must be to have an RTT
 	snap, err := catalog.Build([]*config.Zone{z}, hs)
 	if err != nil {
 		t.Fatal(err)

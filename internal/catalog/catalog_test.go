@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -118,6 +119,11 @@ records:
 `)}, hs)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Only the probed backend has a state of its own in the health source: the others'
+	// health never changes, and a big zone's backends would each cost one.
+	if len(hs) != 1 || hs["www.example.org.|10.0.0.1|0"] == nil {
+		t.Fatalf("health states %v, want one, of the probed backend", slices.Collect(maps.Keys(hs)))
 	}
 	rec := snap.Records()[0]
 	healthy := func() []string {

@@ -62,14 +62,14 @@ func TestLastKnownGood(t *testing.T) {
 			s.apply()
 		}
 		r.Refresh()
-		if got := addrs(r.View().LastGood[IPv4]); !slices.Equal(got, s.want) {
+		if got := addrs(r.View().Extra().LastGood[IPv4]); !slices.Equal(got, s.want) {
 			t.Errorf("%s: last known good %v, want %v", s.name, got, s.want)
 		}
 	}
 	// A reload keeps them: the new record has no healthy backend yet.
 	reloaded := build()
 	(&Snapshot{records: []*Record{reloaded}}).CarryCounts(&Snapshot{records: []*Record{r}})
-	if got := addrs(reloaded.View().LastGood[IPv4]); !slices.Equal(got, []string{"10.0.0.2"}) {
+	if got := addrs(reloaded.View().Extra().LastGood[IPv4]); !slices.Equal(got, []string{"10.0.0.2"}) {
 		t.Errorf("after a reload: last known good %v, want 10.0.0.2", got)
 	}
 }

@@ -51,7 +51,7 @@ records:
 			t.Fatal(err)
 		}
 		var got []string
-		for _, rr := range snap.Records()[0].View().PublishedRTTs {
+		for _, rr := range snap.Records()[0].View().Extra().PublishedRTTs {
 			txt := rr.(*dns.TXT)
 			if txt.Hdr.Name != "localrtt-app.example.org." || txt.Hdr.Ttl != 0 {
 				t.Errorf("published as %s", txt.Hdr.String())

@@ -360,20 +360,12 @@ type View struct {
 	Healthy [2][]*Backend
 	// Sets are the mode's prepared selections over Healthy.
 	Sets [2]*policy.Set
-	// Chains are, for mode chain, per family, the chain prepared over Healthy (in its order);
-	// nil for the other modes.
-	Chains [2]*policy.Chain
 	// Enabled holds, per family, every enabled backend (the fail-open answer).
 	Enabled [2][]*Backend
 	// Configured tells, per family, whether the record has any backend of it at all.
 	Configured [2]bool
 	// AnyHealthy is set when some backend of the record, of either family, is healthy.
 	AnyHealthy bool
-	// Geo holds, for the geo modes, per family, the selection table over every backend of the
-	// family, healthy or not (so that an explanation can say why one was skipped), in the
-	// order of GeoBackends. It is nil for the other modes.
-	Geo         [2]*policy.GeoTable
-	GeoBackends [2][]*Backend
 	// Degraded tells, per family, that no backend of it is healthy and its stale ones (other
 	// sites' targets not confirmed for the split-brain threshold) are served instead: a stale
 	// answer beats an empty one.
@@ -381,6 +373,27 @@ type View struct {
 	// Failover tells, per family, that the failover mode answers from a worse priority than
 	// the best of the record's enabled backends.
 	Failover [2]bool
+	// TTL is, per family, the TTL of the record's answers (its fallback answers included),
+	// and TTLReason why: record_ttl while healthy, degraded_ttl while degraded, the drain TTL
+	// ahead of a scheduled drain (see ChooseTTL).
+	TTL       [2]uint32
+	TTLReason [2]TTLReason
+	// extra is what only some records' views have, nil when there is none of it (read it
+	// with Extra): most records of a big zone have none, and a view of each is kept.
+	extra *ViewExtra
+}
+
+// ViewExtra is the part of a view that only the records of some modes, fallbacks and
+// deployments have.
+type ViewExtra struct {
+	// Chains are, for mode chain, per family, the chain prepared over Healthy (in its order);
+	// nil for the other modes.
+	Chains [2]*policy.Chain
+	// Geo holds, for the geo modes, per family, the selection table over every backend of the
+	// family, healthy or not (so that an explanation can say why one was skipped), in the
+	// order of GeoBackends. It is nil for the other modes.
+	Geo         [2]*policy.GeoTable
+	GeoBackends [2][]*Backend
 	// Published holds, per family, the localtargets-<record> answer: the healthy backends of
 	// this site, for the other sites (config.Record.Publish).
 	Published [2][]dns.RR
@@ -391,14 +404,31 @@ type View struct {
 	// enabled: the last-known-good fallback's answer (empty until one ever was, and for the
 	// other fallback policies).
 	LastGood [2][]*Backend
-	// TTL is, per family, the TTL of the record's answers (its fallback answers included),
-	// and TTLReason why: record_ttl while healthy, degraded_ttl while degraded, the drain TTL
-	// ahead of a scheduled drain (see ChooseTTL).
-	TTL       [2]uint32
-	TTLReason [2]TTLReason
 	// NextTTLChange is the next instant at which the TTL changes by time alone (a scheduled
 	// drain's lead-in or one of its steps); zero for none. The record must be refreshed then.
 	NextTTLChange time.Time
+}
+
+// noExtra is the extra part of the views that have none.
+var noExtra ViewExtra
+
+// Extra returns the part of the view that only some records have: the zero ViewExtra, shared,
+// when it has none. It must not be modified.
+func (v *View) Extra() *ViewExtra {
+	if v.extra == nil {
+		return &noExtra
+	}
+	return v.extra
+}
+
+// empty reports whether x holds nothing.
+func (x *ViewExtra) empty() bool {
+	for f := range 2 {
+		if x.Chains[f] != nil || x.Geo[f] != nil || len(x.GeoBackends[f]) > 0 || len(x.Published[f]) > 0 || len(x.LastGood[f]) > 0 {
+			return false
+		}
+	}
+	return len(x.PublishedRTTs) == 0 && x.NextTTLChange.IsZero()
 }
 
 // LocalTargetsPrefix starts the first label of the name under which a site publishes a
@@ -422,6 +452,10 @@ func (v *View) FallbackApplies(f Family) bool {
 	return len(v.Healthy[f]) == 0 && (v.Configured[f] || !v.AnyHealthy)
 }
 
+// unprobedState is the health state of every backend that is never probed (alwaysUp): nothing
+// writes it, so they share one instead of a state each in the health source.
+var unprobedState = &health.State{}
+
 func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 	r := &Record{Name: rc.Name, Config: rc, Zone: z}
 	for i := range rc.Backends {
@@ -431,9 +465,12 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 			Config:   bc,
 			Key:      key,
 			index:    i,
-			State:    hs.State(key),
+			State:    unprobedState,
 			RR:       addressRR(rc.Name, rc.TTL, bc),
 			alwaysUp: !bc.Probed(),
+		}
+		if !b.alwaysUp {
+			b.State = hs.State(key)
 		}
 		if rc.Publish && !bc.Remote && bc.IP.IsValid() {
 			b.PublishedRR = addressRR(LocalTargetsPrefix+rc.Name, rc.TTL, bc)
@@ -487,6 +524,7 @@ func (r *Record) Refresh() {
 	r.refreshMu.Lock()
 	defer r.refreshMu.Unlock()
 	v := &View{}
+	var x ViewExtra
 	now := time.Now()
 	var rampNext time.Time // the next step of a slow start, zero when none ramps
 	for f := IPv4; f <= IPv6; f++ {
@@ -504,7 +542,7 @@ func (r *Record) Refresh() {
 			}
 			v.Enabled[f] = append(v.Enabled[f], b)
 			if b.PublishedRR != nil && b.Healthy() {
-				v.Published[f] = append(v.Published[f], b.PublishedRR)
+				x.Published[f] = append(x.Published[f], b.PublishedRR)
 			}
 			if b.servable(stale) {
 				healthy = append(healthy, b)
@@ -525,7 +563,7 @@ func (r *Record) Refresh() {
 			rampNext = next
 		}
 		if policy.IsGeo(r.Config.Mode) {
-			v.Geo[f], v.GeoBackends[f] = r.geoTable(f, stale)
+			x.Geo[f], x.GeoBackends[f] = r.geoTable(f, stale)
 		}
 		set := policy.Prepare(r.Config.Mode, cands, policy.OptionsOf(r.Config), &r.counter)
 		v.Failover[f] = r.Config.Mode == config.ModeFailover && len(healthy) > 0 &&
@@ -537,17 +575,20 @@ func (r *Record) Refresh() {
 			v.Healthy[f][i] = healthy[idx]
 		}
 		if r.Config.Mode == config.ModeChain {
-			v.Chains[f] = r.chain(v.Healthy[f], cands, set.Order)
+			x.Chains[f] = r.chain(v.Healthy[f], cands, set.Order)
 		}
 		if r.Config.Fallback.Mode == config.FallbackLastKnownGood {
 			if len(healthy) > 0 {
 				r.lastGood[f] = v.Healthy[f]
 			}
-			v.LastGood[f] = slices.DeleteFunc(slices.Clone(r.lastGood[f]), func(b *Backend) bool { return !b.Enabled() })
+			x.LastGood[f] = slices.DeleteFunc(slices.Clone(r.lastGood[f]), func(b *Backend) bool { return !b.Enabled() })
 		}
-		r.chooseTTL(v, f, now)
+		r.chooseTTL(v, &x, f, now)
 	}
-	v.PublishedRTTs = r.publishedRTTs()
+	if x.PublishedRTTs = r.publishedRTTs(); !x.empty() {
+		extra := x // x itself stays on the stack
+		v.extra = &extra
+	}
 	r.view.Store(v)
 	r.Zone.changes.Add(1)
 	r.scheduleRamp(now, rampNext)
@@ -609,20 +650,20 @@ func (r *Record) geoTable(f Family, stale bool) (*policy.GeoTable, []*Backend) {
 
 // geoCandidate returns b as the geo modes see it, healthy or not.
 func geoCandidate(b *Backend, healthy bool) policy.GeoCandidate {
-	c := b.Config
+	c, l := b.Config, b.Config.Labels()
 	return policy.GeoCandidate{
 		Healthy:     healthy,
 		Priority:    c.Priority,
 		Weight:      c.Weight,
 		Share:       c.Share,
-		Country:     c.Country,
-		Subdivision: c.Subdivision,
-		City:        c.City,
-		Continent:   c.Continent,
-		Location:    c.Location,
-		ASN:         c.ASN,
-		Lat:         c.Latitude,
-		Lon:         c.Longitude,
-		HasCoords:   c.HasCoords,
+		Country:     l.Country,
+		Subdivision: l.Subdivision,
+		City:        l.City,
+		Continent:   l.Continent,
+		Location:    l.Location,
+		ASN:         l.ASN,
+		Lat:         l.Latitude,
+		Lon:         l.Longitude,
+		HasCoords:   l.HasCoords,
 	}
 }

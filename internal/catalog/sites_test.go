@@ -81,14 +81,14 @@ func TestStaleTargetsServeOnlyWhenNothingElseIs(t *testing.T) {
 				t.Errorf("IPv4 degraded %v failover %v, want %v %v", v.Degraded[IPv4], v.Failover[IPv4], tt.degraded4, tt.failover4)
 			}
 			var pub []string
-			for _, rr := range v.Published[IPv4] {
+			for _, rr := range v.Extra().Published[IPv4] {
 				if rr.Header().Name != "localtargets-app.example.org." {
 					t.Errorf("published under %s", rr.Header().Name)
 				}
 				pub = append(pub, rr.(*dns.A).A.String())
 			}
-			if !slices.Equal(pub, tt.published4) || len(v.Published[IPv6]) != tt.published6Length {
-				t.Errorf("published %v and %d AAAA, want %v and %d", pub, len(v.Published[IPv6]), tt.published4, tt.published6Length)
+			if !slices.Equal(pub, tt.published4) || len(v.Extra().Published[IPv6]) != tt.published6Length {
+				t.Errorf("published %v and %d AAAA, want %v and %d", pub, len(v.Extra().Published[IPv6]), tt.published4, tt.published6Length)
 			}
 		})
 	}
@@ -125,7 +125,7 @@ records:
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := snap.Records()[0].View().Published[IPv4]
+	pub := snap.Records()[0].View().Extra().Published[IPv4]
 	if len(pub) != 1 || pub[0].(*dns.A).A.String() != "10.0.0.1" {
 		t.Errorf("published %v, want this site's externally judged 10.0.0.1 only", pub)
 	}

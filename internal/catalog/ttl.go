@@ -30,8 +30,9 @@ const (
 func (r TTLReason) Degraded() bool { return r != TTLHealthy && r != TTLDrainAhead }
 
 // chooseTTL sets v.TTL[f] and v.TTLReason[f] from the rest of v's family f, and moves
-// v.NextTTLChange to the next instant after now at which the TTL changes by time alone.
-func (r *Record) chooseTTL(v *View, f Family, now time.Time) {
+// x.NextTTLChange (v's extra part) to the next instant after now at which the TTL changes by
+// time alone.
+func (r *Record) chooseTTL(v *View, x *ViewExtra, f Family, now time.Time) {
 	why := r.degradation(v, f)
 	ttl := r.Config.TTL
 	if why.Degraded() {
@@ -43,8 +44,8 @@ func (r *Record) chooseTTL(v *View, f Family, now time.Time) {
 			continue
 		}
 		dttl, until := DrainTTL(r.Config, start, now)
-		if !until.IsZero() && (v.NextTTLChange.IsZero() || until.Before(v.NextTTLChange)) {
-			v.NextTTLChange = until
+		if !until.IsZero() && (x.NextTTLChange.IsZero() || until.Before(x.NextTTLChange)) {
+			x.NextTTLChange = until
 		}
 		ahead := start.Sub(now) <= time.Duration(r.Config.TTL)*time.Second
 		if ahead && (dttl < ttl || dttl == ttl && !why.Degraded()) {

@@ -75,7 +75,7 @@ func TestTTLFollowsHealth(t *testing.T) {
 			if tt.drain == -time.Second && len(v.Enabled[IPv4]) != 2 {
 				t.Fatalf("a started drain leaves %d enabled, want 2", len(v.Enabled[IPv4]))
 			}
-			if tt.drain > 0 && v.NextTTLChange.IsZero() {
+			if tt.drain > 0 && v.Extra().NextTTLChange.IsZero() {
 				t.Fatal("no NextTTLChange ahead of a drain")
 			}
 		})

@@ -25,7 +25,7 @@ func Matches(b *Backend, sel string) bool {
 		return b.Config.Site == site
 	}
 	if loc, ok := strings.CutPrefix(sel, "location:"); ok {
-		return b.Config.Location == loc
+		return b.Config.Labels().Location == loc
 	}
 	return b.Key == sel || b.Config.Address == sel || b.Config.IP.IsValid() && b.Config.IP.String() == sel
 }

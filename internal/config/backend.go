@@ -28,6 +28,7 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 	before := p.Len()
 	var address, kube, lat, lon *yaml.Node
 	var cs checkSettings
+	var lb Labels
 	for _, e := range p.entries(n, path) {
 		if YAMLIsNull(e.v) {
 			continue
@@ -63,28 +64,28 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 			kube = e.v
 			b.Kubernetes = p.kubernetesRef(e.v, kpath)
 		case "tags":
-			b.Tags, _ = p.strList(e.v, kpath)
+			lb.Tags, _ = p.strList(e.v, kpath)
 		case "description":
-			b.Description, _ = p.str(e.v, kpath)
+			lb.Description, _ = p.str(e.v, kpath)
 		case "city":
-			b.City, _ = p.str(e.v, kpath)
+			lb.City, _ = p.str(e.v, kpath)
 		case "location":
-			b.Location, _ = p.str(e.v, kpath)
+			lb.Location, _ = p.str(e.v, kpath)
 		case "subdivision":
 			s, _ := p.str(e.v, kpath)
-			b.Subdivision = strings.ToUpper(s)
+			lb.Subdivision = strings.ToUpper(s)
 		case "country":
-			b.Country = p.country(e.v, kpath)
+			lb.Country = p.country(e.v, kpath)
 		case "continent":
-			b.Continent = p.continent(e.v, kpath)
+			lb.Continent = p.continent(e.v, kpath)
 		case "asn":
-			b.ASN = p.asn(e.v, kpath)
+			lb.ASN = p.asn(e.v, kpath)
 		case "latitude":
 			lat = YAMLResolve(e.v)
-			b.Latitude, _ = p.number(e.v, kpath, -90, 90)
+			lb.Latitude, _ = p.number(e.v, kpath, -90, 90)
 		case "longitude":
 			lon = YAMLResolve(e.v)
-			b.Longitude, _ = p.number(e.v, kpath, -180, 180)
+			lb.Longitude, _ = p.number(e.v, kpath, -180, 180)
 		case "timeout":
 			if d, ok := p.duration(e.v, kpath); ok && d > interval {
 				p.Errorf(e.v, kpath, "timeout %v is longer than the record's scrape_interval %v", d, interval)
@@ -111,8 +112,9 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 	case lon != nil && lat == nil:
 		p.Errorf(lon, child(path, "longitude"), "longitude is set without latitude")
 	default:
-		b.HasCoords = lat != nil
+		lb.HasCoords = lat != nil
 	}
+	b.SetLabels(lb)
 	cs.thresholds(&b, profiles)
 	// A kubernetes backend's addresses are judged by the Service's readiness, and by its
 	// healthchecks (with its rise, fall and timeout) when it has some: both must pass.

@@ -287,7 +287,7 @@ func TestKubernetesBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := z.Records[0].Backends[0]
-	if !b.IsKubernetes() || b.Kubernetes.Key() != "Service shop/web" || b.Priority != 2 || b.Location != "eu" {
+	if !b.IsKubernetes() || b.Kubernetes.Key() != "Service shop/web" || b.Priority != 2 || b.Labels().Location != "eu" {
 		t.Errorf("backend = %+v, want the Service shop/web with priority 2 and location eu", b)
 	}
 	if len(b.HealthChecks) != 1 || b.HealthChecks[0].Type != "tcp" || b.Rise != 3 || b.Fall != 4 || b.Timeout != 2*time.Second {

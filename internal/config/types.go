@@ -333,20 +333,11 @@ type Backend struct {
 	// Capacity is the load at which the backend is full (capacity:, DefaultCapacity when not
 	// set): the load its checks read (an http check's metric, a lua check's number) divided
 	// by it is the relative load the load steering reads, 1 being full.
-	Capacity    float64
-	Enable      bool
-	Tags        []string
-	Description string
-
-	Country     string
-	Subdivision string
-	City        string
-	Continent   string
-	ASN         uint32
-	Location    string
-	Latitude    float64
-	Longitude   float64
-	HasCoords   bool
+	Capacity float64
+	Enable   bool
+	// labels are the backend's tags, description and geo fields, nil when it has none (the
+	// most common case): read them with Labels, set them with SetLabels.
+	labels *Labels
 
 	HealthChecks []HealthCheck
 	// Timeout bounds each probe of this backend's checks in place of the record's
@@ -380,6 +371,49 @@ type Backend struct {
 	// Share is, on a target that the sites source learned for a placeholder, the number of
 	// targets the placeholder's weight is shared among (the site's weight); 0 otherwise.
 	Share int
+}
+
+// Labels are what an operator says about a backend beyond how to reach and weigh it: its tags
+// and description, and where it is for the geo modes. Most backends of a big zone have none, so
+// a Backend keeps them out of line.
+type Labels struct {
+	Tags        []string
+	Description string
+
+	Country     string
+	Subdivision string
+	City        string
+	Continent   string
+	ASN         uint32
+	Location    string
+	Latitude    float64
+	Longitude   float64
+	HasCoords   bool
+}
+
+// Labels returns a copy of the backend's labels (the zero Labels when it has none).
+func (b *Backend) Labels() Labels {
+	if b.labels == nil {
+		return Labels{}
+	}
+	return *b.labels
+}
+
+// empty reports whether l says nothing.
+func (l *Labels) empty() bool {
+	return len(l.Tags) == 0 && l.Description == "" && l.Country == "" && l.Subdivision == "" &&
+		l.City == "" && l.Continent == "" && l.ASN == 0 && l.Location == "" && !l.HasCoords &&
+		l.Latitude == 0 && l.Longitude == 0
+}
+
+// SetLabels replaces the backend's labels by l. Copies of a backend made before share the
+// labels they had: each keeps its own from then on.
+func (b *Backend) SetLabels(l Labels) {
+	if l.empty() {
+		b.labels = nil
+		return
+	}
+	b.labels = &l
 }
 
 // IsPlaceholder reports whether the backend stands for what its site publishes: it has a

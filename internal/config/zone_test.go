@@ -71,8 +71,8 @@ func TestSelectionModeExamples(t *testing.T) {
 		{"random.yml", "app.example.org.", ModeRandom, []string{"10.0.0.1", "10.0.0.2"}, nil},
 		{"geoip_coords.yml", "webapp.example.org.", ModeGeoIP, []string{"172.16.0.10", "172.16.0.11"}, func(t *testing.T, r Record) {
 			b := r.Backends[0]
-			eq(t, "coords", []any{b.HasCoords, b.Latitude, b.Longitude}, []any{true, 37.3382, -121.8863})
-			eq(t, "description", b.Description, "webapp10")
+			eq(t, "coords", []any{b.Labels().HasCoords, b.Labels().Latitude, b.Labels().Longitude}, []any{true, 37.3382, -121.8863})
+			eq(t, "description", b.Labels().Description, "webapp10")
 			eq(t, "record description", r.Description, "GeoIP nearest-backend routing based on MaxMind city coordinates")
 			eq(t, "check", []any{b.HealthChecks[0].Profile, b.HealthChecks[0].Type, b.HealthChecks[0].Params["port"]},
 				[]any{"https_default", "http", 443})
@@ -80,27 +80,27 @@ func TestSelectionModeExamples(t *testing.T) {
 		}},
 		{"geoip_city.yml", "webapp.example.org.", ModeGeoIP, []string{"172.16.0.10", "172.16.0.11", "172.16.0.12", "172.16.0.13"}, func(t *testing.T, r Record) {
 			b := r.Backends[0]
-			eq(t, "geo", []string{b.Country, b.Subdivision, b.City}, []string{"US", "CA", "San Jose"})
-			eq(t, "continent", r.Backends[2].Continent, "NA")
-			eq(t, "no coords", b.HasCoords, false)
+			eq(t, "geo", []string{b.Labels().Country, b.Labels().Subdivision, b.Labels().City}, []string{"US", "CA", "San Jose"})
+			eq(t, "continent", r.Backends[2].Labels().Continent, "NA")
+			eq(t, "no coords", b.Labels().HasCoords, false)
 			eq(t, "no checks", r.Backends[3].HealthChecks, []HealthCheck(nil))
 			eq(t, "default rise/fall", []int{r.Backends[3].Rise, r.Backends[3].Fall}, []int{DefaultRise, DefaultFall})
 		}},
 		{"geoip_location.yml", "app.example.org.", ModeGeoIP, []string{"10.0.0.1", "192.168.1.1"}, func(t *testing.T, r Record) {
-			eq(t, "location", r.Backends[1].Location, "eu-west-2")
+			eq(t, "location", r.Backends[1].Labels().Location, "eu-west-2")
 		}},
 		{"geoip_country.yml", "app.example.org.", ModeGeoIP, []string{"10.0.0.1", "20.0.0.1"}, func(t *testing.T, r Record) {
-			eq(t, "country", r.Backends[0].Country, "FR")
+			eq(t, "country", r.Backends[0].Labels().Country, "FR")
 		}},
 		{"geoip_cityname.yml", "app.example.org.", ModeGeoIP, []string{"10.0.0.1", "20.0.0.1"}, func(t *testing.T, r Record) {
-			eq(t, "city", r.Backends[1].City, "New York")
+			eq(t, "city", r.Backends[1].Labels().City, "New York")
 		}},
 		{"geoip_asn.yml", "app.example.org.", ModeGeoIP, []string{"10.0.0.1", "20.0.0.1"}, func(t *testing.T, r Record) {
-			eq(t, "asn", []uint32{r.Backends[0].ASN, r.Backends[1].ASN}, []uint32{12345, 67890})
+			eq(t, "asn", []uint32{r.Backends[0].Labels().ASN, r.Backends[1].Labels().ASN}, []uint32{12345, 67890})
 		}},
 		{"geoip_affinity.yml", "app.example.org.", ModeGeoIPAffinity, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}, func(t *testing.T, r Record) {
 			b := r.Backends[2]
-			eq(t, "paris", []any{b.Country, b.HasCoords, b.Latitude, b.Longitude}, []any{"FR", true, 48.8566, 2.3522})
+			eq(t, "paris", []any{b.Labels().Country, b.Labels().HasCoords, b.Labels().Latitude, b.Labels().Longitude}, []any{"FR", true, 48.8566, 2.3522})
 		}},
 		{"weighted.yml", "app.example.org.", ModeWeighted, []string{"10.0.0.1", "10.0.0.2"}, func(t *testing.T, r Record) {
 			eq(t, "weights", []int{r.Backends[0].Weight, r.Backends[1].Weight}, []int{8, 2})
@@ -182,13 +182,13 @@ func TestFullZone(t *testing.T) {
 	eq(t, "b1 legacy check", []any{b1.HealthChecks[0].Type, b1.HealthChecks[0].Params["script"]}, []any{"custom", "/usr/local/bin/check.sh"})
 	eq(t, "b1 inline check", []any{b1.HealthChecks[1].Profile, b1.HealthChecks[1].Type, b1.HealthChecks[1].Fall}, []any{"", "tcp", 9})
 	eq(t, "b1 rise (own) fall (max)", []int{b1.Rise, b1.Fall}, []int{7, 9})
-	eq(t, "b2 host", []any{b2.Address, b2.IsHost(), b2.ASN}, []any{"cdn.example.net.", true, uint32(64500)})
-	eq(t, "b2 geo", []any{b2.Continent, b2.Country, b2.Subdivision, b2.City, b2.HasCoords, b2.Latitude, b2.Longitude},
+	eq(t, "b2 host", []any{b2.Address, b2.IsHost(), b2.Labels().ASN}, []any{"cdn.example.net.", true, uint32(64500)})
+	eq(t, "b2 geo", []any{b2.Labels().Continent, b2.Labels().Country, b2.Labels().Subdivision, b2.Labels().City, b2.Labels().HasCoords, b2.Labels().Latitude, b2.Labels().Longitude},
 		[]any{"OC", "AU", "NSW", "Sydney", true, -33.9, 151.2})
-	eq(t, "b2 flags", []any{b2.AssumeHealthy, b2.Passive, b2.Description}, []any{true, true, "cdn"})
+	eq(t, "b2 flags", []any{b2.AssumeHealthy, b2.Passive, b2.Labels().Description}, []any{true, true, "cdn"})
 
 	// An anchored backend, reused with a merge key and an overriding port.
-	eq(t, "apps backend", []any{apps.Backends[0].Port, apps.Backends[0].Enable, apps.Backends[0].Tags}, []any{uint16(8080), false, []string{"edge"}})
+	eq(t, "apps backend", []any{apps.Backends[0].Port, apps.Backends[0].Enable, apps.Backends[0].Labels().Tags}, []any{uint16(8080), false, []string{"edge"}})
 	eq(t, "apex merged", []any{apex.Backends[1].Address, apex.Backends[1].Port, apex.Backends[1].Enable}, []any{"2001:db8::10", uint16(9090), false})
 }
 

@@ -72,11 +72,11 @@ func adminBudget(b FailoverBudget) admin.FailoverBudget {
 }
 
 func adminBackend(b *catalog.Backend, details map[string]health.Details, votes []health.Vote) admin.Backend {
-	c := b.Config
+	c, l := b.Config, b.Config.Labels()
 	ab := admin.Backend{
 		Key: b.Key, Address: c.Address, Port: int(c.Port), Priority: c.Priority, Weight: c.Weight,
-		Description: c.Description, Location: c.Location, Country: c.Country, City: c.City,
-		Continent: c.Continent, Tags: c.Tags, Site: c.Site, Remote: c.Remote,
+		Description: l.Description, Location: l.Location, Country: l.Country, City: l.City,
+		Continent: l.Continent, Tags: l.Tags, Site: c.Site, Remote: c.Remote,
 		Enabled: c.Enable, Healthy: b.Healthy(), State: admin.State(b.Status().String()),
 		RTT: admin.Millis(b.State.RTT()),
 	}

@@ -20,7 +20,7 @@ func DrainStarts(list []overlay.Override, now time.Time) map[string]time.Time {
 	return m
 }
 
-// ttlTimer refreshes the records whose TTL changes by time alone (catalog.View.NextTTLChange:
+// ttlTimer refreshes the records whose TTL changes by time alone (catalog.ViewExtra.NextTTLChange:
 // the lead-in and the steps of a scheduled drain) when it does: one timer per engine, set for
 // the earliest such instant of the snapshot, never a timer per record or work per query.
 type ttlTimer struct {
@@ -40,7 +40,7 @@ func (e *Engine) scheduleTTLChanges() {
 	var next time.Time
 	if snap := e.Snapshot(); snap != nil {
 		for _, r := range snap.Records() {
-			if at := r.View().NextTTLChange; !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			if at := r.View().Extra().NextTTLChange; !at.IsZero() && (next.IsZero() || at.Before(next)) {
 				next = at
 			}
 		}
@@ -65,7 +65,7 @@ func (e *Engine) ttlChanged() {
 	e.ttl.timer, e.ttl.at = nil, time.Time{}
 	now := time.Now()
 	for _, r := range e.Snapshot().Records() {
-		if at := r.View().NextTTLChange; !at.IsZero() && !at.After(now) {
+		if at := r.View().Extra().NextTTLChange; !at.IsZero() && !at.After(now) {
 			r.Refresh() // a drain that started takes the backend out
 		}
 	}

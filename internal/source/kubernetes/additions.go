@@ -41,7 +41,7 @@ func (w *Watcher) additionsLocked() ([]addition, string) {
 	for _, a := range adds {
 		fmt.Fprintf(&b, "%s %s %d %s %v;", a.record, a.mode, a.ttl, a.splitBrain, a.exclusive)
 		for _, be := range a.backends {
-			fmt.Fprintf(&b, "%s %s %d %d %s,", kubernetesKey(be), be.Site, be.Priority, be.Weight, be.Location)
+			fmt.Fprintf(&b, "%s %s %d %d %s,", kubernetesKey(be), be.Site, be.Priority, be.Weight, be.Labels().Location)
 		}
 		b.WriteByte('\n')
 	}

@@ -93,7 +93,7 @@ func annotated(ref config.KubernetesRef, ann map[string]string) ([]addition, err
 	var t int
 	num(AnnotationTTL, 0, math.MaxInt32, &t)
 	ttl = uint32(t)
-	b.Location = strings.TrimSpace(ann[AnnotationLocation])
+	b.SetLabels(config.Labels{Location: strings.TrimSpace(ann[AnnotationLocation])})
 	if v, ok := ann[AnnotationMode]; ok && err == nil {
 		if mode, err = config.ParseMode(v); err != nil {
 			err = fmt.Errorf("annotation %s: %w", AnnotationMode, err)

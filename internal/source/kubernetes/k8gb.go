@@ -132,7 +132,9 @@ func (s strategy) backends(h *gslbHost, own string, others []string) []config.Ba
 			b.Weight = s.weights[site]
 		}
 		if b.Site == "" {
-			b.Location = site
+			l := b.Labels()
+			l.Location = site
+			b.SetLabels(l)
 		}
 		return b
 	}

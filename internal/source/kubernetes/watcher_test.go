@@ -182,7 +182,7 @@ func (h *harness) reloadCount() int {
 // whether each is External with the kubernetes backend's settings.
 func (h *harness) kubeAddrs() ([]string, bool) {
 	out, all := h.backendsOf("app.example.org.", func(b config.Backend) bool {
-		return b.External && !b.Remote && b.Priority == 1 && b.Location == "eu" && b.IP.String() == b.Address
+		return b.External && !b.Remote && b.Priority == 1 && b.Labels().Location == "eu" && b.IP.String() == b.Address
 	})
 	return out, all
 }

@@ -110,8 +110,9 @@ func merge(zones []*config.Zone, own string, measure bool, learned func(site, re
 			rec.Backends = nil
 			reads := map[string]*read{}
 			for _, b := range r.Backends {
-				if b.Location == "" {
-					b.Location = b.Site // the site is the backend's geo tag, unless it has one
+				if l := b.Labels(); l.Location == "" {
+					l.Location = b.Site // the site is the backend's geo tag, unless it has one
+					b.SetLabels(l)
 				}
 				b.MeasureOnly = rtt && b.Site != "" && b.Site != own
 				switch {
@@ -173,7 +174,7 @@ func merge(zones []*config.Zone, own string, measure bool, learned func(site, re
 func (p *plan) noteMeasured(rec *config.Record, own string) {
 	for i := range rec.Backends {
 		b := &rec.Backends[i]
-		if site := cmp.Or(b.Site, b.Location); site != "" && site != own {
+		if site := cmp.Or(b.Site, b.Labels().Location); site != "" && site != own {
 			p.vantages = appendOnce(p.vantages, site)
 		}
 		if b.IP.IsValid() {
