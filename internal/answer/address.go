@@ -85,10 +85,10 @@ func pickFamily(rec *catalog.Record, v *catalog.View, c client, f catalog.Family
 	case config.FallbackFailClosed:
 		return selection{rcode: fb.Rcode, closed: true}
 	case config.FallbackFailSpecific:
-		if rec.FallbackCNAME != nil {
-			return selection{fixed: []dns.RR{rec.FallbackCNAME}}
+		if cname := rec.FallbackCNAME(); cname != nil {
+			return selection{fixed: []dns.RR{cname}}
 		}
-		return selection{fixed: rec.FallbackIPs[f]}
+		return selection{fixed: rec.FallbackIPs(f)}
 	case config.FallbackLastKnownGood:
 		if len(x.LastGood[f]) > 0 {
 			return selection{backends: append(dst, x.LastGood[f]...)}

@@ -86,7 +86,7 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 	// A rotating mode must not turn for a query that is not answered here: answer only when
 	// the most records its selection may give (each backend, or each fallback IP) fit.
 	base, perRR := q.replyLen(), len(q.name)+rrFixedLen+rdataLen(f)
-	if rotates(rec.Config) && base+perRR*max(len(rec.Backends), len(rec.FallbackIPs[f])) > limit {
+	if rotates(rec.Config) && base+perRR*max(len(rec.Backends), len(rec.FallbackIPs(f))) > limit {
 		return dst, false
 	}
 	var buf [maxInlinePicks]*catalog.Backend

@@ -48,7 +48,7 @@ records:
 		r.PublishRTT = r.SteersByRTT()
 	}
 	hs := states{}
-	hs.State("fast.example.org.|10.0.1.1|0").SetRTT(80 * time.Millisecond) // measured, not judged, here
+	hs.State("fast.example.org.|10.0.1.1|0").SetRTT(80 * time.Millisecond)   // measured, not judged, here
 	hs.State("fast.example.org.|10.0.1.2|0").SetRTT(1500 * time.Microsecond) // probed, as a backend of ours must be to have an RTT
 	snap, err := catalog.Build([]*config.Zone{z}, hs)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
@@ -284,5 +285,34 @@ func TestResolutionHistogram(t *testing.T) {
 	}
 	if ok, failed := r.Answers(); ok != 4 || failed != 1 {
 		t.Errorf("Answers = %d, %d; want 4, 1", ok, failed)
+	}
+}
+
+// TestViewStaysSmall guards the size of a view, of which every record keeps one: what only some
+// records need belongs in ViewExtra.
+func TestViewStaysSmall(t *testing.T) {
+	if size := unsafe.Sizeof(View{}); size > 168 {
+		t.Errorf("a View takes %d bytes, more than 168", size)
+	}
+}
+
+// TestViewExtraOnlyWhenNeeded gives a view its extra part only when something is in it.
+func TestViewExtraOnlyWhenNeeded(t *testing.T) {
+	snap, err := Build([]*config.Zone{mustZone(t, "example.org", `
+records:
+  plain.example.org.: {backends: [{address: 10.0.0.1}]}
+  geo.example.org.: {mode: geoip, backends: [{address: 10.0.0.2, country: FR}]}
+`)}, states{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range snap.Records() {
+		v := r.View()
+		if got, want := v.extra != nil, r.Name == "geo.example.org."; got != want {
+			t.Errorf("%s: extra part %v, want %v", r.Name, got, want)
+		}
+		if r.Name == "geo.example.org." && v.Extra().Geo[IPv4] == nil {
+			t.Errorf("%s: no geo table", r.Name)
+		}
 	}
 }

@@ -40,19 +40,15 @@ type Record struct {
 	Config   *config.Record
 	Zone     *Zone
 	Backends []*Backend
-	// FallbackIPs are the fail-specific addresses, prebuilt as A and AAAA records by family.
-	FallbackIPs [2][]dns.RR
-	// FallbackCNAME is the fail-specific CNAME, or nil.
-	FallbackCNAME *dns.CNAME
+	// fallback is what the fail-specific and last-known-good fallbacks answer from; nil for
+	// the other fallback policies, the most common case.
+	fallback *fallbackAnswers
 
 	// Queried is set by queries of the record; the health scheduler reads and clears it to
 	// probe records nobody asks for less often.
 	Queried atomic.Bool
 
-	counter atomic.Uint64 // roundrobin rotation, kept across health changes
-	// lastGood is, per family, the backends that were healthy the last time any was, for the
-	// last-known-good fallback (kept only with it); Refresh keeps it, under refreshMu.
-	lastGood  [2][]*Backend
+	counter   atomic.Uint64 // roundrobin rotation, kept across health changes
 	view      atomic.Pointer[View]
 	refreshMu sync.Mutex  // serialises writers of view; never taken by queries
 	ramp      *time.Timer // refreshes the record while a backend ramps (slowstart.go); under refreshMu
@@ -64,6 +60,35 @@ type Record struct {
 	// views nor their backends have), the counters that every query writes are kept apart
 	// from what queries read.
 	counts atomic.Pointer[queryCounts]
+}
+
+// fallbackAnswers are what a record with the fail-specific or last-known-good fallback answers
+// from while it is down.
+type fallbackAnswers struct {
+	// ips are the fail-specific addresses, prebuilt as A and AAAA records by family.
+	ips [2][]dns.RR
+	// cname is the fail-specific CNAME, or nil.
+	cname *dns.CNAME
+	// lastGood is, per family, the backends that were healthy the last time any was, for the
+	// last-known-good fallback; Refresh keeps it, under the record's refreshMu.
+	lastGood [2][]*Backend
+}
+
+// FallbackIPs returns the fail-specific addresses of family f, prebuilt as A or AAAA records;
+// nil when there are none.
+func (r *Record) FallbackIPs(f Family) []dns.RR {
+	if r.fallback == nil {
+		return nil
+	}
+	return r.fallback.ips[f]
+}
+
+// FallbackCNAME returns the fail-specific CNAME, or nil.
+func (r *Record) FallbackCNAME() *dns.CNAME {
+	if r.fallback == nil {
+		return nil
+	}
+	return r.fallback.cname
 }
 
 // queryCounts are the counters of one record that queries write.
@@ -245,18 +270,21 @@ func (s *Snapshot) CarryCounts(old *Snapshot) {
 // backends of o, its previous version, that r still has; and refreshes r when that changed
 // its answer.
 func (r *Record) carryLastGood(o *Record) {
+	if r.fallback == nil || o.fallback == nil {
+		return // neither has the last-known-good fallback: nothing to carry
+	}
 	r.refreshMu.Lock()
 	carried := false
-	for f := range r.lastGood {
-		if len(r.lastGood[f]) > 0 {
+	for f := range r.fallback.lastGood {
+		if len(r.fallback.lastGood[f]) > 0 {
 			continue
 		}
 		o.refreshMu.Lock()
-		old := o.lastGood[f]
+		old := o.fallback.lastGood[f]
 		o.refreshMu.Unlock()
 		for _, ob := range old {
 			if i := slices.IndexFunc(r.Backends, func(b *Backend) bool { return b.Key == ob.Key }); i >= 0 {
-				r.lastGood[f] = append(r.lastGood[f], r.Backends[i])
+				r.fallback.lastGood[f] = append(r.fallback.lastGood[f], r.Backends[i])
 				carried = true
 			}
 		}
@@ -457,11 +485,13 @@ func (v *View) FallbackApplies(f Family) bool {
 var unprobedState = &health.State{}
 
 func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
-	r := &Record{Name: rc.Name, Config: rc, Zone: z}
+	r := &Record{Name: rc.Name, Config: rc, Zone: z, Backends: make([]*Backend, 0, len(rc.Backends))}
+	backends := make([]Backend, len(rc.Backends)) // one allocation for the record's backends
 	for i := range rc.Backends {
 		bc := &rc.Backends[i]
 		key := BackendKey(rc.Name, bc)
-		b := &Backend{
+		b := &backends[i]
+		*b = Backend{
 			Config:   bc,
 			Key:      key,
 			index:    i,
@@ -477,15 +507,19 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 		}
 		r.Backends = append(r.Backends, b)
 	}
+	if m := rc.Fallback.Mode; m != config.FallbackFailSpecific && m != config.FallbackLastKnownGood {
+		return r
+	}
+	r.fallback = &fallbackAnswers{}
 	for _, ip := range rc.Fallback.IPs {
 		f := IPv6
 		if ip.Is4() {
 			f = IPv4
 		}
-		r.FallbackIPs[f] = append(r.FallbackIPs[f], addressRR(rc.Name, rc.TTL, &config.Backend{IP: ip}))
+		r.fallback.ips[f] = append(r.fallback.ips[f], addressRR(rc.Name, rc.TTL, &config.Backend{IP: ip}))
 	}
 	if rc.Fallback.CNAME != "" {
-		r.FallbackCNAME = &dns.CNAME{Hdr: header(rc.Name, dns.TypeCNAME, rc.TTL), Target: rc.Fallback.CNAME}
+		r.fallback.cname = &dns.CNAME{Hdr: header(rc.Name, dns.TypeCNAME, rc.TTL), Target: rc.Fallback.CNAME}
 	}
 	return r
 }
@@ -579,9 +613,9 @@ func (r *Record) Refresh() {
 		}
 		if r.Config.Fallback.Mode == config.FallbackLastKnownGood {
 			if len(healthy) > 0 {
-				r.lastGood[f] = v.Healthy[f]
+				r.fallback.lastGood[f] = v.Healthy[f]
 			}
-			x.LastGood[f] = slices.DeleteFunc(slices.Clone(r.lastGood[f]), func(b *Backend) bool { return !b.Enabled() })
+			x.LastGood[f] = slices.DeleteFunc(slices.Clone(r.fallback.lastGood[f]), func(b *Backend) bool { return !b.Enabled() })
 		}
 		r.chooseTTL(v, &x, f, now)
 	}

@@ -84,7 +84,7 @@ func matchesAny(b *Backend, sels []string) bool {
 // supposing returns a copy of r whose backends are as they are, except those down (a frozen
 // down state) or drained (disabled) by index.
 func (r *Record) supposing(down, drained []bool) *Record {
-	c := &Record{Name: r.Name, Config: r.Config, FallbackIPs: r.FallbackIPs, FallbackCNAME: r.FallbackCNAME}
+	c := &Record{Name: r.Name, Config: r.Config}
 	c.counter.Store(r.counter.Load())
 	byKey := map[string]*Backend{}
 	for i, b := range r.Backends {
@@ -101,13 +101,16 @@ func (r *Record) supposing(down, drained []bool) *Record {
 		c.Backends = append(c.Backends, nb)
 		byKey[nb.Key] = nb
 	}
-	r.refreshMu.Lock()
-	for f, good := range r.lastGood {
-		for _, b := range good {
-			c.lastGood[f] = append(c.lastGood[f], byKey[b.Key])
+	if r.fallback != nil {
+		c.fallback = &fallbackAnswers{ips: r.fallback.ips, cname: r.fallback.cname}
+		r.refreshMu.Lock()
+		for f, good := range r.fallback.lastGood {
+			for _, b := range good {
+				c.fallback.lastGood[f] = append(c.fallback.lastGood[f], byKey[b.Key])
+			}
 		}
+		r.refreshMu.Unlock()
 	}
-	r.refreshMu.Unlock()
 	return c
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestBackendProbed(t *testing.T) {
@@ -69,5 +70,42 @@ func TestCapacityAndSlowStartErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want %q", tc.yml, err, tc.want)
 		}
+	}
+}
+
+// TestBackendLabels keeps a backend's labels out of line only when it has some, and a copy of a
+// backend keeps its own labels once either is given new ones.
+func TestBackendLabels(t *testing.T) {
+	z := parseString(t, `
+records:
+  g.example.org.:
+    mode: geoip
+    backends:
+      - {address: 10.0.0.1, country: fr, city: Paris, tags: [a], description: one, latitude: 48.8, longitude: 2.3}
+      - {address: 10.0.0.2}
+`)
+	labeled, plain := z.Records[0].Backends[0], z.Records[0].Backends[1]
+	l := labeled.Labels()
+	eq(t, "labels", []any{l.Country, l.City, l.Tags, l.Description, l.HasCoords, l.Latitude, l.Longitude},
+		[]any{"FR", "Paris", []string{"a"}, "one", true, 48.8, 2.3})
+	if plain.labels != nil {
+		t.Errorf("a backend without labels holds %+v", *plain.labels)
+	}
+	cp := labeled
+	l.Location = "eu"
+	cp.SetLabels(l)
+	eq(t, "the copy's location", cp.Labels().Location, "eu")
+	eq(t, "the original's location", labeled.Labels().Location, "")
+	cp.SetLabels(Labels{})
+	if cp.labels != nil {
+		t.Errorf("empty labels are kept: %+v", *cp.labels)
+	}
+}
+
+// TestBackendStaysSmall guards the size of a backend: a zone of 100,000 records holds hundreds
+// of thousands (see docs/benchmarks.md, "Loading big zones").
+func TestBackendStaysSmall(t *testing.T) {
+	if size := unsafe.Sizeof(Backend{}); size > 192 {
+		t.Errorf("a Backend takes %d bytes, more than 192: keep what most backends leave unset out of line, as Labels", size)
 	}
 }

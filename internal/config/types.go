@@ -327,14 +327,12 @@ type Backend struct {
 	Pos      Position
 	Address  string     // as written, canonical for host names (lower case, fully qualified)
 	IP       netip.Addr // valid when Address is an IP address
-	Port     uint16     // 0 when not set
 	Priority int
 	Weight   int
 	// Capacity is the load at which the backend is full (capacity:, DefaultCapacity when not
 	// set): the load its checks read (an http check's metric, a lua check's number) divided
 	// by it is the relative load the load steering reads, 1 being full.
 	Capacity float64
-	Enable   bool
 	// labels are the backend's tags, description and geo fields, nil when it has none (the
 	// most common case): read them with Labels, set them with SetLabels.
 	labels *Labels
@@ -342,11 +340,9 @@ type Backend struct {
 	HealthChecks []HealthCheck
 	// Timeout bounds each probe of this backend's checks in place of the record's
 	// scrape_timeout; 0 when not set. A check's own timeout parameter still wins.
-	Timeout       time.Duration
-	Rise          int
-	Fall          int
-	AssumeHealthy bool
-	Passive       bool
+	Timeout time.Duration
+	Rise    int
+	Fall    int
 
 	// Site is the site the backend is in (site:), empty for a backend of no site in
 	// particular. A backend with a site and no address is a placeholder: it stands for the
@@ -356,6 +352,17 @@ type Backend struct {
 	// no address, and the Kubernetes source replaces it by the Service's LoadBalancer
 	// addresses.
 	Kubernetes *KubernetesRef
+	// Share is, on a target that the sites source learned for a placeholder, the number of
+	// targets the placeholder's weight is shared among (the site's weight); 0 otherwise.
+	Share int
+
+	// The small fields last, together: a big zone holds many backends, and padding between
+	// them cost 24 bytes a backend.
+
+	Port          uint16 // 0 when not set
+	Enable        bool
+	AssumeHealthy bool
+	Passive       bool
 	// External is set by a source on the backends whose health it reports rather than this
 	// instance probes: the sites and heartbeats sources on other sites' backends (from what
 	// those sites publish), the Kubernetes source on a Service's addresses (from its
@@ -368,9 +375,6 @@ type Backend struct {
 	// of the records that steer by RTT: this site probes them with their checks for their RTT
 	// and load alone; their health stays what their site publishes.
 	MeasureOnly bool
-	// Share is, on a target that the sites source learned for a placeholder, the number of
-	// targets the placeholder's weight is shared among (the site's weight); 0 otherwise.
-	Share int
 }
 
 // Labels are what an operator says about a backend beyond how to reach and weigh it: its tags
