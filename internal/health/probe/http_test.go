@@ -473,8 +473,8 @@ func TestHTTPDefaultPort(t *testing.T) {
 		if hp.addr != tc.addr || !hostHeaderIs(hp, tc.host) || (hp.tls != nil) != tc.wantTLSConf {
 			t.Errorf("%v on %v: addr %q request %q tls %v", tc.params, tc.tg, hp.addr, hp.req, hp.tls != nil)
 		}
-		if hp.tls != nil && hp.tls.ServerName != tc.serverName {
-			t.Errorf("%v on %v: server name %q", tc.params, tc.tg, hp.tls.ServerName)
+		if hp.tls != nil && hp.tls.config().ServerName != tc.serverName {
+			t.Errorf("%v on %v: server name %q", tc.params, tc.tg, hp.tls.config().ServerName)
 		}
 	}
 }
