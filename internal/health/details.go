@@ -24,6 +24,16 @@ type Details struct {
 	LastChange time.Time
 }
 
+// lastResult is what a backend keeps for its Details: their fields but the names and the
+// status, which the backend has in its spec and status.
+type lastResult struct {
+	LastCheck  time.Time
+	LastOK     bool
+	Reason     string
+	Latency    time.Duration
+	LastChange time.Time
+}
+
 // Transition is one change of a backend's status.
 type Transition struct {
 	Time            time.Time
@@ -66,12 +76,13 @@ func (m *Manager) Details() map[string]Details {
 	defer m.mu.Unlock()
 	out := make(map[string]Details, len(m.backends))
 	for key, b := range m.backends {
-		d := b.details
+		r := b.details
+		d := Details{Record: b.spec.Record, Backend: b.spec.Backend, Status: b.status,
+			LastCheck: r.LastCheck, LastOK: r.LastOK, Reason: r.Reason, Latency: r.Latency, LastChange: r.LastChange}
 		if b.reportExplains() {
 			r := b.report
 			d.LastCheck, d.LastOK, d.Reason, d.Latency = r.at, r.status == Up, r.reason, 0
 		}
-		d.Record, d.Backend, d.Status = b.spec.Record, b.spec.Backend, b.status
 		out[key] = d
 	}
 	return out

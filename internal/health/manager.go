@@ -131,11 +131,11 @@ type backend struct {
 	state  *State
 	subs   []*subscription // one per check, in spec order
 	status Status
-	// details holds the last result and change (its Status field is unused: status is).
-	details Details
+	// details holds the last result and change.
+	details lastResult
 	// report is, on an External backend, what its source last said (Report): Unknown before
-	// the first report, or the seeded status.
-	report report
+	// the first report, or the seeded status. It is nil on the others.
+	report *report
 	// activity is when the backend's record was last queried (nil: always active).
 	activity *recordActivity
 	// measures are its RTT and load, and whether it was down (measure.go).
@@ -328,13 +328,18 @@ func (m *Manager) keepHistories(specs []Spec, backends map[string]*backend, now 
 // its machines up.
 func (m *Manager) newBackend(spec *Spec) *backend {
 	b := &backend{spec: spec, state: m.stateLocked(spec.Key)}
-	if spec.External && len(spec.Checks) > 0 {
-		b.report.reason = notReported
+	if spec.External {
+		b.report = &report{}
+		if len(spec.Checks) > 0 {
+			b.report.reason = notReported
+		}
 	}
 	if st := m.seed[spec.Key]; st != Unknown && (len(spec.Checks) > 0 || spec.External) && (st != Stale || spec.External) {
 		b.status = st
 		b.details.Reason = restored
-		b.report = report{status: st, reason: restored} // read only when spec.External
+		if b.report != nil {
+			*b.report = report{status: st, reason: restored}
+		}
 	}
 	b.state.Set(b.status)
 	b.resetMeasures() // what other checks measured does not stand for these
@@ -525,7 +530,7 @@ func (m *Manager) Report(key string, next Status, reason string) bool {
 		m.mu.Unlock()
 		return false
 	}
-	b.report = report{status: next, reason: reason, at: time.Now()}
+	*b.report = report{status: next, reason: reason, at: time.Now()}
 	notify := m.updateLocked(b, reason, "")
 	m.mu.Unlock()
 	if notify != nil {
