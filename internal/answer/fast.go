@@ -433,7 +433,7 @@ func hasHostBackend(rec *catalog.Record) bool {
 // rotates reports whether the record's selection turns a rotation on every query (roundrobin,
 // or a chain with a roundrobin step).
 func rotates(rc *config.Record) bool {
-	return rc.Mode == config.ModeRoundRobin || rc.Mode == config.ModeChain && slices.Contains(rc.Chain, config.StepRoundRobin)
+	return rc.Mode == config.ModeRoundRobin || rc.Mode == config.ModeChain && slices.Contains(rc.Steering().Chain, config.StepRoundRobin)
 }
 
 // mayBePublished reports whether qname may be a name a site publishes for its peers (see

@@ -638,8 +638,8 @@ func (r *Record) chain(healthy []*Backend, cands []policy.Candidate, order []int
 		ordered[i] = cands[idx]
 		geoCands[i] = geoCandidate(healthy[i], true)
 	}
-	rc := r.Config
-	return policy.PrepareChain(policy.ChainOptions{Steps: rc.Chain, MaxAnswers: rc.MaxAnswers, RTTTolerance: rc.RTTTolerance, MaxLoad: rc.MaxLoad, HashPrefix: rc.HashPrefix, MinHealthy: rc.MinHealthy},
+	s := r.Config.Steering()
+	return policy.PrepareChain(policy.ChainOptions{Steps: s.Chain, MaxAnswers: s.MaxAnswers, RTTTolerance: s.RTTTolerance, MaxLoad: s.MaxLoad, HashPrefix: s.HashPrefix, MinHealthy: s.MinHealthy},
 		ordered, geoCands, &r.counter)
 }
 

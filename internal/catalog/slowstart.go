@@ -69,7 +69,7 @@ func rampArea(k float64, step, slowStart time.Duration) float64 {
 // servable backends and their candidates, and returns them, with the time of the next ramp
 // step of any of them (zero when none ramps).
 func (r *Record) slowStart(now time.Time, healthy []*Backend, cands []policy.Candidate) ([]*Backend, []policy.Candidate, time.Time) {
-	d := r.Config.SlowStart
+	d := r.Config.Steering().SlowStart
 	if d <= 0 || !slices.Contains(config.SlowStartModes, r.Config.Mode) {
 		return healthy, cands, time.Time{}
 	}
@@ -121,8 +121,8 @@ func (r *Record) rampsWeights() bool {
 		return true
 	case config.ModeChain:
 		last := config.ChainStep("")
-		if len(c.Chain) > 0 {
-			last = c.Chain[len(c.Chain)-1]
+		if chain := c.Steering().Chain; len(chain) > 0 {
+			last = chain[len(chain)-1]
 		}
 		return last == config.StepWeighted || last == config.StepHash
 	}

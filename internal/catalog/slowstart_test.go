@@ -173,7 +173,7 @@ func TestSlowStartRoundRobin(t *testing.T) {
 // TestRefreshRampTimer: Refresh keeps refreshing the record while a backend ramps, and stops.
 func TestRefreshRampTimer(t *testing.T) {
 	r, _ := slowStartRecord(t, "weighted")
-	r.Config.SlowStart = 300 * time.Millisecond
+	r.Config.Steering().SlowStart = 300 * time.Millisecond
 	b := r.Backends[1]
 	b.State.SetRecovered(time.Now())
 	r.Refresh()

@@ -12,7 +12,8 @@ func TestCheck(t *testing.T) {
 	api := config.DefaultOptions()
 	api.API.Enable = true
 	ipHashOrdered := func(order config.HashOrder, addrs ...string) []*config.Zone {
-		r := config.Record{Name: "www.example.org.", Mode: config.ModeIPHash, HashOrder: order, ALPN: []string{"h2"}, Pos: config.Position{File: "zone.yml", Line: 4}}
+		r := config.Record{Name: "www.example.org.", Mode: config.ModeIPHash, ALPN: []string{"h2"}, Pos: config.Position{File: "zone.yml", Line: 4}}
+		r.SetSteering(config.Steering{HashOrder: order})
 		for _, a := range addrs {
 			r.Backends = append(r.Backends, config.Backend{Address: a})
 		}

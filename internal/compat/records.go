@@ -18,7 +18,7 @@ func ipHashOrder(_ Block, zones []*config.Zone) []Difference {
 	var out []Difference
 	for _, z := range zones {
 		for _, r := range z.Records {
-			if r.Mode != config.ModeIPHash || r.HashOrder == config.HashOrderText || !textOrderDiffers(r.Backends) {
+			if r.Mode != config.ModeIPHash || r.Steering().HashOrder == config.HashOrderText || !textOrderDiffers(r.Backends) {
 				continue
 			}
 			out = append(out, Difference{

@@ -43,15 +43,15 @@ records:
   f.example.org.:
     backends: [{address: 10.0.0.1}]
 `)
-	got := map[string]Record{}
-	for _, r := range z.Records {
-		got[r.Name] = r
+	got := map[string]*Record{}
+	for i := range z.Records {
+		got[z.Records[i].Name] = &z.Records[i]
 	}
-	eq(t, "weighted slow_start (from defaults)", got["w.example.org."].SlowStart, 30*time.Second)
+	eq(t, "weighted slow_start (from defaults)", got["w.example.org."].Steering().SlowStart, 30*time.Second)
 	eq(t, "capacities", []float64{got["w.example.org."].Backends[0].Capacity, got["w.example.org."].Backends[1].Capacity, got["r.example.org."].Backends[0].Capacity}, []float64{250, DefaultCapacity, 0.5})
-	eq(t, "slow_start: 0", got["r.example.org."].SlowStart, time.Duration(0))
+	eq(t, "slow_start: 0", got["r.example.org."].Steering().SlowStart, time.Duration(0))
 	// Inherited by a failover record, where it does not apply: no error, no effect there.
-	eq(t, "failover slow_start", got["f.example.org."].SlowStart, 30*time.Second)
+	eq(t, "failover slow_start", got["f.example.org."].Steering().SlowStart, 30*time.Second)
 }
 
 func TestCapacityAndSlowStartErrors(t *testing.T) {
@@ -107,5 +107,35 @@ records:
 func TestBackendStaysSmall(t *testing.T) {
 	if size := unsafe.Sizeof(Backend{}); size > 192 {
 		t.Errorf("a Backend takes %d bytes, more than 192: keep what most backends leave unset out of line, as Labels", size)
+	}
+}
+
+// TestRecordsShareTheirSteering gives the records with the same steering one copy of it, and a
+// record with its own settings its own.
+func TestRecordsShareTheirSteering(t *testing.T) {
+	z := parseString(t, `
+defaults: {min_healthy: 2}
+records:
+  a.example.org.: {backends: [{address: 10.0.0.1}]}
+  b.example.org.: {backends: [{address: 10.0.0.2}]}
+  c.example.org.: {min_healthy: 3, backends: [{address: 10.0.0.3}]}
+  d.example.org.: {mode: chain, chain: [rtt, weighted], max_answers: 1, backends: [{address: 10.0.0.4}]}
+`)
+	a, b, c, d := &z.Records[0], &z.Records[1], &z.Records[2], &z.Records[3]
+	if a.Steering() != b.Steering() {
+		t.Error("two records of the same settings keep a copy each")
+	}
+	eq(t, "min_healthy", []int{a.Steering().MinHealthy, c.Steering().MinHealthy}, []int{2, 3})
+	eq(t, "chain", []any{d.Steering().Chain, d.Steering().MaxAnswers, a.Steering().Chain},
+		[]any{[]ChainStep{StepRTT, StepWeighted}, 1, []ChainStep(nil)})
+	if (&Record{}).Steering().MinHealthy != 0 {
+		t.Error("a record given no steering does not read as zero")
+	}
+}
+
+// TestRecordStaysSmall guards the size of a record, of which a big zone holds 100,000.
+func TestRecordStaysSmall(t *testing.T) {
+	if size := unsafe.Sizeof(Record{}); size > 288 {
+		t.Errorf("a Record takes %d bytes, more than 288: keep what most records share or leave unset out of line, as Steering", size)
 	}
 }

@@ -93,11 +93,11 @@ func TestCoreDNSGSLBSpellings(t *testing.T) {
 				eq(t, "timeouts", []time.Duration{r.Backends[0].Timeout, r.Backends[1].Timeout}, []time.Duration{2 * time.Second, 0})
 			}, nil},
 		{"hash_order text", "records:\n  a.example.org:\n    mode: ip-hash\n    hash_order: TEXT\n    backends: [{address: 10.0.0.1}]\n",
-			func(t *testing.T, r Record) { eq(t, "hash order", r.HashOrder, HashOrderText) }, nil},
+			func(t *testing.T, r Record) { eq(t, "hash order", r.Steering().HashOrder, HashOrderText) }, nil},
 		{"hash_order default", "records:\n  a.example.org:\n    mode: ip-hash\n    backends: [{address: 10.0.0.1}]\n",
-			func(t *testing.T, r Record) { eq(t, "hash order", r.HashOrder, HashOrderAddress) }, nil},
+			func(t *testing.T, r Record) { eq(t, "hash order", r.Steering().HashOrder, HashOrderAddress) }, nil},
 		{"hash_order in defaults", "defaults: {hash_order: text}\nrecords:\n  a.example.org: {mode: ip-hash, backends: [{address: 10.0.0.1}]}\n  b.example.org: {backends: [{address: 10.0.0.1}]}\n",
-			func(t *testing.T, r Record) { eq(t, "hash order", r.HashOrder, HashOrderText) }, nil},
+			func(t *testing.T, r Record) { eq(t, "hash order", r.Steering().HashOrder, HashOrderText) }, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -48,7 +48,7 @@ func (s ChainStep) Selects() bool {
 // SteersByRTT reports whether r's answers depend on its backends' RTTs: a chain with an rtt
 // step.
 func (r *Record) SteersByRTT() bool {
-	return r.Mode == ModeChain && slices.Contains(r.Chain, StepRTT)
+	return r.Mode == ModeChain && slices.Contains(r.Steering().Chain, StepRTT)
 }
 
 // Tolerance is how much slower than the fastest a candidate may be and still be kept by the
@@ -138,21 +138,21 @@ func (p *parser) chainSteps(n *yaml.Node, path string) ([]ChainStep, bool) {
 	return steps, true
 }
 
-// chainOptions sets the chain settings of rec from o, and reports the settings that do not
-// fit its mode: a chain record needs its steps, and the chain's keys need mode chain (those
-// inherited from defaults are ignored by other modes).
-func (p *parser) chainOptions(rec *Record, o *recordOpts, e entry, path string) {
-	rec.Chain = o.chain.or(nil)
-	rec.MaxAnswers = o.maxAnswers.or(0)
-	rec.RTTTolerance = o.rttTolerance.or(DefaultRTTTolerance)
-	rec.MaxLoad = o.maxLoad.or(DefaultMaxLoad)
-	if rec.Mode == ModeChain {
+// chainOptions sets the chain settings of s, a record of mode's steering, from o, and reports
+// the settings that do not fit its mode: a chain record needs its steps, and the chain's keys
+// need mode chain (those inherited from defaults are ignored by other modes).
+func (p *parser) chainOptions(s *Steering, mode Mode, o *recordOpts, e entry, path string) {
+	s.Chain = o.chain.or(nil)
+	s.MaxAnswers = o.maxAnswers.or(0)
+	s.RTTTolerance = o.rttTolerance.or(DefaultRTTTolerance)
+	s.MaxLoad = o.maxLoad.or(DefaultMaxLoad)
+	if mode == ModeChain {
 		if !o.chain.set {
 			p.Errorf(e.k, child(path, "chain"), "mode chain needs a chain: the steps, such as [geo, rtt, load, weighted]")
 		}
 		return
 	}
-	for _, s := range []struct {
+	for _, k := range []struct {
 		set, inherited bool
 		pos            Position
 		path, key      string
@@ -162,9 +162,9 @@ func (p *parser) chainOptions(rec *Record, o *recordOpts, e entry, path string) 
 		{o.rttTolerance.set, o.rttTolerance.inherited, o.rttTolerance.pos, o.rttTolerance.path, "rtt_tolerance"},
 		{o.maxLoad.set, o.maxLoad.inherited, o.maxLoad.pos, o.maxLoad.path, "max_load"},
 	} {
-		if s.set && !s.inherited {
-			p.ErrorAt(s.pos, s.path, "%s only applies with mode chain, not %s", s.key, rec.Mode)
+		if k.set && !k.inherited {
+			p.ErrorAt(k.pos, k.path, "%s only applies with mode chain, not %s", k.key, mode)
 		}
 	}
-	rec.Chain = nil
+	s.Chain = nil
 }

@@ -45,8 +45,8 @@ func TestChainRecord(t *testing.T) {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
 		r := z.Records[0]
-		if !slices.Equal(r.Chain, tt.steps) || r.MaxAnswers != tt.maxAnswers || r.RTTTolerance != tt.tolerance || r.MaxLoad != tt.maxLoad {
-			t.Errorf("%s: chain %v max_answers %d tolerance %+v max_load %v", tt.name, r.Chain, r.MaxAnswers, r.RTTTolerance, r.MaxLoad)
+		if !slices.Equal(r.Steering().Chain, tt.steps) || r.Steering().MaxAnswers != tt.maxAnswers || r.Steering().RTTTolerance != tt.tolerance || r.Steering().MaxLoad != tt.maxLoad {
+			t.Errorf("%s: chain %v max_answers %d tolerance %+v max_load %v", tt.name, r.Steering().Chain, r.Steering().MaxAnswers, r.Steering().RTTTolerance, r.Steering().MaxLoad)
 		}
 	}
 	// From defaults: a chain record inherits them, another mode ignores them.
@@ -55,8 +55,8 @@ func TestChainRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := z.Records[0], z.Records[1]; !slices.Equal(a.Chain, []ChainStep{StepRTT, StepWeighted}) || a.RTTTolerance.Fraction != 0.1 || b.Chain != nil {
-		t.Errorf("from defaults: %v %+v; the failover record's chain %v", a.Chain, a.RTTTolerance, b.Chain)
+	if a, b := z.Records[0], z.Records[1]; !slices.Equal(a.Steering().Chain, []ChainStep{StepRTT, StepWeighted}) || a.Steering().RTTTolerance.Fraction != 0.1 || b.Steering().Chain != nil {
+		t.Errorf("from defaults: %v %+v; the failover record's chain %v", a.Steering().Chain, a.Steering().RTTTolerance, b.Steering().Chain)
 	}
 }
 

@@ -26,8 +26,8 @@ func TestConsistentHashAndMinHealthySettings(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := parseString(t, tc.yml).Records[0]
-			eq(t, "hash prefix", r.HashPrefix, tc.prefix)
-			eq(t, "min_healthy", r.MinHealthy, tc.minHealthy)
+			eq(t, "hash prefix", r.Steering().HashPrefix, tc.prefix)
+			eq(t, "min_healthy", r.Steering().MinHealthy, tc.minHealthy)
 		})
 	}
 }

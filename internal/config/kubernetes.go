@@ -217,7 +217,9 @@ func (p *parser) recordKubernetes(n *yaml.Node, path string) []Backend {
 // default, as the sources that create records (Kubernetes annotations, k8gb's Gslb) start
 // from; pos says where it comes from.
 func NewRecord(name string, mode Mode, pos Position) Record {
-	return Record{Name: name, Pos: pos, Mode: mode, TTL: DefaultRecordTTL,
+	r := Record{Name: name, Pos: pos, Mode: mode, TTL: DefaultRecordTTL,
 		ScrapeInterval: DefaultScrapeInterval, ScrapeTimeout: min(DefaultScrapeTimeout, DefaultScrapeInterval),
-		ScrapeRetries: DefaultScrapeRetries, Fallback: Fallback{Mode: FallbackFailOpen}, HashOrder: HashOrderAddress}
+		ScrapeRetries: DefaultScrapeRetries, Fallback: Fallback{Mode: FallbackFailOpen}}
+	r.SetSteering(Steering{HashOrder: HashOrderAddress})
+	return r
 }

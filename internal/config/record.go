@@ -397,6 +397,15 @@ func (p *parser) addBackend(rec *Record, first map[string]*yaml.Node, b *Backend
 	}
 }
 
+// shareSteering returns s as a record's steering: the previous record's when it is the same
+// (the records of a zone mostly keep its defaults, and each would otherwise keep a copy).
+func (p *parser) shareSteering(s Steering) *Steering {
+	if p.steering == nil || !p.steering.equal(&s) {
+		p.steering = &s
+	}
+	return p.steering
+}
+
 // record parses one record; its problems are recorded, and its name was checked by the caller.
 func (p *parser) record(name string, e entry, path string, defs recordOpts, profiles profileSet) Record {
 	var o recordOpts
@@ -425,10 +434,12 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 		ScrapeRetries: o.retries.or(DefaultScrapeRetries),
 		Fallback:      o.fallback.or(Fallback{Mode: FallbackFailOpen}),
 		ALPN:          o.alpn.or(nil),
-		HashOrder:     o.hashOrder.or(HashOrderAddress),
-		HashPrefix:    HashPrefix{V4: o.hashV4.or(DefaultHashPrefixV4), V6: o.hashV6.or(DefaultHashPrefixV6)},
-		MinHealthy:    o.minHealthy.or(DefaultMinHealthy),
-		SlowStart:     o.slowStart.or(0),
+	}
+	steering := Steering{
+		HashOrder:  o.hashOrder.or(HashOrderAddress),
+		HashPrefix: HashPrefix{V4: o.hashV4.or(DefaultHashPrefixV4), V6: o.hashV6.or(DefaultHashPrefixV6)},
+		MinHealthy: o.minHealthy.or(DefaultMinHealthy),
+		SlowStart:  o.slowStart.or(0),
 	}
 	if o.slowStart.set && !o.slowStart.inherited && o.slowStart.v > 0 && !slices.Contains(SlowStartModes, rec.Mode) {
 		p.ErrorAt(o.slowStart.pos, o.slowStart.path, "slow_start only applies with mode weighted, roundrobin or chain, not %s", rec.Mode)
@@ -439,7 +450,8 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	onlyWith(p, o.hashV4, "hash_prefix_v4", rec.Mode, ModeConsistentHash, ModeChain)
 	onlyWith(p, o.hashV6, "hash_prefix_v6", rec.Mode, ModeConsistentHash, ModeChain)
 	onlyWith(p, o.minHealthy, "min_healthy", rec.Mode, ModeFailover, ModeChain)
-	p.chainOptions(&rec, &o, e, path)
+	p.chainOptions(&steering, rec.Mode, &o, e, path)
+	rec.steering = p.shareSteering(steering)
 	rec.ScrapeInterval, rec.ScrapeTimeout = p.scrapeTimes(&o)
 	if rec.Fallback.CNAME == name {
 		p.Errorf(e.k, child(path, "fallback_policy.fallback_cname"), "the fallback CNAME %s is the record itself", name)

@@ -5,6 +5,7 @@ package config
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -223,7 +224,6 @@ type Record struct {
 	Name string // canonical FQDN; may start with "*." for a wildcard
 	Pos  Position
 	Mode Mode
-	TTL  uint32
 	// DegradedTTL is degraded_ttl, the TTL of the record's answers while it is degraded (a
 	// backend down, a failover, stale or fallback answers); nil when not set: TTL. Read it
 	// with DegradedAnswerTTL.
@@ -242,6 +242,30 @@ type Record struct {
 	Fallback       Fallback
 	// ALPN is the alpn value of HTTPS/SVCB answers; empty means none is sent.
 	ALPN []string
+	// steering is how the record picks among its healthy backends beyond its mode; read it
+	// with Steering. The parser shares one among the records that have the same.
+	steering *Steering
+	Backends []Backend
+	// Discovery, when set, is where more backends of the record are read from at run time.
+	Discovery *Discovery
+	// SplitBrainThreshold, when not 0, is how long the other sites' backends of this record
+	// stay fresh after their site fell silent, in place of the block's split_brain_threshold
+	// (peers mode): a k8gb Gslb's splitBrainThresholdSeconds.
+	SplitBrainThreshold time.Duration
+	TTL                 uint32
+	// Publish is set by the sites source on the records that have backends of this site:
+	// their healthy ones are served as localtargets-<name> for the other sites.
+	Publish bool
+	// PublishRTT is set by the sites source, with measure_remote, on the records that steer by
+	// RTT (SteersByRTT): this site's RTT to each of their backends is served as
+	// localrtt-<name> for the other sites, which read it to steer the clients near this site.
+	PublishRTT bool
+}
+
+// Steering is how a record picks among its healthy backends beyond its mode: the chain's steps
+// and their tuning, ip-hash's order and the client prefix the hashes take, failover's minimum of
+// healthy backends, and slow start. Most records of a zone have the same, the zone's defaults.
+type Steering struct {
 	// HashOrder is how ip-hash orders the healthy backends before the modulo.
 	HashOrder HashOrder
 	// Chain is the steps of mode chain, without the implicit health step; MaxAnswers caps
@@ -254,25 +278,33 @@ type Record struct {
 	// SlowStart is how long a backend that comes back up takes to reach its full weight in
 	// the weighted, roundrobin and chain modes (slow_start:); 0, the default, is off.
 	SlowStart time.Duration
-	Backends  []Backend
-	// Discovery, when set, is where more backends of the record are read from at run time.
-	Discovery *Discovery
-	// SplitBrainThreshold, when not 0, is how long the other sites' backends of this record
-	// stay fresh after their site fell silent, in place of the block's split_brain_threshold
-	// (peers mode): a k8gb Gslb's splitBrainThresholdSeconds.
-	SplitBrainThreshold time.Duration
-	// Publish is set by the sites source on the records that have backends of this site:
-	// their healthy ones are served as localtargets-<name> for the other sites.
-	Publish bool
-	// PublishRTT is set by the sites source, with measure_remote, on the records that steer by
-	// RTT (SteersByRTT): this site's RTT to each of their backends is served as
-	// localrtt-<name> for the other sites, which read it to steer the clients near this site.
-	PublishRTT bool
 	// HashPrefix is the client prefix consistent-hash hashes (hash_prefix_v4, hash_prefix_v6).
 	HashPrefix HashPrefix
 	// MinHealthy is how many healthy backends a priority group of failover needs to be
 	// served; a group with fewer counts as down (min_healthy).
 	MinHealthy int
+}
+
+// noSteering is the steering of the records that were given none: every setting zero.
+var noSteering Steering
+
+// Steering returns how the record steers: the zero Steering when it was given none. The
+// result may be shared with other records, and must not be modified: use SetSteering.
+func (r *Record) Steering() *Steering {
+	if r.steering == nil {
+		return &noSteering
+	}
+	return r.steering
+}
+
+// SetSteering gives the record the steering s.
+func (r *Record) SetSteering(s Steering) { r.steering = &s }
+
+// equal reports whether s and o are the same settings.
+func (s *Steering) equal(o *Steering) bool {
+	return s.HashOrder == o.HashOrder && slices.Equal(s.Chain, o.Chain) && s.MaxAnswers == o.MaxAnswers &&
+		s.RTTTolerance == o.RTTTolerance && s.MaxLoad == o.MaxLoad && s.SlowStart == o.SlowStart &&
+		s.HashPrefix == o.HashPrefix && s.MinHealthy == o.MinHealthy
 }
 
 // DegradedAnswerTTL returns the TTL of the record's degraded answers: degraded_ttl, else

@@ -17,6 +17,9 @@ type parser struct {
 	unreadable bool
 	// active holds the alias targets being expanded, to detect cycles.
 	active map[*yaml.Node]bool
+	// steering is the last record's, which the next records share while they have the same
+	// (shareSteering).
+	steering *Steering
 }
 
 func newParser(file string, size int) *parser {

@@ -86,7 +86,8 @@ type Options struct {
 
 // OptionsOf returns the Options a record's configuration sets.
 func OptionsOf(rec *config.Record) Options {
-	return Options{HashOrder: rec.HashOrder, HashPrefix: rec.HashPrefix, MinHealthy: rec.MinHealthy}
+	s := rec.Steering()
+	return Options{HashOrder: s.HashOrder, HashPrefix: s.HashPrefix, MinHealthy: s.MinHealthy}
 }
 
 // Prepare orders candidates for mode and precomputes what Pick needs, with the record's
