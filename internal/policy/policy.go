@@ -116,6 +116,11 @@ func Prepare(mode config.Mode, cands []Candidate, o Options, counter *atomic.Uin
 		// failover, and the geo modes' final fallback: best priority first, ties in config order.
 		slices.SortStableFunc(s.Order, func(a, b int) int { return cmp.Compare(cands[a].Priority, cands[b].Priority) })
 		s.groupStart, s.groupEnd = serveGroup(cands, s.Order, o.MinHealthy)
+		if mode == config.ModeFailover { // not the geo modes' fallback sets, which are not failover's
+			if shared := sharedFailoverSet(s); shared != nil {
+				return shared
+			}
+		}
 	}
 	switch mode {
 	case config.ModeWeighted:
@@ -148,6 +153,43 @@ var emptySets = func() map[config.Mode]*Set {
 	}
 	return m
 }()
+
+// sharedFailover holds, for n up to sharedFailoverMax candidates, every failover set of n
+// candidates in configuration order, by the bounds of the group it answers with: such a set
+// says nothing of its record, and most failover records of a big zone have one of these.
+// Prepare returns them in place of its own. Index: [n][groupStart][groupEnd].
+var sharedFailover = func() (t [sharedFailoverMax + 1][sharedFailoverMax][sharedFailoverMax + 1]*Set) {
+	for n := 1; n <= sharedFailoverMax; n++ {
+		order := make([]int, n)
+		for i := range order {
+			order[i] = i
+		}
+		for start := range n {
+			for end := start + 1; end <= n; end++ {
+				t[n][start][end] = &Set{mode: config.ModeFailover, Order: order, groupStart: start, groupEnd: end}
+			}
+		}
+	}
+	return t
+}()
+
+// sharedFailoverMax is the most candidates of the sets in sharedFailover.
+const sharedFailoverMax = 4
+
+// sharedFailoverSet returns the set of sharedFailover that is the same as s, a failover set,
+// or nil when there is none: s has more candidates, or not in configuration order.
+func sharedFailoverSet(s *Set) *Set {
+	n := len(s.Order)
+	if n > sharedFailoverMax || s.groupStart >= s.groupEnd {
+		return nil
+	}
+	for i, idx := range s.Order {
+		if idx != i {
+			return nil
+		}
+	}
+	return sharedFailover[n][s.groupStart][s.groupEnd]
+}
 
 // scaledWeight is weighted's weight of a candidate: weight (1 for 0 or less) times shareScale,
 // divided by share.

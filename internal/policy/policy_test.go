@@ -63,6 +63,45 @@ func TestFailoverReturnsBestPriorityGroup(t *testing.T) {
 	}
 }
 
+// TestFailoverSetsInConfigOrderAreShared gives the failover records whose few candidates are
+// already in priority order one set per shape, and the others sets of their own that answer
+// the same as before.
+func TestFailoverSetsInConfigOrderAreShared(t *testing.T) {
+	prio := func(ps ...int) []Candidate {
+		out := make([]Candidate, len(ps))
+		for i, p := range ps {
+			out[i] = Candidate{Priority: p, Addr: netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)})}
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		cands  []Candidate
+		opts   Options
+		shared bool
+		want   []string
+	}{
+		{"two in order", prio(1, 2), Options{}, true, []string{"10.0.0.1"}},
+		{"a tie first", prio(1, 1, 2), Options{}, true, []string{"10.0.0.1", "10.0.0.2"}},
+		{"min_healthy skips a group", prio(1, 2, 2), Options{MinHealthy: 2}, true, []string{"10.0.0.2", "10.0.0.3"}},
+		{"out of order", prio(2, 1), Options{}, false, []string{"10.0.0.2"}},
+		{"more than four", prio(1, 2, 3, 4, 5), Options{}, false, []string{"10.0.0.1"}},
+	}
+	for _, tt := range tests {
+		a := Prepare(config.ModeFailover, tt.cands, tt.opts, nil)
+		b := Prepare(config.ModeFailover, slices.Clone(tt.cands), tt.opts, nil)
+		if got := a == b; got != tt.shared {
+			t.Errorf("%s: shared %v, want %v", tt.name, got, tt.shared)
+		}
+		if got := picked(a, tt.cands, netip.Addr{}); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: picked %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if Prepare(config.ModeGeoIP, prio(1, 2), Options{}, nil) == Prepare(config.ModeFailover, prio(1, 2), Options{}, nil) {
+		t.Error("a geo mode's fallback set is failover's shared set")
+	}
+}
+
 func TestRoundRobinRotatesAndSurvivesHealthChanges(t *testing.T) {
 	var counter atomic.Uint64
 	three := addrs("10.0.0.1", "10.0.0.2", "10.0.0.3")
