@@ -564,8 +564,11 @@ func (r *Record) Refresh() {
 	for f := IPv4; f <= IPv6; f++ {
 		stale := r.onlyStale(f)
 		v.Degraded[f] = stale
-		var healthy []*Backend
-		var cands []policy.Candidate
+		// The family's backends are gathered on the stack (most records have a few), and only
+		// what the view keeps is copied to the heap.
+		var healthyBuf, enabledBuf [4]*Backend
+		var candsBuf [4]policy.Candidate
+		healthy, enabled, cands := healthyBuf[:0], enabledBuf[:0], candsBuf[:0]
 		for _, b := range r.Backends {
 			if !b.inFamily(f) {
 				continue
@@ -574,7 +577,7 @@ func (r *Record) Refresh() {
 			if !b.Enabled() {
 				continue
 			}
-			v.Enabled[f] = append(v.Enabled[f], b)
+			enabled = append(enabled, b)
 			if b.PublishedRR != nil && b.Healthy() {
 				x.Published[f] = append(x.Published[f], b.PublishedRR)
 			}
@@ -591,6 +594,9 @@ func (r *Record) Refresh() {
 					Vantages: b.State.VantageRTTs(),
 				})
 			}
+		}
+		if len(enabled) > 0 {
+			v.Enabled[f] = append([]*Backend(nil), enabled...)
 		}
 		var next time.Time
 		if healthy, cands, next = r.slowStart(now, healthy, cands); !next.IsZero() && (rampNext.IsZero() || next.Before(rampNext)) {

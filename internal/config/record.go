@@ -401,7 +401,8 @@ func (p *parser) addBackend(rec *Record, first map[string]*yaml.Node, b *Backend
 // (the records of a zone mostly keep its defaults, and each would otherwise keep a copy).
 func (p *parser) shareSteering(s Steering) *Steering {
 	if p.steering == nil || !p.steering.equal(&s) {
-		p.steering = &s
+		own := s // only a new one goes to the heap
+		p.steering = &own
 	}
 	return p.steering
 }
