@@ -19,7 +19,9 @@
 #   check   /usr/bin/time -v meridian check: wall time and maximum resident set size
 #   start   from the server's launch to its first answer for a record (dig every 50 ms), and
 #           its VmHWM (peak RSS) then; the server is stopped after each start
-#   reload  POST /api/v1/reload right after the start (the zone file unchanged, so it is parsed
+#   live    the server's live heap once it answers: HeapAlloc after a collection, read from the
+#           pprof plugin's heap profile (/debug/pprof/heap?gc=1&debug=1)
+#   reload  POST /api/v1/reload right after the start (and the live heap's collection) (the zone file unchanged, so it is parsed
 #           and compiled again while the first probes run), the time the server logs for it,
 #           and the server's VmHWM after it
 #
@@ -91,7 +93,10 @@ bench_log "zone: $(du -h "$WORK/zone.yml" | cut -f1)"
 
 DNS="$(bench_pick_port)"
 API="$(bench_pick_port "$DNS")"
+PPROF="$(bench_pick_port "$DNS" "$API")"
 bench_api_corefile "$WORK/Corefile" "$DNS" "$API" "$WORK/zone.yml"
+# The pprof plugin, for the live heap; `meridian check` ignores it.
+sed -i "2i\\    pprof 127.0.0.1:$PPROF" "$WORK/Corefile"
 
 now() { date +%s.%N; }
 hwm_mib() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
@@ -99,7 +104,13 @@ hwm_mib() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 # its errors on stdout too).
 answers() { dig +short +time=1 +tries=1 -p "$DNS" @127.0.0.1 n000001.bench.test. A 2>/dev/null | grep -qE '^[0-9]+\.[0-9.]+$'; }
 
-CHECK_T=() CHECK_M=() START_T=() START_M=() RELOAD_T=() RELOAD_M=()
+# live_mb: the server's HeapAlloc after a collection, in MB.
+live_mb() {
+	curl -s --max-time 60 "http://127.0.0.1:$PPROF/debug/pprof/heap?gc=1&debug=1" |
+		awk '/^# HeapAlloc = / { printf "%.1f", $4 / 1e6 }'
+}
+
+CHECK_T=() CHECK_M=() START_T=() START_M=() LIVE=() RELOAD_T=() RELOAD_M=()
 for run in $(seq 1 "$RUNS"); do
 	bench_log "run $run/$RUNS: check"
 	/usr/bin/time -v "$BIN" check -conf "$WORK/Corefile" >"$WORK/check.out" 2>"$WORK/check.err" || {
@@ -122,6 +133,11 @@ for run in $(seq 1 "$RUNS"); do
 	done
 	START_T+=("$(awk -v a="$T0" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')")
 	START_M+=("$(hwm_mib "$PID")")
+	LIVE+=("$(live_mb)")
+	[[ -n "${LIVE[-1]}" ]] || {
+		echo "no heap profile from the pprof plugin on port $PPROF" >&2
+		exit 1
+	}
 
 	bench_log "run $run/$RUNS: reload"
 	# The API's answer may come after its write timeout (a minute): the time is the one the
@@ -167,3 +183,5 @@ echo "|---|---|---|---|---|---|"
 row "meridian check" "< 2 s, < 150 MiB" "$RUNS" "${CHECK_T[@]}" "${CHECK_M[@]}"
 row "start until answering" "< 2 s, < 150 MiB" "$RUNS" "${START_T[@]}" "${START_M[@]}"
 row "reload (peak RSS since the start)" "" "$RUNS" "${RELOAD_T[@]}" "${RELOAD_M[@]}"
+echo
+echo "live heap after the start (MB, after a collection): best $(best "${LIVE[@]}"), median $(bench_median "${LIVE[@]}")"
