@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -313,6 +314,23 @@ records:
 		}
 		if r.Name == "geo.example.org." && v.Extra().Geo[IPv4] == nil {
 			t.Errorf("%s: no geo table", r.Name)
+		}
+	}
+}
+
+// TestBackendKey names a backend by its record, its canonical address and its port.
+func TestBackendKey(t *testing.T) {
+	tests := []struct {
+		b    config.Backend
+		want string
+	}{
+		{config.Backend{Address: "10.0.0.1", IP: netip.MustParseAddr("10.0.0.1")}, "www.example.org.|10.0.0.1|0"},
+		{config.Backend{Address: "2001:DB8:0::1", IP: netip.MustParseAddr("2001:DB8:0::1"), Port: 8443}, "www.example.org.|2001:db8::1|8443"},
+		{config.Backend{Address: "web.example.net.", Port: 80}, "www.example.org.|web.example.net.|80"},
+	}
+	for _, tt := range tests {
+		if got := BackendKey("www.example.org.", &tt.b); got != tt.want {
+			t.Errorf("BackendKey(%s) = %q, want %q", tt.b.Address, got, tt.want)
 		}
 	}
 }

@@ -466,11 +466,15 @@ const LocalTargetsPrefix = "localtargets-"
 // BackendKey returns the key of backend b of the record named record: the record name, the
 // canonical address and the port. It identifies the backend's health across reloads.
 func BackendKey(record string, b *config.Backend) string {
-	addr := b.Address
+	var buf [128]byte // one allocation, the key's, for most keys
+	key := append(append(buf[:0], record...), '|')
 	if b.IP.IsValid() {
-		addr = b.IP.String() // one identity however the address is spelled
+		key = b.IP.AppendTo(key) // one identity however the address is spelled
+	} else {
+		key = append(key, b.Address...)
 	}
-	return record + "|" + addr + "|" + strconv.Itoa(int(b.Port))
+	key = strconv.AppendUint(append(key, '|'), uint64(b.Port), 10)
+	return string(key)
 }
 
 // FallbackApplies reports whether family f must be answered by the fallback policy: no backend

@@ -92,17 +92,24 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 	return specs, nil
 }
 
-// backendKeys returns the keys of every backend of snap, whose health words the manager keeps.
-// It is built for each Sync and dropped: 30,000 backends make a map of a few megabytes.
+// backendKeys returns the keys of the backends of snap whose health words the manager keeps:
+// the probed ones (the others share one that the catalog holds). It is built for each Sync
+// and dropped: 30,000 backends make a map of a few megabytes.
 func backendKeys(snap *catalog.Snapshot) map[string]bool {
 	n := 0
 	for _, rec := range snap.Records() {
-		n += len(rec.Backends)
+		for _, b := range rec.Backends {
+			if b.Config.Probed() {
+				n++
+			}
+		}
 	}
 	keep := make(map[string]bool, n) // sized: growing it rehashed every key several times
 	for _, rec := range snap.Records() {
 		for _, b := range rec.Backends {
-			keep[b.Key] = true
+			if b.Config.Probed() {
+				keep[b.Key] = true
+			}
 		}
 	}
 	return keep
