@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -331,6 +332,31 @@ func TestBackendKey(t *testing.T) {
 	for _, tt := range tests {
 		if got := BackendKey("www.example.org.", &tt.b); got != tt.want {
 			t.Errorf("BackendKey(%s) = %q, want %q", tt.b.Address, got, tt.want)
+		}
+	}
+}
+
+// TestViewExtraSeesEveryField sets each field of a ViewExtra alone: it is then not empty, so a
+// view keeps it. A field added and forgotten in empty fails here.
+func TestViewExtraSeesEveryField(t *testing.T) {
+	typ := reflect.TypeFor[ViewExtra]()
+	for i := range typ.NumField() {
+		var x ViewExtra
+		f := reflect.ValueOf(&x).Elem().Field(i)
+		switch {
+		case f.Type() == reflect.TypeFor[time.Time]():
+			f.Set(reflect.ValueOf(time.Unix(1, 0)))
+		case f.Kind() == reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		case f.Kind() == reflect.Array && f.Type().Elem().Kind() == reflect.Pointer:
+			f.Index(0).Set(reflect.New(f.Type().Elem().Elem()))
+		case f.Kind() == reflect.Array && f.Type().Elem().Kind() == reflect.Slice:
+			f.Index(1).Set(reflect.MakeSlice(f.Type().Elem(), 1, 1))
+		default:
+			t.Fatalf("ViewExtra.%s: a field of a type this test cannot set, %s", typ.Field(i).Name, f.Type())
+		}
+		if x.empty() {
+			t.Errorf("a ViewExtra with only %s set is empty", typ.Field(i).Name)
 		}
 	}
 }

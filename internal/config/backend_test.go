@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,48 @@ records:
 func TestRecordStaysSmall(t *testing.T) {
 	if size := unsafe.Sizeof(Record{}); size > 288 {
 		t.Errorf("a Record takes %d bytes, more than 288: keep what most records share or leave unset out of line, as Steering", size)
+	}
+}
+
+// TestLabelsAndSteeringSeeEveryField sets each field of Labels and of Steering alone: Labels
+// are then not empty, and Steering not equal to the zero one. A field added to either and
+// forgotten in empty or equal fails here.
+func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
+	for _, tc := range []struct {
+		zero  any
+		alike func(v reflect.Value) bool
+	}{
+		{Labels{}, func(v reflect.Value) bool { l := v.Interface().(Labels); return l.empty() }},
+		{Steering{}, func(v reflect.Value) bool { s := v.Interface().(Steering); return s.equal(&Steering{}) }},
+	} {
+		typ := reflect.TypeOf(tc.zero)
+		for i := range typ.NumField() {
+			v := reflect.New(typ).Elem()
+			f := v.Field(i)
+			switch f.Kind() {
+			case reflect.Slice:
+				f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+				if f.Index(0).Kind() == reflect.String {
+					f.Index(0).SetString("x")
+				}
+			case reflect.String:
+				f.SetString("x")
+			case reflect.Bool:
+				f.SetBool(true)
+			case reflect.Int, reflect.Int64:
+				f.SetInt(1)
+			case reflect.Uint32:
+				f.SetUint(1)
+			case reflect.Float64:
+				f.SetFloat(1)
+			case reflect.Struct:
+				f.Field(0).Set(reflect.ValueOf(1).Convert(f.Field(0).Type()))
+			default:
+				t.Fatalf("%s.%s: a field of kind %s this test cannot set", typ.Name(), typ.Field(i).Name, f.Kind())
+			}
+			if tc.alike(v) {
+				t.Errorf("%s with only %s set reads as the zero one", typ.Name(), typ.Field(i).Name)
+			}
+		}
 	}
 }
