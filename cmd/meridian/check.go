@@ -67,7 +67,7 @@ func failoverTargets(blocks []checkedBlock) (held, missed []string) {
 		for _, z := range b.zones {
 			for i := range z.Records {
 				rec := &z.Records[i]
-				if rec.FailoverTarget == 0 {
+				if rec.Settings().FailoverTarget == 0 {
 					continue
 				}
 				budget := engine.RecordFailoverBudget(rec, b.compat.Options)

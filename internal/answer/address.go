@@ -80,7 +80,7 @@ func pickFamily(rec *catalog.Record, v *catalog.View, c client, f catalog.Family
 	if !v.FallbackApplies(f) {
 		return selection{}
 	}
-	fb := &rec.Config.Fallback
+	fb := &rec.Config.Settings().Fallback
 	switch fb.Mode {
 	case config.FallbackFailClosed:
 		return selection{rcode: fb.Rcode, closed: true}

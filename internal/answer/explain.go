@@ -126,7 +126,7 @@ func Describe(snap *catalog.Snapshot, opts Options, q Query, m *dns.Msg, res Res
 		return e
 	}
 	b.rec, b.owner = rec, rec.Name
-	e.Record, e.Mode, e.Fallback = rec.Name, string(rec.Config.Mode), string(rec.Config.Fallback.Mode)
+	e.Record, e.Mode, e.Fallback = rec.Name, string(rec.Config.Mode), string(rec.Config.Settings().Fallback.Mode)
 	if wildcard {
 		e.Steps = append(e.Steps, "matched the wildcard "+rec.Name)
 	}
@@ -167,7 +167,7 @@ func explainFamily(b *builder, f catalog.Family) []string {
 	}
 	if len(v.Healthy[f]) == 0 {
 		if v.FallbackApplies(f) {
-			steps = append(steps, fmt.Sprintf("%s: no backend is healthy: fallback policy %s answers", family, rec.Config.Fallback.Mode))
+			steps = append(steps, fmt.Sprintf("%s: no backend is healthy: fallback policy %s answers", family, rec.Config.Settings().Fallback.Mode))
 		}
 		return steps
 	}

@@ -77,7 +77,7 @@ func (r *builder) svcb() {
 				v6 = append(v6, a[:])
 			}
 		}
-		if alpn := r.rec.Config.ALPN; len(alpn) > 0 {
+		if alpn := r.rec.Config.Settings().ALPN; len(alpn) > 0 {
 			svcb.Value = append(svcb.Value, &dns.SVCBAlpn{Alpn: alpn})
 		}
 		if first.Port != 0 {

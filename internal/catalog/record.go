@@ -511,19 +511,20 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 		}
 		r.Backends = append(r.Backends, b)
 	}
-	if m := rc.Fallback.Mode; m != config.FallbackFailSpecific && m != config.FallbackLastKnownGood {
+	fb := &rc.Settings().Fallback
+	if m := fb.Mode; m != config.FallbackFailSpecific && m != config.FallbackLastKnownGood {
 		return r
 	}
 	r.fallback = &fallbackAnswers{}
-	for _, ip := range rc.Fallback.IPs {
+	for _, ip := range fb.IPs {
 		f := IPv6
 		if ip.Is4() {
 			f = IPv4
 		}
 		r.fallback.ips[f] = append(r.fallback.ips[f], addressRR(rc.Name, rc.TTL, &config.Backend{IP: ip}))
 	}
-	if rc.Fallback.CNAME != "" {
-		r.fallback.cname = &dns.CNAME{Hdr: header(rc.Name, dns.TypeCNAME, rc.TTL), Target: rc.Fallback.CNAME}
+	if fb.CNAME != "" {
+		r.fallback.cname = &dns.CNAME{Hdr: header(rc.Name, dns.TypeCNAME, rc.TTL), Target: fb.CNAME}
 	}
 	return r
 }
@@ -621,7 +622,7 @@ func (r *Record) Refresh() {
 		if r.Config.Mode == config.ModeChain {
 			x.Chains[f] = r.chain(v.Healthy[f], cands, set.Order)
 		}
-		if r.Config.Fallback.Mode == config.FallbackLastKnownGood {
+		if r.Config.Settings().Fallback.Mode == config.FallbackLastKnownGood {
 			if len(healthy) > 0 {
 				r.fallback.lastGood[f] = v.Healthy[f]
 			}

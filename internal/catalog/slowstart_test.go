@@ -173,7 +173,9 @@ func TestSlowStartRoundRobin(t *testing.T) {
 // TestRefreshRampTimer: Refresh keeps refreshing the record while a backend ramps, and stops.
 func TestRefreshRampTimer(t *testing.T) {
 	r, _ := slowStartRecord(t, "weighted")
-	r.Config.Steering().SlowStart = 300 * time.Millisecond
+	steering := *r.Config.Steering()
+	steering.SlowStart = 300 * time.Millisecond
+	r.Config.SetSteering(steering)
 	b := r.Backends[1]
 	b.State.SetRecovered(time.Now())
 	r.Refresh()

@@ -102,7 +102,8 @@ func TestDegradedTTLDefaultsToRecordTTL(t *testing.T) {
 // 5, a drain at 10:00:00. No answer given before the start outlives it.
 func TestDrainTTLArithmetic(t *testing.T) {
 	five := uint32(5)
-	rec := &config.Record{TTL: 30, DrainTTL: &five}
+	rec := &config.Record{TTL: 30}
+	rec.SetSettings(config.Settings{DrainTTL: &five})
 	start := time.Date(2030, 1, 2, 10, 0, 0, 0, time.UTC)
 	at := func(s string) time.Time {
 		t, _ := time.Parse("15:04:05.000", s)

@@ -12,7 +12,8 @@ func TestCheck(t *testing.T) {
 	api := config.DefaultOptions()
 	api.API.Enable = true
 	ipHashOrdered := func(order config.HashOrder, addrs ...string) []*config.Zone {
-		r := config.Record{Name: "www.example.org.", Mode: config.ModeIPHash, ALPN: []string{"h2"}, Pos: config.Position{File: "zone.yml", Line: 4}}
+		r := config.Record{Name: "www.example.org.", Mode: config.ModeIPHash, Pos: config.Position{File: "zone.yml", Line: 4}}
+		r.SetSettings(config.Settings{ALPN: []string{"h2"}})
 		r.SetSteering(config.Steering{HashOrder: order})
 		for _, a := range addrs {
 			r.Backends = append(r.Backends, config.Backend{Address: a})
@@ -22,8 +23,9 @@ func TestCheck(t *testing.T) {
 	ipHash := func(addrs ...string) []*config.Zone { return ipHashOrdered(config.HashOrderAddress, addrs...) }
 	same := map[string]int{"api_enable": 3, "api_listen_addr": 4, "enable_txt": 5, "coredns_gslb_metrics": 6}
 	record := func(alpn []string, checks ...config.HealthCheck) []*config.Zone {
-		r := config.Record{Name: "www.example.org.", Mode: config.ModeFailover, ALPN: alpn, Pos: config.Position{File: "zone.yml", Line: 2},
+		r := config.Record{Name: "www.example.org.", Mode: config.ModeFailover, Pos: config.Position{File: "zone.yml", Line: 2},
 			Backends: []config.Backend{{Address: "192.0.2.1", HealthChecks: checks}}}
+		r.SetSettings(config.Settings{ALPN: alpn})
 		return []*config.Zone{{Origin: "example.org.", Records: []config.Record{r}}}
 	}
 	http := func(params map[string]any) config.HealthCheck {

@@ -65,7 +65,7 @@ func alpnDefault(_ Block, zones []*config.Zone) []Difference {
 		var first *config.Record
 		n := 0
 		for i, r := range z.Records {
-			if len(r.ALPN) == 0 {
+			if len(r.Settings().ALPN) == 0 {
 				n++
 				if first == nil {
 					first = &z.Records[i]

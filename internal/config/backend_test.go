@@ -115,16 +115,25 @@ func TestBackendStaysSmall(t *testing.T) {
 // record with its own settings its own.
 func TestRecordsShareTheirSteering(t *testing.T) {
 	z := parseString(t, `
-defaults: {min_healthy: 2}
+defaults: {min_healthy: 2, record_ttl: 60, scrape_interval: 30s}
 records:
   a.example.org.: {backends: [{address: 10.0.0.1}]}
   b.example.org.: {backends: [{address: 10.0.0.2}]}
-  c.example.org.: {min_healthy: 3, backends: [{address: 10.0.0.3}]}
+  c.example.org.: {min_healthy: 3, owner: web, backends: [{address: 10.0.0.3}]}
   d.example.org.: {mode: chain, chain: [rtt, weighted], max_answers: 1, backends: [{address: 10.0.0.4}]}
 `)
 	a, b, c, d := &z.Records[0], &z.Records[1], &z.Records[2], &z.Records[3]
 	if a.Steering() != b.Steering() {
-		t.Error("two records of the same settings keep a copy each")
+		t.Error("two records of the same steering keep a copy each")
+	}
+	if a.Settings() != b.Settings() || c.Settings() == b.Settings() {
+		t.Error("consecutive records of the same settings keep a copy each, or of other settings share")
+	}
+	eq(t, "owner", []string{a.Settings().Owner, c.Settings().Owner, d.Settings().Owner}, []string{"", "web", ""})
+	eq(t, "scrape_interval", c.Settings().ScrapeInterval, 30*time.Second)
+	made := NewRecord("n.example.org.", ModeFailover, Position{})
+	if (&Record{}).Settings().ScrapeInterval != 0 || made.Settings().Fallback.Mode != FallbackFailOpen {
+		t.Error("a record given no settings does not read as zero, or a new one not as the defaults")
 	}
 	eq(t, "min_healthy", []int{a.Steering().MinHealthy, c.Steering().MinHealthy}, []int{2, 3})
 	eq(t, "chain", []any{d.Steering().Chain, d.Steering().MaxAnswers, a.Steering().Chain},
@@ -136,14 +145,14 @@ records:
 
 // TestRecordStaysSmall guards the size of a record, of which a big zone holds 100,000.
 func TestRecordStaysSmall(t *testing.T) {
-	if size := unsafe.Sizeof(Record{}); size > 288 {
-		t.Errorf("a Record takes %d bytes, more than 288: keep what most records share or leave unset out of line, as Steering", size)
+	if size := unsafe.Sizeof(Record{}); size > 120 {
+		t.Errorf("a Record takes %d bytes, more than 120: keep what most records share or leave unset out of line, as Steering and Settings", size)
 	}
 }
 
-// TestLabelsAndSteeringSeeEveryField sets each field of Labels and of Steering alone: Labels
-// are then not empty, and Steering not equal to the zero one. A field added to either and
-// forgotten in empty or equal fails here.
+// TestLabelsAndSteeringSeeEveryField sets each field of Labels, Steering, Settings and Fallback
+// alone: Labels are then not empty, and the others not equal to their zero one. A field added
+// to one and forgotten in empty or equal fails here.
 func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 	for _, tc := range []struct {
 		zero  any
@@ -151,12 +160,16 @@ func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 	}{
 		{Labels{}, func(v reflect.Value) bool { l := v.Interface().(Labels); return l.empty() }},
 		{Steering{}, func(v reflect.Value) bool { s := v.Interface().(Steering); return s.equal(&Steering{}) }},
+		{Settings{}, func(v reflect.Value) bool { s := v.Interface().(Settings); return s.equal(&Settings{}) }},
+		{Fallback{}, func(v reflect.Value) bool { f := v.Interface().(Fallback); return f.equal(&Fallback{}) }},
 	} {
 		typ := reflect.TypeOf(tc.zero)
 		for i := range typ.NumField() {
 			v := reflect.New(typ).Elem()
 			f := v.Field(i)
 			switch f.Kind() {
+			case reflect.Pointer:
+				f.Set(reflect.New(f.Type().Elem()))
 			case reflect.Slice:
 				f.Set(reflect.MakeSlice(f.Type(), 1, 1))
 				if f.Index(0).Kind() == reflect.String {
@@ -173,7 +186,11 @@ func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 			case reflect.Float64:
 				f.SetFloat(1)
 			case reflect.Struct:
-				f.Field(0).Set(reflect.ValueOf(1).Convert(f.Field(0).Type()))
+				if f.Field(0).Kind() == reflect.String {
+					f.Field(0).SetString("x")
+				} else {
+					f.Field(0).Set(reflect.ValueOf(1).Convert(f.Field(0).Type()))
+				}
 			default:
 				t.Fatalf("%s.%s: a field of kind %s this test cannot set", typ.Name(), typ.Field(i).Name, f.Kind())
 			}

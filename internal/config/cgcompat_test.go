@@ -62,32 +62,32 @@ func TestCoreDNSGSLBSpellings(t *testing.T) {
 	}{
 		{"failover_policy", "records:\n  a.example.org:\n    failover_policy: {mode: fail-closed, rcode: NXDOMAIN}\n    backends: [{address: 10.0.0.1}]\n",
 			func(t *testing.T, r Record) {
-				eq(t, "fallback", r.Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 3})
+				eq(t, "fallback", r.Settings().Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 3})
 			},
 			[]string{`zone.yml:3:5: records["a.example.org"].failover_policy: failover_policy is deprecated: rename it fallback_policy`}},
 		{"failover_policy in defaults", "defaults:\n  failover_policy: {mode: fail-closed}\nrecords:\n  a.example.org: {backends: [{address: 10.0.0.1}]}\n",
 			func(t *testing.T, r Record) {
-				eq(t, "fallback", r.Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 2})
+				eq(t, "fallback", r.Settings().Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 2})
 			},
 			[]string{`zone.yml:2:3: defaults.failover_policy: failover_policy is deprecated: rename it fallback_policy`}},
 		{"fallback_policy", "records:\n  a.example.org:\n    fallback_policy: {mode: fail-closed}\n    backends: [{address: 10.0.0.1}]\n",
-			func(t *testing.T, r Record) { eq(t, "fallback mode", r.Fallback.Mode, FallbackFailClosed) }, nil},
+			func(t *testing.T, r Record) { eq(t, "fallback mode", r.Settings().Fallback.Mode, FallbackFailClosed) }, nil},
 		{"CoreDNS-GSLB's fallback_ips mode", "records:\n  a.example.org:\n    fallback_policy:\n      mode: fallback_ips\n      fallback_ips: [192.0.2.1]\n      fallback_cname: status.example.org.\n      rcode: SERVFAIL\n    backends: [{address: 10.0.0.1}]\n",
 			func(t *testing.T, r Record) {
-				eq(t, "fallback", r.Fallback, Fallback{Mode: FallbackFailSpecific, IPs: []netip.Addr{netip.MustParseAddr("192.0.2.1")}})
+				eq(t, "fallback", r.Settings().Fallback, Fallback{Mode: FallbackFailSpecific, IPs: []netip.Addr{netip.MustParseAddr("192.0.2.1")}})
 			},
 			[]string{`zone.yml:6:23: records["a.example.org"].fallback_policy.fallback_cname: ignored: mode fallback_ips answers with fallback_ips only`,
 				`zone.yml:7:14: records["a.example.org"].fallback_policy.rcode: ignored: mode fallback_ips answers with fallback_ips only`}},
 		{"CoreDNS-GSLB's fallback_cname mode", "records:\n  a.example.org:\n    fallback_policy: {mode: fallback_cname, fallback_cname: status.example.org.}\n    backends: [{address: 10.0.0.1}]\n",
 			func(t *testing.T, r Record) {
-				eq(t, "fallback", r.Fallback, Fallback{Mode: FallbackFailSpecific, CNAME: "status.example.org."})
+				eq(t, "fallback", r.Settings().Fallback, Fallback{Mode: FallbackFailSpecific, CNAME: "status.example.org."})
 			}, nil},
 		{"CoreDNS-GSLB's rcode mode", "records:\n  a.example.org:\n    fallback_policy: {mode: RCODE}\n    backends: [{address: 10.0.0.1}]\n",
 			func(t *testing.T, r Record) {
-				eq(t, "fallback", r.Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 2})
+				eq(t, "fallback", r.Settings().Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 2})
 			}, nil},
 		{"svcb_alpn", "records:\n  a.example.org:\n    svcb_alpn: [h3, h2]\n    backends: [{address: 10.0.0.1}]\n",
-			func(t *testing.T, r Record) { eq(t, "alpn", r.ALPN, []string{"h3", "h2"}) }, nil},
+			func(t *testing.T, r Record) { eq(t, "alpn", r.Settings().ALPN, []string{"h3", "h2"}) }, nil},
 		{"backend timeout", "records:\n  a.example.org:\n    backends: [{address: 10.0.0.1, timeout: 2s}, {address: 10.0.0.2}]\n",
 			func(t *testing.T, r Record) {
 				eq(t, "timeouts", []time.Duration{r.Backends[0].Timeout, r.Backends[1].Timeout}, []time.Duration{2 * time.Second, 0})

@@ -217,9 +217,15 @@ func (p *parser) recordKubernetes(n *yaml.Node, path string) []Backend {
 // default, as the sources that create records (Kubernetes annotations, k8gb's Gslb) start
 // from; pos says where it comes from.
 func NewRecord(name string, mode Mode, pos Position) Record {
-	r := Record{Name: name, Pos: pos, Mode: mode, TTL: DefaultRecordTTL,
-		ScrapeInterval: DefaultScrapeInterval, ScrapeTimeout: min(DefaultScrapeTimeout, DefaultScrapeInterval),
-		ScrapeRetries: DefaultScrapeRetries, Fallback: Fallback{Mode: FallbackFailOpen}}
-	r.SetSteering(Steering{HashOrder: HashOrderAddress})
-	return r
+	return Record{Name: name, Pos: pos, Mode: mode, TTL: DefaultRecordTTL,
+		settings: &defaultSettings, steering: &defaultSteering}
 }
+
+// defaultSettings and defaultSteering are the settings and steering of the records NewRecord
+// makes, which share them until a source gives one its own (SetSettings, SetSteering).
+var (
+	defaultSettings = Settings{ScrapeInterval: DefaultScrapeInterval,
+		ScrapeTimeout: min(DefaultScrapeTimeout, DefaultScrapeInterval),
+		ScrapeRetries: DefaultScrapeRetries, Fallback: Fallback{Mode: FallbackFailOpen}}
+	defaultSteering = Steering{HashOrder: HashOrderAddress}
+)

@@ -407,6 +407,16 @@ func (p *parser) shareSteering(s Steering) *Steering {
 	return p.steering
 }
 
+// shareSettings returns s as a record's settings: the previous record's when they are the
+// same, as shareSteering does.
+func (p *parser) shareSettings(s Settings) *Settings {
+	if p.settings == nil || !p.settings.equal(&s) {
+		own := s
+		p.settings = &own
+	}
+	return p.settings
+}
+
 // record parses one record; its problems are recorded, and its name was checked by the caller.
 func (p *parser) record(name string, e entry, path string, defs recordOpts, profiles profileSet) Record {
 	var o recordOpts
@@ -426,15 +436,18 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	}
 	o.inherit(defs)
 	rec := Record{
-		Name:          name,
-		Pos:           p.Pos(e.k),
-		Mode:          o.mode.or(ModeFailover),
-		TTL:           o.ttl.or(DefaultRecordTTL),
-		Owner:         o.owner.or(""),
-		Description:   o.description.or(""),
-		ScrapeRetries: o.retries.or(DefaultScrapeRetries),
-		Fallback:      o.fallback.or(Fallback{Mode: FallbackFailOpen}),
-		ALPN:          o.alpn.or(nil),
+		Name: name,
+		Pos:  p.Pos(e.k),
+		Mode: o.mode.or(ModeFailover),
+		TTL:  o.ttl.or(DefaultRecordTTL),
+	}
+	settings := Settings{
+		Owner:          o.owner.or(""),
+		Description:    o.description.or(""),
+		ScrapeRetries:  o.retries.or(DefaultScrapeRetries),
+		Fallback:       o.fallback.or(Fallback{Mode: FallbackFailOpen}),
+		ALPN:           o.alpn.or(nil),
+		FailoverTarget: o.failoverTarget.or(0),
 	}
 	steering := Steering{
 		HashOrder:  o.hashOrder.or(HashOrderAddress),
@@ -445,20 +458,20 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	if o.slowStart.set && !o.slowStart.inherited && o.slowStart.v > 0 && !slices.Contains(SlowStartModes, rec.Mode) {
 		p.ErrorAt(o.slowStart.pos, o.slowStart.path, "slow_start only applies with mode weighted, roundrobin or chain, not %s", rec.Mode)
 	}
-	rec.DegradedTTL, rec.DrainTTL = p.lowTTLs(&o, rec.TTL)
-	rec.FailoverTarget = o.failoverTarget.or(0)
+	settings.DegradedTTL, settings.DrainTTL = p.lowTTLs(&o, rec.TTL)
 	onlyWith(p, o.hashOrder, "hash_order", rec.Mode, ModeIPHash)
 	onlyWith(p, o.hashV4, "hash_prefix_v4", rec.Mode, ModeConsistentHash, ModeChain)
 	onlyWith(p, o.hashV6, "hash_prefix_v6", rec.Mode, ModeConsistentHash, ModeChain)
 	onlyWith(p, o.minHealthy, "min_healthy", rec.Mode, ModeFailover, ModeChain)
 	p.chainOptions(&steering, rec.Mode, &o, e, path)
 	rec.steering = p.shareSteering(steering)
-	rec.ScrapeInterval, rec.ScrapeTimeout = p.scrapeTimes(&o)
-	if rec.Fallback.CNAME == name {
+	settings.ScrapeInterval, settings.ScrapeTimeout = p.scrapeTimes(&o)
+	rec.settings = p.shareSettings(settings)
+	if settings.Fallback.CNAME == name {
 		p.Errorf(e.k, child(path, "fallback_policy.fallback_cname"), "the fallback CNAME %s is the record itself", name)
 	}
 	if discovery != nil {
-		rec.Discovery = p.discovery(discovery, child(path, "discovery"), rec.ScrapeInterval, profiles)
+		rec.Discovery = p.discovery(discovery, child(path, "discovery"), settings.ScrapeInterval, profiles)
 	}
 	bpath := child(path, "backends")
 	items := p.items(backends, bpath)
@@ -477,7 +490,7 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	rec.Backends = make([]Backend, 0, len(items)+len(kubeBackends)) // kept for the configuration's life: no slack
 	for i, item := range items {
 		ipath := index(bpath, i)
-		b, ok := p.backend(item, ipath, profiles, rec.ScrapeInterval)
+		b, ok := p.backend(item, ipath, profiles, settings.ScrapeInterval)
 		if b.IsPlaceholder() && len(b.HealthChecks) > 0 && !rec.SteersByRTT() {
 			// A chain's rtt step has its targets measured with them (measure_remote).
 			p.Errorf(item, child(ipath, "healthchecks"), "a backend without an address stands for what site %s publishes: it has nothing to probe here (unless the record steers by RTT: mode chain with an rtt step, where they measure its targets with measure_remote)", b.Site)

@@ -39,8 +39,8 @@ func TestLowTTLsAndFailoverTarget(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := &z.Records[0]
-			if r.DegradedAnswerTTL() != tt.degraded || r.DrainAnswerTTL() != tt.drain || r.FailoverTarget != tt.target {
-				t.Fatalf("degraded %d drain %d target %v, want %d %d %v", r.DegradedAnswerTTL(), r.DrainAnswerTTL(), r.FailoverTarget, tt.degraded, tt.drain, tt.target)
+			if r.DegradedAnswerTTL() != tt.degraded || r.DrainAnswerTTL() != tt.drain || r.Settings().FailoverTarget != tt.target {
+				t.Fatalf("degraded %d drain %d target %v, want %d %d %v", r.DegradedAnswerTTL(), r.DrainAnswerTTL(), r.Settings().FailoverTarget, tt.degraded, tt.drain, tt.target)
 			}
 		})
 	}

@@ -224,35 +224,17 @@ type Record struct {
 	Name string // canonical FQDN; may start with "*." for a wildcard
 	Pos  Position
 	Mode Mode
-	// DegradedTTL is degraded_ttl, the TTL of the record's answers while it is degraded (a
-	// backend down, a failover, stale or fallback answers); nil when not set: TTL. Read it
-	// with DegradedAnswerTTL.
-	DegradedTTL *uint32
-	// DrainTTL is drain_ttl, the TTL of the record's answers before a scheduled drain of one
-	// of its backends; nil when not set. Read it with DrainAnswerTTL.
-	DrainTTL *uint32
-	// FailoverTarget is the longest time the record may send clients to a dead backend
-	// (failover_target); 0 when the record sets no target.
-	FailoverTarget time.Duration
-	Owner          string
-	Description    string
-	ScrapeInterval time.Duration
-	ScrapeTimeout  time.Duration
-	ScrapeRetries  int
-	Fallback       Fallback
-	// ALPN is the alpn value of HTTPS/SVCB answers; empty means none is sent.
-	ALPN []string
+	// settings are the record's TTLs beyond record_ttl, failover target, scrape timing,
+	// fallback policy, ALPN, split-brain threshold, owner and description; read them with
+	// Settings. The parser shares one among the records that have the same.
+	settings *Settings
 	// steering is how the record picks among its healthy backends beyond its mode; read it
 	// with Steering. The parser shares one among the records that have the same.
 	steering *Steering
 	Backends []Backend
 	// Discovery, when set, is where more backends of the record are read from at run time.
 	Discovery *Discovery
-	// SplitBrainThreshold, when not 0, is how long the other sites' backends of this record
-	// stay fresh after their site fell silent, in place of the block's split_brain_threshold
-	// (peers mode): a k8gb Gslb's splitBrainThresholdSeconds.
-	SplitBrainThreshold time.Duration
-	TTL                 uint32
+	TTL       uint32
 	// Publish is set by the sites source on the records that have backends of this site:
 	// their healthy ones are served as localtargets-<name> for the other sites.
 	Publish bool
@@ -307,21 +289,78 @@ func (s *Steering) equal(o *Steering) bool {
 		s.HashPrefix == o.HashPrefix && s.MinHealthy == o.MinHealthy
 }
 
+// Settings are the settings of a record that most records of a zone take from its defaults:
+// a record keeps them out of line, shared with the records that have the same (Record.Settings).
+type Settings struct {
+	// DegradedTTL is degraded_ttl, the TTL of the record's answers while it is degraded (a
+	// backend down, a failover, stale or fallback answers); nil when not set: TTL. Read it
+	// with Record.DegradedAnswerTTL.
+	DegradedTTL *uint32
+	// DrainTTL is drain_ttl, the TTL of the record's answers before a scheduled drain of one
+	// of its backends; nil when not set. Read it with Record.DrainAnswerTTL.
+	DrainTTL *uint32
+	// FailoverTarget is the longest time the record may send clients to a dead backend
+	// (failover_target); 0 when the record sets no target.
+	FailoverTarget time.Duration
+	Owner          string
+	Description    string
+	ScrapeInterval time.Duration
+	ScrapeTimeout  time.Duration
+	ScrapeRetries  int
+	Fallback       Fallback
+	// ALPN is the alpn value of HTTPS/SVCB answers; empty means none is sent.
+	ALPN []string
+	// SplitBrainThreshold, when not 0, is how long the other sites' backends of this record
+	// stay fresh after their site fell silent, in place of the block's split_brain_threshold
+	// (peers mode): a k8gb Gslb's splitBrainThresholdSeconds.
+	SplitBrainThreshold time.Duration
+}
+
+// noSettings are the settings of the records that were given none: every setting zero.
+var noSettings Settings
+
+// Settings returns the record's settings: the zero Settings when it was given none. The
+// result may be shared with other records, and must not be modified: use SetSettings.
+func (r *Record) Settings() *Settings {
+	if r.settings == nil {
+		return &noSettings
+	}
+	return r.settings
+}
+
+// SetSettings gives the record the settings s.
+func (r *Record) SetSettings(s Settings) { r.settings = &s }
+
+// equal reports whether s and o are the same settings.
+func (s *Settings) equal(o *Settings) bool {
+	return equalTTL(s.DegradedTTL, o.DegradedTTL) && equalTTL(s.DrainTTL, o.DrainTTL) &&
+		s.FailoverTarget == o.FailoverTarget && s.Owner == o.Owner && s.Description == o.Description &&
+		s.ScrapeInterval == o.ScrapeInterval && s.ScrapeTimeout == o.ScrapeTimeout &&
+		s.ScrapeRetries == o.ScrapeRetries && s.Fallback.equal(&o.Fallback) && slices.Equal(s.ALPN, o.ALPN) &&
+		s.SplitBrainThreshold == o.SplitBrainThreshold
+}
+
+// equalTTL reports whether a and b are both unset or both set to the same TTL.
+func equalTTL(a, b *uint32) bool {
+	return a == b || a != nil && b != nil && *a == *b
+}
+
 // DegradedAnswerTTL returns the TTL of the record's degraded answers: degraded_ttl, else
 // record_ttl; never above record_ttl.
 func (r *Record) DegradedAnswerTTL() uint32 {
-	if r.DegradedTTL == nil {
+	t := r.Settings().DegradedTTL
+	if t == nil {
 		return r.TTL
 	}
-	return min(*r.DegradedTTL, r.TTL)
+	return min(*t, r.TTL)
 }
 
 // DrainAnswerTTL returns the TTL of the record's answers in the record_ttl before a scheduled
 // drain: drain_ttl, else DefaultDrainTTL; never above DegradedAnswerTTL.
 func (r *Record) DrainAnswerTTL() uint32 {
 	d := uint32(DefaultDrainTTL)
-	if r.DrainTTL != nil {
-		d = *r.DrainTTL
+	if t := r.Settings().DrainTTL; t != nil {
+		d = *t
 	}
 	return min(d, r.DegradedAnswerTTL())
 }
@@ -352,6 +391,11 @@ type Fallback struct {
 	Rcode int // DNS rcode for fail-closed
 	IPs   []netip.Addr
 	CNAME string // canonical FQDN
+}
+
+// equal reports whether f and o are the same policy.
+func (f *Fallback) equal(o *Fallback) bool {
+	return f.Mode == o.Mode && f.Rcode == o.Rcode && slices.Equal(f.IPs, o.IPs) && f.CNAME == o.CNAME
 }
 
 // Backend is one site of a record.

@@ -20,6 +20,8 @@ type parser struct {
 	// steering is the last record's, which the next records share while they have the same
 	// (shareSteering).
 	steering *Steering
+	// settings are the last record's, shared the same way (shareSettings).
+	settings *Settings
 }
 
 func newParser(file string, size int) *parser {

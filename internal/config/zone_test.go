@@ -73,7 +73,7 @@ func TestSelectionModeExamples(t *testing.T) {
 			b := r.Backends[0]
 			eq(t, "coords", []any{b.Labels().HasCoords, b.Labels().Latitude, b.Labels().Longitude}, []any{true, 37.3382, -121.8863})
 			eq(t, "description", b.Labels().Description, "webapp10")
-			eq(t, "record description", r.Description, "GeoIP nearest-backend routing based on MaxMind city coordinates")
+			eq(t, "record description", r.Settings().Description, "GeoIP nearest-backend routing based on MaxMind city coordinates")
 			eq(t, "check", []any{b.HealthChecks[0].Profile, b.HealthChecks[0].Type, b.HealthChecks[0].Params["port"]},
 				[]any{"https_default", "http", 443})
 			eq(t, "rise/fall from profile", []int{b.Rise, b.Fall}, []int{2, 4})
@@ -107,14 +107,14 @@ func TestSelectionModeExamples(t *testing.T) {
 		}},
 		{"iphash.yml", "app.example.org.", ModeIPHash, []string{"10.0.0.1", "10.0.0.2"}, nil},
 		{"fail_closed.yml", "webapp.example.org.", ModeRoundRobin, []string{"172.16.0.10", "172.16.0.11"}, func(t *testing.T, r Record) {
-			eq(t, "fallback", r.Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 3})
+			eq(t, "fallback", r.Settings().Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 3})
 		}},
 		{"fail_specific_ips.yml", "api.example.org.", ModeFailover, []string{"172.16.0.20", "172.16.0.21"}, func(t *testing.T, r Record) {
-			eq(t, "fallback", r.Fallback, Fallback{Mode: FallbackFailSpecific,
+			eq(t, "fallback", r.Settings().Fallback, Fallback{Mode: FallbackFailSpecific,
 				IPs: []netip.Addr{netip.MustParseAddr("1.2.3.4"), netip.MustParseAddr("2001:db8::1")}})
 		}},
 		{"fail_specific_cname.yml", "api.example.org.", ModeFailover, []string{"172.16.0.20", "172.16.0.21"}, func(t *testing.T, r Record) {
-			eq(t, "fallback", r.Fallback, Fallback{Mode: FallbackFailSpecific, CNAME: "backup.cdn.cloudflare.net."})
+			eq(t, "fallback", r.Settings().Fallback, Fallback{Mode: FallbackFailSpecific, CNAME: "backup.cdn.cloudflare.net."})
 		}},
 	}
 	for _, tt := range tests {
@@ -128,10 +128,10 @@ func TestSelectionModeExamples(t *testing.T) {
 			eq(t, "mode", r.Mode, tt.mode)
 			eq(t, "addresses", addrs(r), tt.addrs)
 			eq(t, "ttl", r.TTL, uint32(DefaultRecordTTL))
-			eq(t, "scrape", []time.Duration{r.ScrapeInterval, r.ScrapeTimeout}, []time.Duration{DefaultScrapeInterval, DefaultScrapeTimeout})
-			eq(t, "retries", r.ScrapeRetries, DefaultScrapeRetries)
+			eq(t, "scrape", []time.Duration{r.Settings().ScrapeInterval, r.Settings().ScrapeTimeout}, []time.Duration{DefaultScrapeInterval, DefaultScrapeTimeout})
+			eq(t, "retries", r.Settings().ScrapeRetries, DefaultScrapeRetries)
 			if tt.file[:4] != "fail" {
-				eq(t, "fallback", r.Fallback, Fallback{Mode: FallbackFailOpen})
+				eq(t, "fallback", r.Settings().Fallback, Fallback{Mode: FallbackFailOpen})
 			}
 			for _, b := range r.Backends {
 				if !b.Enable || !b.IP.IsValid() || b.IsHost() {
@@ -162,13 +162,13 @@ func TestFullZone(t *testing.T) {
 	eq(t, "www mode", www.Mode, ModeWeighted)
 	eq(t, "apps mode (default)", apps.Mode, ModeRoundRobin)
 	eq(t, "ttl (default, quoted)", []uint32{www.TTL, apps.TTL}, []uint32{60, 60})
-	eq(t, "owner", []string{www.Owner, apps.Owner}, []string{"platform", "platform"})
-	eq(t, "www scrape", []time.Duration{www.ScrapeInterval, www.ScrapeTimeout}, []time.Duration{30 * time.Second, 5 * time.Second})
-	eq(t, "apex scrape", []time.Duration{apex.ScrapeInterval, apex.ScrapeTimeout}, []time.Duration{time.Minute, 20 * time.Second})
-	eq(t, "retries", apex.ScrapeRetries, 2)
-	eq(t, "alpn", www.ALPN, []string{"h2", "http/1.1"})
-	eq(t, "www fallback", www.Fallback, Fallback{Mode: FallbackFailSpecific, CNAME: "backup.example.net."})
-	eq(t, "apps fallback (default)", apps.Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 2})
+	eq(t, "owner", []string{www.Settings().Owner, apps.Settings().Owner}, []string{"platform", "platform"})
+	eq(t, "www scrape", []time.Duration{www.Settings().ScrapeInterval, www.Settings().ScrapeTimeout}, []time.Duration{30 * time.Second, 5 * time.Second})
+	eq(t, "apex scrape", []time.Duration{apex.Settings().ScrapeInterval, apex.Settings().ScrapeTimeout}, []time.Duration{time.Minute, 20 * time.Second})
+	eq(t, "retries", apex.Settings().ScrapeRetries, 2)
+	eq(t, "alpn", www.Settings().ALPN, []string{"h2", "http/1.1"})
+	eq(t, "www fallback", www.Settings().Fallback, Fallback{Mode: FallbackFailSpecific, CNAME: "backup.example.net."})
+	eq(t, "apps fallback (default)", apps.Settings().Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 2})
 	eq(t, "www pos", www.Pos, Position{File: "full.yml", Line: 32, Column: 3})
 
 	b0, b1, b2 := www.Backends[0], www.Backends[1], www.Backends[2]
@@ -249,8 +249,8 @@ records:
 	eq(t, "names", []string{a.Name, b.Name}, []string{"a.example.org.", "b.example.org."})
 	eq(t, "modes", []Mode{a.Mode, b.Mode}, []Mode{ModeIPHash, ModeFailover})
 	eq(t, "ttl", []uint32{a.TTL, b.TTL}, []uint32{0, 300})
-	eq(t, "null means unset: default description", b.Description, "from defaults")
-	eq(t, "a scrape", []time.Duration{a.ScrapeInterval, a.ScrapeTimeout}, []time.Duration{2 * time.Second, 2 * time.Second})
+	eq(t, "null means unset: default description", b.Settings().Description, "from defaults")
+	eq(t, "a scrape", []time.Duration{a.Settings().ScrapeInterval, a.Settings().ScrapeTimeout}, []time.Duration{2 * time.Second, 2 * time.Second})
 	eq(t, "local profile wins", []any{a.Backends[0].HealthChecks[0].Type, a.Backends[0].HealthChecks[0].Params["port"]}, []any{"tcp", 8080})
 	eq(t, "a rise/fall", []int{a.Backends[0].Rise, a.Backends[0].Fall}, []int{2, 6})
 	eq(t, "b rise/fall", []int{b.Backends[0].Rise, b.Backends[0].Fall}, []int{2, 1})
@@ -258,7 +258,7 @@ records:
 
 func TestScrapeTimeoutDefaultsToInterval(t *testing.T) {
 	z := parseString(t, "records: {x.example.org: {scrape_interval: 3s, backends: [{address: 10.0.0.1}]}}")
-	eq(t, "timeout", z.Records[0].ScrapeTimeout, 3*time.Second)
+	eq(t, "timeout", z.Records[0].Settings().ScrapeTimeout, 3*time.Second)
 }
 
 func TestParseMode(t *testing.T) {

@@ -81,7 +81,7 @@ func (b FailoverBudget) String() string {
 // RecordFailoverBudget computes rec's FailoverBudget under the block options o.
 func RecordFailoverBudget(rec *config.Record, o config.Options) FailoverBudget {
 	ttl := BudgetTerm{Name: "record_ttl", D: time.Duration(rec.TTL) * time.Second, Fix: "lower record_ttl"}
-	budget := FailoverBudget{Target: rec.FailoverTarget}
+	budget := FailoverBudget{Target: rec.Settings().FailoverTarget}
 	var worst []BudgetTerm
 	sum := func(ts []BudgetTerm) (d time.Duration) {
 		for _, t := range ts {
@@ -115,13 +115,14 @@ func detection(rec *config.Record, b *config.Backend) BudgetTerm {
 	if fall <= 0 {
 		fall = config.DefaultFall
 	}
-	timeout := rec.ScrapeTimeout
+	settings := rec.Settings()
+	timeout := settings.ScrapeTimeout
 	if b.Timeout > 0 {
 		timeout = b.Timeout
 	}
 	return BudgetTerm{
-		Name: fmt.Sprintf("detection (fall %d × scrape_interval %v + timeout %v)", fall, rec.ScrapeInterval, timeout),
-		D:    time.Duration(fall)*rec.ScrapeInterval + timeout,
+		Name: fmt.Sprintf("detection (fall %d × scrape_interval %v + timeout %v)", fall, settings.ScrapeInterval, timeout),
+		D:    time.Duration(fall)*settings.ScrapeInterval + timeout,
 		Fix:  "lower scrape_interval, fall or scrape_timeout",
 	}
 }
@@ -140,8 +141,8 @@ func otherSite(rec *config.Record, det BudgetTerm, o config.Options) []BudgetTer
 	default:
 		s := o.Sites.WithDefaults()
 		threshold := s.SplitBrainThreshold
-		if rec.SplitBrainThreshold > 0 {
-			threshold = rec.SplitBrainThreshold
+		if t := rec.Settings().SplitBrainThreshold; t > 0 {
+			threshold = t
 		}
 		read = BudgetTerm{Name: fmt.Sprintf("peer read (peer_interval %v + peer_timeout %v)", s.PeerInterval, s.PeerTimeout),
 			D: s.PeerInterval + s.PeerTimeout, Fix: "lower peer_interval"}

@@ -12,8 +12,9 @@ func TestRecordFailoverBudget(t *testing.T) {
 	probed := []config.HealthCheck{{Type: "tcp"}}
 	// The worked example of docs/modes.md: checks every 10 s, down after 3 failures, TTL 30 s.
 	example := func(target time.Duration, backends ...config.Backend) *config.Record {
-		return &config.Record{Name: "www.example.org.", TTL: 30, ScrapeInterval: 10 * time.Second,
-			ScrapeTimeout: 5 * time.Second, FailoverTarget: target, Backends: backends}
+		r := &config.Record{Name: "www.example.org.", TTL: 30, Backends: backends}
+		r.SetSettings(config.Settings{ScrapeInterval: 10 * time.Second, ScrapeTimeout: 5 * time.Second, FailoverTarget: target})
+		return r
 	}
 	local := config.Backend{Address: "192.0.2.10", Fall: 3, HealthChecks: probed}
 	sites := config.Options{Sites: config.SitesOptions{Site: "eu"}}

@@ -57,7 +57,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 			spec := health.Spec{
 				Key: b.Key, Record: rec.Name, Backend: name,
 				Rise: bc.Rise, Fall: bc.Fall,
-				Interval: rc.ScrapeInterval, Retries: rc.ScrapeRetries,
+				Interval: rc.Settings().ScrapeInterval, Retries: rc.Settings().ScrapeRetries,
 				Activity:    &rec.Queried,
 				OnChange:    refresh,
 				OnMeasure:   refresh, // RTT and load: the answers change, not the health others see
@@ -71,7 +71,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 				continue
 			}
 			for i, hc := range bc.HealthChecks {
-				c, err := compiler.Compile(hc, target, cmp.Or(bc.Timeout, rc.ScrapeTimeout))
+				c, err := compiler.Compile(hc, target, cmp.Or(bc.Timeout, rc.Settings().ScrapeTimeout))
 				if err != nil {
 					if !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == err.Error() }) {
 						errs = append(errs, err) // once, for the addresses of one Kubernetes object

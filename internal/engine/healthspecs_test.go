@@ -37,10 +37,9 @@ func TestHealthSpecsOfExternalBackends(t *testing.T) {
 			b := tt.backend
 			b.IP = netip.MustParseAddr("192.0.2.1")
 			b.Address, b.Enable, b.Rise, b.Fall = b.IP.String(), true, 3, 2
-			zone := &config.Zone{Origin: "example.org.", Records: []config.Record{{
-				Name: "www.example.org.", ScrapeInterval: 10 * time.Second, ScrapeTimeout: time.Second,
-				Backends: []config.Backend{b},
-			}}}
+			rec := config.Record{Name: "www.example.org.", Backends: []config.Backend{b}}
+			rec.SetSettings(config.Settings{ScrapeInterval: 10 * time.Second, ScrapeTimeout: time.Second})
+			zone := &config.Zone{Origin: "example.org.", Records: []config.Record{rec}}
 			snap, err := catalog.Build([]*config.Zone{zone}, health.NewManager(health.Options{}))
 			if err != nil {
 				t.Fatal(err)

@@ -88,7 +88,11 @@ func (w *Watcher) addLocked(zones []*config.Zone, adds []addition) ([]*config.Zo
 			if a.ttl > 0 {
 				rec.TTL = a.ttl
 			}
-			rec.SplitBrainThreshold = a.splitBrain
+			if a.splitBrain > 0 {
+				settings := *rec.Settings() // shared with the other new records: change a copy
+				settings.SplitBrainThreshold = a.splitBrain
+				rec.SetSettings(settings)
+			}
 			rec.Backends = a.backends
 			z.Records = append(z.Records, rec)
 		}

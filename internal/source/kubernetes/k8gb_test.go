@@ -99,8 +99,8 @@ func TestWatcherGslb(t *testing.T) {
 			t.Errorf("%s: mode %s TTL %d backends %+v, want %s %d %+v", tt.record, rec.Mode, rec.TTL, got, tt.mode, tt.ttl, tt.backends)
 		}
 	}
-	if rec, _ := h.record("failover.example.org."); rec.SplitBrainThreshold != 5*time.Minute {
-		t.Errorf("failover.example.org.: split-brain threshold %s, want splitBrainThresholdSeconds's 5m", rec.SplitBrainThreshold)
+	if rec, _ := h.record("failover.example.org."); rec.Settings().SplitBrainThreshold != 5*time.Minute {
+		t.Errorf("failover.example.org.: split-brain threshold %s, want splitBrainThresholdSeconds's 5m", rec.Settings().SplitBrainThreshold)
 	}
 	if rec, _ := h.record("app.example.org."); len(rec.Backends) != 1 {
 		t.Errorf("the Gslb taken changed the zone files' record app.example.org.: %+v", rec.Backends)

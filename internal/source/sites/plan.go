@@ -125,14 +125,14 @@ func merge(zones []*config.Zone, own string, measure bool, learned func(site, re
 				case b.IsPlaceholder():
 					targets := expand(b, learned(b.Site, r.Name))
 					for i := range targets {
-						p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &targets[i]), site: b.Site, record: r.Name, ip: targets[i].IP, learned: true, threshold: r.SplitBrainThreshold})
+						p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &targets[i]), site: b.Site, record: r.Name, ip: targets[i].IP, learned: true, threshold: r.Settings().SplitBrainThreshold})
 					}
 					rec.Backends = append(rec.Backends, targets...)
 					p.placeholders[r.Name] = appendOnce(p.placeholders[r.Name], b.Site)
 				default:
 					b.Remote, b.External = true, true
 					rec.Backends = append(rec.Backends, b)
-					p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &b), site: b.Site, record: r.Name, ip: b.IP, threshold: r.SplitBrainThreshold})
+					p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &b), site: b.Site, record: r.Name, ip: b.IP, threshold: r.Settings().SplitBrainThreshold})
 				}
 				involved = true
 				rd := reads[b.Site]

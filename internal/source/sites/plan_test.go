@@ -110,7 +110,10 @@ func TestFreshnessAndVerdicts(t *testing.T) {
 	f := NewFleet(config.SitesOptions{Site: "eu", Peers: []string{"127.0.0.1:1"}, PeerInterval: time.Second, SplitBrainThreshold: 10 * time.Second}, rec, nopLog{})
 	z := mustZone(t, sitesYAML)
 	long := z.Records[0] // the same record with a threshold of its own (a Gslb's splitBrainThresholdSeconds)
-	long.Name, long.SplitBrainThreshold = "long.gslb.example.com.", 20*time.Second
+	long.Name = "long.gslb.example.com."
+	settings := *long.Settings() // shared with the first record: change a copy
+	settings.SplitBrainThreshold = 20 * time.Second
+	long.SetSettings(settings)
 	z.Records = append(z.Records, long)
 	if _, err := f.Source().Merge([]*config.Zone{z}); err != nil {
 		t.Fatal(err)
