@@ -290,11 +290,21 @@ func TestResolutionHistogram(t *testing.T) {
 	}
 }
 
-// TestViewStaysSmall guards the size of a view, of which every record keeps one: what only some
-// records need belongs in ViewExtra.
+// TestViewStaysSmall guards the sizes of a view, of which every record keeps one (what only
+// some records need belongs in ViewExtra), of a record and of a backend (what only some need
+// belongs in recordExtra). A big zone holds hundreds of thousands of each.
 func TestViewStaysSmall(t *testing.T) {
-	if size := unsafe.Sizeof(View{}); size > 168 {
-		t.Errorf("a View takes %d bytes, more than 168", size)
+	for _, tt := range []struct {
+		what       string
+		size, most uintptr
+	}{
+		{"View", unsafe.Sizeof(View{}), 144},
+		{"Record", unsafe.Sizeof(Record{}), 112},
+		{"Backend", unsafe.Sizeof(Backend{}), 72},
+	} {
+		if tt.size > tt.most {
+			t.Errorf("a %s takes %d bytes, more than %d", tt.what, tt.size, tt.most)
+		}
 	}
 }
 

@@ -40,9 +40,10 @@ type Record struct {
 	Config   *config.Record
 	Zone     *Zone
 	Backends []*Backend
-	// fallback is what the fail-specific and last-known-good fallbacks answer from; nil for
-	// the other fallback policies, the most common case.
-	fallback *fallbackAnswers
+	// extra is what the fail-specific and last-known-good fallbacks answer from, and the
+	// localtargets answers of a record that publishes; nil for the other records, the most
+	// common case.
+	extra *recordExtra
 
 	// Queried is set by queries of the record; the health scheduler reads and clears it to
 	// probe records nobody asks for less often.
@@ -62,9 +63,10 @@ type Record struct {
 	counts atomic.Pointer[queryCounts]
 }
 
-// fallbackAnswers are what a record with the fail-specific or last-known-good fallback answers
-// from while it is down.
-type fallbackAnswers struct {
+// recordExtra are the answers only some records have: what a record with the fail-specific or
+// last-known-good fallback answers from while it is down, and the localtargets answers of a
+// record that publishes.
+type recordExtra struct {
 	// ips are the fail-specific addresses, prebuilt as A and AAAA records by family.
 	ips [2][]dns.RR
 	// cname is the fail-specific CNAME, or nil.
@@ -72,23 +74,35 @@ type fallbackAnswers struct {
 	// lastGood is, per family, the backends that were healthy the last time any was, for the
 	// last-known-good fallback; Refresh keeps it, under the record's refreshMu.
 	lastGood [2][]*Backend
+	// published is, by the backend's index in Record.Backends, its address named
+	// localtargets-<record>: for the backends of this site of a record that publishes
+	// (config.Record.Publish) that have an address; nil for the others.
+	published []dns.RR
+}
+
+// publishedRR returns the localtargets answer of the record's backend i, or nil.
+func (r *Record) publishedRR(i int) dns.RR {
+	if r.extra == nil || i >= len(r.extra.published) {
+		return nil
+	}
+	return r.extra.published[i]
 }
 
 // FallbackIPs returns the fail-specific addresses of family f, prebuilt as A or AAAA records;
 // nil when there are none.
 func (r *Record) FallbackIPs(f Family) []dns.RR {
-	if r.fallback == nil {
+	if r.extra == nil {
 		return nil
 	}
-	return r.fallback.ips[f]
+	return r.extra.ips[f]
 }
 
 // FallbackCNAME returns the fail-specific CNAME, or nil.
 func (r *Record) FallbackCNAME() *dns.CNAME {
-	if r.fallback == nil {
+	if r.extra == nil {
 		return nil
 	}
-	return r.fallback.cname
+	return r.extra.cname
 }
 
 // queryCounts are the counters of one record that queries write.
@@ -165,9 +179,6 @@ type Backend struct {
 	State *health.State
 	// RR is the prebuilt answer for the record's name: *dns.A, *dns.AAAA or *dns.CNAME.
 	RR dns.RR
-	// PublishedRR is RR named localtargets-<record>, for the backends of this site of a record
-	// that publishes (config.Record.Publish) that have an address; nil otherwise.
-	PublishedRR dns.RR
 	// alwaysUp is set for backends that are never probed and count as up.
 	alwaysUp bool
 	// override is the operator's Override of the configured enable flag.
@@ -177,7 +188,7 @@ type Backend struct {
 
 	// index is the backend's place in its record's Backends, where its counter of
 	// Record.CountSelected is.
-	index int
+	index int32
 }
 
 // CountAnswer counts one address answer of the record, whose selection took d: failed when
@@ -219,14 +230,14 @@ func (r *Record) Resolutions(failed bool) (buckets []uint64, seconds float64) {
 
 // CountSelected counts one address answer of the record that carried b, one of its backends.
 func (r *Record) CountSelected(b *Backend) {
-	if c := r.queryCounts(); b.index < len(c.selected) && r.Backends[b.index] == b {
+	if c := r.queryCounts(); int(b.index) < len(c.selected) && r.Backends[b.index] == b {
 		c.selected[b.index].Add(1)
 	}
 }
 
 // Selected returns the count of CountSelected for b, one of the record's backends.
 func (r *Record) Selected(b *Backend) uint64 {
-	if c := r.counts.Load(); c != nil && b.index < len(c.selected) && r.Backends[b.index] == b {
+	if c := r.counts.Load(); c != nil && int(b.index) < len(c.selected) && r.Backends[b.index] == b {
 		return c.selected[b.index].Load()
 	}
 	return 0
@@ -270,21 +281,21 @@ func (s *Snapshot) CarryCounts(old *Snapshot) {
 // backends of o, its previous version, that r still has; and refreshes r when that changed
 // its answer.
 func (r *Record) carryLastGood(o *Record) {
-	if r.fallback == nil || o.fallback == nil {
+	if r.extra == nil || o.extra == nil {
 		return // neither has the last-known-good fallback: nothing to carry
 	}
 	r.refreshMu.Lock()
 	carried := false
-	for f := range r.fallback.lastGood {
-		if len(r.fallback.lastGood[f]) > 0 {
+	for f := range r.extra.lastGood {
+		if len(r.extra.lastGood[f]) > 0 {
 			continue
 		}
 		o.refreshMu.Lock()
-		old := o.fallback.lastGood[f]
+		old := o.extra.lastGood[f]
 		o.refreshMu.Unlock()
 		for _, ob := range old {
 			if i := slices.IndexFunc(r.Backends, func(b *Backend) bool { return b.Key == ob.Key }); i >= 0 {
-				r.fallback.lastGood[f] = append(r.fallback.lastGood[f], r.Backends[i])
+				r.extra.lastGood[f] = append(r.extra.lastGood[f], r.Backends[i])
 				carried = true
 			}
 		}
@@ -498,7 +509,7 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 		*b = Backend{
 			Config:   bc,
 			Key:      key,
-			index:    i,
+			index:    int32(i),
 			State:    unprobedState,
 			RR:       addressRR(rc.Name, rc.TTL, bc),
 			alwaysUp: !bc.Probed(),
@@ -507,7 +518,10 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 			b.State = hs.State(key)
 		}
 		if rc.Publish && !bc.Remote && bc.IP.IsValid() {
-			b.PublishedRR = addressRR(LocalTargetsPrefix+rc.Name, rc.TTL, bc)
+			if r.extra == nil {
+				r.extra = &recordExtra{published: make([]dns.RR, len(rc.Backends))}
+			}
+			r.extra.published[i] = addressRR(LocalTargetsPrefix+rc.Name, rc.TTL, bc)
 		}
 		r.Backends = append(r.Backends, b)
 	}
@@ -515,16 +529,18 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 	if m := fb.Mode; m != config.FallbackFailSpecific && m != config.FallbackLastKnownGood {
 		return r
 	}
-	r.fallback = &fallbackAnswers{}
+	if r.extra == nil {
+		r.extra = &recordExtra{}
+	}
 	for _, ip := range fb.IPs {
 		f := IPv6
 		if ip.Is4() {
 			f = IPv4
 		}
-		r.fallback.ips[f] = append(r.fallback.ips[f], addressRR(rc.Name, rc.TTL, &config.Backend{IP: ip}))
+		r.extra.ips[f] = append(r.extra.ips[f], addressRR(rc.Name, rc.TTL, &config.Backend{IP: ip}))
 	}
 	if fb.CNAME != "" {
-		r.fallback.cname = &dns.CNAME{Hdr: header(rc.Name, dns.TypeCNAME, rc.TTL), Target: fb.CNAME}
+		r.extra.cname = &dns.CNAME{Hdr: header(rc.Name, dns.TypeCNAME, rc.TTL), Target: fb.CNAME}
 	}
 	return r
 }
@@ -583,8 +599,8 @@ func (r *Record) Refresh() {
 				continue
 			}
 			enabled = append(enabled, b)
-			if b.PublishedRR != nil && b.Healthy() {
-				x.Published[f] = append(x.Published[f], b.PublishedRR)
+			if rr := r.publishedRR(int(b.index)); rr != nil && b.Healthy() {
+				x.Published[f] = append(x.Published[f], rr)
 			}
 			if b.servable(stale) {
 				healthy = append(healthy, b)
@@ -624,9 +640,9 @@ func (r *Record) Refresh() {
 		}
 		if r.Config.Settings().Fallback.Mode == config.FallbackLastKnownGood {
 			if len(healthy) > 0 {
-				r.fallback.lastGood[f] = v.Healthy[f]
+				r.extra.lastGood[f] = v.Healthy[f]
 			}
-			x.LastGood[f] = slices.DeleteFunc(slices.Clone(r.fallback.lastGood[f]), func(b *Backend) bool { return !b.Enabled() })
+			x.LastGood[f] = slices.DeleteFunc(slices.Clone(r.extra.lastGood[f]), func(b *Backend) bool { return !b.Enabled() })
 		}
 		r.chooseTTL(v, &x, f, now)
 	}

@@ -6,25 +6,39 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 )
 
-// TTLReason says why a family of a record answers with the TTL it does (View.TTLReason).
-type TTLReason string
+// TTLReason says why a family of a record answers with the TTL it does (View.TTLReason). It
+// is one byte, since every view holds two; String names it.
+type TTLReason uint8
 
 // The reasons, from the healthy case to the most degraded one.
 const (
 	// TTLHealthy is record_ttl: every enabled backend of the family is healthy.
-	TTLHealthy TTLReason = "healthy"
+	TTLHealthy TTLReason = iota
 	// TTLBackendDown is degraded_ttl: an enabled backend of the family is not healthy.
-	TTLBackendDown TTLReason = "backend down"
+	TTLBackendDown
 	// TTLFailover is degraded_ttl: the failover mode answers from a worse priority.
-	TTLFailover TTLReason = "failover"
+	TTLFailover
 	// TTLStale is degraded_ttl: only stale backends are served (View.Degraded).
-	TTLStale TTLReason = "stale"
+	TTLStale
 	// TTLFallback is degraded_ttl: the fallback policy answers.
-	TTLFallback TTLReason = "fallback"
+	TTLFallback
 	// TTLDrainAhead is the drain TTL, capped by the seconds left: a scheduled drain of a
 	// backend of the family starts within record_ttl.
-	TTLDrainAhead TTLReason = "drain ahead"
+	TTLDrainAhead
 )
+
+// ttlReasonNames are the reasons' names, as the admin API and explain show them.
+var ttlReasonNames = [...]string{TTLHealthy: "healthy", TTLBackendDown: "backend down", TTLFailover: "failover",
+	TTLStale: "stale", TTLFallback: "fallback", TTLDrainAhead: "drain ahead"}
+
+// String returns the reason's name: "healthy", "backend down", "failover", "stale",
+// "fallback" or "drain ahead".
+func (r TTLReason) String() string {
+	if int(r) < len(ttlReasonNames) {
+		return ttlReasonNames[r]
+	}
+	return "unknown"
+}
 
 // Degraded reports whether the reason is one of degraded_ttl's.
 func (r TTLReason) Degraded() bool { return r != TTLHealthy && r != TTLDrainAhead }

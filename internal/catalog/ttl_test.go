@@ -161,3 +161,18 @@ func TestForceUpServesADownBackend(t *testing.T) {
 		t.Fatal("still healthy without the override")
 	}
 }
+
+// TestTTLReasonNames gives every reason its own name, which the admin API shows.
+func TestTTLReasonNames(t *testing.T) {
+	seen := map[string]TTLReason{}
+	for r := TTLHealthy; r <= TTLDrainAhead; r++ {
+		name := r.String()
+		if prev, dup := seen[name]; dup || name == "unknown" {
+			t.Errorf("reason %d is named %q, as reason %d", r, name, prev)
+		}
+		seen[name] = r
+	}
+	if TTLFailover.String() != "failover" || (TTLDrainAhead+1).String() != "unknown" {
+		t.Errorf("failover is %q, past the last %q", TTLFailover, TTLDrainAhead+1)
+	}
+}

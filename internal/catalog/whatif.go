@@ -88,7 +88,7 @@ func (r *Record) supposing(down, drained []bool) *Record {
 	c.counter.Store(r.counter.Load())
 	byKey := map[string]*Backend{}
 	for i, b := range r.Backends {
-		nb := &Backend{Config: b.Config, Key: b.Key, State: b.State, RR: b.RR, PublishedRR: b.PublishedRR, alwaysUp: b.alwaysUp}
+		nb := &Backend{Config: b.Config, Key: b.Key, State: b.State, RR: b.RR, index: b.index, alwaysUp: b.alwaysUp}
 		nb.override.Store(b.override.Load())
 		nb.drainAt.Store(b.drainAt.Load())
 		if down[i] {
@@ -101,12 +101,12 @@ func (r *Record) supposing(down, drained []bool) *Record {
 		c.Backends = append(c.Backends, nb)
 		byKey[nb.Key] = nb
 	}
-	if r.fallback != nil {
-		c.fallback = &fallbackAnswers{ips: r.fallback.ips, cname: r.fallback.cname}
+	if r.extra != nil {
+		c.extra = &recordExtra{ips: r.extra.ips, cname: r.extra.cname, published: r.extra.published}
 		r.refreshMu.Lock()
-		for f, good := range r.fallback.lastGood {
+		for f, good := range r.extra.lastGood {
 			for _, b := range good {
-				c.fallback.lastGood[f] = append(c.fallback.lastGood[f], byKey[b.Key])
+				c.extra.lastGood[f] = append(c.extra.lastGood[f], byKey[b.Key])
 			}
 		}
 		r.refreshMu.Unlock()

@@ -59,7 +59,7 @@ func recordTTL(v *catalog.View) (uint32, string) {
 	ttl, why, found := uint32(0), "", false
 	for f := catalog.IPv4; f <= catalog.IPv6; f++ {
 		if v.Configured[f] && (!found || v.TTL[f] < ttl) {
-			ttl, why, found = v.TTL[f], string(v.TTLReason[f]), true
+			ttl, why, found = v.TTL[f], v.TTLReason[f].String(), true
 		}
 	}
 	return ttl, why
