@@ -11,6 +11,9 @@ import (
 // as DNS compares names (RFC 4343); surrounding white space is removed.
 func CanonicalName(s string) string {
 	s = strings.TrimSpace(s)
+	if isCanonical(s) {
+		return s // the parser's own string: a big zone keeps no second copy of its names
+	}
 	b := []byte(s)
 	for i, c := range b {
 		if 'A' <= c && c <= 'Z' {
@@ -21,6 +24,20 @@ func CanonicalName(s string) string {
 		b = append(b, '.')
 	}
 	return string(b)
+}
+
+// isCanonical reports whether s is already as CanonicalName makes it: not empty, no upper-case
+// letter, a final dot.
+func isCanonical(s string) bool {
+	if s == "" || s[len(s)-1] != '.' {
+		return false
+	}
+	for i := range len(s) {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 // checkName validates a canonical name: labels of 1..63 letters, digits, hyphens and underscores,

@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func sharedProfiles(t testing.TB) map[string]HealthCheck {
@@ -289,6 +291,14 @@ func TestParseMode(t *testing.T) {
 func TestCanonicalName(t *testing.T) {
 	for in, want := range map[string]string{"WWW.Example.Org": "www.example.org.", "a.b.": "a.b.", "": ".", ".": ".", " X ": "x.", "\u212a.org": "\u212a.org."} {
 		eq(t, "CanonicalName("+in+")", CanonicalName(in), want)
+	}
+	// A name already canonical is returned as it is, with no copy.
+	in := strings.Repeat("label.", 8)
+	if got := CanonicalName(in); unsafe.StringData(got) != unsafe.StringData(in) {
+		t.Error("a canonical name is copied")
+	}
+	if testing.AllocsPerRun(10, func() { _ = CanonicalName(in) }) != 0 {
+		t.Error("a canonical name allocates")
 	}
 }
 
