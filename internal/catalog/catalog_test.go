@@ -329,6 +329,39 @@ records:
 	}
 }
 
+// TestHealthyInOrderSharesEnabled gives a view one slice for its enabled and healthy backends
+// when they are the same in the same order, and two otherwise: a weighted record's set keeps
+// the configuration's order, a failover record with a backend down has fewer healthy ones.
+func TestHealthyInOrderSharesEnabled(t *testing.T) {
+	hs := states{}
+	snap, err := Build([]*config.Zone{mustZone(t, "example.org", `
+records:
+  www.example.org.:
+    mode: failover
+    backends:
+      - {address: 10.0.0.1, priority: 1, healthchecks: [{type: tcp, params: {port: 80}}]}
+      - {address: 10.0.0.2, priority: 2}
+`)}, hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := snap.Records()[0]
+	shared := func() bool {
+		v := rec.View()
+		return len(v.Healthy[IPv4]) > 0 && &v.Healthy[IPv4][0] == &v.Enabled[IPv4][0]
+	}
+	hs["www.example.org.|10.0.0.1|0"].Set(health.Up)
+	rec.Refresh()
+	if v := rec.View(); !shared() || len(v.Healthy[IPv4]) != 2 || cap(v.Healthy[IPv4]) != 2 {
+		t.Errorf("all healthy in order: shared %v, healthy %d (cap %d); want one slice of 2", shared(), len(v.Healthy[IPv4]), cap(v.Healthy[IPv4]))
+	}
+	hs["www.example.org.|10.0.0.1|0"].Set(health.Down)
+	rec.Refresh()
+	if v := rec.View(); shared() || len(v.Healthy[IPv4]) != 1 || v.Healthy[IPv4][0].Config.Address != "10.0.0.2" || len(v.Enabled[IPv4]) != 2 {
+		t.Errorf("one down: shared %v, healthy %d, enabled %d; want apart, 10.0.0.2 of 2", shared(), len(v.Healthy[IPv4]), len(v.Enabled[IPv4]))
+	}
+}
+
 // TestBackendKey names a backend by its record, its canonical address and its port.
 func TestBackendKey(t *testing.T) {
 	tests := []struct {

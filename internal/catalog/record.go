@@ -495,6 +495,25 @@ func (v *View) FallbackApplies(f Family) bool {
 	return len(v.Healthy[f]) == 0 && (v.Configured[f] || !v.AnyHealthy)
 }
 
+// inOrder returns healthy in the selection set's order: enabled itself when that is the same
+// backends in the same order (every enabled backend healthy, the set in configuration order,
+// the common case), so that the view keeps one slice for both; a new slice otherwise. A
+// view's slices are never written once it is published.
+func inOrder(healthy []*Backend, order []int, enabled []*Backend) []*Backend {
+	same := len(order) == len(enabled)
+	for i := 0; same && i < len(order); i++ {
+		same = healthy[order[i]] == enabled[i]
+	}
+	if same {
+		return slices.Clip(enabled)
+	}
+	out := make([]*Backend, len(order))
+	for i, idx := range order {
+		out[i] = healthy[idx]
+	}
+	return out
+}
+
 // unprobedState is the health state of every backend that is never probed (alwaysUp): nothing
 // writes it, so they share one instead of a state each in the health source.
 var unprobedState = &health.State{}
@@ -631,10 +650,7 @@ func (r *Record) Refresh() {
 			(bestPriority(healthy) > bestPriority(v.Enabled[f]) || set.SkippedGroups())
 		v.Sets[f] = set
 		v.AnyHealthy = v.AnyHealthy || len(healthy) > 0
-		v.Healthy[f] = make([]*Backend, len(healthy))
-		for i, idx := range set.Order {
-			v.Healthy[f][i] = healthy[idx]
-		}
+		v.Healthy[f] = inOrder(healthy, set.Order, v.Enabled[f])
 		if r.Config.Mode == config.ModeChain {
 			x.Chains[f] = r.chain(v.Healthy[f], cands, set.Order)
 		}
