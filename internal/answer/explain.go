@@ -248,7 +248,7 @@ func backendNotes(rec *catalog.Record, f catalog.Family) []BackendNote {
 		if be.Config.IP.IsValid() && be.Config.IP.Is4() != (f == catalog.IPv4) {
 			continue
 		}
-		notes = append(notes, BackendNote{Family: familyName(f), Key: be.Key, Address: be.Config.Address, State: backendState(be)})
+		notes = append(notes, BackendNote{Family: familyName(f), Key: be.Key(), Address: be.Config.Address, State: backendState(be)})
 	}
 	return notes
 }

@@ -62,7 +62,7 @@ func TestGeoAnswersAndScopes(t *testing.T) {
 			if slices.Contains(up, b.Config.Address) {
 				st = health.Up
 			}
-			hs[b.Key].Set(st)
+			hs[b.Key()].Set(st)
 		}
 		rec.Refresh()
 	}
@@ -128,9 +128,9 @@ func TestExplainSaysWhatDecided(t *testing.T) {
 	src := geoSources(t)
 	rec := snap.Records()[0]
 	for _, b := range rec.Backends {
-		hs[b.Key].Set(health.Up)
+		hs[b.Key()].Set(health.Up)
 	}
-	hs[rec.Backends[0].Key].Set(health.Down) // San Jose is down
+	hs[rec.Backends[0].Key()].Set(health.Down) // San Jose is down
 	rec.Refresh()
 	tests := []struct {
 		name  string

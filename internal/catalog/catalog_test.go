@@ -300,7 +300,7 @@ func TestViewStaysSmall(t *testing.T) {
 	}{
 		{"View", unsafe.Sizeof(View{}), 144},
 		{"Record", unsafe.Sizeof(Record{}), 112},
-		{"Backend", unsafe.Sizeof(Backend{}), 72},
+		{"Backend", unsafe.Sizeof(Backend{}), 64},
 	} {
 		if tt.size > tt.most {
 			t.Errorf("a %s takes %d bytes, more than %d", tt.what, tt.size, tt.most)
@@ -376,6 +376,52 @@ func TestBackendKey(t *testing.T) {
 		if got := BackendKey("www.example.org.", &tt.b); got != tt.want {
 			t.Errorf("BackendKey(%s) = %q, want %q", tt.b.Address, got, tt.want)
 		}
+	}
+	// A catalog backend makes its key when asked, and reads a map by it without allocating.
+	snap, err := Build([]*config.Zone{mustZone(t, "example.org", `
+records:
+  www.example.org.: {backends: [{address: 10.0.0.1}, {address: web.example.net., port: 80}]}
+`)}, states{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := snap.Records()[0]
+	byKey := map[string]int{"www.example.org.|10.0.0.1|0": 1, "www.example.org.|web.example.net.|80": 2}
+	for i, b := range rec.Backends {
+		var buf [128]byte
+		if b.Key() != BackendKey(rec.Name, b.Config) || byKey[string(b.AppendKey(buf[:0]))] != i+1 {
+			t.Errorf("backend %d: key %q", i, b.Key())
+		}
+		if n := testing.AllocsPerRun(10, func() { _ = byKey[string(b.AppendKey(buf[:0]))] }); n != 0 {
+			t.Errorf("backend %d: a lookup by its key allocates %v times", i, n)
+		}
+	}
+	if !sameKey(rec.Backends[0], rec.Backends[0]) || sameKey(rec.Backends[0], rec.Backends[1]) {
+		t.Error("sameKey does not tell the backends apart")
+	}
+}
+
+// TestProbedBackendKeyIsTheManagers gives a probed backend the health manager's own key
+// string (a big zone keeps one copy of each), and an unprobed one a key made when asked.
+func TestProbedBackendKeyIsTheManagers(t *testing.T) {
+	m := health.NewManager(health.Options{})
+	snap, err := Build([]*config.Zone{mustZone(t, "example.org", `
+records:
+  www.example.org.:
+    backends:
+      - {address: 10.0.0.1, healthchecks: [{type: tcp, params: {port: 80}}]}
+      - {address: 10.0.0.2}
+`)}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probed, unprobed := snap.Records()[0].Backends[0], snap.Records()[0].Backends[1]
+	const key = "www.example.org.|10.0.0.1|0"
+	if probed.Key() != key || unsafe.StringData(probed.Key()) != unsafe.StringData(m.State(key).Key()) {
+		t.Errorf("probed key %q is not the manager's string", probed.Key())
+	}
+	if unprobed.Key() != "www.example.org.|10.0.0.2|0" || unprobed.State.Key() != "" {
+		t.Errorf("unprobed key %q (state's %q)", unprobed.Key(), unprobed.State.Key())
 	}
 }
 

@@ -174,9 +174,9 @@ func (h *resolutions) add(o *resolutions) {
 // Backend is one compiled backend of a record.
 type Backend struct {
 	Config *config.Backend
-	// Key identifies the backend across reloads: record name, canonical address and port.
-	Key   string
-	State *health.State
+	// record is the record the backend is of, whose name its Key starts with.
+	record *Record
+	State  *health.State
 	// RR is the prebuilt answer for the record's name: *dns.A, *dns.AAAA or *dns.CNAME.
 	RR dns.RR
 	// alwaysUp is set for backends that are never probed and count as up.
@@ -256,7 +256,7 @@ func (s *Snapshot) CarryCounts(old *Snapshot) {
 		records[r.Name] = r
 		for _, b := range r.Backends {
 			if n := r.Selected(b); n > 0 {
-				selected[b.Key] = n
+				selected[b.Key()] = n
 			}
 		}
 	}
@@ -270,7 +270,11 @@ func (s *Snapshot) CarryCounts(old *Snapshot) {
 			r.carryLastGood(o)
 		}
 		for _, b := range r.Backends {
-			if n := selected[b.Key]; n > 0 {
+			if len(selected) == 0 {
+				break
+			}
+			var buf [128]byte
+			if n := selected[string(b.AppendKey(buf[:0]))]; n > 0 {
 				r.queryCounts().selected[b.index].Add(n)
 			}
 		}
@@ -294,7 +298,7 @@ func (r *Record) carryLastGood(o *Record) {
 		old := o.extra.lastGood[f]
 		o.refreshMu.Unlock()
 		for _, ob := range old {
-			if i := slices.IndexFunc(r.Backends, func(b *Backend) bool { return b.Key == ob.Key }); i >= 0 {
+			if i := slices.IndexFunc(r.Backends, func(b *Backend) bool { return sameKey(b, ob) }); i >= 0 {
 				r.extra.lastGood[f] = append(r.extra.lastGood[f], r.Backends[i])
 				carried = true
 			}
@@ -478,15 +482,34 @@ const LocalTargetsPrefix = "localtargets-"
 // canonical address and the port. It identifies the backend's health across reloads.
 func BackendKey(record string, b *config.Backend) string {
 	var buf [128]byte // one allocation, the key's, for most keys
-	key := append(append(buf[:0], record...), '|')
+	return string(AppendBackendKey(buf[:0], record, b))
+}
+
+// AppendBackendKey appends BackendKey(record, b) to dst: a map indexed by keys can be read
+// with m[string(AppendBackendKey(buf, ...))], which allocates nothing.
+func AppendBackendKey(dst []byte, record string, b *config.Backend) []byte {
+	key := append(append(dst, record...), '|')
 	if b.IP.IsValid() {
 		key = b.IP.AppendTo(key) // one identity however the address is spelled
 	} else {
 		key = append(key, b.Address...)
 	}
-	key = strconv.AppendUint(append(key, '|'), uint64(b.Port), 10)
-	return string(key)
+	return strconv.AppendUint(append(key, '|'), uint64(b.Port), 10)
 }
+
+// Key returns the backend's BackendKey. A backend does not keep it (a big zone has hundreds
+// of thousands): a probed backend's is its health state's (health.State.Key, the health
+// manager's string), an unprobed backend's is made on each call. AppendKey makes it without
+// allocating.
+func (b *Backend) Key() string {
+	if key := b.State.Key(); key != "" {
+		return key
+	}
+	return BackendKey(b.record.Name, b.Config)
+}
+
+// AppendKey appends the backend's BackendKey to dst.
+func (b *Backend) AppendKey(dst []byte) []byte { return AppendBackendKey(dst, b.record.Name, b.Config) }
 
 // FallbackApplies reports whether family f must be answered by the fallback policy: no backend
 // of f is healthy, and either the record has backends of f or the whole record is down. A
@@ -514,6 +537,12 @@ func inOrder(healthy []*Backend, order []int, enabled []*Backend) []*Backend {
 	return out
 }
 
+// sameKey reports whether a and b have the same BackendKey, without making either.
+func sameKey(a, b *Backend) bool {
+	var x, y [128]byte
+	return string(a.AppendKey(x[:0])) == string(b.AppendKey(y[:0]))
+}
+
 // unprobedState is the health state of every backend that is never probed (alwaysUp): nothing
 // writes it, so they share one instead of a state each in the health source.
 var unprobedState = &health.State{}
@@ -523,18 +552,17 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 	backends := make([]Backend, len(rc.Backends)) // one allocation for the record's backends
 	for i := range rc.Backends {
 		bc := &rc.Backends[i]
-		key := BackendKey(rc.Name, bc)
 		b := &backends[i]
 		*b = Backend{
 			Config:   bc,
-			Key:      key,
+			record:   r,
 			index:    int32(i),
 			State:    unprobedState,
 			RR:       addressRR(rc.Name, rc.TTL, bc),
 			alwaysUp: !bc.Probed(),
 		}
 		if !b.alwaysUp {
-			b.State = hs.State(key)
+			b.State = hs.State(BackendKey(rc.Name, bc)) // the health source keeps the key
 		}
 		if rc.Publish && !bc.Remote && bc.IP.IsValid() {
 			if r.extra == nil {

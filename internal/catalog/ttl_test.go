@@ -61,9 +61,9 @@ func TestTTLFollowsHealth(t *testing.T) {
 			hs := states{}
 			rec := ttlRecord(t, hs, settings)
 			for i, st := range tt.v4 {
-				hs[rec.Backends[i].Key].Set(st)
+				hs[rec.Backends[i].Key()].Set(st)
 			}
-			hs[rec.Backends[3].Key].Set(tt.v6)
+			hs[rec.Backends[3].Key()].Set(tt.v6)
 			if tt.drain != 0 {
 				rec.Backends[1].SetDrainAt(time.Now().Add(tt.drain))
 			}
@@ -86,9 +86,9 @@ func TestDegradedTTLDefaultsToRecordTTL(t *testing.T) {
 	hs := states{}
 	rec := ttlRecord(t, hs, "    record_ttl: 20\n")
 	for _, b := range rec.Backends {
-		hs[b.Key].Set(health.Up)
+		hs[b.Key()].Set(health.Up)
 	}
-	hs[rec.Backends[0].Key].Set(health.Down)
+	hs[rec.Backends[0].Key()].Set(health.Down)
 	rec.Refresh()
 	if v := rec.View(); v.TTL[IPv4] != 20 || v.TTLReason[IPv4] != TTLBackendDown {
 		t.Fatalf("TTL %d (%s), want record_ttl 20 while degraded without degraded_ttl", v.TTL[IPv4], v.TTLReason[IPv4])
@@ -143,7 +143,7 @@ func TestForceUpServesADownBackend(t *testing.T) {
 	hs := states{}
 	rec := ttlRecord(t, hs, "")
 	for _, b := range rec.Backends {
-		hs[b.Key].Set(health.Down)
+		hs[b.Key()].Set(health.Down)
 	}
 	b := rec.Backends[0]
 	b.SetOverride(ForceUp)

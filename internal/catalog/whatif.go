@@ -27,7 +27,7 @@ func Matches(b *Backend, sel string) bool {
 	if loc, ok := strings.CutPrefix(sel, "location:"); ok {
 		return b.Config.Labels().Location == loc
 	}
-	return b.Key == sel || b.Config.Address == sel || b.Config.IP.IsValid() && b.Config.IP.String() == sel
+	return b.Key() == sel || b.Config.Address == sel || b.Config.IP.IsValid() && b.Config.IP.String() == sel
 }
 
 // WhatIf returns a snapshot like s in which the backends h selects are down or drained (a
@@ -46,7 +46,7 @@ func (s *Snapshot) WhatIf(h Hypothesis) (*Snapshot, []string) {
 			down, drained = append(down, d), append(drained, dr)
 			if d || dr {
 				hit = true
-				matched = append(matched, b.Key)
+				matched = append(matched, b.Key())
 			}
 		}
 		if !hit {
@@ -86,9 +86,9 @@ func matchesAny(b *Backend, sels []string) bool {
 func (r *Record) supposing(down, drained []bool) *Record {
 	c := &Record{Name: r.Name, Config: r.Config}
 	c.counter.Store(r.counter.Load())
-	byKey := map[string]*Backend{}
+	copies := make(map[*Backend]*Backend, len(r.Backends))
 	for i, b := range r.Backends {
-		nb := &Backend{Config: b.Config, Key: b.Key, State: b.State, RR: b.RR, index: b.index, alwaysUp: b.alwaysUp}
+		nb := &Backend{Config: b.Config, record: c, State: b.State, RR: b.RR, index: b.index, alwaysUp: b.alwaysUp}
 		nb.override.Store(b.override.Load())
 		nb.drainAt.Store(b.drainAt.Load())
 		if down[i] {
@@ -99,14 +99,14 @@ func (r *Record) supposing(down, drained []bool) *Record {
 			nb.override.Store(int32(ForceDisable))
 		}
 		c.Backends = append(c.Backends, nb)
-		byKey[nb.Key] = nb
+		copies[b] = nb
 	}
 	if r.extra != nil {
 		c.extra = &recordExtra{ips: r.extra.ips, cname: r.extra.cname, published: r.extra.published}
 		r.refreshMu.Lock()
 		for f, good := range r.extra.lastGood {
 			for _, b := range good {
-				c.extra.lastGood[f] = append(c.extra.lastGood[f], byKey[b.Key])
+				c.extra.lastGood[f] = append(c.extra.lastGood[f], copies[b])
 			}
 		}
 		r.refreshMu.Unlock()

@@ -43,7 +43,7 @@ func (e *Engine) Status() []admin.Zone {
 		rec.TTL, rec.TTLReason = recordTTL(v)
 		rec.FailoverBudget = adminBudget(RecordFailoverBudget(r.Config, e.opts))
 		for _, b := range r.Backends {
-			ab := adminBackend(b, details, votes[b.Key])
+			ab := adminBackend(b, details, votes[b.Key()])
 			if ab.Healthy {
 				rec.Healthy++
 			}
@@ -74,7 +74,7 @@ func adminBudget(b FailoverBudget) admin.FailoverBudget {
 func adminBackend(b *catalog.Backend, details map[string]health.Details, votes []health.Vote) admin.Backend {
 	c, l := b.Config, b.Config.Labels()
 	ab := admin.Backend{
-		Key: b.Key, Address: c.Address, Port: int(c.Port), Priority: c.Priority, Weight: c.Weight,
+		Key: b.Key(), Address: c.Address, Port: int(c.Port), Priority: c.Priority, Weight: c.Weight,
 		Description: l.Description, Location: l.Location, Country: l.Country, City: l.City,
 		Continent: l.Continent, Tags: l.Tags, Site: c.Site, Remote: c.Remote,
 		Enabled: c.Enable, Healthy: b.Healthy(), State: admin.State(b.Status().String()),
@@ -83,7 +83,7 @@ func adminBackend(b *catalog.Backend, details map[string]health.Details, votes [
 	if load := b.RelativeLoad(); load >= 0 {
 		ab.Load = &load
 	}
-	if d, ok := details[b.Key]; ok {
+	if d, ok := details[ab.Key]; ok {
 		ab.LastCheck, ab.LastOK, ab.Reason = d.LastCheck, d.LastOK, d.Reason
 		ab.Latency, ab.LastChange = admin.Millis(d.Latency), d.LastChange
 	}

@@ -193,16 +193,18 @@ func (s *cgScrape) engine(snap *catalog.Snapshot, stats map[string][]health.Chec
 		}
 		active := 0.0
 		for _, b := range r.Backends {
-			active += s.backend(r, b, stats[b.Key])
+			bkey := b.Key()
+			active += s.backend(r, b, bkey, stats[bkey])
 		}
 		s.gauge(key(cgBackendActive, r.Name), active)
 	}
 }
 
-// backend adds the series of one backend of record r, and returns 1 when it is healthy.
-func (s *cgScrape) backend(r *catalog.Record, b *catalog.Backend, stats []health.CheckStats) float64 {
+// backend adds the series of one backend of record r, whose key is bkey, and returns 1 when it
+// is healthy.
+func (s *cgScrape) backend(r *catalog.Record, b *catalog.Backend, bkey string, stats []health.CheckStats) float64 {
 	name := r.Name
-	s.backends[b.Key] = true
+	s.backends[bkey] = true
 	s.checks += len(b.Config.HealthChecks)
 	addr := b.Config.Address
 	state, healthy := 0.0, 0.0

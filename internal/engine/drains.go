@@ -86,9 +86,10 @@ func (e *Engine) stopTTLChanges() {
 // and reports the records it changed. Call it with e.reloadMu held.
 func applyDrainStarts(records []*catalog.Record, drains map[string]time.Time) map[*catalog.Record]bool {
 	changed := make(map[*catalog.Record]bool)
+	var buf [128]byte
 	for _, r := range records {
 		for _, b := range r.Backends {
-			if b.SetDrainAt(drains[b.Key]) {
+			if b.SetDrainAt(drains[string(b.AppendKey(buf[:0]))]) {
 				changed[r] = true
 			}
 		}

@@ -301,10 +301,14 @@ func (e *Engine) load() error {
 	if e.fleet != nil {
 		snap.SetHeartbeat(e.fleet.Heartbeat())
 	}
-	for _, r := range snap.Records() {
-		for _, b := range r.Backends {
-			b.SetOverride(e.overrides[b.Key])
-			b.SetDrainAt(e.drains[b.Key])
+	if len(e.overrides) > 0 || len(e.drains) > 0 {
+		var buf [128]byte
+		for _, r := range snap.Records() {
+			for _, b := range r.Backends {
+				key := b.AppendKey(buf[:0]) // read from the maps without a string of its own
+				b.SetOverride(e.overrides[string(key)])
+				b.SetDrainAt(e.drains[string(key)])
+			}
 		}
 	}
 	specs, err := healthSpecs(snap)
@@ -345,11 +349,12 @@ func (e *Engine) setOverrides(overrides map[string]catalog.Override, drains map[
 	e.overrides, e.drains = maps.Clone(overrides), maps.Clone(drains)
 	reprobe := false
 	scheduled := applyDrainStarts(e.Snapshot().Records(), drains)
+	var buf [128]byte
 	for _, r := range e.Snapshot().Records() {
 		changed := scheduled[r]
 		for _, b := range r.Backends {
 			wasWanted := enabledOrForced(b)
-			if b.SetOverride(overrides[b.Key]) {
+			if b.SetOverride(overrides[string(b.AppendKey(buf[:0]))]) {
 				changed = true
 				reprobe = reprobe || enabledOrForced(b) != wasWanted
 			}

@@ -55,7 +55,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 				name = target.HostPort(int(bc.Port))
 			}
 			spec := health.Spec{
-				Key: b.Key, Record: rec.Name, Backend: name,
+				Key: b.Key(), Record: rec.Name, Backend: name,
 				Rise: bc.Rise, Fall: bc.Fall,
 				Interval: rc.Settings().ScrapeInterval, Retries: rc.Settings().ScrapeRetries,
 				Activity:    &rec.Queried,
@@ -108,7 +108,7 @@ func backendKeys(snap *catalog.Snapshot) map[string]bool {
 	for _, rec := range snap.Records() {
 		for _, b := range rec.Backends {
 			if b.Config.Probed() {
-				keep[b.Key] = true
+				keep[b.Key()] = true
 			}
 		}
 	}

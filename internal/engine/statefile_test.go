@@ -52,7 +52,7 @@ func states(e *Engine) map[string]health.Status {
 	out := map[string]health.Status{}
 	for _, r := range e.Snapshot().Records() {
 		for _, b := range r.Backends {
-			out[b.Key] = b.State.Status()
+			out[b.Key()] = b.State.Status()
 		}
 	}
 	return out

@@ -133,7 +133,11 @@ func (e *Engine) notifyOverrides() {
 	if len(events) == 0 {
 		return
 	}
-	names := backendNames(e.Snapshot())
+	wanted := make(map[string]bool, len(events))
+	for _, ev := range events {
+		wanted[ev.Key] = true
+	}
+	names := backendNames(e.Snapshot(), wanted)
 	ours := events[:0]
 	for _, ev := range events {
 		if n, ok := names[ev.Key]; ok {
@@ -191,12 +195,16 @@ func sameOverride(a, b overlay.Override) bool {
 // backendName is a backend's record and address.
 type backendName struct{ record, backend string }
 
-// backendNames returns the record and address of every backend of snap, by key.
-func backendNames(snap *catalog.Snapshot) map[string]backendName {
-	names := make(map[string]backendName)
+// backendNames returns the record and address of the backends of snap whose keys are wanted,
+// by key.
+func backendNames(snap *catalog.Snapshot, wanted map[string]bool) map[string]backendName {
+	names := make(map[string]backendName, len(wanted))
+	var buf [128]byte
 	for _, r := range snap.Records() {
 		for _, b := range r.Backends {
-			names[b.Key] = backendName{record: r.Name, backend: b.Config.Address}
+			if key := b.AppendKey(buf[:0]); wanted[string(key)] {
+				names[string(key)] = backendName{record: r.Name, backend: b.Config.Address}
+			}
 		}
 	}
 	return names

@@ -233,7 +233,7 @@ func (m *Manager) State(key string) *State {
 func (m *Manager) stateLocked(key string) *State {
 	s, ok := m.states[key]
 	if !ok {
-		s = &State{}
+		s = &State{key: key}
 		m.states[key] = s
 	}
 	return s

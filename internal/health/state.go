@@ -52,7 +52,15 @@ type State struct {
 	// vantages are the smoothed RTTs that quorum voters measured, by their site; nil for none.
 	// The map a pointer holds is never written again.
 	vantages atomic.Pointer[map[string]time.Duration]
+	// key is the key of the backend the Manager made the state for (Manager.State); empty
+	// for a state made otherwise.
+	key string
 }
+
+// Key returns the key of the backend the Manager made the state for: the same string as the
+// Manager's, so that those who keep the key need not keep a copy; "" for a state not made
+// by a Manager.
+func (s *State) Key() string { return s.key }
 
 // VantageRTTs returns the smoothed RTT of the backend as the instances of each site measured it
 // (quorum mode, by redis_site), nil when none did. The map must not be written.
