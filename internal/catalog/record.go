@@ -286,7 +286,7 @@ func (s *Snapshot) CarryCounts(old *Snapshot) {
 // its answer.
 func (r *Record) carryLastGood(o *Record) {
 	if r.extra == nil || o.extra == nil {
-		return // neither has the last-known-good fallback: nothing to carry
+		return // one of them has no last-known-good backends to carry or to take
 	}
 	r.refreshMu.Lock()
 	carried := false
