@@ -269,14 +269,18 @@ func (s *Snapshot) CarryCounts(old *Snapshot) {
 			}
 			r.carryLastGood(o)
 		}
-		for _, b := range r.Backends {
-			if len(selected) == 0 {
-				break
-			}
-			var buf [128]byte
-			if n := selected[string(b.AppendKey(buf[:0]))]; n > 0 {
-				r.queryCounts().selected[b.index].Add(n)
-			}
+		if len(selected) > 0 {
+			r.carrySelected(selected)
+		}
+	}
+}
+
+// carrySelected adds to the counts of CountSelected of r's backends those of selected, by key.
+func (r *Record) carrySelected(selected map[string]uint64) {
+	var buf [128]byte
+	for _, b := range r.Backends {
+		if n := selected[string(b.AppendKey(buf[:0]))]; n > 0 {
+			r.queryCounts().selected[b.index].Add(n)
 		}
 	}
 }

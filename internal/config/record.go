@@ -397,24 +397,15 @@ func (p *parser) addBackend(rec *Record, first map[string]*yaml.Node, b *Backend
 	}
 }
 
-// shareSteering returns s as a record's steering: the previous record's when it is the same
-// (the records of a zone mostly keep its defaults, and each would otherwise keep a copy).
-func (p *parser) shareSteering(s Steering) *Steering {
-	if p.steering == nil || !p.steering.equal(&s) {
-		own := s // only a new one goes to the heap
-		p.steering = &own
+// shareLast returns v as a part a record keeps out of line (its Steering, its Settings): *last,
+// the previous record's, when it is the same (the records of a zone mostly keep its defaults,
+// and each would otherwise keep a copy); else a copy of v, which becomes *last.
+func shareLast[T any](last **T, v T, equal func(a, b *T) bool) *T {
+	if *last == nil || !equal(*last, &v) {
+		own := v // only a new one goes to the heap
+		*last = &own
 	}
-	return p.steering
-}
-
-// shareSettings returns s as a record's settings: the previous record's when they are the
-// same, as shareSteering does.
-func (p *parser) shareSettings(s Settings) *Settings {
-	if p.settings == nil || !p.settings.equal(&s) {
-		own := s
-		p.settings = &own
-	}
-	return p.settings
+	return *last
 }
 
 // record parses one record; its problems are recorded, and its name was checked by the caller.
@@ -464,9 +455,9 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	onlyWith(p, o.hashV6, "hash_prefix_v6", rec.Mode, ModeConsistentHash, ModeChain)
 	onlyWith(p, o.minHealthy, "min_healthy", rec.Mode, ModeFailover, ModeChain)
 	p.chainOptions(&steering, rec.Mode, &o, e, path)
-	rec.steering = p.shareSteering(steering)
+	rec.steering = shareLast(&p.steering, steering, (*Steering).equal)
 	settings.ScrapeInterval, settings.ScrapeTimeout = p.scrapeTimes(&o)
-	rec.settings = p.shareSettings(settings)
+	rec.settings = shareLast(&p.settings, settings, (*Settings).equal)
 	if settings.Fallback.CNAME == name {
 		p.Errorf(e.k, child(path, "fallback_policy.fallback_cname"), "the fallback CNAME %s is the record itself", name)
 	}

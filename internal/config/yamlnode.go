@@ -18,9 +18,9 @@ type parser struct {
 	// active holds the alias targets being expanded, to detect cycles.
 	active map[*yaml.Node]bool
 	// steering is the last record's, which the next records share while they have the same
-	// (shareSteering).
+	// (shareLast).
 	steering *Steering
-	// settings are the last record's, shared the same way (shareSettings).
+	// settings are the last record's, shared the same way.
 	settings *Settings
 }
 
