@@ -33,14 +33,22 @@ func connDeadline(ctx context.Context, timeout time.Duration) (time.Time, time.D
 	budget := timeout
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
-		// The scheduler sets the deadline to the timeout just before calling Probe; tolerate
-		// the time spent in between (2% of the timeout, at least 25 ms: a loaded machine, or
-		// the race detector, can take milliseconds), so that the reason names the timeout.
-		if rest := d.Sub(now); rest < timeout-max(timeout/50, 25*time.Millisecond) {
-			budget = max(rest.Round(time.Millisecond), time.Millisecond)
-		}
+		budget = namedBudget(d.Sub(now), timeout)
 	}
 	return deadline, budget
+}
+
+// namedBudget is the time a timeout reason names for a probe that had rest left of a check's
+// timeout: the timeout itself, unless rest is noticeably shorter (a retry, or a context with
+// an earlier deadline), then rest to the millisecond. The scheduler sets the deadline to the
+// timeout just before calling Probe; the time spent in between (2% of the timeout, at least
+// 25 ms: a loaded machine, or the race detector, can take milliseconds) is tolerated, so that
+// the reason names the timeout. A timeout of 0 (none) names rest.
+func namedBudget(rest, timeout time.Duration) time.Duration {
+	if timeout > 0 && rest >= timeout-max(timeout/50, 25*time.Millisecond) {
+		return timeout
+	}
+	return max(rest.Round(time.Millisecond), time.Millisecond)
 }
 
 // connDialer returns the dialer of a probe, built per probe rather than kept by thousands of

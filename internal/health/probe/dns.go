@@ -143,17 +143,14 @@ func budgetFail(ctx context.Context, start time.Time, timeout time.Duration) Res
 	return Fail("timeout after %s", probeBudget(ctx, start, timeout))
 }
 
-// probeBudget is the time a probe that began at start had: up to ctx's deadline, or the
-// check's timeout when the context has none or a later one. It is rounded to 10ms so that a
-// 2s timeout reads "2s" although the scheduler set the deadline a moment before start.
+// probeBudget is the time a probe that began at start had, as a timeout reason names it: the
+// check's timeout, or what was left of it up to ctx's deadline when that was noticeably
+// shorter (see namedBudget).
 func probeBudget(ctx context.Context, start time.Time, timeout time.Duration) time.Duration {
-	budget := timeout
-	if dl, ok := ctx.Deadline(); ok {
-		if d := dl.Sub(start).Round(10 * time.Millisecond); d < budget || budget <= 0 {
-			budget = d
-		}
+	if dl, ok := ctx.Deadline(); ok && (timeout <= 0 || dl.Before(start.Add(timeout))) {
+		return namedBudget(dl.Sub(start), timeout)
 	}
-	return budget
+	return timeout
 }
 
 // terseNetError shortens a network error for a log line: "read: connection refused" rather

@@ -168,7 +168,7 @@ func TestDNSProbeTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer silent.Close()
-	pr, err := dnsCompile(map[string]any{"query_name": "www.example.org", "port": silent.LocalAddr().(*net.UDPAddr).Port}, 5*time.Second)
+	pr, err := dnsCompile(map[string]any{"query_name": "www.example.org", "port": silent.LocalAddr().(*net.UDPAddr).Port}, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

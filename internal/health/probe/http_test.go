@@ -35,10 +35,17 @@ func probeTarget(t testing.TB, addr net.Addr) Target {
 	return Target{Host: ap.Addr().String(), IP: ap.Addr(), Port: ap.Port()}
 }
 
-// compileProbe compiles a check of type typ through Compile, failing the test on error.
+// compileProbe compiles a check of type typ with a timeout of 5s through Compile, failing the
+// test on error.
 func compileProbe(t testing.TB, typ string, params map[string]any, tg Target) Prober {
 	t.Helper()
-	c, err := Compile(config.HealthCheck{Type: typ, Params: params}, tg, 5*time.Second)
+	return compileProbeTimeout(t, typ, params, tg, 5*time.Second)
+}
+
+// compileProbeTimeout is compileProbe with the check's timeout given.
+func compileProbeTimeout(t testing.TB, typ string, params map[string]any, tg Target, timeout time.Duration) Prober {
+	t.Helper()
+	c, err := Compile(config.HealthCheck{Type: typ, Params: params}, tg, timeout)
 	if err != nil {
 		t.Fatalf("compile %s %v: %v", typ, params, err)
 	}

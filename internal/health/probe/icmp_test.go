@@ -315,7 +315,7 @@ func TestICMPProbeRemote(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			icmpFakeListen(t, func(string, string) (net.PacketConn, error) { return icmpNewFakeConn(t, tc.reply), nil })
-			pr, err := icmpCompile(map[string]any{"count": tc.count}, icmpIPTarget(backend.String()), 5*time.Second)
+			pr, err := icmpCompile(map[string]any{"count": tc.count}, icmpIPTarget(backend.String()), 200*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -107,9 +107,7 @@ func NewPoller() (*Poller, error) {
 // finish is called exactly once, from the poller's goroutine; only after close, from start.
 func (p *Poller) start(addr netip.AddrPort, reuseFD int, sources []netip.Addr, out []byte, limit int, deadline time.Time, timeout time.Duration, h exchangeHandler, finish func(Result, int)) {
 	// The timeout a timeout reason names: the check's, or what is left of it for a retry.
-	if rest := time.Until(deadline); rest < timeout-timeout/50 {
-		timeout = max(rest.Round(time.Millisecond), time.Millisecond)
-	}
+	timeout = namedBudget(time.Until(deadline), timeout)
 	ex := &exchange{fd: reuseFD, deadline: deadline, timeout: timeout, out: out, limit: limit, handler: h, finish: finish, connected: reuseFD >= 0, index: -1}
 	if ex.fd < 0 {
 		fd, err := dialNonBlocking(addr, sources)

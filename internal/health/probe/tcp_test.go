@@ -55,10 +55,12 @@ func TestTCPProbe(t *testing.T) {
 		{"silent after send", silent, map[string]any{"send": "hi", "expect": "x"}, false, "timeout after 200ms"},
 		{"port param", Target{Host: "127.0.0.1"}, map[string]any{"port": int(open.Port)}, true, "connected"},
 	}
+	// The check's timeout and the context's deadline are the same, as the scheduler sets them:
+	// the reason names the timeout even when the machine is slow to start the probe.
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, via := range probeWays {
-				pr := compileProbe(t, "tcp", tc.params, tc.tg)
+				pr := compileProbeTimeout(t, "tcp", tc.params, tc.tg, 200*time.Millisecond)
 				res, took := probeVia(t, via, pr, 200*time.Millisecond)
 				if res.OK != tc.ok || res.Reason != tc.reason {
 					t.Fatalf("%s: got %+v, want ok=%v reason %q", via, res, tc.ok, tc.reason)
