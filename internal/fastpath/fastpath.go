@@ -35,6 +35,13 @@ type Counts struct {
 // drainWait bounds how long Close waits for its sockets' queues, and the slow path's, to empty.
 const drainWait = 200 * time.Millisecond
 
+// steerSettle is how long after a group's steering changed a packet that the kernel was
+// steering by the old program may still be queued on the socket that program chose: setsockopt
+// replaces the program without waiting for the lookups that use it (the old one is freed after
+// them, RCU), and a lookup on another processor can be a moment behind, longer on a virtual
+// machine whose processor the host took away meanwhile.
+const steerSettle = 10 * time.Millisecond
+
 // sockTimeout bounds a loop's blocking receive, so that a loop whose wake-up was missed still
 // sees that its server closed, and a blocking send, so that a full send buffer cannot hold a
 // loop (or the slow path's writer) for long. A variable for the tests only.
@@ -53,6 +60,9 @@ type Server struct {
 	slow   *slowConn
 	wg     sync.WaitGroup
 	closed atomic.Bool
+	// leaving is set when Close begins: the server's sockets get no more packets from then
+	// on, and no resteer points the group at them again.
+	leaving atomic.Bool
 	// reserved is the processors Serve added for the loops (reserveProcs), which Close gives
 	// back.
 	reserved int
@@ -78,14 +88,12 @@ func (s *Server) Serve() {
 // none) stops the server of Slow, and must wait for the replies it is writing. Only then do the
 // sockets close, the first of which sends the slow path's replies.
 func (s *Server) Close(stopSlow func() error) error {
-	if s.closed.Load() {
+	if s.leaving.Swap(true) {
 		return nil
 	}
 	steerAway(s)
 	drain(s.socks)
-	if s.closed.Swap(true) {
-		return nil
-	}
+	s.closed.Store(true)
 	for _, k := range s.socks {
 		k.wake() // the loops see closed and return
 	}

@@ -306,20 +306,78 @@ func TestReplacingLosesNoQuery(t *testing.T) {
 	addr := freeUDP(t)
 	var slow atomic.Int32
 	otherSocket(t, addr, "F", &slow) // a closing fast path steers to it: it answers the same
-	start := func() *Server {
-		s, err := Listen(addr, 2, 1, true, &echo{}, &Counts{})
-		if err != nil {
+	cur := startEcho(t, addr)
+	stop := loadFast(t, addr, 4)
+	for range 30 {
+		time.Sleep(20 * time.Millisecond) // queries in flight at every replacement
+		next := startEcho(t, addr)
+		if err := cur.Close(nil); err != nil {
 			t.Fatal(err)
 		}
-		s.Serve()
-		return s
+		cur = next
 	}
-	cur := start()
-	stop := make(chan struct{})
+	lost, answered := stop()
+	cur.Close(nil)
+	if lost != 0 || answered == 0 {
+		t.Errorf("%d queries lost, %d answered over 30 replacements", lost, answered)
+	}
+}
+
+// TestResteerWhileClosingLosesNoQuery: a resteer while a server closes (in a binary upgrade,
+// the parent's exit seen late by a process that is itself being replaced) leaves the group on
+// the other sockets: a closing server's sockets get no packets again, which they would drop.
+func TestResteerWhileClosingLosesNoQuery(t *testing.T) {
+	addr := freeUDP(t)
+	var slow atomic.Int32
+	otherSocket(t, addr, "F", &slow) // CoreDNS's socket, which the closing server steers to
+	stop := loadFast(t, addr, 2)
+	for range 10 {
+		s := startEcho(t, addr)
+		time.Sleep(20 * time.Millisecond) // queries in flight
+		done := make(chan struct{})
+		var resteers sync.WaitGroup
+		resteers.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+					s.Resteer()
+				}
+			}
+		})
+		if err := s.Close(nil); err != nil {
+			t.Fatal(err)
+		}
+		close(done)
+		resteers.Wait()
+	}
+	if lost, answered := stop(); lost != 0 || answered == 0 {
+		t.Errorf("%d queries lost, %d answered over 10 closes", lost, answered)
+	}
+}
+
+// startEcho starts a steered fast path of echo on addr, after one other socket.
+func startEcho(t *testing.T, addr string) *Server {
+	t.Helper()
+	s, err := Listen(addr, 2, 1, true, &echo{}, &Counts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Serve()
+	return s
+}
+
+// loadFast starts clients that ask addr fast queries one after another, each waiting up to
+// 2 s for its answer ("F" and the query); stop ends them and returns how many queries were
+// lost (unanswered or answered wrong) and answered.
+func loadFast(t *testing.T, addr string, clients int) (stop func() (lost, answered int32)) {
+	t.Helper()
+	done := make(chan struct{})
 	var lost, answered atomic.Int32
-	var clients sync.WaitGroup
-	for range 4 {
-		clients.Go(func() {
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
 			c, err := net.Dial("udp", addr)
 			if err != nil {
 				t.Error(err)
@@ -329,7 +387,7 @@ func TestReplacingLosesNoQuery(t *testing.T) {
 			buf := make([]byte, 64)
 			for i := 0; ; i++ {
 				select {
-				case <-stop:
+				case <-done:
 					return
 				default:
 				}
@@ -347,19 +405,10 @@ func TestReplacingLosesNoQuery(t *testing.T) {
 			}
 		})
 	}
-	for range 30 {
-		time.Sleep(20 * time.Millisecond) // queries in flight at every replacement
-		next := start()
-		if err := cur.Close(nil); err != nil {
-			t.Fatal(err)
-		}
-		cur = next
-	}
-	close(stop)
-	clients.Wait()
-	cur.Close(nil)
-	if lost.Load() != 0 || answered.Load() == 0 {
-		t.Errorf("%d queries lost, %d answered over 30 replacements", lost.Load(), answered.Load())
+	return func() (int32, int32) {
+		close(done)
+		wg.Wait()
+		return lost.Load(), answered.Load()
 	}
 }
 

@@ -56,7 +56,7 @@ func resteer(addr string) {
 	live.Lock()
 	defer live.Unlock()
 	for s := range live.servers {
-		if s.addr == addr && !s.closed.Load() {
+		if s.addr == addr && !s.leaving.Load() {
 			s.steerLocked()
 		}
 	}
@@ -83,16 +83,18 @@ func steerAway(s *Server) {
 		return
 	}
 	for o := range live.servers {
-		if o != s && o.addr == s.addr && !o.closed.Load() {
+		if o != s && o.addr == s.addr && !o.leaving.Load() {
 			o.steerLocked()
 			return
 		}
 	}
 }
 
-// drain waits, at most drainWait, until no socket of socks has a datagram queued: their loops
-// answer them meanwhile.
+// drain waits, after steerSettle and at most drainWait, until no socket of socks has a
+// datagram queued: their loops answer them meanwhile. Its caller has just steered the group
+// away from socks.
 func drain(socks []*sock) {
+	time.Sleep(steerSettle)
 	deadline := time.Now().Add(drainWait)
 	for time.Now().Before(deadline) && slices.ContainsFunc(socks, (*sock).queued) {
 		time.Sleep(time.Millisecond)
