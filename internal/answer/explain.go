@@ -258,10 +258,10 @@ func backendState(be *catalog.Backend) string {
 	s := be.Status().String()
 	switch c := be.Config; {
 	case c.Remote:
-		s += " (site " + c.Site + "'s, as it publishes)"
-	case c.Site != "":
-		s += " (site " + c.Site + ", this site)"
-	case c.External && len(c.HealthChecks) > 0:
+		s += " (site " + c.Site() + "'s, as it publishes)"
+	case c.Site() != "":
+		s += " (site " + c.Site() + ", this site)"
+	case c.External && len(c.Checks().HealthChecks) > 0:
 		s += " (its health reported by a source, and probed here: both must pass)"
 	case c.External:
 		s += " (its health reported by a source, not probed here)"

@@ -41,9 +41,9 @@ records:
 	for i := range z.Records {
 		r := &z.Records[i]
 		for j := range r.Backends {
-			remote := r.Backends[j].Site == "eu"
+			remote := r.Backends[j].Site() == "eu"
 			r.Backends[j].Remote, r.Backends[j].External = remote, remote
-			r.Publish = r.Publish || r.Backends[j].Site != "eu"
+			r.Publish = r.Publish || r.Backends[j].Site() != "eu"
 		}
 		r.PublishRTT = r.SteersByRTT()
 	}

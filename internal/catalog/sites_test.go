@@ -27,7 +27,7 @@ records:
 	rc := &z.Records[0]
 	rc.Publish = true
 	for i := range rc.Backends {
-		remote := rc.Backends[i].Site != "us"
+		remote := rc.Backends[i].Site() != "us"
 		rc.Backends[i].Remote, rc.Backends[i].External = remote, remote
 	}
 	snap, err := Build([]*config.Zone{z}, hs)

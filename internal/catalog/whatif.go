@@ -22,7 +22,7 @@ func (h Hypothesis) Empty() bool { return len(h.Down) == 0 && len(h.Drained) == 
 // Matches reports whether the selector sel names b.
 func Matches(b *Backend, sel string) bool {
 	if site, ok := strings.CutPrefix(sel, "site:"); ok {
-		return b.Config.Site == site
+		return b.Config.Site() == site
 	}
 	if loc, ok := strings.CutPrefix(sel, "location:"); ok {
 		return b.Config.Labels().Location == loc

@@ -24,7 +24,7 @@ func TestCheck(t *testing.T) {
 	same := map[string]int{"api_enable": 3, "api_listen_addr": 4, "enable_txt": 5, "coredns_gslb_metrics": 6}
 	record := func(alpn []string, checks ...config.HealthCheck) []*config.Zone {
 		r := config.Record{Name: "www.example.org.", Mode: config.ModeFailover, Pos: config.Position{File: "zone.yml", Line: 2},
-			Backends: []config.Backend{{Address: "192.0.2.1", HealthChecks: checks}}}
+			Backends: []config.Backend{config.Backend{Address: "192.0.2.1"}.WithChecks(config.Checks{HealthChecks: checks})}}
 		r.SetSettings(config.Settings{ALPN: alpn})
 		return []*config.Zone{{Origin: "example.org.", Records: []config.Record{r}}}
 	}

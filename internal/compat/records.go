@@ -106,8 +106,9 @@ func eachCheck(zones []*config.Zone, f func(*config.Record, *config.Backend, *co
 			r := &z.Records[ri]
 			for bi := range r.Backends {
 				b := &r.Backends[bi]
-				for ci := range b.HealthChecks {
-					f(r, b, &b.HealthChecks[ci])
+				checks := b.Checks().HealthChecks // shared by backends: f only reads them
+				for ci := range checks {
+					f(r, b, &checks[ci])
 				}
 			}
 		}

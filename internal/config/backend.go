@@ -28,7 +28,9 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 	before := p.Len()
 	var address, kube, lat, lon *yaml.Node
 	var cs checkSettings
+	var checks Checks
 	var lb Labels
+	var origin Origin
 	for _, e := range p.entries(n, path) {
 		if YAMLIsNull(e.v) {
 			continue
@@ -59,10 +61,10 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 		case "passive":
 			b.Passive = p.boolField(e.v, kpath, b.Passive)
 		case "site":
-			b.Site = p.siteName(e.v, kpath)
+			origin.Site = p.siteName(e.v, kpath)
 		case "kubernetes":
 			kube = e.v
-			b.Kubernetes = p.kubernetesRef(e.v, kpath)
+			origin.Kubernetes = p.kubernetesRef(e.v, kpath)
 		case "tags":
 			lb.Tags, _ = p.strList(e.v, kpath)
 		case "description":
@@ -90,20 +92,20 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 			if d, ok := p.duration(e.v, kpath); ok && d > interval {
 				p.Errorf(e.v, kpath, "timeout %v is longer than the record's scrape_interval %v", d, interval)
 			} else if ok {
-				b.Timeout = d
+				checks.Timeout = d
 			}
 		default:
-			if !p.checkKey(&b, e, kpath, profiles, &cs) {
+			if !p.checkKey(&checks, e, kpath, profiles, &cs) {
 				p.unknownKey(e, path, backendKeys)
 			}
 		}
 	}
 	switch {
-	case address == nil && b.Site == "" && kube == nil:
+	case address == nil && origin.Site == "" && kube == nil:
 		p.Errorf(n, child(path, "address"), "a backend needs an address (or a site, for what that site publishes, or a kubernetes Service)")
-	case address != nil && b.Kubernetes != nil:
+	case address != nil && origin.Kubernetes != nil:
 		p.Errorf(address, child(path, "address"), "a kubernetes backend stands for its Service's LoadBalancer addresses: it has no address of its own")
-	case b.Site != "" && b.Kubernetes != nil:
+	case origin.Site != "" && origin.Kubernetes != nil:
 		p.Errorf(n, child(path, "kubernetes"), "a backend is either a site's placeholder or a kubernetes Service, not both")
 	}
 	switch {
@@ -115,7 +117,9 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 		lb.HasCoords = lat != nil
 	}
 	b.SetLabels(lb)
-	cs.thresholds(&b, profiles)
+	b.SetOrigin(origin)
+	cs.thresholds(&checks, profiles)
+	b.checks = shareLast(&p.checks, checks, (*Checks).equal)
 	// A kubernetes backend's addresses are judged by the Service's readiness, and by its
 	// healthchecks (with its rise, fall and timeout) when it has some: both must pass.
 	if b.IsKubernetes() {
@@ -134,30 +138,30 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 // checkSettings notes which of a backend's rise and fall its keys set.
 type checkSettings struct{ riseSet, fallSet bool }
 
-// checkKey parses a health-check key of a backend (healthchecks, rise, fall) into b; it
+// checkKey parses a health-check key of a backend (healthchecks, rise, fall) into c; it
 // reports false for any other key.
-func (p *parser) checkKey(b *Backend, e entry, kpath string, profiles profileSet, cs *checkSettings) bool {
+func (p *parser) checkKey(c *Checks, e entry, kpath string, profiles profileSet, cs *checkSettings) bool {
 	switch e.key {
 	case "healthchecks":
-		b.HealthChecks = p.healthChecks(e.v, kpath, profiles)
+		c.HealthChecks = p.healthChecks(e.v, kpath, profiles)
 	case "rise":
-		b.Rise, cs.riseSet = p.count(e.v, kpath)
+		c.Rise, cs.riseSet = p.count(e.v, kpath)
 	case "fall":
-		b.Fall, cs.fallSet = p.count(e.v, kpath)
+		c.Fall, cs.fallSet = p.count(e.v, kpath)
 	default:
 		return false
 	}
 	return true
 }
 
-// thresholds sets the rise and fall of b that its keys leave unset: the highest of its checks,
-// else the zone's healthcheck block, else the defaults (profiles carries the last two).
-func (cs checkSettings) thresholds(b *Backend, profiles profileSet) {
+// thresholds sets the rise and fall of c that a backend's keys leave unset: the highest of its
+// checks, else the zone's healthcheck block, else the defaults (profiles carries the last two).
+func (cs checkSettings) thresholds(c *Checks, profiles profileSet) {
 	if !cs.riseSet {
-		b.Rise = maxThreshold(b.HealthChecks, func(hc HealthCheck) int { return hc.Rise }, profiles.rise)
+		c.Rise = maxThreshold(c.HealthChecks, func(hc HealthCheck) int { return hc.Rise }, profiles.rise)
 	}
 	if !cs.fallSet {
-		b.Fall = maxThreshold(b.HealthChecks, func(hc HealthCheck) int { return hc.Fall }, profiles.fall)
+		c.Fall = maxThreshold(c.HealthChecks, func(hc HealthCheck) int { return hc.Fall }, profiles.fall)
 	}
 }
 

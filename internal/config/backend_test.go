@@ -16,9 +16,9 @@ func TestBackendProbed(t *testing.T) {
 		want bool
 	}{
 		{"no checks", Backend{}, false},
-		{"checks", Backend{HealthChecks: checks}, true},
+		{"checks", Backend{}.WithChecks(Checks{HealthChecks: checks}), true},
 		{"passive", Backend{Passive: true}, true},
-		{"assume_healthy with checks", Backend{HealthChecks: checks, AssumeHealthy: true}, false},
+		{"assume_healthy with checks", Backend{AssumeHealthy: true}.WithChecks(Checks{HealthChecks: checks}), false},
 		{"assume_healthy and passive", Backend{Passive: true, AssumeHealthy: true}, false},
 	}
 	for _, tt := range tests {
@@ -106,8 +106,8 @@ records:
 // TestBackendStaysSmall guards the size of a backend: a zone of 100,000 records holds hundreds
 // of thousands (see docs/benchmarks.md, "Loading big zones").
 func TestBackendStaysSmall(t *testing.T) {
-	if size := unsafe.Sizeof(Backend{}); size > 192 {
-		t.Errorf("a Backend takes %d bytes, more than 192: keep what most backends leave unset out of line, as Labels", size)
+	if size := unsafe.Sizeof(Backend{}); size > 128 {
+		t.Errorf("a Backend takes %d bytes, more than 128: keep what most backends share or leave unset out of line, as Checks, Origin and Labels", size)
 	}
 }
 
@@ -143,6 +143,42 @@ records:
 	}
 }
 
+// TestBackendsShareTheirChecks: consecutive backends with the same checks (a profile's, or
+// none) keep one Checks; a backend whose checks differ in anything keeps its own.
+func TestBackendsShareTheirChecks(t *testing.T) {
+	z := parseString(t, `
+healthcheck_profiles:
+  web: {type: tcp, params: {port: 80}}
+records:
+  a.example.org.: {backends: [{address: 10.0.0.1, healthchecks: [web]}, {address: 10.0.0.2, healthchecks: [web]}]}
+  b.example.org.: {backends: [{address: 10.0.0.3, healthchecks: [web]}, {address: 10.0.0.4, healthchecks: [web], rise: 5}]}
+  c.example.org.: {backends: [{address: 10.0.0.5}, {address: 10.0.0.6}, {address: 10.0.0.7, timeout: 1s}]}
+  d.example.org.: {backends: [{address: 10.0.0.8, healthchecks: [{type: tcp, params: {port: 80}}]}, {address: 10.0.0.9, healthchecks: [{type: tcp, params: {port: 80}}]}]}
+`)
+	checks := func(r, b int) *Checks { return z.Records[r].Backends[b].Checks() }
+	for _, tc := range []struct {
+		name       string
+		a, b       *Checks
+		wantShared bool
+	}{
+		{"one profile", checks(0, 0), checks(0, 1), true},
+		{"one profile, the next record", checks(0, 1), checks(1, 0), true},
+		{"another rise", checks(1, 0), checks(1, 1), false},
+		{"no checks", checks(2, 0), checks(2, 1), true},
+		{"another timeout", checks(2, 1), checks(2, 2), false},
+		{"inline checks, written twice", checks(3, 0), checks(3, 1), false},
+	} {
+		if shared := tc.a == tc.b; shared != tc.wantShared {
+			t.Errorf("%s: shared %v, want %v", tc.name, shared, tc.wantShared)
+		}
+	}
+	eq(t, "rise", []int{checks(1, 0).Rise, checks(1, 1).Rise}, []int{DefaultRise, 5})
+	eq(t, "timeout", checks(2, 2).Timeout, time.Second)
+	if (&Backend{}).Checks().Rise != 0 || (&Backend{}).Site() != "" || (&Backend{}).Share() != 0 {
+		t.Error("a backend given no checks or origin does not read as zero")
+	}
+}
+
 // TestRecordStaysSmall guards the size of a record, of which a big zone holds 100,000.
 func TestRecordStaysSmall(t *testing.T) {
 	if size := unsafe.Sizeof(Record{}); size > 120 {
@@ -150,8 +186,9 @@ func TestRecordStaysSmall(t *testing.T) {
 	}
 }
 
-// TestLabelsAndSteeringSeeEveryField sets each field of Labels, Steering, Settings and Fallback
-// alone: Labels are then not empty, and the others not equal to their zero one. A field added
+// TestLabelsAndSteeringSeeEveryField sets each field of Labels, Steering, Settings, Fallback,
+// Checks and HealthCheck alone: Labels are then not empty, and the others not equal to their
+// zero one. A field added
 // to one and forgotten in empty or equal fails here.
 func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 	for _, tc := range []struct {
@@ -162,6 +199,11 @@ func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 		{Steering{}, func(v reflect.Value) bool { s := v.Interface().(Steering); return s.equal(&Steering{}) }},
 		{Settings{}, func(v reflect.Value) bool { s := v.Interface().(Settings); return s.equal(&Settings{}) }},
 		{Fallback{}, func(v reflect.Value) bool { f := v.Interface().(Fallback); return f.equal(&Fallback{}) }},
+		{Checks{}, func(v reflect.Value) bool { c := v.Interface().(Checks); return c.equal(&Checks{}) }},
+		{HealthCheck{}, func(v reflect.Value) bool {
+			c := Checks{HealthChecks: []HealthCheck{v.Interface().(HealthCheck)}}
+			return c.equal(&Checks{HealthChecks: []HealthCheck{{}}})
+		}},
 	} {
 		typ := reflect.TypeOf(tc.zero)
 		for i := range typ.NumField() {
@@ -170,6 +212,8 @@ func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 			switch f.Kind() {
 			case reflect.Pointer:
 				f.Set(reflect.New(f.Type().Elem()))
+			case reflect.Map:
+				f.Set(reflect.MakeMap(f.Type()))
 			case reflect.Slice:
 				f.Set(reflect.MakeSlice(f.Type(), 1, 1))
 				if f.Index(0).Kind() == reflect.String {

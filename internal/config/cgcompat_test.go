@@ -44,8 +44,8 @@ func TestThresholdPrecedence(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := parseString(t, tc.yml).Records[0].Backends[0]
-			if b.Rise != tc.rise || b.Fall != tc.fall {
-				t.Errorf("rise/fall = %d/%d, want %d/%d", b.Rise, b.Fall, tc.rise, tc.fall)
+			if c := b.Checks(); c.Rise != tc.rise || c.Fall != tc.fall {
+				t.Errorf("rise/fall = %d/%d, want %d/%d", c.Rise, c.Fall, tc.rise, tc.fall)
 			}
 		})
 	}
@@ -90,7 +90,7 @@ func TestCoreDNSGSLBSpellings(t *testing.T) {
 			func(t *testing.T, r Record) { eq(t, "alpn", r.Settings().ALPN, []string{"h3", "h2"}) }, nil},
 		{"backend timeout", "records:\n  a.example.org:\n    backends: [{address: 10.0.0.1, timeout: 2s}, {address: 10.0.0.2}]\n",
 			func(t *testing.T, r Record) {
-				eq(t, "timeouts", []time.Duration{r.Backends[0].Timeout, r.Backends[1].Timeout}, []time.Duration{2 * time.Second, 0})
+				eq(t, "timeouts", []time.Duration{r.Backends[0].Checks().Timeout, r.Backends[1].Checks().Timeout}, []time.Duration{2 * time.Second, 0})
 			}, nil},
 		{"hash_order text", "records:\n  a.example.org:\n    mode: ip-hash\n    hash_order: TEXT\n    backends: [{address: 10.0.0.1}]\n",
 			func(t *testing.T, r Record) { eq(t, "hash order", r.Steering().HashOrder, HashOrderText) }, nil},

@@ -58,12 +58,11 @@ type Discovery struct {
 // Timeout is how long one fetch may take.
 func (d *Discovery) Timeout() time.Duration { return min(DefaultDiscoveryTimeout, d.Interval) }
 
-// Backend returns the discovered backend at ip and port (0 when the source gives none). Its
-// checks are its own: the engine releases a compiled check's parameters.
+// Backend returns the discovered backend at ip and port (0 when the source gives none). It
+// shares the template's checks.
 func (d *Discovery) Backend(ip netip.Addr, port uint16) Backend {
 	b := d.Template
 	b.IP, b.Address, b.Port = ip, ip.String(), port
-	b.HealthChecks = slices.Clone(d.Template.HealthChecks)
 	return b
 }
 
@@ -74,7 +73,7 @@ var portChecks = []string{"tcp", "grpc"}
 // PortCheck returns the type of a check of the block that needs the backend's port (it has no
 // port parameter), or "" when none does: such a block cannot take a backend without a port.
 func (d *Discovery) PortCheck() string {
-	for _, hc := range d.Template.HealthChecks {
+	for _, hc := range d.Template.Checks().HealthChecks {
 		if _, ok := hc.Params["port"]; !ok && slices.Contains(portChecks, hc.Type) {
 			return hc.Type
 		}
@@ -91,6 +90,7 @@ func (p *parser) discovery(n *yaml.Node, path string, interval time.Duration, pr
 	before := p.Len()
 	nodes := map[string]*yaml.Node{}
 	var cs checkSettings
+	var checks Checks
 	for _, e := range p.entries(n, path) {
 		if YAMLIsNull(e.v) {
 			continue
@@ -117,7 +117,7 @@ func (p *parser) discovery(n *yaml.Node, path string, interval time.Duration, pr
 				d.Interval = v
 			}
 		default:
-			if !p.checkKey(&d.Template, e, kpath, profiles, &cs) {
+			if !p.checkKey(&checks, e, kpath, profiles, &cs) {
 				p.unknownKey(e, path, discoveryKeys)
 			}
 		}
@@ -125,7 +125,8 @@ func (p *parser) discovery(n *yaml.Node, path string, interval time.Duration, pr
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
-	cs.thresholds(&d.Template, profiles)
+	cs.thresholds(&checks, profiles)
+	d.Template.SetChecks(checks)
 	p.discoveryRules(d, n, path, nodes)
 	if p.Len() != before {
 		return nil

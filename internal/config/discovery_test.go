@@ -34,14 +34,14 @@ records:
 		got[r.Name] = r.Discovery
 	}
 	h := got["http.example.org."]
-	if h == nil || h.Type != DiscoveryHTTP || h.Interval != 20*time.Second || h.Timeout() != DefaultDiscoveryTimeout || len(h.Template.HealthChecks) != 0 {
+	if h == nil || h.Type != DiscoveryHTTP || h.Interval != 20*time.Second || h.Timeout() != DefaultDiscoveryTimeout || len(h.Template.Checks().HealthChecks) != 0 {
 		t.Errorf("http: %+v", h)
 	}
 	c := got["consul.example.org."]
 	if c == nil || c.Tag != "primary" || c.Service != "web" || c.Interval != 2*time.Second || c.Timeout() != 2*time.Second {
 		t.Fatalf("consul: %+v", c)
 	}
-	if hc := c.Template.HealthChecks; len(hc) != 1 || hc[0].Type != "tcp" || c.Template.Rise != 4 || c.Template.Fall != DefaultFall || !c.Template.Enable {
+	if cc := c.Template.Checks(); len(cc.HealthChecks) != 1 || cc.HealthChecks[0].Type != "tcp" || cc.Rise != 4 || cc.Fall != DefaultFall || !c.Template.Enable {
 		t.Errorf("consul template: %+v", c.Template)
 	}
 	s := got["svcb.example.org."]

@@ -287,11 +287,11 @@ func TestKubernetesBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := z.Records[0].Backends[0]
-	if !b.IsKubernetes() || b.Kubernetes.Key() != "Service shop/web" || b.Priority != 2 || b.Labels().Location != "eu" {
+	if !b.IsKubernetes() || b.Kubernetes().Key() != "Service shop/web" || b.Priority != 2 || b.Labels().Location != "eu" {
 		t.Errorf("backend = %+v, want the Service shop/web with priority 2 and location eu", b)
 	}
-	if len(b.HealthChecks) != 1 || b.HealthChecks[0].Type != "tcp" || b.Rise != 3 || b.Fall != 4 || b.Timeout != 2*time.Second {
-		t.Errorf("backend checks = %+v, rise %d, fall %d, timeout %s; want one tcp check, 3, 4 and 2s", b.HealthChecks, b.Rise, b.Fall, b.Timeout)
+	if c := b.Checks(); len(c.HealthChecks) != 1 || c.HealthChecks[0].Type != "tcp" || c.Rise != 3 || c.Fall != 4 || c.Timeout != 2*time.Second {
+		t.Errorf("backend checks = %+v, rise %d, fall %d, timeout %s; want one tcp check, 3, 4 and 2s", c.HealthChecks, c.Rise, c.Fall, c.Timeout)
 	}
 	if z.Records[0].Backends[1].IsKubernetes() {
 		t.Error("an address backend is a kubernetes one")
@@ -333,7 +333,7 @@ func TestRecordKubernetes(t *testing.T) {
 		var got []string
 		for _, b := range z.Records[0].Backends {
 			if b.IsKubernetes() {
-				got = append(got, b.Kubernetes.Key())
+				got = append(got, b.Kubernetes().Key())
 			} else {
 				got = append(got, b.Address)
 			}
@@ -361,8 +361,8 @@ func TestPlaceholderChecks(t *testing.T) {
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("%s: %v", tt.name, err)
-		case tt.want == "" && len(z.Records[0].Backends[0].HealthChecks) != 1:
-			t.Errorf("%s: the placeholder's checks: %+v", tt.name, z.Records[0].Backends[0].HealthChecks)
+		case tt.want == "" && len(z.Records[0].Backends[0].Checks().HealthChecks) != 1:
+			t.Errorf("%s: the placeholder's checks: %+v", tt.name, z.Records[0].Backends[0].Checks().HealthChecks)
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.want)
 		}

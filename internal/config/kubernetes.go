@@ -207,7 +207,9 @@ func (p *parser) recordKubernetes(n *yaml.Node, path string) []Backend {
 	var out []Backend
 	for i, item := range nodes {
 		if ref := p.kubernetesRef(item, paths[i]); ref != nil {
-			out = append(out, Backend{Pos: p.Pos(item), Priority: DefaultPriority, Weight: DefaultWeight, Enable: true, Kubernetes: ref})
+			b := Backend{Pos: p.Pos(item), Priority: DefaultPriority, Weight: DefaultWeight, Enable: true}
+			b.SetOrigin(Origin{Kubernetes: ref})
+			out = append(out, b)
 		}
 	}
 	return out

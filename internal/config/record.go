@@ -371,15 +371,15 @@ func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profil
 // before it has its address (or site, or Kubernetes object) and port: first holds those of the
 // backends before it. A backend with none of them (its errors recorded) is left out.
 func (p *parser) addBackend(rec *Record, first map[string]*yaml.Node, b *Backend, ok bool, item *yaml.Node, path string) {
-	if b.Address == "" && b.Site == "" && b.Kubernetes == nil {
+	if b.Address == "" && b.Site() == "" && b.Kubernetes() == nil {
 		return
 	}
 	key := b.Address
 	switch {
 	case b.IsPlaceholder():
-		key = "site " + b.Site
+		key = "site " + b.Site()
 	case b.IsKubernetes():
-		key = "kubernetes " + b.Kubernetes.Key()
+		key = "kubernetes " + b.Kubernetes().Key()
 	}
 	if b.IP.IsValid() {
 		key = b.IP.String()
@@ -482,9 +482,9 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 	for i, item := range items {
 		ipath := index(bpath, i)
 		b, ok := p.backend(item, ipath, profiles, settings.ScrapeInterval)
-		if b.IsPlaceholder() && len(b.HealthChecks) > 0 && !rec.SteersByRTT() {
+		if b.IsPlaceholder() && len(b.Checks().HealthChecks) > 0 && !rec.SteersByRTT() {
 			// A chain's rtt step has its targets measured with them (measure_remote).
-			p.Errorf(item, child(ipath, "healthchecks"), "a backend without an address stands for what site %s publishes: it has nothing to probe here (unless the record steers by RTT: mode chain with an rtt step, where they measure its targets with measure_remote)", b.Site)
+			p.Errorf(item, child(ipath, "healthchecks"), "a backend without an address stands for what site %s publishes: it has nothing to probe here (unless the record steers by RTT: mode chain with an rtt step, where they measure its targets with measure_remote)", b.Site())
 		}
 		p.addBackend(&rec, first, &b, ok, item, ipath)
 	}

@@ -5,6 +5,7 @@ package config
 
 import (
 	"net/netip"
+	"reflect"
 	"slices"
 	"time"
 )
@@ -413,24 +414,14 @@ type Backend struct {
 	// most common case): read them with Labels, set them with SetLabels.
 	labels *Labels
 
-	HealthChecks []HealthCheck
-	// Timeout bounds each probe of this backend's checks in place of the record's
-	// scrape_timeout; 0 when not set. A check's own timeout parameter still wins.
-	Timeout time.Duration
-	Rise    int
-	Fall    int
-
-	// Site is the site the backend is in (site:), empty for a backend of no site in
-	// particular. A backend with a site and no address is a placeholder: it stands for the
-	// targets that site publishes (the k8gb form, see docs/sites.md).
-	Site string
-	// Kubernetes, when set, names the Service the backend stands for (kubernetes:): it has
-	// no address, and the Kubernetes source replaces it by the Service's LoadBalancer
-	// addresses.
-	Kubernetes *KubernetesRef
-	// Share is, on a target that the sites source learned for a placeholder, the number of
-	// targets the placeholder's weight is shared among (the site's weight); 0 otherwise.
-	Share int
+	// checks are how the backend's health is checked, nil when it has no checks, no timeout
+	// and no thresholds of its own; shared by the backends whose checks are the same (most
+	// use a profile, or none): read them with Checks, set them with SetChecks.
+	checks *Checks
+	// origin is the site the backend is in, the Kubernetes Service it stands for and the share
+	// of a target learned for a placeholder, nil when it has none of them (the most common
+	// case): read them with Site, Kubernetes, Share and Origin, set them with SetOrigin.
+	origin *Origin
 
 	// The small fields last, together: a big zone holds many backends, and padding between
 	// them cost 24 bytes a backend.
@@ -496,13 +487,125 @@ func (b *Backend) SetLabels(l Labels) {
 	b.labels = &l
 }
 
+// Checks are how a backend's health is checked.
+type Checks struct {
+	HealthChecks []HealthCheck
+	// Timeout bounds each probe of the backend's checks in place of the record's
+	// scrape_timeout; 0 when not set. A check's own timeout parameter still wins.
+	Timeout time.Duration
+	Rise    int
+	Fall    int
+}
+
+// noChecks are the checks of a backend that was given none.
+var noChecks Checks
+
+// Checks returns how the backend's health is checked: the zero Checks when it was given none.
+// The result may be shared with other backends, and must not be modified: use SetChecks.
+func (b *Backend) Checks() *Checks {
+	if b.checks == nil {
+		return &noChecks
+	}
+	return b.checks
+}
+
+// SetChecks gives the backend the checks c.
+func (b *Backend) SetChecks(c Checks) { b.checks = &c }
+
+// WithChecks returns a copy of b with the checks c: for a backend written as a literal.
+func (b Backend) WithChecks(c Checks) Backend {
+	b.SetChecks(c)
+	return b
+}
+
+// equal reports whether c and o are the same checks: the same check (from the same profile,
+// or written at the same place) in the same order, with the same timeout and thresholds.
+func (c *Checks) equal(o *Checks) bool {
+	return c.Timeout == o.Timeout && c.Rise == o.Rise && c.Fall == o.Fall &&
+		slices.EqualFunc(c.HealthChecks, o.HealthChecks, func(a, b HealthCheck) bool {
+			return a.Pos == b.Pos && a.Profile == b.Profile && a.Type == b.Type && a.Rise == b.Rise &&
+				a.Fall == b.Fall && reflect.ValueOf(a.Params).UnsafePointer() == reflect.ValueOf(b.Params).UnsafePointer()
+		})
+}
+
+// Origin is where a backend comes from, beyond its address.
+type Origin struct {
+	// Site is the site the backend is in (site:), empty for a backend of no site in
+	// particular. A backend with a site and no address is a placeholder: it stands for the
+	// targets that site publishes (the k8gb form, see docs/sites.md).
+	Site string
+	// Kubernetes, when set, names the Service the backend stands for (kubernetes:): it has
+	// no address, and the Kubernetes source replaces it by the Service's LoadBalancer
+	// addresses.
+	Kubernetes *KubernetesRef
+	// Share is, on a target that the sites source learned for a placeholder, the number of
+	// targets the placeholder's weight is shared among (the site's weight); 0 otherwise.
+	Share int
+}
+
+// Origin returns a copy of the backend's origin (the zero Origin when it has none).
+func (b *Backend) Origin() Origin {
+	if b.origin == nil {
+		return Origin{}
+	}
+	return *b.origin
+}
+
+// SetOrigin replaces the backend's origin by o. Copies of a backend made before keep the
+// origin they had.
+func (b *Backend) SetOrigin(o Origin) {
+	if o == (Origin{}) {
+		b.origin = nil
+		return
+	}
+	b.origin = &o
+}
+
+// WithOrigin returns a copy of b with the origin o: for a backend written as a literal.
+func (b Backend) WithOrigin(o Origin) Backend {
+	b.SetOrigin(o)
+	return b
+}
+
+// SetShare sets the share of a target that a source learned for a placeholder (Origin.Share),
+// keeping the rest of its origin.
+func (b *Backend) SetShare(n int) {
+	o := b.Origin()
+	o.Share = n
+	b.SetOrigin(o)
+}
+
+// Site is the site the backend is in (Origin.Site).
+func (b *Backend) Site() string {
+	if b.origin == nil {
+		return ""
+	}
+	return b.origin.Site
+}
+
+// Kubernetes is the Service the backend stands for (Origin.Kubernetes), or nil.
+func (b *Backend) Kubernetes() *KubernetesRef {
+	if b.origin == nil {
+		return nil
+	}
+	return b.origin.Kubernetes
+}
+
+// Share is the share of a target that the sites source learned (Origin.Share).
+func (b *Backend) Share() int {
+	if b.origin == nil {
+		return 0
+	}
+	return b.origin.Share
+}
+
 // IsPlaceholder reports whether the backend stands for what its site publishes: it has a
 // site and no address.
-func (b *Backend) IsPlaceholder() bool { return b.Site != "" && b.Address == "" }
+func (b *Backend) IsPlaceholder() bool { return b.Site() != "" && b.Address == "" }
 
 // IsKubernetes reports whether the backend stands for a Kubernetes Service's addresses: it
 // names a Service and has no address.
-func (b *Backend) IsKubernetes() bool { return b.Kubernetes != nil && b.Address == "" }
+func (b *Backend) IsKubernetes() bool { return b.Kubernetes() != nil && b.Address == "" }
 
 // IsHost reports whether the backend is a host name (answered as CNAME) rather than an address.
 func (b *Backend) IsHost() bool { return !b.IP.IsValid() }
@@ -511,7 +614,7 @@ func (b *Backend) IsHost() bool { return !b.IP.IsValid() }
 // passive (a cluster fleet probes it), and it is not assume_healthy; or a source reports its
 // health (External). A backend that is not probed counts as up.
 func (b *Backend) Probed() bool {
-	return b.External || !b.AssumeHealthy && (b.Passive || len(b.HealthChecks) > 0)
+	return b.External || !b.AssumeHealthy && (b.Passive || len(b.Checks().HealthChecks) > 0)
 }
 
 // HealthCheck is one check of a backend, from a profile or written inline.
@@ -519,8 +622,8 @@ type HealthCheck struct {
 	Pos     Position
 	Profile string // profile name, empty when inline
 	Type    string
-	// Params are the check's parameters. The engine releases them (sets nil) once it has
-	// compiled the check: read them before that.
+	// Params are the check's parameters: those of a profile's check are one map, shared by
+	// every backend that uses the profile.
 	Params map[string]any
 	Rise   int // 0 when the check does not set it
 	Fall   int

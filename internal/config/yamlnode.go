@@ -22,6 +22,8 @@ type parser struct {
 	steering *Steering
 	// settings are the last record's, shared the same way.
 	settings *Settings
+	// checks are the last backend's with checks, shared the same way by the next backends.
+	checks *Checks
 }
 
 func newParser(file string, size int) *parser {

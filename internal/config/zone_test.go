@@ -76,17 +76,17 @@ func TestSelectionModeExamples(t *testing.T) {
 			eq(t, "coords", []any{b.Labels().HasCoords, b.Labels().Latitude, b.Labels().Longitude}, []any{true, 37.3382, -121.8863})
 			eq(t, "description", b.Labels().Description, "webapp10")
 			eq(t, "record description", r.Settings().Description, "GeoIP nearest-backend routing based on MaxMind city coordinates")
-			eq(t, "check", []any{b.HealthChecks[0].Profile, b.HealthChecks[0].Type, b.HealthChecks[0].Params["port"]},
+			eq(t, "check", []any{b.Checks().HealthChecks[0].Profile, b.Checks().HealthChecks[0].Type, b.Checks().HealthChecks[0].Params["port"]},
 				[]any{"https_default", "http", 443})
-			eq(t, "rise/fall from profile", []int{b.Rise, b.Fall}, []int{2, 4})
+			eq(t, "rise/fall from profile", []int{b.Checks().Rise, b.Checks().Fall}, []int{2, 4})
 		}},
 		{"geoip_city.yml", "webapp.example.org.", ModeGeoIP, []string{"172.16.0.10", "172.16.0.11", "172.16.0.12", "172.16.0.13"}, func(t *testing.T, r Record) {
 			b := r.Backends[0]
 			eq(t, "geo", []string{b.Labels().Country, b.Labels().Subdivision, b.Labels().City}, []string{"US", "CA", "San Jose"})
 			eq(t, "continent", r.Backends[2].Labels().Continent, "NA")
 			eq(t, "no coords", b.Labels().HasCoords, false)
-			eq(t, "no checks", r.Backends[3].HealthChecks, []HealthCheck(nil))
-			eq(t, "default rise/fall", []int{r.Backends[3].Rise, r.Backends[3].Fall}, []int{DefaultRise, DefaultFall})
+			eq(t, "no checks", r.Backends[3].Checks().HealthChecks, []HealthCheck(nil))
+			eq(t, "default rise/fall", []int{r.Backends[3].Checks().Rise, r.Backends[3].Checks().Fall}, []int{DefaultRise, DefaultFall})
 		}},
 		{"geoip_location.yml", "app.example.org.", ModeGeoIP, []string{"10.0.0.1", "192.168.1.1"}, func(t *testing.T, r Record) {
 			eq(t, "location", r.Backends[1].Labels().Location, "eu-west-2")
@@ -176,14 +176,14 @@ func TestFullZone(t *testing.T) {
 	b0, b1, b2 := www.Backends[0], www.Backends[1], www.Backends[2]
 	eq(t, "b0", []any{b0.Port, b0.Weight, b0.Priority, b0.Enable}, []any{uint16(443), 0, 0, true})
 	// The file's own https_default wins over the shared one; tcp_default comes from shared.
-	eq(t, "b0 checks", []string{b0.HealthChecks[0].Pos.File, b0.HealthChecks[1].Pos.File}, []string{"full.yml", "testdata/profiles.yml"})
-	eq(t, "b0 params", b0.HealthChecks[0].Params, map[string]any{"port": 8443, "uri": "/healthz",
+	eq(t, "b0 checks", []string{b0.Checks().HealthChecks[0].Pos.File, b0.Checks().HealthChecks[1].Pos.File}, []string{"full.yml", "testdata/profiles.yml"})
+	eq(t, "b0 params", b0.Checks().HealthChecks[0].Params, map[string]any{"port": 8443, "uri": "/healthz",
 		"headers": map[string]any{"Host": "app.example.org"}, "codes": []any{200, 204}, "ratio": 0.5})
-	eq(t, "b0 rise/fall (max of checks, default)", []int{b0.Rise, b0.Fall}, []int{3, DefaultFall})
+	eq(t, "b0 rise/fall (max of checks, default)", []int{b0.Checks().Rise, b0.Checks().Fall}, []int{3, DefaultFall})
 	eq(t, "b1 unmapped", []any{b1.Address, b1.IP, b1.Weight, b1.Priority}, []any{"::ffff:10.0.0.2", netip.MustParseAddr("10.0.0.2"), -3, 4})
-	eq(t, "b1 legacy check", []any{b1.HealthChecks[0].Type, b1.HealthChecks[0].Params["script"]}, []any{"custom", "/usr/local/bin/check.sh"})
-	eq(t, "b1 inline check", []any{b1.HealthChecks[1].Profile, b1.HealthChecks[1].Type, b1.HealthChecks[1].Fall}, []any{"", "tcp", 9})
-	eq(t, "b1 rise (own) fall (max)", []int{b1.Rise, b1.Fall}, []int{7, 9})
+	eq(t, "b1 legacy check", []any{b1.Checks().HealthChecks[0].Type, b1.Checks().HealthChecks[0].Params["script"]}, []any{"custom", "/usr/local/bin/check.sh"})
+	eq(t, "b1 inline check", []any{b1.Checks().HealthChecks[1].Profile, b1.Checks().HealthChecks[1].Type, b1.Checks().HealthChecks[1].Fall}, []any{"", "tcp", 9})
+	eq(t, "b1 rise (own) fall (max)", []int{b1.Checks().Rise, b1.Checks().Fall}, []int{7, 9})
 	eq(t, "b2 host", []any{b2.Address, b2.IsHost(), b2.Labels().ASN}, []any{"cdn.example.net.", true, uint32(64500)})
 	eq(t, "b2 geo", []any{b2.Labels().Continent, b2.Labels().Country, b2.Labels().Subdivision, b2.Labels().City, b2.Labels().HasCoords, b2.Labels().Latitude, b2.Labels().Longitude},
 		[]any{"OC", "AU", "NSW", "Sydney", true, -33.9, 151.2})
@@ -253,9 +253,9 @@ records:
 	eq(t, "ttl", []uint32{a.TTL, b.TTL}, []uint32{0, 300})
 	eq(t, "null means unset: default description", b.Settings().Description, "from defaults")
 	eq(t, "a scrape", []time.Duration{a.Settings().ScrapeInterval, a.Settings().ScrapeTimeout}, []time.Duration{2 * time.Second, 2 * time.Second})
-	eq(t, "local profile wins", []any{a.Backends[0].HealthChecks[0].Type, a.Backends[0].HealthChecks[0].Params["port"]}, []any{"tcp", 8080})
-	eq(t, "a rise/fall", []int{a.Backends[0].Rise, a.Backends[0].Fall}, []int{2, 6})
-	eq(t, "b rise/fall", []int{b.Backends[0].Rise, b.Backends[0].Fall}, []int{2, 1})
+	eq(t, "local profile wins", []any{a.Backends[0].Checks().HealthChecks[0].Type, a.Backends[0].Checks().HealthChecks[0].Params["port"]}, []any{"tcp", 8080})
+	eq(t, "a rise/fall", []int{a.Backends[0].Checks().Rise, a.Backends[0].Checks().Fall}, []int{2, 6})
+	eq(t, "b rise/fall", []int{b.Backends[0].Checks().Rise, b.Backends[0].Checks().Fall}, []int{2, 1})
 }
 
 func TestScrapeTimeoutDefaultsToInterval(t *testing.T) {

@@ -76,7 +76,7 @@ func adminBackend(b *catalog.Backend, details map[string]health.Details, votes [
 	ab := admin.Backend{
 		Key: b.Key(), Address: c.Address, Port: int(c.Port), Priority: c.Priority, Weight: c.Weight,
 		Description: l.Description, Location: l.Location, Country: l.Country, City: l.City,
-		Continent: l.Continent, Tags: l.Tags, Site: c.Site, Remote: c.Remote,
+		Continent: l.Continent, Tags: l.Tags, Site: c.Site(), Remote: c.Remote,
 		Enabled: c.Enable, Healthy: b.Healthy(), State: admin.State(b.Status().String()),
 		RTT: admin.Millis(b.State.RTT()),
 	}

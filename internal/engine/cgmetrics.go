@@ -205,7 +205,7 @@ func (s *cgScrape) engine(snap *catalog.Snapshot, stats map[string][]health.Chec
 func (s *cgScrape) backend(r *catalog.Record, b *catalog.Backend, bkey string, stats []health.CheckStats) float64 {
 	name := r.Name
 	s.backends[bkey] = true
-	s.checks += len(b.Config.HealthChecks)
+	s.checks += len(b.Config.Checks().HealthChecks)
 	addr := b.Config.Address
 	state, healthy := 0.0, 0.0
 	switch {

@@ -111,14 +111,15 @@ func RecordFailoverBudget(rec *config.Record, o config.Options) FailoverBudget {
 
 // detection is the time to find backend b of rec down: fall × scrape_interval + its timeout.
 func detection(rec *config.Record, b *config.Backend) BudgetTerm {
-	fall := b.Fall
+	checks := b.Checks()
+	fall := checks.Fall
 	if fall <= 0 {
 		fall = config.DefaultFall
 	}
 	settings := rec.Settings()
 	timeout := settings.ScrapeTimeout
-	if b.Timeout > 0 {
-		timeout = b.Timeout
+	if checks.Timeout > 0 {
+		timeout = checks.Timeout
 	}
 	return BudgetTerm{
 		Name: fmt.Sprintf("detection (fall %d × scrape_interval %v + timeout %v)", fall, settings.ScrapeInterval, timeout),

@@ -16,7 +16,7 @@ func TestRecordFailoverBudget(t *testing.T) {
 		r.SetSettings(config.Settings{ScrapeInterval: 10 * time.Second, ScrapeTimeout: 5 * time.Second, FailoverTarget: target})
 		return r
 	}
-	local := config.Backend{Address: "192.0.2.10", Fall: 3, HealthChecks: probed}
+	local := config.Backend{Address: "192.0.2.10"}.WithChecks(config.Checks{Fall: 3, HealthChecks: probed})
 	sites := config.Options{Sites: config.SitesOptions{Site: "eu"}}
 	tests := []struct {
 		name     string
@@ -32,15 +32,15 @@ func TestRecordFailoverBudget(t *testing.T) {
 		{"worked example, 60 s target", example(60*time.Second, local), config.Options{}, 65 * time.Second, false,
 			"detection", "over failover_target 1m0s by 5s: detection (fall 3 × scrape_interval 10s + timeout 5s) dominates; lower scrape_interval, fall or scrape_timeout"},
 		{"no target", example(0, local), config.Options{}, 65 * time.Second, false, "detection", "worst case 1m5s"},
-		{"backend timeout", example(time.Minute, config.Backend{Address: "192.0.2.10", Fall: 2, Timeout: time.Second, HealthChecks: probed}),
+		{"backend timeout", example(time.Minute, config.Backend{Address: "192.0.2.10"}.WithChecks(config.Checks{Fall: 2, Timeout: time.Second, HealthChecks: probed})),
 			config.Options{}, 51 * time.Second, true, "record_ttl", "fall 2 × scrape_interval 10s + timeout 1s"},
 		{"ttl dominates", func() *config.Record { r := example(time.Minute, local); r.TTL = 300; return r }(), config.Options{},
 			335 * time.Second, false, "record_ttl", "record_ttl dominates; lower record_ttl"},
-		{"other site: detection and peer read", example(time.Minute, local, config.Backend{Site: "us"}), sites,
+		{"other site: detection and peer read", example(time.Minute, local, config.Backend{}.WithOrigin(config.Origin{Site: "us"})), sites,
 			35*time.Second + 12*time.Second + 30*time.Second, false, "detection", "peer read (peer_interval 10s + peer_timeout 2s) 12s"},
-		{"other site: split brain", example(time.Minute, local, config.Backend{Site: "us", Fall: 1}), sites,
+		{"other site: split brain", example(time.Minute, local, config.Backend{}.WithOrigin(config.Origin{Site: "us"}).WithChecks(config.Checks{Fall: 1})), sites,
 			40*time.Second + 30*time.Second, false, "silent site", "split_brain_threshold 30s + peer_interval 10s"},
-		{"other site: heartbeats", example(2*time.Minute, local, config.Backend{Site: "us", Fall: 1}),
+		{"other site: heartbeats", example(2*time.Minute, local, config.Backend{}.WithOrigin(config.Origin{Site: "us"}).WithChecks(config.Checks{Fall: 1})),
 			config.Options{Sites: config.SitesOptions{Site: "eu"}, Heartbeats: config.HeartbeatOptions{Global: &config.HeartbeatZone{Zone: "hb.example."}}},
 			40*time.Second + 30*time.Second, true, "silent site", "healthy duration 30s + heartbeat_interval 10s"},
 	}

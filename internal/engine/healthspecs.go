@@ -54,9 +54,10 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 			if bc.Port != 0 {
 				name = target.HostPort(int(bc.Port))
 			}
+			checks := bc.Checks()
 			spec := health.Spec{
 				Key: b.Key(), Record: rec.Name, Backend: name,
-				Rise: bc.Rise, Fall: bc.Fall,
+				Rise: checks.Rise, Fall: checks.Fall,
 				Interval: rc.Settings().ScrapeInterval, Retries: rc.Settings().ScrapeRetries,
 				Activity:    &rec.Queried,
 				OnChange:    refresh,
@@ -70,8 +71,8 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 				specs = append(specs, spec)
 				continue
 			}
-			for i, hc := range bc.HealthChecks {
-				c, err := compiler.Compile(hc, target, cmp.Or(bc.Timeout, rc.Settings().ScrapeTimeout))
+			for _, hc := range checks.HealthChecks {
+				c, err := compiler.Compile(hc, target, cmp.Or(checks.Timeout, rc.Settings().ScrapeTimeout))
 				if err != nil {
 					if !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == err.Error() }) {
 						errs = append(errs, err) // once, for the addresses of one Kubernetes object
@@ -79,9 +80,6 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 					continue
 				}
 				spec.Checks = append(spec.Checks, c)
-				// The prober holds what it needs; the parameters would only weigh on the
-				// snapshot (about 400 bytes a check).
-				bc.HealthChecks[i].Params = nil
 			}
 			specs = append(specs, spec)
 		}
@@ -133,7 +131,7 @@ func checkPlaceholders(zones []*config.Zone) error {
 		for _, r := range z.Records {
 			for _, b := range r.Backends {
 				if b.IsPlaceholder() {
-					errs = append(errs, fmt.Errorf("%s: backend of %s: site %s without an address stands for what that site publishes, which needs this block's own site (the site and peers options)", b.Pos, r.Name, b.Site))
+					errs = append(errs, fmt.Errorf("%s: backend of %s: site %s without an address stands for what that site publishes, which needs this block's own site (the site and peers options)", b.Pos, r.Name, b.Site()))
 				}
 			}
 		}

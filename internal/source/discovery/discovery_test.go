@@ -108,7 +108,7 @@ func TestHTTPSourceKeepsTheLastGoodSet(t *testing.T) {
 		"backends are not %v: %v", want, backends(t, s, zones, name))
 	out, _ := s.Merge(zones)
 	disc := out[0].Records[0].Backends[1]
-	if len(disc.HealthChecks) != 1 || disc.Priority != config.DefaultPriority || !disc.Enable || out[0].Records[0].Backends[0].Priority != 5 {
+	if len(disc.Checks().HealthChecks) != 1 || disc.Priority != config.DefaultPriority || !disc.Enable || out[0].Records[0].Backends[0].Priority != 5 {
 		t.Errorf("discovered backend %+v", disc)
 	}
 	if len(zones[0].Records[0].Backends) != 1 {

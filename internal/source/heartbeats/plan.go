@@ -56,9 +56,9 @@ func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 			for _, b := range r.Backends {
 				switch {
 				case b.IsPlaceholder():
-					errs = append(errs, fmt.Errorf("%s: backend of %s: site %s without an address needs peers: a heartbeat says which addresses are up, not which record each serves", b.Pos, r.Name, b.Site))
-				case b.Site != "" && b.Site != k.site && b.IP.IsValid():
-					p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &b), site: b.Site, ip: b.IP})
+					errs = append(errs, fmt.Errorf("%s: backend of %s: site %s without an address needs peers: a heartbeat says which addresses are up, not which record each serves", b.Pos, r.Name, b.Site()))
+				case b.Site() != "" && b.Site() != k.site && b.IP.IsValid():
+					p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &b), site: b.Site(), ip: b.IP})
 				}
 			}
 		}

@@ -41,7 +41,7 @@ func (w *Watcher) additionsLocked() ([]addition, string) {
 	for _, a := range adds {
 		fmt.Fprintf(&b, "%s %s %d %s %v;", a.record, a.mode, a.ttl, a.splitBrain, a.exclusive)
 		for _, be := range a.backends {
-			fmt.Fprintf(&b, "%s %s %d %d %s,", kubernetesKey(be), be.Site, be.Priority, be.Weight, be.Labels().Location)
+			fmt.Fprintf(&b, "%s %s %d %d %s,", kubernetesKey(be), be.Site(), be.Priority, be.Weight, be.Labels().Location)
 		}
 		b.WriteByte('\n')
 	}
@@ -50,10 +50,10 @@ func (w *Watcher) additionsLocked() ([]addition, string) {
 
 // kubernetesKey returns the key of b's Kubernetes object, empty when it has none.
 func kubernetesKey(b config.Backend) string {
-	if b.Kubernetes == nil {
+	if b.Kubernetes() == nil {
 		return ""
 	}
-	return b.Kubernetes.Key()
+	return b.Kubernetes().Key()
 }
 
 // addLocked returns zones with adds applied, and the Gslb hosts served. An addition goes to

@@ -122,7 +122,7 @@ func annotated(ref config.KubernetesRef, ann map[string]string) ([]addition, err
 	if err != nil {
 		return nil, err
 	}
-	b.Kubernetes = &ref
+	b.SetOrigin(config.Origin{Kubernetes: &ref})
 	var out []addition
 	for _, r := range records {
 		name := config.CanonicalName(r)

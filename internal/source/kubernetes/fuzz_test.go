@@ -22,7 +22,7 @@ func FuzzAnnotated(f *testing.F) {
 			return
 		}
 		for _, a := range adds {
-			if config.CheckRecordName(a.record) != nil || len(a.backends) != 1 || a.backends[0].Kubernetes == nil || a.backends[0].Kubernetes.Name != "web" || a.backends[0].Weight < 0 {
+			if config.CheckRecordName(a.record) != nil || len(a.backends) != 1 || a.backends[0].Kubernetes() == nil || a.backends[0].Kubernetes().Name != "web" || a.backends[0].Weight < 0 {
 				t.Fatalf("accepted %+v", a)
 			}
 		}

@@ -131,7 +131,7 @@ func (s strategy) backends(h *gslbHost, own string, others []string) []config.Ba
 		if s.weights != nil {
 			b.Weight = s.weights[site]
 		}
-		if b.Site == "" {
+		if b.Site() == "" {
 			l := b.Labels()
 			l.Location = site
 			b.SetLabels(l)
@@ -141,14 +141,18 @@ func (s strategy) backends(h *gslbHost, own string, others []string) []config.Ba
 	var out []config.Backend
 	for _, ref := range h.ingresses {
 		ref.Policy = s.policy
-		out = append(out, shape(config.Backend{Pos: config.Position{File: "Gslb " + h.gslb.namespace + "/" + h.gslb.name}, Kubernetes: &ref}, own))
+		b := config.Backend{Pos: config.Position{File: "Gslb " + h.gslb.namespace + "/" + h.gslb.name}}
+		b.SetOrigin(config.Origin{Kubernetes: &ref})
+		out = append(out, shape(b, own))
 	}
 	if own == "" {
 		return out // no sites: this cluster only
 	}
 	for _, site := range others {
 		if site != own {
-			out = append(out, shape(config.Backend{Pos: config.Position{File: "Gslb " + h.gslb.namespace + "/" + h.gslb.name}, Site: site}, site))
+			b := config.Backend{Pos: config.Position{File: "Gslb " + h.gslb.namespace + "/" + h.gslb.name}}
+			b.SetOrigin(config.Origin{Site: site})
+			out = append(out, shape(b, site))
 		}
 	}
 	return out

@@ -58,7 +58,7 @@ func expand(zones []*config.Zone, opts config.KubernetesOptions, addrs func(conf
 					rec.Backends = append(rec.Backends, b)
 					continue
 				}
-				ref := *b.Kubernetes
+				ref := *b.Kubernetes()
 				if !opts.Watches(ref.Namespace) {
 					errs = append(errs, fmt.Errorf("%s: backend of %s: the %s is in a namespace that kubernetes_namespaces does not watch", b.Pos, r.Name, ref))
 					continue
@@ -76,12 +76,9 @@ func expand(zones []*config.Zone, opts config.KubernetesOptions, addrs func(conf
 				for _, a := range u.addrs {
 					t := b
 					t.Address, t.IP, t.External = a.String(), a, true
-					// Each address's checks are compiled on their own, and the engine releases
-					// their parameters once compiled: they must not share them.
-					t.HealthChecks = slices.Clone(b.HealthChecks)
-					t.Share = len(u.addrs) - v4
+					t.SetShare(len(u.addrs) - v4)
 					if a.Is4() {
-						t.Share = v4
+						t.SetShare(v4)
 					}
 					u.keys = append(u.keys, catalog.BackendKey(r.Name, &t))
 					rec.Backends = append(rec.Backends, t)

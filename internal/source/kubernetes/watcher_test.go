@@ -195,7 +195,7 @@ func (h *harness) backendsOf(record string, check func(config.Backend) bool) ([]
 	var out []string
 	ok := true
 	for _, b := range h.merged[record].Backends {
-		if b.Kubernetes != nil {
+		if b.Kubernetes() != nil {
 			out = append(out, b.Address)
 			ok = ok && check(b)
 		}
@@ -356,9 +356,9 @@ func TestCheckNamespaces(t *testing.T) {
 	}
 }
 
-// TestExpandDoesNotShareChecks: the backends an object's addresses become have health checks of
-// their own, since the engine releases each one's parameters once it compiled them.
-func TestExpandDoesNotShareChecks(t *testing.T) {
+// TestExpandSharesChecks: the backends an object's addresses become share the object's
+// backend's checks (which nothing changes once parsed) rather than each keeping a copy.
+func TestExpandSharesChecks(t *testing.T) {
 	z, err := config.ParseZone("zone.yml", []byte(`records:
   app.example.org.:
     backends:
@@ -375,8 +375,13 @@ func TestExpandDoesNotShareChecks(t *testing.T) {
 	if len(bs) != 2 {
 		t.Fatalf("backends %+v, want two", bs)
 	}
-	bs[0].HealthChecks[0].Params = nil // as the engine does once it compiled the first
-	if bs[1].HealthChecks[0].Params == nil || z.Records[0].Backends[0].HealthChecks[0].Params == nil {
-		t.Error("releasing one address's check parameters released another's")
+	template := z.Records[0].Backends[0].Checks()
+	for _, b := range bs {
+		if b.Checks() != template {
+			t.Errorf("%s has checks of its own", b.Address)
+		}
+	}
+	if p := template.HealthChecks[0].Params["port"]; p != 443 {
+		t.Errorf("the check's port is %v, want 443", p)
 	}
 }

@@ -110,35 +110,36 @@ func merge(zones []*config.Zone, own string, measure bool, learned func(site, re
 			rec.Backends = nil
 			reads := map[string]*read{}
 			for _, b := range r.Backends {
+				home := b.Site()
 				if l := b.Labels(); l.Location == "" {
-					l.Location = b.Site // the site is the backend's geo tag, unless it has one
+					l.Location = home // the site is the backend's geo tag, unless it has one
 					b.SetLabels(l)
 				}
-				b.MeasureOnly = rtt && b.Site != "" && b.Site != own
+				b.MeasureOnly = rtt && home != "" && home != own
 				switch {
-				case b.Site == "" || b.Site == own:
+				case home == "" || home == own:
 					rec.Publish = rec.Publish || !b.IsPlaceholder()
 					if !b.IsPlaceholder() {
 						rec.Backends = append(rec.Backends, b)
 					}
 					continue
 				case b.IsPlaceholder():
-					targets := expand(b, learned(b.Site, r.Name))
+					targets := expand(b, learned(home, r.Name))
 					for i := range targets {
-						p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &targets[i]), site: b.Site, record: r.Name, ip: targets[i].IP, learned: true, threshold: r.Settings().SplitBrainThreshold})
+						p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &targets[i]), site: home, record: r.Name, ip: targets[i].IP, learned: true, threshold: r.Settings().SplitBrainThreshold})
 					}
 					rec.Backends = append(rec.Backends, targets...)
-					p.placeholders[r.Name] = appendOnce(p.placeholders[r.Name], b.Site)
+					p.placeholders[r.Name] = appendOnce(p.placeholders[r.Name], home)
 				default:
 					b.Remote, b.External = true, true
 					rec.Backends = append(rec.Backends, b)
-					p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &b), site: b.Site, record: r.Name, ip: b.IP, threshold: r.Settings().SplitBrainThreshold})
+					p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &b), site: home, record: r.Name, ip: b.IP, threshold: r.Settings().SplitBrainThreshold})
 				}
 				involved = true
-				rd := reads[b.Site]
+				rd := reads[home]
 				if rd == nil {
 					rd = &read{record: r.Name}
-					reads[b.Site] = rd
+					reads[home] = rd
 				}
 				switch {
 				case b.IsPlaceholder():
@@ -174,7 +175,7 @@ func merge(zones []*config.Zone, own string, measure bool, learned func(site, re
 func (p *plan) noteMeasured(rec *config.Record, own string) {
 	for i := range rec.Backends {
 		b := &rec.Backends[i]
-		if site := cmp.Or(b.Site, b.Labels().Location); site != "" && site != own {
+		if site := cmp.Or(b.Site(), b.Labels().Location); site != "" && site != own {
 			p.vantages = appendOnce(p.vantages, site)
 		}
 		if b.IP.IsValid() {
@@ -185,7 +186,7 @@ func (p *plan) noteMeasured(rec *config.Record, own string) {
 
 // hasSites reports whether any backend of r names a site.
 func hasSites(r *config.Record) bool {
-	return slices.ContainsFunc(r.Backends, func(b config.Backend) bool { return b.Site != "" })
+	return slices.ContainsFunc(r.Backends, func(b config.Backend) bool { return b.Site() != "" })
 }
 
 // expand returns the backends that placeholder stands for: one per address its site
@@ -202,9 +203,9 @@ func expand(placeholder config.Backend, addrs []netip.Addr) []config.Backend {
 	for _, a := range addrs {
 		b := placeholder
 		b.Address, b.IP, b.Remote, b.External = a.String(), a, true, true
-		b.Share = len(addrs) - v4
+		b.SetShare(len(addrs) - v4)
 		if a.Is4() {
-			b.Share = v4
+			b.SetShare(v4)
 		}
 		out = append(out, b)
 	}
