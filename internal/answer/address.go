@@ -138,12 +138,12 @@ func (r *builder) rrs(sel selection, dst []dns.RR) []dns.RR {
 		if be.Config.IsHost() {
 			if i == 0 {
 				r.selected(be)
-				return append(dst, withTTL(copyRR(be.RR, r.owner), sel.ttl))
+				return append(dst, be.NewRR(r.owner, sel.ttl))
 			}
 			continue
 		}
 		r.selected(be)
-		dst = append(dst, withTTL(copyRR(be.RR, r.owner), sel.ttl))
+		dst = append(dst, be.NewRR(r.owner, sel.ttl))
 	}
 	return dst
 }

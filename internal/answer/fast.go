@@ -107,7 +107,7 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 	}
 	for _, be := range sel.backends {
 		r.selected(be)
-		dst = appendAddress(dst, q.name, sel.ttl, be.RR)
+		dst = appendBackendAddress(dst, q.name, sel.ttl, be.Config.IP)
 	}
 	if q.edns {
 		dst = q.appendOPT(dst, sel.scope)
@@ -360,6 +360,30 @@ func (q *fastQuery) appendOPT(dst []byte, scope int) []byte {
 // appendAddress appends rr, an A or AAAA record (see addressesOf), named name (the query's,
 // in wire form, lower-cased here as the record's name is) with the TTL ttl.
 func appendAddress(dst, name []byte, ttl uint32, rr dns.RR) []byte {
+	var ip []byte
+	switch x := rr.(type) {
+	case *dns.A:
+		ip = x.A.To4()
+	case *dns.AAAA:
+		ip = x.AAAA
+	}
+	return appendAddressRecord(dst, name, ttl, rr.Header().Rrtype, ip)
+}
+
+// appendBackendAddress appends the address record of a backend at ip (an A record for an
+// IPv4 address, AAAA otherwise) for name with ttl, as appendAddress does.
+func appendBackendAddress(dst, name []byte, ttl uint32, ip netip.Addr) []byte {
+	if ip.Is4() {
+		a := ip.As4()
+		return appendAddressRecord(dst, name, ttl, dns.TypeA, a[:])
+	}
+	a := ip.As16()
+	return appendAddressRecord(dst, name, ttl, dns.TypeAAAA, a[:])
+}
+
+// appendAddressRecord appends an address record of class IN: name (lowercased), rrtype, ttl
+// and the address's bytes ip.
+func appendAddressRecord(dst, name []byte, ttl uint32, rrtype uint16, ip []byte) []byte {
 	start := len(dst)
 	dst = append(dst, name...)
 	for i, c := range dst[start:] {
@@ -368,16 +392,8 @@ func appendAddress(dst, name []byte, ttl uint32, rr dns.RR) []byte {
 			dst[start+i] = c + 'a' - 'A'
 		}
 	}
-	var ip []byte
-	switch x := rr.(type) {
-	case *dns.A:
-		ip = x.A.To4()
-	case *dns.AAAA:
-		ip = x.AAAA
-	}
-	h := rr.Header()
-	dst = binary.BigEndian.AppendUint16(dst, h.Rrtype)
-	dst = binary.BigEndian.AppendUint16(dst, h.Class)
+	dst = binary.BigEndian.AppendUint16(dst, rrtype)
+	dst = binary.BigEndian.AppendUint16(dst, dns.ClassINET)
 	dst = binary.BigEndian.AppendUint32(dst, ttl)
 	dst = binary.BigEndian.AppendUint16(dst, uint16(len(ip)))
 	return append(dst, ip...)
@@ -393,7 +409,7 @@ func addressesOf(sel selection, f catalog.Family) bool {
 		}
 	}
 	for _, be := range sel.backends {
-		if !isAddress(be.RR, f) {
+		if !be.IsAddressOf(f) {
 			return false
 		}
 	}

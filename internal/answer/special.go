@@ -40,7 +40,7 @@ func (r *builder) srv() {
 		target := c.Address
 		if !c.IsHost() {
 			target = r.owner
-			r.msg.Extra = append(r.msg.Extra, copyRR(be.RR, r.owner))
+			r.msg.Extra = append(r.msg.Extra, be.NewRR(r.owner, ttl))
 		}
 		r.msg.Answer = append(r.msg.Answer, &dns.SRV{
 			Hdr:      dns.RR_Header{Name: r.owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: ttl},

@@ -54,7 +54,7 @@ func (b *builder) referral(d *catalog.Delegation) {
 		for f := catalog.IPv4; f <= catalog.IPv6; f++ {
 			for _, be := range v.Healthy[f] {
 				if !be.Config.IsHost() {
-					b.msg.Extra = append(b.msg.Extra, withTTL(copyRR(be.RR, ""), rec.Config.TTL))
+					b.msg.Extra = append(b.msg.Extra, be.NewRR("", rec.Config.TTL))
 				}
 			}
 		}

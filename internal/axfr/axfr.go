@@ -55,12 +55,12 @@ func recordRRs(snap *catalog.Snapshot, rec *catalog.Record) []dns.RR {
 		switch {
 		case len(healthy) > 0 && healthy[0].Config.IsHost():
 			if f == catalog.IPv4 {
-				out = append(out, withTTL(healthy[0].RR, v.TTL[f]))
+				out = append(out, healthy[0].NewRR("", v.TTL[f]))
 			}
 		case len(healthy) > 0:
 			for _, b := range healthy {
 				if !b.Config.IsHost() {
-					out = append(out, withTTL(b.RR, v.TTL[f]))
+					out = append(out, b.NewRR("", v.TTL[f]))
 				}
 			}
 		case v.FallbackApplies(f):

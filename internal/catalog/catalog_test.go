@@ -300,7 +300,7 @@ func TestViewStaysSmall(t *testing.T) {
 	}{
 		{"View", unsafe.Sizeof(View{}), 144},
 		{"Record", unsafe.Sizeof(Record{}), 112},
-		{"Backend", unsafe.Sizeof(Backend{}), 64},
+		{"Backend", unsafe.Sizeof(Backend{}), 48},
 	} {
 		if tt.size > tt.most {
 			t.Errorf("a %s takes %d bytes, more than %d", tt.what, tt.size, tt.most)

@@ -177,8 +177,6 @@ type Backend struct {
 	// record is the record the backend is of, whose name its Key starts with.
 	record *Record
 	State  *health.State
-	// RR is the prebuilt answer for the record's name: *dns.A, *dns.AAAA or *dns.CNAME.
-	RR dns.RR
 	// alwaysUp is set for backends that are never probed and count as up.
 	alwaysUp bool
 	// override is the operator's Override of the configured enable flag.
@@ -562,7 +560,6 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 			record:   r,
 			index:    int32(i),
 			State:    unprobedState,
-			RR:       addressRR(rc.Name, rc.TTL, bc),
 			alwaysUp: !bc.Probed(),
 		}
 		if !b.alwaysUp {
@@ -605,12 +602,45 @@ func addressRR(name string, ttl uint32, b *config.Backend) dns.RR {
 	case !b.IP.IsValid():
 		return &dns.CNAME{Hdr: header(name, dns.TypeCNAME, ttl), Target: b.Address}
 	case b.IP.Is4():
-		ip := b.IP.As4()
-		return &dns.A{Hdr: header(name, dns.TypeA, ttl), A: ip[:]}
+		rr := &aRecord{}
+		rr.ip = b.IP.As4()
+		rr.A = dns.A{Hdr: header(name, dns.TypeA, ttl), A: rr.ip[:]}
+		return &rr.A
 	default:
-		ip := b.IP.As16()
-		return &dns.AAAA{Hdr: header(name, dns.TypeAAAA, ttl), AAAA: ip[:]}
+		rr := &aaaaRecord{}
+		rr.ip = b.IP.As16()
+		rr.AAAA = dns.AAAA{Hdr: header(name, dns.TypeAAAA, ttl), AAAA: rr.ip[:]}
+		return &rr.AAAA
 	}
+}
+
+// aRecord and aaaaRecord are an address record and the bytes of its address, made in one
+// allocation.
+type (
+	aRecord struct {
+		dns.A
+		ip [4]byte
+	}
+	aaaaRecord struct {
+		dns.AAAA
+		ip [16]byte
+	}
+)
+
+// NewRR returns the backend's answer record for owner (its record's name when empty) with
+// ttl: a *dns.A or *dns.AAAA for an address, a *dns.CNAME for a host name. It is made anew
+// for each answer (one allocation), rather than kept for every backend of a big zone.
+func (b *Backend) NewRR(owner string, ttl uint32) dns.RR {
+	if owner == "" {
+		owner = b.record.Name
+	}
+	return addressRR(owner, ttl, b.Config)
+}
+
+// IsAddressOf reports whether the backend answers an address record of family f: it is an
+// address (not a host name) of that family.
+func (b *Backend) IsAddressOf(f Family) bool {
+	return b.Config.IP.IsValid() && b.Config.IP.Is4() == (f == IPv4)
 }
 
 // MarkQueried notes that the record was queried. It writes only when the flag is clear, so

@@ -88,7 +88,7 @@ func (r *Record) supposing(down, drained []bool) *Record {
 	c.counter.Store(r.counter.Load())
 	copies := make(map[*Backend]*Backend, len(r.Backends))
 	for i, b := range r.Backends {
-		nb := &Backend{Config: b.Config, record: c, State: b.State, RR: b.RR, index: b.index, alwaysUp: b.alwaysUp}
+		nb := &Backend{Config: b.Config, record: c, State: b.State, index: b.index, alwaysUp: b.alwaysUp}
 		nb.override.Store(b.override.Load())
 		nb.drainAt.Store(b.drainAt.Load())
 		if down[i] {
