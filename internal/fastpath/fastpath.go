@@ -35,11 +35,11 @@ type Counts struct {
 // drainWait bounds how long Close waits for its sockets' queues, and the slow path's, to empty.
 const drainWait = 200 * time.Millisecond
 
-// steerSettle is how long after a group's steering changed a packet that the kernel was
-// steering by the old program may still be queued on the socket that program chose: setsockopt
-// replaces the program without waiting for the lookups that use it (the old one is freed after
-// them, RCU), and a lookup on another processor can be a moment behind, longer on a virtual
-// machine whose processor the host took away meanwhile.
+// steerSettle is how long the sockets of a closing server must have received nothing before
+// they close. Packets that the kernel was steering by the group's old program still reach
+// them for a while after the steering changed: setsockopt replaces the program without
+// waiting for the lookups that use it (the old one is freed after them, RCU), and a lookup on
+// another processor can be behind, longer on a loaded virtual machine.
 const steerSettle = 10 * time.Millisecond
 
 // sockTimeout bounds a loop's blocking receive, so that a loop whose wake-up was missed still

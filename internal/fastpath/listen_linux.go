@@ -90,14 +90,26 @@ func steerAway(s *Server) {
 	}
 }
 
-// drain waits, after steerSettle and at most drainWait, until no socket of socks has a
-// datagram queued: their loops answer them meanwhile. Its caller has just steered the group
-// away from socks.
+// drain waits, at most drainWait, until no datagram has reached socks for steerSettle and
+// none is queued on them: their loops answer them meanwhile. Its caller has just steered the
+// group away from socks, and what the kernel was steering by the old program still arrives.
 func drain(socks []*sock) {
-	time.Sleep(steerSettle)
-	deadline := time.Now().Add(drainWait)
-	for time.Now().Before(deadline) && slices.ContainsFunc(socks, (*sock).queued) {
+	received := func() (n uint64) {
+		for _, k := range socks {
+			n += k.received.Load()
+		}
+		return n
+	}
+	now := time.Now()
+	deadline, quiet, last := now.Add(drainWait), now, received()
+	for now.Before(deadline) {
 		time.Sleep(time.Millisecond)
+		now = time.Now()
+		if n := received(); n != last || slices.ContainsFunc(socks, (*sock).queued) {
+			quiet, last = now, n
+		} else if now.Sub(quiet) >= steerSettle {
+			return
+		}
 	}
 }
 

@@ -67,6 +67,7 @@ func (l *loop) run() {
 		// ECONNREFUSED). What was received is answered even once the server is closed: Close
 		// saw the socket's queue empty because this receive had taken it.
 		if e == 0 && n > 0 {
+			l.sock.received.Add(uint64(n))
 			l.serve(int(n))
 		}
 		if l.s.closed.Load() {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,6 +19,9 @@ import (
 type sock struct {
 	fd    int
 	local netip.AddrPort
+	// received counts the datagrams its loop received: Close's drain watches it to see that
+	// no more reach the socket. Only the loop writes it, once a batch.
+	received atomic.Uint64
 }
 
 // bindSock opens a blocking UDP socket on ap in its SO_REUSEPORT group.
