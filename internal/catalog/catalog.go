@@ -1,6 +1,7 @@
 // Package catalog compiles validated zone configurations into the immutable view the query path
 // reads: zones matched on label boundaries, records found by exact name or wildcard, prebuilt
-// resource records, and per-record candidate sets that are rebuilt when health changes.
+// static and fallback resource records (a backend's answer record is made for each answer),
+// and per-record candidate sets that are rebuilt when health changes.
 package catalog
 
 import (
