@@ -92,13 +92,6 @@ func fallback(snap *catalog.Snapshot, rec *catalog.Record, f catalog.Family) []d
 	return out
 }
 
-// withTTL returns a copy of rr with ttl.
-func withTTL(rr dns.RR, ttl uint32) dns.RR {
-	c := dns.Copy(rr)
-	c.Header().Ttl = ttl
-	return c
-}
-
 // dedupe drops the records of rrs that repeat an earlier one (a CNAME both families answer).
 func dedupe(rrs []dns.RR) []dns.RR {
 	out := rrs[:0]
