@@ -686,8 +686,8 @@ func (r *Record) Refresh() {
 			if b.servable(stale) {
 				healthy = append(healthy, b)
 				cands = append(cands, policy.Candidate{
-					Priority: b.Config.Priority,
-					Weight:   b.Config.Weight,
+					Priority: int(b.Config.Priority),
+					Weight:   int(b.Config.Weight),
 					Addr:     b.Config.IP,
 					Host:     b.Config.Address,
 					Share:    b.Config.Share(),
@@ -769,7 +769,7 @@ func bestPriority(backends []*Backend) int {
 	for _, b := range backends[1:] {
 		best = min(best, b.Config.Priority)
 	}
-	return best
+	return int(best)
 }
 
 // geoTable prepares the geo modes' table over the record's backends of family f, serving its
@@ -792,8 +792,8 @@ func geoCandidate(b *Backend, healthy bool) policy.GeoCandidate {
 	c, l := b.Config, b.Config.Labels()
 	return policy.GeoCandidate{
 		Healthy:     healthy,
-		Priority:    c.Priority,
-		Weight:      c.Weight,
+		Priority:    int(c.Priority),
+		Weight:      int(c.Weight),
 		Share:       c.Share(),
 		Country:     l.Country,
 		Subdivision: l.Subdivision,

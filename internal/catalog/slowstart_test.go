@@ -128,7 +128,7 @@ func TestSlowStartWeights(t *testing.T) {
 				if tc.elapsed[i] >= 0 {
 					b.State.SetRecovered(now.Add(-tc.elapsed[i]))
 				}
-				cands = append(cands, policy.Candidate{Weight: b.Config.Weight})
+				cands = append(cands, policy.Candidate{Weight: int(b.Config.Weight)})
 			}
 			healthy, cands, next := r.slowStart(now, slices.Clone(r.Backends), cands)
 			var got []int

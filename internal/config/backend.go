@@ -45,9 +45,9 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 				b.Port = uint16(v)
 			}
 		case "priority":
-			b.Priority = p.intField(e.v, kpath, 0, math.MaxInt32, b.Priority)
+			b.Priority = int32(p.intField(e.v, kpath, 0, math.MaxInt32, int(b.Priority)))
 		case "weight":
-			b.Weight = p.intField(e.v, kpath, math.MinInt32, math.MaxInt32, b.Weight)
+			b.Weight = int32(p.intField(e.v, kpath, math.MinInt32, math.MaxInt32, int(b.Weight)))
 		case "capacity":
 			if v, ok := p.number(e.v, kpath, -math.MaxFloat64, math.MaxFloat64); ok && v <= 0 {
 				p.Errorf(e.v, kpath, "must be more than 0, not %g", v)
@@ -187,7 +187,7 @@ func (p *parser) address(b *Backend, n *yaml.Node, path string) {
 		p.Errorf(n, path, "%v", err)
 		return
 	}
-	b.IP, b.Address = ip, addr
+	b.IP, b.Address = ip, p.addresses.intern(addr)
 }
 
 // intField parses an integer in lo..hi, keeping def when it is invalid.

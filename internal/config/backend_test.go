@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"hash/maphash"
 	"reflect"
 	"strings"
 	"testing"
@@ -106,8 +108,8 @@ records:
 // TestBackendStaysSmall guards the size of a backend: a zone of 100,000 records holds hundreds
 // of thousands (see docs/benchmarks.md, "Loading big zones").
 func TestBackendStaysSmall(t *testing.T) {
-	if size := unsafe.Sizeof(Backend{}); size > 128 {
-		t.Errorf("a Backend takes %d bytes, more than 128: keep what most backends share or leave unset out of line, as Checks, Origin and Labels", size)
+	if size := unsafe.Sizeof(Backend{}); size > 112 {
+		t.Errorf("a Backend takes %d bytes, more than 112: keep what most backends share or leave unset out of line, as Checks, Origin and Labels", size)
 	}
 }
 
@@ -179,10 +181,57 @@ records:
 	}
 }
 
+// TestBackendsShareTheirAddresses: backends of different records with the same address keep
+// one string of it.
+func TestBackendsShareTheirAddresses(t *testing.T) {
+	z := parseString(t, `
+records:
+  a.example.org.: {backends: [{address: 10.0.0.1}, {address: pool.example.net}]}
+  b.example.org.: {backends: [{address: 10.0.0.1}, {address: Pool.Example.Net.}]}
+  c.example.org.: {backends: [{address: 10.0.0.2}]}
+`)
+	addr := func(r, b int) string { return z.Records[r].Backends[b].Address }
+	for _, tc := range []struct {
+		name       string
+		a, b       string
+		wantShared bool
+	}{
+		{"one address", addr(0, 0), addr(1, 0), true},
+		{"one host name, written two ways", addr(0, 1), addr(1, 1), true},
+		{"two addresses", addr(0, 0), addr(2, 0), false},
+	} {
+		if shared := unsafe.StringData(tc.a) == unsafe.StringData(tc.b); shared != tc.wantShared {
+			t.Errorf("%s: %q and %q shared %v, want %v", tc.name, tc.a, tc.b, shared, tc.wantShared)
+		}
+	}
+	eq(t, "addresses", []string{addr(0, 0), addr(1, 1), addr(2, 0)}, []string{"10.0.0.1", "pool.example.net.", "10.0.0.2"})
+}
+
+// TestStringCache: a string met again is the first one's copy, until another in its slot took
+// the slot.
+func TestStringCache(t *testing.T) {
+	var c stringCache
+	first := string([]byte("192.0.2.1"))
+	if got := c.intern(first); unsafe.StringData(got) != unsafe.StringData(first) {
+		t.Fatal("a new string is not itself")
+	}
+	again := string([]byte("192.0.2.1"))
+	if got := c.intern(again); unsafe.StringData(got) != unsafe.StringData(first) {
+		t.Error("a string met again is not the first one's copy")
+	}
+	slot := &c[maphash.String(stringCacheSeed, first)%uint64(len(c))]
+	for i := 0; *slot == first; i++ { // until another string takes its slot
+		c.intern(fmt.Sprintf("198.51.%d.%d", i/256, i%256))
+	}
+	if got := c.intern(again); got != "192.0.2.1" || unsafe.StringData(got) != unsafe.StringData(again) {
+		t.Error("a string whose slot was taken is not itself")
+	}
+}
+
 // TestRecordStaysSmall guards the size of a record, of which a big zone holds 100,000.
 func TestRecordStaysSmall(t *testing.T) {
-	if size := unsafe.Sizeof(Record{}); size > 120 {
-		t.Errorf("a Record takes %d bytes, more than 120: keep what most records share or leave unset out of line, as Steering and Settings", size)
+	if size := unsafe.Sizeof(Record{}); size > 112 {
+		t.Errorf("a Record takes %d bytes, more than 112: keep what most records share or leave unset out of line, as Steering and Settings", size)
 	}
 }
 

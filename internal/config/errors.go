@@ -10,9 +10,9 @@ func (p Position) String() string {
 	var b strings.Builder
 	b.WriteString(p.File)
 	if p.Line > 0 {
-		b.WriteString(":" + strconv.Itoa(p.Line))
+		b.WriteString(":" + strconv.Itoa(int(p.Line)))
 		if p.Column > 0 {
-			b.WriteString(":" + strconv.Itoa(p.Column))
+			b.WriteString(":" + strconv.Itoa(int(p.Column)))
 		}
 	}
 	return b.String()

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/netip"
 	"strings"
 )
@@ -135,3 +136,21 @@ func joinName(label, origin string) string {
 // CheckRecordName reports why name (canonical) cannot be a record's name, as the zone files
 // check it: a wildcard is allowed as the first label.
 func CheckRecordName(name string) error { return checkName(name, true) }
+
+// stringCache keeps recent strings by their hash, one in each of its slots, so that equal
+// strings met close together share one copy: a small cache of fixed size rather than a map of
+// every string, which a zone of distinct addresses would grow for nothing.
+type stringCache [1024]string
+
+// stringCacheSeed is the hash seed of every stringCache.
+var stringCacheSeed = maphash.MakeSeed()
+
+// intern returns the cached string equal to s, or s, which it caches in its slot.
+func (c *stringCache) intern(s string) string {
+	slot := &c[maphash.String(stringCacheSeed, s)%uint64(len(c))]
+	if *slot == s {
+		return *slot
+	}
+	*slot = s
+	return s
+}

@@ -81,8 +81,8 @@ const (
 // Position is a place in a configuration file.
 type Position struct {
 	File   string
-	Line   int
-	Column int
+	Line   int32
+	Column int32
 }
 
 // Options are the settings of one Corefile gslb block.
@@ -404,8 +404,8 @@ type Backend struct {
 	Pos      Position
 	Address  string     // as written, canonical for host names (lower case, fully qualified)
 	IP       netip.Addr // valid when Address is an IP address
-	Priority int
-	Weight   int
+	Priority int32
+	Weight   int32
 	// Capacity is the load at which the backend is full (capacity:, DefaultCapacity when not
 	// set): the load its checks read (an http check's metric, a lua check's number) divided
 	// by it is the relative load the load steering reads, 1 being full.

@@ -54,7 +54,7 @@ func (f *YAMLFile) Pos(n *yaml.Node) Position {
 	if n == nil {
 		return Position{File: f.name}
 	}
-	return Position{File: f.name, Line: n.Line, Column: n.Column}
+	return Position{File: f.name, Line: int32(n.Line), Column: int32(n.Column)} // a file has fewer lines than that
 }
 
 // ErrorAt records a problem at pos about the field path (empty for the file as a whole),
@@ -211,8 +211,8 @@ func (f *YAMLFile) syntaxError(err error, offset int) {
 	msg := err.Error()
 	pos := f.Pos(nil)
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		pos.Line, _ = strconv.Atoi(m[1])
-		pos.Line += offset
+		line, _ := strconv.Atoi(m[1])
+		pos.Line = int32(line + offset)
 		msg = m[2]
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")

@@ -24,6 +24,9 @@ type parser struct {
 	settings *Settings
 	// checks are the last backend's with checks, shared the same way by the next backends.
 	checks *Checks
+	// addresses are the backends' addresses seen last, so that backends with the same address
+	// (a pool that serves many names) keep one string.
+	addresses stringCache
 }
 
 func newParser(file string, size int) *parser {

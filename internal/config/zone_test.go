@@ -67,7 +67,7 @@ func TestSelectionModeExamples(t *testing.T) {
 		check func(t *testing.T, r Record)
 	}{
 		{"failover.yml", "app.example.org.", ModeFailover, []string{"10.0.0.1", "10.0.0.2"}, func(t *testing.T, r Record) {
-			eq(t, "priorities", []int{r.Backends[0].Priority, r.Backends[1].Priority}, []int{1, 2})
+			eq(t, "priorities", []int{int(r.Backends[0].Priority), int(r.Backends[1].Priority)}, []int{1, 2})
 		}},
 		{"roundrobin.yml", "app.example.org.", ModeRoundRobin, []string{"10.0.0.1", "10.0.0.2"}, nil},
 		{"random.yml", "app.example.org.", ModeRandom, []string{"10.0.0.1", "10.0.0.2"}, nil},
@@ -105,7 +105,7 @@ func TestSelectionModeExamples(t *testing.T) {
 			eq(t, "paris", []any{b.Labels().Country, b.Labels().HasCoords, b.Labels().Latitude, b.Labels().Longitude}, []any{"FR", true, 48.8566, 2.3522})
 		}},
 		{"weighted.yml", "app.example.org.", ModeWeighted, []string{"10.0.0.1", "10.0.0.2"}, func(t *testing.T, r Record) {
-			eq(t, "weights", []int{r.Backends[0].Weight, r.Backends[1].Weight}, []int{8, 2})
+			eq(t, "weights", []int{int(r.Backends[0].Weight), int(r.Backends[1].Weight)}, []int{8, 2})
 		}},
 		{"iphash.yml", "app.example.org.", ModeIPHash, []string{"10.0.0.1", "10.0.0.2"}, nil},
 		{"fail_closed.yml", "webapp.example.org.", ModeRoundRobin, []string{"172.16.0.10", "172.16.0.11"}, func(t *testing.T, r Record) {
@@ -174,13 +174,13 @@ func TestFullZone(t *testing.T) {
 	eq(t, "www pos", www.Pos, Position{File: "full.yml", Line: 32, Column: 3})
 
 	b0, b1, b2 := www.Backends[0], www.Backends[1], www.Backends[2]
-	eq(t, "b0", []any{b0.Port, b0.Weight, b0.Priority, b0.Enable}, []any{uint16(443), 0, 0, true})
+	eq(t, "b0", []any{b0.Port, b0.Weight, b0.Priority, b0.Enable}, []any{uint16(443), int32(0), int32(0), true})
 	// The file's own https_default wins over the shared one; tcp_default comes from shared.
 	eq(t, "b0 checks", []string{b0.Checks().HealthChecks[0].Pos.File, b0.Checks().HealthChecks[1].Pos.File}, []string{"full.yml", "testdata/profiles.yml"})
 	eq(t, "b0 params", b0.Checks().HealthChecks[0].Params, map[string]any{"port": 8443, "uri": "/healthz",
 		"headers": map[string]any{"Host": "app.example.org"}, "codes": []any{200, 204}, "ratio": 0.5})
 	eq(t, "b0 rise/fall (max of checks, default)", []int{b0.Checks().Rise, b0.Checks().Fall}, []int{3, DefaultFall})
-	eq(t, "b1 unmapped", []any{b1.Address, b1.IP, b1.Weight, b1.Priority}, []any{"::ffff:10.0.0.2", netip.MustParseAddr("10.0.0.2"), -3, 4})
+	eq(t, "b1 unmapped", []any{b1.Address, b1.IP, b1.Weight, b1.Priority}, []any{"::ffff:10.0.0.2", netip.MustParseAddr("10.0.0.2"), int32(-3), int32(4)})
 	eq(t, "b1 legacy check", []any{b1.Checks().HealthChecks[0].Type, b1.Checks().HealthChecks[0].Params["script"]}, []any{"custom", "/usr/local/bin/check.sh"})
 	eq(t, "b1 inline check", []any{b1.Checks().HealthChecks[1].Profile, b1.Checks().HealthChecks[1].Type, b1.Checks().HealthChecks[1].Fall}, []any{"", "tcp", 9})
 	eq(t, "b1 rise (own) fall (max)", []int{b1.Checks().Rise, b1.Checks().Fall}, []int{7, 9})

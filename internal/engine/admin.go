@@ -74,7 +74,7 @@ func adminBudget(b FailoverBudget) admin.FailoverBudget {
 func adminBackend(b *catalog.Backend, details map[string]health.Details, votes []health.Vote) admin.Backend {
 	c, l := b.Config, b.Config.Labels()
 	ab := admin.Backend{
-		Key: b.Key(), Address: c.Address, Port: int(c.Port), Priority: c.Priority, Weight: c.Weight,
+		Key: b.Key(), Address: c.Address, Port: int(c.Port), Priority: int(c.Priority), Weight: int(c.Weight),
 		Description: l.Description, Location: l.Location, Country: l.Country, City: l.City,
 		Continent: l.Continent, Tags: l.Tags, Site: c.Site(), Remote: c.Remote,
 		Enabled: c.Enable, Healthy: b.Healthy(), State: admin.State(b.Status().String()),

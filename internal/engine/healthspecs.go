@@ -45,7 +45,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 			}
 			target := probe.Target{
 				Host: strings.TrimSuffix(bc.Address, "."), IP: bc.IP, Port: bc.Port,
-				Record: rec.Name, Priority: bc.Priority,
+				Record: rec.Name, Priority: int(bc.Priority),
 			}
 			if bc.IP.IsValid() {
 				target.Host = bc.IP.String()

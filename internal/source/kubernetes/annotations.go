@@ -88,8 +88,10 @@ func annotated(ref config.KubernetesRef, ann map[string]string) ([]addition, err
 			*dst = n
 		}
 	}
-	num(AnnotationWeight, 0, math.MaxInt32, &b.Weight)
-	num(AnnotationPriority, 0, math.MaxInt32, &b.Priority)
+	weight, priority := int(b.Weight), int(b.Priority)
+	num(AnnotationWeight, 0, math.MaxInt32, &weight)
+	num(AnnotationPriority, 0, math.MaxInt32, &priority)
+	b.Weight, b.Priority = int32(weight), int32(priority) // within num's bounds, or an error
 	var t int
 	num(AnnotationTTL, 0, math.MaxInt32, &t)
 	ttl = uint32(t)

@@ -111,7 +111,7 @@ type strategy struct {
 	// block's).
 	splitBrain time.Duration
 	primary    string
-	weights    map[string]int
+	weights    map[string]int32
 	policy     config.HealthPolicy
 }
 
@@ -265,7 +265,7 @@ func parseStrategy(obj *unstructured.Unstructured) (strategy, error) {
 		return s, fmt.Errorf("unknown strategy type %q (valid: roundRobin, failover, geoip)", typ)
 	}
 	if weights, ok := spec["weight"].(map[string]any); ok && len(weights) > 0 {
-		s.weights = map[string]int{}
+		s.weights = map[string]int32{}
 		for tag, v := range weights {
 			n, err := weight(v)
 			if err != nil {
@@ -295,19 +295,19 @@ func parseStrategy(obj *unstructured.Unstructured) (strategy, error) {
 
 // weight returns a geo tag's weight: a number (k8gb.io), or a percentage such as "30%" (the
 // legacy k8gb.absa.oss group).
-func weight(v any) (int, error) {
+func weight(v any) (int32, error) {
 	switch v := v.(type) {
 	case int64:
-		if v >= 0 && v <= 1<<31-1 {
-			return int(v), nil
+		if v >= 0 && v <= math.MaxInt32 {
+			return int32(v), nil
 		}
 	case float64:
-		if v >= 0 && v <= 1<<31-1 && v == float64(int(v)) {
-			return int(v), nil
+		if v >= 0 && v <= math.MaxInt32 && v == float64(int32(v)) {
+			return int32(v), nil
 		}
 	case string:
-		if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), "%")); err == nil && n >= 0 {
-			return n, nil
+		if n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), "%"), 10, 32); err == nil && n >= 0 {
+			return int32(n), nil
 		}
 	}
 	return 0, fmt.Errorf("%v is not a weight (a number, or a percentage such as 30%%)", v)

@@ -93,7 +93,7 @@ func TestWatcherGslb(t *testing.T) {
 		rec, _ := h.record(tt.record)
 		var got []backend
 		for _, b := range rec.Backends {
-			got = append(got, backend{b.Site(), b.Priority, b.Weight, b.Labels().Location})
+			got = append(got, backend{b.Site(), int(b.Priority), int(b.Weight), b.Labels().Location})
 		}
 		if rec.Mode != tt.mode || rec.TTL != tt.ttl || !slices.Equal(got, tt.backends) {
 			t.Errorf("%s: mode %s TTL %d backends %+v, want %s %d %+v", tt.record, rec.Mode, rec.TTL, got, tt.mode, tt.ttl, tt.backends)

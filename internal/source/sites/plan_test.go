@@ -65,7 +65,7 @@ func TestMerge(t *testing.T) {
 	}
 	var backends []got
 	for _, b := range app.Backends {
-		backends = append(backends, got{b.Address, b.Remote, b.Weight, b.Share(), b.Labels().Country, b.Labels().Location})
+		backends = append(backends, got{b.Address, b.Remote, int(b.Weight), b.Share(), b.Labels().Country, b.Labels().Location})
 	}
 	want := []got{
 		{"10.1.0.1", false, 1, 0, "", "eu"},
