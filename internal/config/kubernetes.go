@@ -208,8 +208,7 @@ func (p *parser) recordKubernetes(n *yaml.Node, path string) []Backend {
 	for i, item := range nodes {
 		if ref := p.kubernetesRef(item, paths[i]); ref != nil {
 			b := Backend{Pos: p.Pos(item), Priority: DefaultPriority, Weight: DefaultWeight, Enable: true}
-			b.SetOrigin(Origin{Kubernetes: ref})
-			out = append(out, b)
+			out = append(out, b.WithOrigin(Origin{Kubernetes: ref}))
 		}
 	}
 	return out

@@ -268,16 +268,22 @@ type Steering struct {
 	MinHealthy int
 }
 
+// orShared returns p, the part a record or backend keeps out of line, or none, the shared zero
+// part, when it has none.
+func orShared[T any](p, none *T) *T {
+	if p == nil {
+		return none
+	}
+	return p
+}
+
 // noSteering is the steering of the records that were given none: every setting zero.
 var noSteering Steering
 
 // Steering returns how the record steers: the zero Steering when it was given none. The
 // result may be shared with other records, and must not be modified: use SetSteering.
 func (r *Record) Steering() *Steering {
-	if r.steering == nil {
-		return &noSteering
-	}
-	return r.steering
+	return orShared(r.steering, &noSteering)
 }
 
 // SetSteering gives the record the steering s.
@@ -323,10 +329,7 @@ var noSettings Settings
 // Settings returns the record's settings: the zero Settings when it was given none. The
 // result may be shared with other records, and must not be modified: use SetSettings.
 func (r *Record) Settings() *Settings {
-	if r.settings == nil {
-		return &noSettings
-	}
-	return r.settings
+	return orShared(r.settings, &noSettings)
 }
 
 // SetSettings gives the record the settings s.
@@ -414,9 +417,9 @@ type Backend struct {
 	// most common case): read them with Labels, set them with SetLabels.
 	labels *Labels
 
-	// checks are how the backend's health is checked, nil when it has no checks, no timeout
-	// and no thresholds of its own; shared by the backends whose checks are the same (most
-	// use a profile, or none): read them with Checks, set them with SetChecks.
+	// checks are how the backend's health is checked, shared by the backends whose checks are
+	// the same (most use a profile, or none); nil for a backend made without any (not parsed):
+	// read them with Checks, set them with SetChecks.
 	checks *Checks
 	// origin is the site the backend is in, the Kubernetes Service it stands for and the share
 	// of a target learned for a placeholder, nil when it has none of them (the most common
@@ -503,10 +506,7 @@ var noChecks Checks
 // Checks returns how the backend's health is checked: the zero Checks when it was given none.
 // The result may be shared with other backends, and must not be modified: use SetChecks.
 func (b *Backend) Checks() *Checks {
-	if b.checks == nil {
-		return &noChecks
-	}
-	return b.checks
+	return orShared(b.checks, &noChecks)
 }
 
 // SetChecks gives the backend the checks c.
@@ -576,28 +576,13 @@ func (b *Backend) SetShare(n int) {
 }
 
 // Site is the site the backend is in (Origin.Site).
-func (b *Backend) Site() string {
-	if b.origin == nil {
-		return ""
-	}
-	return b.origin.Site
-}
+func (b *Backend) Site() string { return b.Origin().Site }
 
 // Kubernetes is the Service the backend stands for (Origin.Kubernetes), or nil.
-func (b *Backend) Kubernetes() *KubernetesRef {
-	if b.origin == nil {
-		return nil
-	}
-	return b.origin.Kubernetes
-}
+func (b *Backend) Kubernetes() *KubernetesRef { return b.Origin().Kubernetes }
 
 // Share is the share of a target that the sites source learned (Origin.Share).
-func (b *Backend) Share() int {
-	if b.origin == nil {
-		return 0
-	}
-	return b.origin.Share
-}
+func (b *Backend) Share() int { return b.Origin().Share }
 
 // IsPlaceholder reports whether the backend stands for what its site publishes: it has a
 // site and no address.

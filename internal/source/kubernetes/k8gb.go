@@ -141,18 +141,16 @@ func (s strategy) backends(h *gslbHost, own string, others []string) []config.Ba
 	var out []config.Backend
 	for _, ref := range h.ingresses {
 		ref.Policy = s.policy
-		b := config.Backend{Pos: config.Position{File: "Gslb " + h.gslb.namespace + "/" + h.gslb.name}}
-		b.SetOrigin(config.Origin{Kubernetes: &ref})
-		out = append(out, shape(b, own))
+		pos := config.Position{File: "Gslb " + h.gslb.namespace + "/" + h.gslb.name}
+		out = append(out, shape(config.Backend{Pos: pos}.WithOrigin(config.Origin{Kubernetes: &ref}), own))
 	}
 	if own == "" {
 		return out // no sites: this cluster only
 	}
 	for _, site := range others {
 		if site != own {
-			b := config.Backend{Pos: config.Position{File: "Gslb " + h.gslb.namespace + "/" + h.gslb.name}}
-			b.SetOrigin(config.Origin{Site: site})
-			out = append(out, shape(b, site))
+			pos := config.Position{File: "Gslb " + h.gslb.namespace + "/" + h.gslb.name}
+			out = append(out, shape(config.Backend{Pos: pos}.WithOrigin(config.Origin{Site: site}), site))
 		}
 	}
 	return out
