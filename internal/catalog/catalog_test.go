@@ -300,7 +300,7 @@ func TestViewStaysSmall(t *testing.T) {
 	}{
 		{"View", unsafe.Sizeof(View{}), 144},
 		{"Record", unsafe.Sizeof(Record{}), 112},
-		{"Backend", unsafe.Sizeof(Backend{}), 48},
+		{"Backend", unsafe.Sizeof(Backend{}), 40},
 	} {
 		if tt.size > tt.most {
 			t.Errorf("a %s takes %d bytes, more than %d", tt.what, tt.size, tt.most)
@@ -359,6 +359,51 @@ records:
 	rec.Refresh()
 	if v := rec.View(); shared() || len(v.Healthy[IPv4]) != 1 || v.Healthy[IPv4][0].Config.Address != "10.0.0.2" || len(v.Enabled[IPv4]) != 2 {
 		t.Errorf("one down: shared %v, healthy %d, enabled %d; want apart, 10.0.0.2 of 2", shared(), len(v.Healthy[IPv4]), len(v.Enabled[IPv4]))
+	}
+}
+
+// TestEnabledSharesTheRecordsBackends: a view's enabled backends of a family are a subslice
+// of the record's Backends when they are a run of them (every backend of a family, in order:
+// most records of a big zone), capped so that an append cannot write into the record's; a copy
+// when a backend between them is disabled.
+func TestEnabledSharesTheRecordsBackends(t *testing.T) {
+	snap, err := Build([]*config.Zone{mustZone(t, "example.org", `
+records:
+  mixed.example.org.:
+    backends: [{address: 10.0.0.1}, {address: 10.0.0.2}, {address: "2001:db8::1"}]
+  gap.example.org.:
+    backends: [{address: 10.0.0.1}, {address: 10.0.0.2, enable: false}, {address: 10.0.0.3}]
+`)}, states{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shares := func(r *Record, f Family, from int) bool {
+		e := r.View().Enabled[f]
+		return len(e) > 0 && &e[0] == &r.Backends[from] && cap(e) == len(e)
+	}
+	for _, tt := range []struct {
+		name   string
+		f      Family
+		want   int  // enabled backends
+		shared bool // a subslice of the record's
+		from   int  // where it starts in the record's Backends
+	}{
+		{"mixed.example.org.", IPv4, 2, true, 0},
+		{"mixed.example.org.", IPv6, 1, true, 2},
+		{"gap.example.org.", IPv4, 2, false, 0},
+	} {
+		var r *Record
+		for _, c := range snap.Records() {
+			if c.Name == tt.name {
+				r = c
+			}
+		}
+		if got := len(r.View().Enabled[tt.f]); got != tt.want {
+			t.Errorf("%s family %d: %d enabled, want %d", tt.name, tt.f, got, tt.want)
+		}
+		if got := shares(r, tt.f, tt.from); got != tt.shared {
+			t.Errorf("%s family %d: shares the record's backends %v, want %v", tt.name, tt.f, got, tt.shared)
+		}
 	}
 }
 

@@ -176,17 +176,17 @@ type Backend struct {
 	Config *config.Backend
 	// record is the record the backend is of, whose name its Key starts with.
 	record *Record
-	State  *health.State
-	// alwaysUp is set for backends that are never probed and count as up.
-	alwaysUp bool
+	// State is the backend's health state: unprobedState, shared, for the backends that are
+	// never probed and count as up (alwaysUp).
+	State *health.State
 	// override is the operator's Override of the configured enable flag.
 	override atomic.Int32
+	// index is the backend's place in its record's Backends, where its counter of
+	// Record.CountSelected is. It sits beside override: a big zone holds many backends, and
+	// padding after either would cost 8 bytes a backend.
+	index int32
 	// drainAt is when a scheduled drain of the backend starts, in Unix nanoseconds; 0 for none.
 	drainAt atomic.Int64
-
-	// index is the backend's place in its record's Backends, where its counter of
-	// Record.CountSelected is.
-	index int32
 }
 
 // CountAnswer counts one address answer of the record, whose selection took d: failed when
@@ -375,7 +375,7 @@ func (b *Backend) Enabled() bool {
 
 // Healthy reports whether the backend is enabled and up, or forced up (ForceUp).
 func (b *Backend) Healthy() bool {
-	return b.Enabled() && (b.Override() == ForceUp || b.alwaysUp || b.State.Status() == health.Up)
+	return b.Enabled() && (b.Override() == ForceUp || b.alwaysUp() || b.State.Status() == health.Up)
 }
 
 // servable reports whether a refresh serves the backend: it is healthy, or stale when the
@@ -386,11 +386,15 @@ func (b *Backend) servable(stale bool) bool {
 
 // Status returns the backend's health status, Up for backends that are never probed.
 func (b *Backend) Status() health.Status {
-	if b.alwaysUp {
+	if b.alwaysUp() {
 		return health.Up
 	}
 	return b.State.Status()
 }
+
+// alwaysUp reports whether the backend is never probed and counts as up: its state is the
+// shared unprobedState (a flag beside it would make every backend 8 bytes larger).
+func (b *Backend) alwaysUp() bool { return b.State == unprobedState }
 
 // inFamily reports whether the backend can answer a query of family f. Host-name backends
 // (answered as CNAME) serve both families.
@@ -539,6 +543,19 @@ func inOrder(healthy []*Backend, order []int, enabled []*Backend) []*Backend {
 	return out
 }
 
+// run returns list, backends of the record in their order, as a subslice of Backends when it
+// is a run of them (most views list every backend of a family, and a big zone keeps a view of
+// each record), else as a copy; nil when list is empty.
+func (r *Record) run(list []*Backend) []*Backend {
+	if len(list) == 0 {
+		return nil
+	}
+	if i, j := int(list[0].index), int(list[0].index)+len(list); j <= len(r.Backends) && slices.Equal(r.Backends[i:j], list) {
+		return r.Backends[i:j:j]
+	}
+	return slices.Clone(list)
+}
+
 // sameKey reports whether a and b have the same BackendKey, without making either.
 func sameKey(a, b *Backend) bool {
 	var x, y [128]byte
@@ -546,7 +563,8 @@ func sameKey(a, b *Backend) bool {
 }
 
 // unprobedState is the health state of every backend that is never probed (alwaysUp): nothing
-// writes it, so they share one instead of a state each in the health source.
+// writes it, so they share one instead of a state each in the health source, and it is how
+// they are told apart.
 var unprobedState = &health.State{}
 
 func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
@@ -555,14 +573,8 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 	for i := range rc.Backends {
 		bc := &rc.Backends[i]
 		b := &backends[i]
-		*b = Backend{
-			Config:   bc,
-			record:   r,
-			index:    int32(i),
-			State:    unprobedState,
-			alwaysUp: !bc.Probed(),
-		}
-		if !b.alwaysUp {
+		*b = Backend{Config: bc, record: r, index: int32(i), State: unprobedState}
+		if bc.Probed() {
 			b.State = hs.State(BackendKey(rc.Name, bc)) // the health source keeps the key
 		}
 		if rc.Publish && !bc.Remote && bc.IP.IsValid() {
@@ -697,9 +709,7 @@ func (r *Record) Refresh() {
 				})
 			}
 		}
-		if len(enabled) > 0 {
-			v.Enabled[f] = append([]*Backend(nil), enabled...)
-		}
+		v.Enabled[f] = r.run(enabled)
 		var next time.Time
 		if healthy, cands, next = r.slowStart(now, healthy, cands); !next.IsZero() && (rampNext.IsZero() || next.Before(rampNext)) {
 			rampNext = next

@@ -88,11 +88,11 @@ func (r *Record) supposing(down, drained []bool) *Record {
 	c.counter.Store(r.counter.Load())
 	copies := make(map[*Backend]*Backend, len(r.Backends))
 	for i, b := range r.Backends {
-		nb := &Backend{Config: b.Config, record: c, State: b.State, index: b.index, alwaysUp: b.alwaysUp}
+		nb := &Backend{Config: b.Config, record: c, State: b.State, index: b.index}
 		nb.override.Store(b.override.Load())
 		nb.drainAt.Store(b.drainAt.Load())
 		if down[i] {
-			nb.State, nb.alwaysUp = &health.State{}, false
+			nb.State = &health.State{}
 			nb.State.Set(health.Down)
 		}
 		if drained[i] {
