@@ -137,20 +137,29 @@ func joinName(label, origin string) string {
 // check it: a wildcard is allowed as the first label.
 func CheckRecordName(name string) error { return checkName(name, true) }
 
-// stringCache keeps recent strings by their hash, one in each of its slots, so that equal
-// strings met close together share one copy: a small cache of fixed size rather than a map of
-// every string, which a zone of distinct addresses would grow for nothing.
-type stringCache [1024]string
+// stringCache keeps strings by their hash so that equal strings share one copy: a small cache
+// of fixed size rather than a map of every string, which a zone of distinct addresses would
+// grow for nothing. Each string has two slots (two parts of its hash); it takes the first while
+// that is empty, else the second, so that the first few thousand distinct strings (a zone's
+// addresses are mostly a few hundred repeated) stay, and later ones share the second slots.
+type stringCache [4096]string
 
 // stringCacheSeed is the hash seed of every stringCache.
 var stringCacheSeed = maphash.MakeSeed()
 
-// intern returns the cached string equal to s, or s, which it caches in its slot.
+// intern returns the cached string equal to s, or s, which it caches in one of its slots.
 func (c *stringCache) intern(s string) string {
-	slot := &c[maphash.String(stringCacheSeed, s)%uint64(len(c))]
-	if *slot == s {
-		return *slot
+	h := maphash.String(stringCacheSeed, s)
+	first, second := &c[h%uint64(len(c))], &c[(h>>32)%uint64(len(c))]
+	switch {
+	case *first == s:
+		return *first
+	case *second == s:
+		return *second
+	case *first == "":
+		*first = s
+	default:
+		*second = s
 	}
-	*slot = s
 	return s
 }
