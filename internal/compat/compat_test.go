@@ -12,7 +12,7 @@ func TestCheck(t *testing.T) {
 	api := config.DefaultOptions()
 	api.API.Enable = true
 	ipHashOrdered := func(order config.HashOrder, addrs ...string) []*config.Zone {
-		r := config.Record{Name: "www.example.org.", Mode: config.ModeIPHash, Pos: config.Position{File: "zone.yml", Line: 4}}
+		r := config.Record{Name: "www.example.org.", Mode: config.ModeIPHash, Pos: config.At("zone.yml", 4, 0)}
 		r.SetSettings(config.Settings{ALPN: []string{"h2"}})
 		r.SetSteering(config.Steering{HashOrder: order})
 		for _, a := range addrs {
@@ -23,17 +23,17 @@ func TestCheck(t *testing.T) {
 	ipHash := func(addrs ...string) []*config.Zone { return ipHashOrdered(config.HashOrderAddress, addrs...) }
 	same := map[string]int{"api_enable": 3, "api_listen_addr": 4, "enable_txt": 5, "coredns_gslb_metrics": 6}
 	record := func(alpn []string, checks ...config.HealthCheck) []*config.Zone {
-		r := config.Record{Name: "www.example.org.", Mode: config.ModeFailover, Pos: config.Position{File: "zone.yml", Line: 2},
+		r := config.Record{Name: "www.example.org.", Mode: config.ModeFailover, Pos: config.At("zone.yml", 2, 0),
 			Backends: []config.Backend{config.Backend{Address: "192.0.2.1"}.WithChecks(config.Checks{HealthChecks: checks})}}
 		r.SetSettings(config.Settings{ALPN: alpn})
 		return []*config.Zone{{Origin: "example.org.", Records: []config.Record{r}}}
 	}
 	http := func(params map[string]any) config.HealthCheck {
-		return config.HealthCheck{Type: "http", Params: params, Pos: config.Position{File: "zone.yml", Line: 7}}
+		return config.HealthCheck{Type: "http", Params: params, Pos: config.At("zone.yml", 7, 0)}
 	}
 	h2 := []string{"h2"}
 	lua := func(script string) config.HealthCheck {
-		return config.HealthCheck{Type: "lua", Params: map[string]any{"script": script}, Pos: config.Position{File: "zone.yml", Line: 9}}
+		return config.HealthCheck{Type: "lua", Params: map[string]any{"script": script}, Pos: config.At("zone.yml", 9, 0)}
 	}
 	tests := []struct {
 		name    string

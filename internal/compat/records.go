@@ -22,7 +22,7 @@ func ipHashOrder(_ Block, zones []*config.Zone) []Difference {
 				continue
 			}
 			out = append(out, Difference{
-				Where: fmt.Sprintf("%s:%d", r.Pos.File, r.Pos.Line), Topic: r.Name + " mode ip-hash",
+				Where: fmt.Sprintf("%s:%d", r.Pos.File(), r.Pos.Line), Topic: r.Name + " mode ip-hash",
 				CG:       "orders the backends by their addresses as text before it takes hash mod n",
 				Meridian: "orders them by value, so most clients get another backend after the move",
 				Change:   "write hash_order: text on the record to keep every client on its backend (docs/modes.md says which order to choose)",
@@ -76,7 +76,7 @@ func alpnDefault(_ Block, zones []*config.Zone) []Difference {
 			continue
 		}
 		out = append(out, Difference{
-			Where: fmt.Sprintf("%s:%d", first.Pos.File, first.Pos.Line), Topic: fmt.Sprintf("alpn (%d records of %s)", n, z.Origin),
+			Where: fmt.Sprintf("%s:%d", first.Pos.File(), first.Pos.Line), Topic: fmt.Sprintf("alpn (%d records of %s)", n, z.Origin),
 			CG:       "answers HTTPS and SVCB queries with alpn=h3,h2 when the record sets no alpn",
 			Meridian: "sends no alpn then",
 			Change:   "write alpn: [h3, h2] under defaults (or on the records) to answer as CoreDNS-GSLB does",
@@ -117,7 +117,7 @@ func eachCheck(zones []*config.Zone, f func(*config.Record, *config.Backend, *co
 
 // httpCheck returns the differences of one http check of backend b of record name.
 func httpCheck(name string, b config.Backend, hc config.HealthCheck) []Difference {
-	where := fmt.Sprintf("%s:%d", hc.Pos.File, hc.Pos.Line)
+	where := fmt.Sprintf("%s:%d", hc.Pos.File(), hc.Pos.Line)
 	topic := fmt.Sprintf("%s backend %s http check", name, b.Address)
 	var out []Difference
 	if _, ok := hc.Params["host"]; !ok {
@@ -154,7 +154,7 @@ func luaScripts(_ Block, zones []*config.Zone) []Difference {
 			return
 		}
 		out = append(out, Difference{
-			Where: fmt.Sprintf("%s:%d", hc.Pos.File, hc.Pos.Line), Topic: fmt.Sprintf("%s backend %s lua check", r.Name, b.Address),
+			Where: fmt.Sprintf("%s:%d", hc.Pos.File(), hc.Pos.Line), Topic: fmt.Sprintf("%s backend %s lua check", r.Name, b.Address),
 			CG:       "runs scripts with Lua's whole standard library",
 			Meridian: "runs them without os, io, debug, package, require and load: this script fails",
 			Change:   "do the work with ssh_exec or http_get, or in a custom check (docs/health-checks.md)",

@@ -8,7 +8,7 @@ import (
 // String formats the position as file:line:col, leaving out the parts that are unknown.
 func (p Position) String() string {
 	var b strings.Builder
-	b.WriteString(p.File)
+	b.WriteString(p.File())
 	if p.Line > 0 {
 		b.WriteString(":" + strconv.Itoa(int(p.Line)))
 		if p.Column > 0 {

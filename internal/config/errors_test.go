@@ -170,9 +170,9 @@ func TestErrorFormat(t *testing.T) {
 		e    Error
 		want string
 	}{
-		{Error{Position{"z.yml", 14, 16}, `records["www.example.org."].backends[1].address`, "bad"}, `z.yml:14:16: records["www.example.org."].backends[1].address: bad`},
-		{Error{Position{"z.yml", 3, 0}, "", "invalid YAML: x"}, `z.yml:3: invalid YAML: x`},
-		{Error{Position{File: "z.yml"}, "origin", "bad"}, `z.yml: origin: bad`},
+		{Error{At("z.yml", 14, 16), `records["www.example.org."].backends[1].address`, "bad"}, `z.yml:14:16: records["www.example.org."].backends[1].address: bad`},
+		{Error{At("z.yml", 3, 0), "", "invalid YAML: x"}, `z.yml:3: invalid YAML: x`},
+		{Error{InFile("z.yml"), "origin", "bad"}, `z.yml: origin: bad`},
 		{Error{Msg: "bad"}, `bad`},
 	} {
 		eq(t, "Error()", tt.e.Error(), tt.want)
@@ -222,7 +222,7 @@ zone.yml:10:59: records["xexample.org"].backends[0].latitude: latitude is set wi
 		t.Errorf("error =\n%v\nwant\n%s", err, want)
 	}
 	var first *Error
-	if !errors.As(err, &first) || first.Pos != (Position{"zone.yml", 1, 1}) || first.Path != "" {
+	if !errors.As(err, &first) || first.Pos != At("zone.yml", 1, 1) || first.Path != "" {
 		t.Errorf("errors.As(*Error) = %+v", first)
 	}
 }

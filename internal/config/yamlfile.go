@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unique"
 
 	"gopkg.in/yaml.v3"
 )
@@ -24,6 +25,7 @@ import (
 // parse with it.
 type YAMLFile struct {
 	name  string
+	file  unique.Handle[string] // name's, made once for the positions in the file
 	errs  ErrorList
 	warns ErrorList
 	seen  map[errorKey]bool
@@ -46,15 +48,15 @@ type errorKey struct {
 // NewYAMLFile returns the collector for the file called name, of size bytes. A walk may visit
 // 1<<20 + 16·size nodes: far more than any file written by hand, far less than an alias bomb.
 func NewYAMLFile(name string, size int) *YAMLFile {
-	return &YAMLFile{name: name, budget: 1<<20 + 16*size}
+	return &YAMLFile{name: name, file: InFile(name).file, budget: 1<<20 + 16*size}
 }
 
 // Pos returns the position of n in the file; the file alone when n is nil.
 func (f *YAMLFile) Pos(n *yaml.Node) Position {
 	if n == nil {
-		return Position{File: f.name}
+		return Position{file: f.file}
 	}
-	return Position{File: f.name, Line: int32(n.Line), Column: int32(n.Column)} // a file has fewer lines than that
+	return Position{file: f.file, Line: int32(n.Line), Column: int32(n.Column)} // a file has fewer lines than that
 }
 
 // ErrorAt records a problem at pos about the field path (empty for the file as a whole),
@@ -107,7 +109,7 @@ func sortByPos(l ErrorList) ErrorList {
 		return nil
 	}
 	slices.SortStableFunc(l, func(a, b *Error) int {
-		return cmp.Or(cmp.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Pos.Line, b.Pos.Line),
+		return cmp.Or(cmp.Compare(a.Pos.File(), b.Pos.File()), cmp.Compare(a.Pos.Line, b.Pos.Line),
 			cmp.Compare(a.Pos.Column, b.Pos.Column))
 	})
 	return l

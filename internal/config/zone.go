@@ -42,7 +42,7 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 	}
 	z := &Zone{Origin: CanonicalName(origin), File: file}
 	if err := checkName(z.Origin, false); err != nil {
-		p.ErrorAt(Position{File: file}, "", "invalid zone name %q: %v", origin, err)
+		p.ErrorAt(InFile(file), "", "invalid zone name %q: %v", origin, err)
 	}
 	top := map[string]*yaml.Node{}
 	for _, e := range p.entries(p.document(doc), "") {

@@ -171,12 +171,12 @@ func TestFullZone(t *testing.T) {
 	eq(t, "alpn", www.Settings().ALPN, []string{"h2", "http/1.1"})
 	eq(t, "www fallback", www.Settings().Fallback, Fallback{Mode: FallbackFailSpecific, CNAME: "backup.example.net."})
 	eq(t, "apps fallback (default)", apps.Settings().Fallback, Fallback{Mode: FallbackFailClosed, Rcode: 2})
-	eq(t, "www pos", www.Pos, Position{File: "full.yml", Line: 32, Column: 3})
+	eq(t, "www pos", www.Pos, At("full.yml", 32, 3))
 
 	b0, b1, b2 := www.Backends[0], www.Backends[1], www.Backends[2]
 	eq(t, "b0", []any{b0.Port, b0.Weight, b0.Priority, b0.Enable}, []any{uint16(443), int32(0), int32(0), true})
 	// The file's own https_default wins over the shared one; tcp_default comes from shared.
-	eq(t, "b0 checks", []string{b0.Checks().HealthChecks[0].Pos.File, b0.Checks().HealthChecks[1].Pos.File}, []string{"full.yml", "testdata/profiles.yml"})
+	eq(t, "b0 checks", []string{b0.Checks().HealthChecks[0].Pos.File(), b0.Checks().HealthChecks[1].Pos.File()}, []string{"full.yml", "testdata/profiles.yml"})
 	eq(t, "b0 params", b0.Checks().HealthChecks[0].Params, map[string]any{"port": 8443, "uri": "/healthz",
 		"headers": map[string]any{"Host": "app.example.org"}, "codes": []any{200, 204}, "ratio": 0.5})
 	eq(t, "b0 rise/fall (max of checks, default)", []int{b0.Checks().Rise, b0.Checks().Fall}, []int{3, DefaultFall})

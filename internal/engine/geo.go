@@ -46,7 +46,7 @@ func warnGeoless(zones []*config.Zone, opts config.GeoIPOptions, log Logger) {
 	for _, z := range zones {
 		for _, r := range z.Records {
 			if policy.IsGeo(r.Mode) {
-				log.Warningf("%s:%d: %s uses mode %s but no geoip_maxmind or geoip_custom source is configured: it selects like failover", r.Pos.File, r.Pos.Line, r.Name, r.Mode)
+				log.Warningf("%s:%d: %s uses mode %s but no geoip_maxmind or geoip_custom source is configured: it selects like failover", r.Pos.File(), r.Pos.Line, r.Name, r.Mode)
 			}
 		}
 	}

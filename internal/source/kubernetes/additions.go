@@ -84,7 +84,7 @@ func (w *Watcher) addLocked(zones []*config.Zone, adds []addition) ([]*config.Zo
 			r := &z.Records[ri]
 			r.Backends = append(slices.Clip(r.Backends), a.backends...)
 		default:
-			rec := config.NewRecord(a.record, a.mode, config.Position{File: a.from})
+			rec := config.NewRecord(a.record, a.mode, config.InFile(a.from))
 			if a.ttl > 0 {
 				rec.TTL = a.ttl
 			}

@@ -76,7 +76,7 @@ func (w *Watcher) annotatedLocked() []addition {
 // annotated returns the additions of the object ref whose annotations are ann: one per record
 // of meridian.io/record, each with one backend that stands for the object.
 func annotated(ref config.KubernetesRef, ann map[string]string) ([]addition, error) {
-	b := config.Backend{Pos: config.Position{File: ref.String()}, Priority: config.DefaultPriority, Weight: config.DefaultWeight, Enable: true}
+	b := config.Backend{Pos: config.InFile(ref.String()), Priority: config.DefaultPriority, Weight: config.DefaultWeight, Enable: true}
 	mode, ttl := config.ModeRoundRobin, uint32(0)
 	var err error
 	num := func(key string, lo, hi int, dst *int) {

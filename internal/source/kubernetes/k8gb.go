@@ -141,7 +141,7 @@ func (s strategy) backends(h *gslbHost, own string, others []string) []config.Ba
 	var out []config.Backend
 	for _, ref := range h.ingresses {
 		ref.Policy = s.policy
-		pos := config.Position{File: "Gslb " + h.gslb.namespace + "/" + h.gslb.name}
+		pos := config.InFile("Gslb " + h.gslb.namespace + "/" + h.gslb.name)
 		out = append(out, shape(config.Backend{Pos: pos}.WithOrigin(config.Origin{Kubernetes: &ref}), own))
 	}
 	if own == "" {
@@ -149,7 +149,7 @@ func (s strategy) backends(h *gslbHost, own string, others []string) []config.Ba
 	}
 	for _, site := range others {
 		if site != own {
-			pos := config.Position{File: "Gslb " + h.gslb.namespace + "/" + h.gslb.name}
+			pos := config.InFile("Gslb " + h.gslb.namespace + "/" + h.gslb.name)
 			out = append(out, shape(config.Backend{Pos: pos}.WithOrigin(config.Origin{Site: site}), site))
 		}
 	}
