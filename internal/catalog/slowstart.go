@@ -148,7 +148,7 @@ func (b *Backend) RelativeLoad() float64 {
 	if math.IsNaN(load) {
 		return -1
 	}
-	c := b.Config.Capacity
+	c := b.Config.Checks().Capacity
 	if c <= 0 {
 		c = config.DefaultCapacity
 	}

@@ -201,7 +201,8 @@ func TestRelativeLoad(t *testing.T) {
 		{math.NaN(), 10, -1}, // unknown
 	}
 	for _, tc := range tests {
-		b := &Backend{Config: &config.Backend{Capacity: tc.capacity}, State: &health.State{}}
+		bc := config.Backend{}.WithChecks(config.Checks{Capacity: tc.capacity})
+		b := &Backend{Config: &bc, State: &health.State{}}
 		b.State.SetLoad(tc.load)
 		if got := b.RelativeLoad(); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("load %v of capacity %v: %v, want %v", tc.load, tc.capacity, got, tc.want)

@@ -20,7 +20,7 @@ var continents = []string{"AF", "AN", "AS", "EU", "NA", "OC", "SA"}
 // when the backend has errors.
 func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interval time.Duration) (Backend, bool) {
 	n = YAMLResolve(n)
-	b := Backend{Pos: p.Pos(n), Priority: DefaultPriority, Weight: DefaultWeight, Capacity: DefaultCapacity, Enable: true}
+	b := Backend{Pos: p.Pos(n), Priority: DefaultPriority, Weight: DefaultWeight, Enable: true}
 	if n.Kind != yaml.MappingNode {
 		p.Errorf(n, path, "a backend must be a mapping with an address, not %s", YAMLKind(n))
 		return b, false
@@ -28,7 +28,7 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 	before := p.Len()
 	var address, kube, lat, lon *yaml.Node
 	var cs checkSettings
-	var checks Checks
+	checks := Checks{Capacity: DefaultCapacity}
 	var lb Labels
 	var origin Origin
 	for _, e := range p.entries(n, path) {
@@ -52,7 +52,7 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 			if v, ok := p.number(e.v, kpath, -math.MaxFloat64, math.MaxFloat64); ok && v <= 0 {
 				p.Errorf(e.v, kpath, "must be more than 0, not %g", v)
 			} else if ok {
-				b.Capacity = v
+				checks.Capacity = v
 			}
 		case "enable":
 			b.Enable = p.boolField(e.v, kpath, b.Enable)

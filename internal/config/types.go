@@ -432,10 +432,6 @@ type Backend struct {
 	IP       netip.Addr // valid when Address is an IP address
 	Priority int32
 	Weight   int32
-	// Capacity is the load at which the backend is full (capacity:, DefaultCapacity when not
-	// set): the load its checks read (an http check's metric, a lua check's number) divided
-	// by it is the relative load the load steering reads, 1 being full.
-	Capacity float64
 	// labels are the backend's tags, description and geo fields, nil when it has none (the
 	// most common case): read them with Labels, set them with SetLabels.
 	labels *Labels
@@ -513,9 +509,14 @@ func (b *Backend) SetLabels(l Labels) {
 	b.labels = &l
 }
 
-// Checks are how a backend's health is checked.
+// Checks are how a backend's health and load are checked.
 type Checks struct {
 	HealthChecks []HealthCheck
+	// Capacity is the load at which the backend is full (capacity:, DefaultCapacity when not
+	// set; 0 counts as DefaultCapacity): the load its checks read (an http check's metric, a
+	// lua check's number) divided by it is the relative load the load steering reads, 1 being
+	// full. It is here rather than in Backend because only checks read a load.
+	Capacity float64
 	// Timeout bounds each probe of the backend's checks in place of the record's
 	// scrape_timeout; 0 when not set. A check's own timeout parameter still wins.
 	Timeout time.Duration
@@ -542,9 +543,10 @@ func (b Backend) WithChecks(c Checks) Backend {
 }
 
 // equal reports whether c and o are the same checks: the same check (from the same profile,
-// or written at the same place) in the same order, with the same timeout and thresholds.
+// or written at the same place) in the same order, with the same timeout, thresholds and
+// capacity.
 func (c *Checks) equal(o *Checks) bool {
-	return c.Timeout == o.Timeout && c.Rise == o.Rise && c.Fall == o.Fall &&
+	return c.Timeout == o.Timeout && c.Rise == o.Rise && c.Fall == o.Fall && c.Capacity == o.Capacity &&
 		slices.EqualFunc(c.HealthChecks, o.HealthChecks, func(a, b HealthCheck) bool {
 			return a.Pos == b.Pos && a.Profile == b.Profile && a.Type == b.Type && a.Rise == b.Rise &&
 				a.Fall == b.Fall && reflect.ValueOf(a.Params).UnsafePointer() == reflect.ValueOf(b.Params).UnsafePointer()

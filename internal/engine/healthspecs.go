@@ -62,7 +62,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 				Activity:    &rec.Queried,
 				OnChange:    refresh,
 				OnMeasure:   refresh, // RTT and load: the answers change, not the health others see
-				Capacity:    bc.Capacity,
+				Capacity:    checks.Capacity,
 				Passive:     bc.Passive,
 				External:    bc.External,
 				MeasureOnly: bc.MeasureOnly,

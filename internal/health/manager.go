@@ -40,7 +40,7 @@ type Spec struct {
 	// OnMeasure is called, outside the manager's lock, after the backend's RTT or load moved
 	// enough to matter (see measure.go) while its status stayed; nil: nothing is called.
 	OnMeasure func()
-	// Capacity is the backend's capacity (config.Backend.Capacity; 0 counts as 1): how much
+	// Capacity is the backend's capacity (config.Checks.Capacity; 0 counts as 1): how much
 	// its load must move to matter.
 	Capacity float64
 	// Passive backends have no checks: their results come from the fleet through a
