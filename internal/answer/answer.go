@@ -177,7 +177,7 @@ func (b *builder) answer(opts Options) Result {
 		return Answered
 	}
 	rec.MarkQueried()
-	b.rec, b.owner = rec, rec.Name
+	b.rec, b.owner = rec, rec.Name()
 	if wildcard {
 		b.owner = b.qname
 	}

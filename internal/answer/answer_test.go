@@ -33,7 +33,7 @@ func (s states) set(t testing.TB, snap *catalog.Snapshot, name, addr string, st 
 	t.Helper()
 	found := false
 	for _, r := range snap.Records() {
-		if r.Name != name {
+		if r.Name() != name {
 			continue
 		}
 		for _, b := range r.Backends {

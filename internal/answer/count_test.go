@@ -12,7 +12,7 @@ import (
 func recordNamed(t *testing.T, snap *catalog.Snapshot, name string) *catalog.Record {
 	t.Helper()
 	for _, r := range snap.Records() {
-		if r.Name == name {
+		if r.Name() == name {
 			return r
 		}
 	}

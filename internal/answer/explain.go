@@ -125,10 +125,10 @@ func Describe(snap *catalog.Snapshot, opts Options, q Query, m *dns.Msg, res Res
 		e.Steps = append(e.Steps, "the name holds no GSLB record: answered from the zone's own data")
 		return e
 	}
-	b.rec, b.owner = rec, rec.Name
-	e.Record, e.Mode, e.Fallback = rec.Name, string(rec.Config.Mode), string(rec.Config.Settings().Fallback.Mode)
+	b.rec, b.owner = rec, rec.Name()
+	e.Record, e.Mode, e.Fallback = rec.Name(), string(rec.Config.Mode), string(rec.Config.Settings().Fallback.Mode)
 	if wildcard {
-		e.Steps = append(e.Steps, "matched the wildcard "+rec.Name)
+		e.Steps = append(e.Steps, "matched the wildcard "+rec.Name())
 	}
 	families := []catalog.Family{catalog.IPv4, catalog.IPv6}
 	if f, ok := catalog.FamilyOf(b.qtype); ok {

@@ -73,7 +73,7 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 		rrs, _ := staticAnswer(found.Static, false, q.qtype)
 		return q.appendStatic(dst, rrs)
 	}
-	if found.Cut != nil || found.Wildcard || rec == nil || rec.Name != qname || hasHostBackend(rec) {
+	if found.Cut != nil || found.Wildcard || rec == nil || rec.Name() != qname || hasHostBackend(rec) {
 		return dst, false
 	}
 	f, _ := catalog.FamilyOf(q.qtype)

@@ -509,11 +509,11 @@ func TestAppendFastLeavesQueriesToRespond(t *testing.T) {
 			}
 			for _, rec := range snap.Records() {
 				if ok, failed := rec.Answers(); ok+failed != 0 || rec.Queried.Load() {
-					t.Errorf("%s: %d answers counted, queried %v", rec.Name, ok+failed, rec.Queried.Load())
+					t.Errorf("%s: %d answers counted, queried %v", rec.Name(), ok+failed, rec.Queried.Load())
 				}
 				for _, be := range rec.Backends {
 					if rec.Selected(be) != 0 {
-						t.Errorf("%s: backend %s selected %d times", rec.Name, be.Config.Address, rec.Selected(be))
+						t.Errorf("%s: backend %s selected %d times", rec.Name(), be.Config.Address, rec.Selected(be))
 					}
 				}
 			}
@@ -570,14 +570,14 @@ func TestAppendFastCounts(t *testing.T) {
 		slowOK, slowFailed := slowRec.Answers()
 		if fastOK != slowOK || fastFailed != slowFailed || fastRec.Queried.Load() != slowRec.Queried.Load() {
 			t.Errorf("%s: fast path counted %d answers, %d failed, queried %v; Respond %d, %d, %v",
-				fastRec.Name, fastOK, fastFailed, fastRec.Queried.Load(), slowOK, slowFailed, slowRec.Queried.Load())
+				fastRec.Name(), fastOK, fastFailed, fastRec.Queried.Load(), slowOK, slowFailed, slowRec.Queried.Load())
 		}
 		if _, seconds := fastRec.Resolutions(false); fastOK > 0 && seconds <= 0 {
-			t.Errorf("%s: %d answers took no time", fastRec.Name, fastOK)
+			t.Errorf("%s: %d answers took no time", fastRec.Name(), fastOK)
 		}
 		for j, be := range fastRec.Backends {
 			if want := slowRec.Selected(slowRec.Backends[j]); fastRec.Selected(be) != want {
-				t.Errorf("%s: backend %s selected %d times, Respond %d", fastRec.Name, be.Config.Address, fastRec.Selected(be), want)
+				t.Errorf("%s: backend %s selected %d times, Respond %d", fastRec.Name(), be.Config.Address, fastRec.Selected(be), want)
 			}
 		}
 	}

@@ -141,7 +141,7 @@ func TestExplainSites(t *testing.T) {
 	snap := publishingSnapshot(t)
 	var app *catalog.Record
 	for _, r := range snap.Records() {
-		if r.Name == "app.example.org." {
+		if r.Name() == "app.example.org." {
 			app = r
 		}
 	}

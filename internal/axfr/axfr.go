@@ -78,14 +78,14 @@ func fallback(snap *catalog.Snapshot, rec *catalog.Record, f catalog.Family) []d
 		qtype = dns.TypeAAAA
 	}
 	m := new(dns.Msg)
-	m.SetQuestion(rec.Name, qtype)
+	m.SetQuestion(rec.Name(), qtype)
 	resp, _ := answer.Respond(snap, answer.Options{}, answer.Query{Msg: m, Source: netip.IPv4Unspecified(), TCP: true})
 	if resp == nil || resp.Rcode != dns.RcodeSuccess {
 		return nil
 	}
 	var out []dns.RR
 	for _, rr := range resp.Answer {
-		if strings.EqualFold(rr.Header().Name, rec.Name) {
+		if strings.EqualFold(rr.Header().Name, rec.Name()) {
 			out = append(out, rr)
 		}
 	}

@@ -160,11 +160,11 @@ func newZone(zc *config.Zone) *Zone {
 
 // add links r into the zone's name tree, creating empty non-terminals up to the apex.
 func (z *Zone) add(r *Record) {
-	z.nodeFor(r.Name).record = r
-	if parent, ok := strings.CutPrefix(r.Name, "*."); ok {
+	z.nodeFor(r.Name()).record = r
+	if parent, ok := strings.CutPrefix(r.Name(), "*."); ok {
 		z.nodeFor(parent).wildcard = r
 	}
-	z.addParents(r.Name)
+	z.addParents(r.Name())
 }
 
 // addParents creates the empty non-terminals between name and the apex.

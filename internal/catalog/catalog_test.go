@@ -102,7 +102,7 @@ records:
 		rec, exists, wildcard := z.Lookup(tt.qname)
 		name := ""
 		if rec != nil {
-			name = rec.Name
+			name = rec.Name()
 		}
 		if name != tt.record || exists != tt.exists || wildcard != tt.wildcard {
 			t.Errorf("Lookup(%s) = %q, %v, %v; want %q, %v, %v", tt.qname, name, exists, wildcard, tt.record, tt.exists, tt.wildcard)
@@ -253,12 +253,12 @@ func TestCarryCountsAcrossReloads(t *testing.T) {
 			selected = append(selected, r.Selected(b))
 		}
 		buckets, secs := r.Resolutions(false)
-		if r.Name == "www.example.org." && (buckets[0] != 3 || secs != 0.003) {
-			t.Errorf("%s: resolution histogram %v in %gs, want 3 in the first bucket in 0.003s", r.Name, buckets, secs)
+		if r.Name() == "www.example.org." && (buckets[0] != 3 || secs != 0.003) {
+			t.Errorf("%s: resolution histogram %v in %gs, want 3 in the first bucket in 0.003s", r.Name(), buckets, secs)
 		}
-		want := map[string]string{"new.example.org.": "0 0 [0]", "www.example.org.": "3 1 [1 0]"}[r.Name]
+		want := map[string]string{"new.example.org.": "0 0 [0]", "www.example.org.": "3 1 [1 0]"}[r.Name()]
 		if got := fmt.Sprintf("%d %d %v", ok, failed, selected); got != want {
-			t.Errorf("%s: answers, failed, selected = %s, want %s", r.Name, got, want)
+			t.Errorf("%s: answers, failed, selected = %s, want %s", r.Name(), got, want)
 		}
 	}
 }
@@ -299,7 +299,7 @@ func TestViewStaysSmall(t *testing.T) {
 		size, most uintptr
 	}{
 		{"View", unsafe.Sizeof(View{}), 144},
-		{"Record", unsafe.Sizeof(Record{}), 112},
+		{"Record", unsafe.Sizeof(Record{}), 96},
 		{"Backend", unsafe.Sizeof(Backend{}), 40},
 	} {
 		if tt.size > tt.most {
@@ -320,11 +320,11 @@ records:
 	}
 	for _, r := range snap.Records() {
 		v := r.View()
-		if got, want := v.extra != nil, r.Name == "geo.example.org."; got != want {
-			t.Errorf("%s: extra part %v, want %v", r.Name, got, want)
+		if got, want := v.extra != nil, r.Name() == "geo.example.org."; got != want {
+			t.Errorf("%s: extra part %v, want %v", r.Name(), got, want)
 		}
-		if r.Name == "geo.example.org." && v.Extra().Geo[IPv4] == nil {
-			t.Errorf("%s: no geo table", r.Name)
+		if r.Name() == "geo.example.org." && v.Extra().Geo[IPv4] == nil {
+			t.Errorf("%s: no geo table", r.Name())
 		}
 	}
 }
@@ -394,7 +394,7 @@ records:
 	} {
 		var r *Record
 		for _, c := range snap.Records() {
-			if c.Name == tt.name {
+			if c.Name() == tt.name {
 				r = c
 			}
 		}
@@ -434,7 +434,7 @@ records:
 	byKey := map[string]int{"www.example.org.|10.0.0.1|0": 1, "www.example.org.|web.example.net.|80": 2}
 	for i, b := range rec.Backends {
 		var buf [128]byte
-		if b.Key() != BackendKey(rec.Name, b.Config) || byKey[string(b.AppendKey(buf[:0]))] != i+1 {
+		if b.Key() != BackendKey(rec.Name(), b.Config) || byKey[string(b.AppendKey(buf[:0]))] != i+1 {
 			t.Errorf("backend %d: key %q", i, b.Key())
 		}
 		if n := testing.AllocsPerRun(10, func() { _ = byKey[string(b.AppendKey(buf[:0]))] }); n != 0 {

@@ -70,7 +70,7 @@ func (r *Record) publishedRTTs() []dns.RR {
 	}
 	var out []dns.RR
 	seen := map[netip.Addr]bool{}
-	name := LocalRTTPrefix + r.Name
+	name := LocalRTTPrefix + r.Name()
 	for _, b := range r.Backends {
 		ip := b.Config.IP
 		rtt := b.State.RTT()

@@ -36,7 +36,6 @@ func FamilyOf(qtype uint16) (Family, bool) {
 
 // Record is one compiled GSLB record.
 type Record struct {
-	Name     string
 	Config   *config.Record
 	Zone     *Zone
 	Backends []*Backend
@@ -251,7 +250,7 @@ func (s *Snapshot) CarryCounts(old *Snapshot) {
 	records := make(map[string]*Record, len(old.records))
 	selected := make(map[string]uint64) // by backend key, the counts that are not 0
 	for _, r := range old.records {
-		records[r.Name] = r
+		records[r.Name()] = r
 		for _, b := range r.Backends {
 			if n := r.Selected(b); n > 0 {
 				selected[b.Key()] = n
@@ -259,7 +258,7 @@ func (s *Snapshot) CarryCounts(old *Snapshot) {
 		}
 	}
 	for _, r := range s.records {
-		if o := records[r.Name]; o != nil {
+		if o := records[r.Name()]; o != nil {
 			if oc := o.counts.Load(); oc != nil {
 				c := r.queryCounts()
 				c.answered[0].add(&oc.answered[0])
@@ -511,11 +510,13 @@ func (b *Backend) Key() string {
 	if key := b.State.Key(); key != "" {
 		return key
 	}
-	return BackendKey(b.record.Name, b.Config)
+	return BackendKey(b.record.Name(), b.Config)
 }
 
 // AppendKey appends the backend's BackendKey to dst.
-func (b *Backend) AppendKey(dst []byte) []byte { return AppendBackendKey(dst, b.record.Name, b.Config) }
+func (b *Backend) AppendKey(dst []byte) []byte {
+	return AppendBackendKey(dst, b.record.Name(), b.Config)
+}
 
 // FallbackApplies reports whether family f must be answered by the fallback policy: no backend
 // of f is healthy, and either the record has backends of f or the whole record is down. A
@@ -568,7 +569,7 @@ func sameKey(a, b *Backend) bool {
 var unprobedState = &health.State{}
 
 func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
-	r := &Record{Name: rc.Name, Config: rc, Zone: z, Backends: make([]*Backend, 0, len(rc.Backends))}
+	r := &Record{Config: rc, Zone: z, Backends: make([]*Backend, 0, len(rc.Backends))}
 	backends := make([]Backend, len(rc.Backends)) // one allocation for the record's backends
 	for i := range rc.Backends {
 		bc := &rc.Backends[i]
@@ -644,7 +645,7 @@ type (
 // for each answer (one allocation), rather than kept for every backend of a big zone.
 func (b *Backend) NewRR(owner string, ttl uint32) dns.RR {
 	if owner == "" {
-		owner = b.record.Name
+		owner = b.record.Name()
 	}
 	return addressRR(owner, ttl, b.Config)
 }
@@ -654,6 +655,10 @@ func (b *Backend) NewRR(owner string, ttl uint32) dns.RR {
 func (b *Backend) IsAddressOf(f Family) bool {
 	return b.Config.IP.IsValid() && b.Config.IP.Is4() == (f == IPv4)
 }
+
+// Name returns the record's name: its configuration's (a copy of its own took 16 bytes a
+// record).
+func (r *Record) Name() string { return r.Config.Name }
 
 // MarkQueried notes that the record was queried. It writes only when the flag is clear, so
 // that queries on every core do not contend for the cache line.

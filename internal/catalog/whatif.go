@@ -84,7 +84,7 @@ func matchesAny(b *Backend, sels []string) bool {
 // supposing returns a copy of r whose backends are as they are, except those down (a frozen
 // down state) or drained (disabled) by index.
 func (r *Record) supposing(down, drained []bool) *Record {
-	c := &Record{Name: r.Name, Config: r.Config}
+	c := &Record{Config: r.Config}
 	c.counter.Store(r.counter.Load())
 	copies := make(map[*Backend]*Backend, len(r.Backends))
 	for i, b := range r.Backends {

@@ -35,9 +35,9 @@ func (e *Engine) Status() []admin.Zone {
 			zones = append(zones, admin.Zone{Name: r.Zone.Origin})
 		}
 		v := r.View()
-		rec := admin.Record{Name: r.Name, Mode: string(r.Config.Mode), Fallback: string(r.Config.Settings().Fallback.Mode),
+		rec := admin.Record{Name: r.Name(), Mode: string(r.Config.Mode), Fallback: string(r.Config.Settings().Fallback.Mode),
 			Degraded: v.Degraded[catalog.IPv4] || v.Degraded[catalog.IPv6], Failover: v.Failover[catalog.IPv4] || v.Failover[catalog.IPv6]}
-		if st, ok := discovered[r.Name]; ok {
+		if st, ok := discovered[r.Name()]; ok {
 			rec.Discovery = adminDiscovery(st)
 		}
 		rec.TTL, rec.TTLReason = recordTTL(v)

@@ -174,36 +174,36 @@ func (c *cgMetrics) Collect(ch chan<- prometheus.Metric) {
 // engine adds the series of one engine's snapshot and check stats.
 func (s *cgScrape) engine(snap *catalog.Snapshot, stats map[string][]health.CheckStats) {
 	for _, r := range snap.Records() {
-		if s.records[r.Name] {
+		if s.records[r.Name()] {
 			continue
 		}
-		s.records[r.Name] = true
+		s.records[r.Name()] = true
 		healthy := 0.0
 		if r.View().AnyHealthy {
 			healthy = 1
 		}
-		s.gauge(key(cgRecordHealth, r.Name), healthy)
-		s.gauge(key(cgRecordHealthFQDN, r.Name), healthy)
+		s.gauge(key(cgRecordHealth, r.Name()), healthy)
+		s.gauge(key(cgRecordHealthFQDN, r.Name()), healthy)
 		ok, failed := r.Answers()
-		s.add(key(cgResolutions, r.Name, "success"), float64(ok))
-		s.add(key(cgResolutions, r.Name, "fail"), float64(failed))
+		s.add(key(cgResolutions, r.Name(), "success"), float64(ok))
+		s.add(key(cgResolutions, r.Name(), "fail"), float64(failed))
 		for result, f := range map[string]bool{"success": false, "fail": true} {
 			buckets, secs := r.Resolutions(f)
-			s.hist(key(cgResolutionTime, r.Name, result), buckets, secs)
+			s.hist(key(cgResolutionTime, r.Name(), result), buckets, secs)
 		}
 		active := 0.0
 		for _, b := range r.Backends {
 			bkey := b.Key()
 			active += s.backend(r, b, bkey, stats[bkey])
 		}
-		s.gauge(key(cgBackendActive, r.Name), active)
+		s.gauge(key(cgBackendActive, r.Name()), active)
 	}
 }
 
 // backend adds the series of one backend of record r, whose key is bkey, and returns 1 when it
 // is healthy.
 func (s *cgScrape) backend(r *catalog.Record, b *catalog.Backend, bkey string, stats []health.CheckStats) float64 {
-	name := r.Name
+	name := r.Name()
 	s.backends[bkey] = true
 	s.checks += len(b.Config.Checks().HealthChecks)
 	addr := b.Config.Address

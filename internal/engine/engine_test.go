@@ -62,7 +62,7 @@ func backendState(t *testing.T, e *Engine, record, addr string) *health.State {
 	t.Helper()
 	for _, r := range e.Snapshot().Records() {
 		for _, b := range r.Backends {
-			if r.Name == record && b.Config.Address == addr {
+			if r.Name() == record && b.Config.Address == addr {
 				return b.State
 			}
 		}

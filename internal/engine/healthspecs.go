@@ -45,7 +45,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 			}
 			target := probe.Target{
 				Host: strings.TrimSuffix(bc.Address, "."), IP: bc.IP, Port: bc.Port,
-				Record: rec.Name, Priority: int(bc.Priority),
+				Record: rec.Name(), Priority: int(bc.Priority),
 			}
 			if bc.IP.IsValid() {
 				target.Host = bc.IP.String()
@@ -56,7 +56,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 			}
 			checks := bc.Checks()
 			spec := health.Spec{
-				Key: b.Key(), Record: rec.Name, Backend: name,
+				Key: b.Key(), Record: rec.Name(), Backend: name,
 				Rise: checks.Rise, Fall: checks.Fall,
 				Interval: rc.Settings().ScrapeInterval, Retries: rc.Settings().ScrapeRetries,
 				Activity:    &rec.Queried,

@@ -111,13 +111,13 @@ func (c *recordMetrics) Collect(ch chan<- prometheus.Metric) {
 // adds the names to seen.
 func collectRecords(snap *catalog.Snapshot, seen map[string]bool, ch chan<- prometheus.Metric) {
 	for _, r := range snap.Records() {
-		if seen[r.Name] {
+		if seen[r.Name()] {
 			continue
 		}
-		seen[r.Name] = true
+		seen[r.Name()] = true
 		v := r.View()
-		ch <- prometheus.MustNewConstMetric(recordHealthyDesc, prometheus.GaugeValue, oneIf(v.AnyHealthy), r.Name)
-		ch <- prometheus.MustNewConstMetric(recordDegradedDesc, prometheus.GaugeValue, oneIf(v.Degraded[catalog.IPv4] || v.Degraded[catalog.IPv6]), r.Name)
-		ch <- prometheus.MustNewConstMetric(recordFailoverDesc, prometheus.GaugeValue, oneIf(v.Failover[catalog.IPv4] || v.Failover[catalog.IPv6]), r.Name)
+		ch <- prometheus.MustNewConstMetric(recordHealthyDesc, prometheus.GaugeValue, oneIf(v.AnyHealthy), r.Name())
+		ch <- prometheus.MustNewConstMetric(recordDegradedDesc, prometheus.GaugeValue, oneIf(v.Degraded[catalog.IPv4] || v.Degraded[catalog.IPv6]), r.Name())
+		ch <- prometheus.MustNewConstMetric(recordFailoverDesc, prometheus.GaugeValue, oneIf(v.Failover[catalog.IPv4] || v.Failover[catalog.IPv6]), r.Name())
 	}
 }

@@ -203,7 +203,7 @@ func backendNames(snap *catalog.Snapshot, wanted map[string]bool) map[string]bac
 	for _, r := range snap.Records() {
 		for _, b := range r.Backends {
 			if key := b.AppendKey(buf[:0]); wanted[string(key)] {
-				names[string(key)] = backendName{record: r.Name, backend: b.Config.Address}
+				names[string(key)] = backendName{record: r.Name(), backend: b.Config.Address}
 			}
 		}
 	}

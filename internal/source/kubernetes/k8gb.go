@@ -468,7 +468,7 @@ func healthyAddrs(snap *catalog.Snapshot, healthy map[string][]netip.Addr) {
 		return
 	}
 	for _, r := range snap.Records() {
-		if _, ok := healthy[r.Name]; !ok {
+		if _, ok := healthy[r.Name()]; !ok {
 			continue
 		}
 		var addrs []netip.Addr
@@ -478,7 +478,7 @@ func healthyAddrs(snap *catalog.Snapshot, healthy map[string][]netip.Addr) {
 			}
 		}
 		slices.SortFunc(addrs, netip.Addr.Compare)
-		healthy[r.Name] = slices.Compact(addrs)
+		healthy[r.Name()] = slices.Compact(addrs)
 	}
 }
 
