@@ -207,8 +207,8 @@ records:
 }
 
 // TestStringCache: the repeated strings of a zone (a few hundred addresses, each met hundreds
-// of times) share one copy each, nearly all; a string met again after thousands of others is still equal to
-// itself.
+// of times) nearly all share one copy each; a string met again after thousands of others is
+// still equal to itself.
 func TestStringCache(t *testing.T) {
 	var c stringCache
 	first := string([]byte("192.0.2.1"))
