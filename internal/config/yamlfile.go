@@ -24,8 +24,7 @@ import (
 // cannot repeat a problem without bound either. The zone loader and the location map of package geo both
 // parse with it.
 type YAMLFile struct {
-	name  string
-	file  unique.Handle[string] // name's, made once for the positions in the file
+	file  unique.Handle[string] // the file's name, made once for the positions in the file
 	errs  ErrorList
 	warns ErrorList
 	seen  map[errorKey]bool
@@ -48,7 +47,7 @@ type errorKey struct {
 // NewYAMLFile returns the collector for the file called name, of size bytes. A walk may visit
 // 1<<20 + 16·size nodes: far more than any file written by hand, far less than an alias bomb.
 func NewYAMLFile(name string, size int) *YAMLFile {
-	return &YAMLFile{name: name, file: InFile(name).file, budget: 1<<20 + 16*size}
+	return &YAMLFile{file: InFile(name).file, budget: 1<<20 + 16*size}
 }
 
 // Pos returns the position of n in the file; the file alone when n is nil.

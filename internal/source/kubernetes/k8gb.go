@@ -139,9 +139,9 @@ func (s strategy) backends(h *gslbHost, own string, others []string) []config.Ba
 		return b
 	}
 	var out []config.Backend
+	pos := config.InFile("Gslb " + h.gslb.namespace + "/" + h.gslb.name)
 	for _, ref := range h.ingresses {
 		ref.Policy = s.policy
-		pos := config.InFile("Gslb " + h.gslb.namespace + "/" + h.gslb.name)
 		out = append(out, shape(config.Backend{Pos: pos}.WithOrigin(config.Origin{Kubernetes: &ref}), own))
 	}
 	if own == "" {
@@ -149,7 +149,6 @@ func (s strategy) backends(h *gslbHost, own string, others []string) []config.Ba
 	}
 	for _, site := range others {
 		if site != own {
-			pos := config.InFile("Gslb " + h.gslb.namespace + "/" + h.gslb.name)
 			out = append(out, shape(config.Backend{Pos: pos}.WithOrigin(config.Origin{Site: site}), site))
 		}
 	}
