@@ -70,8 +70,7 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 	found := zone.Find(qname)
 	rec := found.Record
 	if found.Cut == nil && rec == nil && found.Static != nil {
-		rrs, _ := staticAnswer(found.Static, false, q.qtype)
-		return q.appendStatic(dst, rrs)
+		return q.appendStatic(dst, found.Addresses)
 	}
 	if found.Cut != nil || found.Wildcard || rec == nil || rec.Name() != qname || hasHostBackend(rec) {
 		return dst, false
@@ -124,23 +123,23 @@ func (q *fastQuery) limit() int {
 	return dns.MinMsgSize
 }
 
-// appendStatic appends rrs, what a name's static RRsets answer for the query (staticAnswer),
-// as the slow path answers them: every record, with its own TTL, and the reply OPT with scope
-// 0. It reports false for none (NODATA), for anything but addresses of the query's family (a
-// CNAME: the slow path answers), and for an answer that does not fit the client's buffer.
-func (q *fastQuery) appendStatic(dst []byte, rrs []dns.RR) ([]byte, bool) {
-	f, _ := catalog.FamilyOf(q.qtype)
-	if len(rrs) == 0 || q.replyLen()+len(rrs)*(len(q.name)+rrFixedLen+rdataLen(f)) > q.limit() {
+// appendStatic appends the static addresses a of the query's type (a name's A or AAAA RRset,
+// which staticAnswer gives the slow path) as the slow path answers them: every record, with
+// its own TTL, and the reply OPT with scope 0. It reports false for any other type, for none
+// (NODATA, or a CNAME: the slow path answers), and for an answer that does not fit the
+// client's buffer.
+func (q *fastQuery) appendStatic(dst []byte, a *catalog.StaticAddresses) ([]byte, bool) {
+	f, ok := catalog.FamilyOf(q.qtype)
+	if !ok {
 		return dst, false
 	}
-	for _, rr := range rrs {
-		if !isAddress(rr, f) {
-			return dst, false
-		}
+	wire, n := a.Records(f)
+	if n == 0 || q.replyLen()+n*(len(q.name)+rrFixedLen+rdataLen(f)) > q.limit() {
+		return dst, false
 	}
-	dst = q.appendHeader(dst, len(rrs))
-	for _, rr := range rrs {
-		dst = appendAddress(dst, q.name, rr.Header().Ttl, rr)
+	dst = q.appendHeader(dst, n)
+	for size := 4 + rdataLen(f); len(wire) >= size; wire = wire[size:] {
+		dst = appendAddressRecord(dst, q.name, binary.BigEndian.Uint32(wire), q.qtype, wire[4:size])
 	}
 	if q.edns {
 		dst = q.appendOPT(dst, 0)

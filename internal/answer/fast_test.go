@@ -28,7 +28,7 @@ static:
   ns1.sub: ["A 192.0.2.53"]
   www: ["TXT \"static text\""]
   mail: ["300 A 192.0.2.25", "300 A 192.0.2.26"]
-  v6: ["AAAA 2001:db8::25"]
+  v6: ["AAAA 2001:db8::25", "AAAA 2001:db8::26"]
   alias: ["CNAME www"]
 healthcheck_profiles:
   tcp80: {type: tcp, params: {port: 80}}
@@ -280,6 +280,7 @@ func TestAppendFastMatchesRespond(t *testing.T) {
 		{fastCase{qname: "mail.example.org.", qtype: dns.TypeA, ecs: v4(24, "198.51.100.0"), useECS: true}, true},
 		{fastCase{qname: "v6.example.org.", qtype: dns.TypeAAAA, edns: 1232}, true},
 		{fastCase{qname: "mail.example.org.", qtype: dns.TypeAAAA}, false}, // static NODATA
+		{fastCase{qname: "mail.example.org.", qtype: dns.TypeTXT}, false},  // a static name's other types
 		{fastCase{qname: "alias.example.org.", qtype: dns.TypeA}, false},   // a static CNAME
 		{fastCase{qname: "hashed.example.org.", qtype: dns.TypeA}, true},
 		{fastCase{qname: "hashed.example.org.", qtype: dns.TypeA, src: sanJose}, true},

@@ -88,8 +88,8 @@ func (z *Zone) Changes() uint64 { return z.changes.Load() }
 type node struct {
 	record   *Record // nil for empty non-terminals, static names and a record-less apex
 	wildcard *Record // the record named "*." + this name, if any
-	// static are the name's static RRsets by type; nil for none.
-	static map[uint16][]dns.RR
+	// static is the name's static data; nil for none.
+	static *staticNode
 	// cut is the delegation this name is at or below; nil for none.
 	cut *Delegation
 }

@@ -30,18 +30,39 @@ type Found struct {
 	// found through a wildcard (RFC 4592).
 	Record   *Record
 	Wildcard bool
-	// Static are the name's static RRsets, by type (nil for none).
-	Static map[uint16][]dns.RR
+	// Static are the name's static RRsets, by type (nil for none); Addresses its A and AAAA
+	// RRsets in wire form (nil when it has no static data).
+	Static    map[uint16][]dns.RR
+	Addresses *StaticAddresses
 	// Exists is false when the name does not exist (NXDOMAIN).
 	Exists bool
 	// Cut is the delegation the name is at or below, nil when none.
 	Cut *Delegation
 }
 
+// staticNode is a name's static data: its RRsets by type, and its A and AAAA RRsets in wire
+// form, which the fast path answers from.
+type staticNode struct {
+	rrsets    map[uint16][]dns.RR
+	addresses StaticAddresses
+}
+
+// rrsets returns the name's static RRsets by type, nil for none.
+func (n *node) rrsets() map[uint16][]dns.RR {
+	if n.static == nil {
+		return nil
+	}
+	return n.static.rrsets
+}
+
 // Find returns what qname, a lower-case name inside the zone, holds. It never allocates.
 func (z *Zone) Find(qname string) Found {
 	if n, ok := z.nodes[qname]; ok {
-		return Found{Record: n.record, Static: n.static, Exists: true, Cut: n.cut}
+		f := Found{Record: n.record, Exists: true, Cut: n.cut}
+		if n.static != nil {
+			f.Static, f.Addresses = n.static.rrsets, &n.static.addresses
+		}
+		return f
 	}
 	// Find the closest encloser; only its wildcard child applies, and not below a cut.
 	for off, end := dns.NextLabel(qname, 0); !end; off, end = dns.NextLabel(qname, off) {
@@ -67,13 +88,17 @@ func (z *Zone) addStatic(zc *config.Zone) error {
 		h := s.RR.Header()
 		n := z.nodeFor(h.Name)
 		if n.static == nil {
-			n.static = map[uint16][]dns.RR{}
+			n.static = &staticNode{rrsets: map[uint16][]dns.RR{}}
 		}
-		n.static[h.Rrtype] = append(n.static[h.Rrtype], s.RR)
+		n.static.rrsets[h.Rrtype] = append(n.static.rrsets[h.Rrtype], s.RR)
 		z.addParents(h.Name)
 	}
 	for name, n := range z.nodes {
-		if ns := n.static[dns.TypeNS]; len(ns) > 0 && name != z.Origin {
+		if n.static == nil {
+			continue
+		}
+		n.static.addresses = staticAddresses(n.static.rrsets)
+		if ns := n.static.rrsets[dns.TypeNS]; len(ns) > 0 && name != z.Origin {
 			n.cut = &Delegation{Name: name, NS: ns}
 		}
 	}
@@ -90,7 +115,7 @@ func (z *Zone) addStatic(zc *config.Zone) error {
 		switch {
 		case n.record != nil && n.cut != nil:
 			errs = append(errs, fmt.Errorf("zone %s: the record %s is at or below the delegation %s", z.Origin, name, n.cut.Name))
-		case n.record != nil && (len(n.static[dns.TypeA]) > 0 || len(n.static[dns.TypeAAAA]) > 0 || len(n.static[dns.TypeCNAME]) > 0):
+		case n.record != nil && (len(n.rrsets()[dns.TypeA]) > 0 || len(n.rrsets()[dns.TypeAAAA]) > 0 || len(n.rrsets()[dns.TypeCNAME]) > 0):
 			errs = append(errs, fmt.Errorf("zone %s: the record %s shares its name with static A, AAAA or CNAME records", z.Origin, name))
 		}
 	}
@@ -112,8 +137,8 @@ func (z *Zone) glue(d *Delegation) {
 		if t == nil {
 			continue
 		}
-		d.Glue = append(d.Glue, t.static[dns.TypeA]...)
-		d.Glue = append(d.Glue, t.static[dns.TypeAAAA]...)
+		d.Glue = append(d.Glue, t.rrsets()[dns.TypeA]...)
+		d.Glue = append(d.Glue, t.rrsets()[dns.TypeAAAA]...)
 		if t.record != nil && !slices.Contains(d.GlueRecords, t.record) {
 			d.GlueRecords = append(d.GlueRecords, t.record)
 		}
