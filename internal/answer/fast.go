@@ -359,14 +359,7 @@ func (q *fastQuery) appendOPT(dst []byte, scope int) []byte {
 // appendAddress appends rr, an A or AAAA record (see addressesOf), named name (the query's,
 // in wire form, lower-cased here as the record's name is) with the TTL ttl.
 func appendAddress(dst, name []byte, ttl uint32, rr dns.RR) []byte {
-	var ip []byte
-	switch x := rr.(type) {
-	case *dns.A:
-		ip = x.A.To4()
-	case *dns.AAAA:
-		ip = x.AAAA
-	}
-	return appendAddressRecord(dst, name, ttl, rr.Header().Rrtype, ip)
+	return appendAddressRecord(dst, name, ttl, rr.Header().Rrtype, catalog.AddressOf(rr))
 }
 
 // appendBackendAddress appends the address record of a backend at ip (an A record for an

@@ -51,13 +51,7 @@ func wireAddresses(rrs []dns.RR, f Family) []byte {
 	}
 	out := make([]byte, 0, len(rrs)*(4+addressLen(f)))
 	for _, rr := range rrs {
-		var ip []byte
-		switch x := rr.(type) {
-		case *dns.A:
-			ip = x.A.To4()
-		case *dns.AAAA:
-			ip = x.AAAA
-		}
+		ip := AddressOf(rr)
 		if len(ip) != addressLen(f) {
 			return nil
 		}
@@ -65,4 +59,16 @@ func wireAddresses(rrs []dns.RR, f Family) []byte {
 		out = append(out, ip...)
 	}
 	return out
+}
+
+// AddressOf returns the address of rr as an answer writes it: an A record's 4 bytes, an AAAA
+// record's 16; nil for any other record.
+func AddressOf(rr dns.RR) []byte {
+	switch x := rr.(type) {
+	case *dns.A:
+		return x.A.To4()
+	case *dns.AAAA:
+		return x.AAAA
+	}
+	return nil
 }
