@@ -17,11 +17,13 @@
 # socat listeners on 127.0.0.1:PORT_CHECK and 127.0.0.2:PORT_CHECK.
 #
 # Two phases, each with its own start of every server: "pinned" (servers under taskset -c 0,
-# dnsperf under taskset -c 1) and "unpinned". In each phase, ROUNDS rounds, the servers' order
-# rotating from round to round; per round and server:
+# dnsperf under taskset -c 1) and "unpinned". In each phase, ROUNDS rounds; a round takes
+# each measurement of every server back to back, in an order that rotates from round to round
+# (so that a slow spell of the host falls on the servers alike):
 #   - max qps: dnsperf -l DURATION -c CLIENTS -T THREADS -q OUTSTANDING; the server's CPU
 #     time over the run (utime+stime from /proc/PID/stat) gives the cores it used and the
 #     qps per server core (qps / (CPU seconds / wall seconds));
+#   - the same for each kind of KINDS on its own (its names only), KIND_DURATION s;
 #   - latency at each rate of RATES: dnsperf -Q RATE -l LAT_DURATION -v, whose per-query lines
 #     carry each query's latency; p50, p99 and p99.9 by nearest rank over the queries of all
 #     rounds (pooled: a round at 1k qps alone holds too few queries for a p99.9).
@@ -58,6 +60,7 @@ LAT_DURATION="${LAT_DURATION:-2}"
 if ((QUICK)); then
 	ROUNDS=1
 	DURATION=2
+	KIND_DURATION=1
 	LAT_DURATION=1
 fi
 RATES="${RATES:-1000 20000 100000}"
@@ -77,8 +80,16 @@ KIND="${KIND:-mix}"
 	echo "KIND must be mix, static, wgt, fo or geo, got '$KIND'" >&2
 	exit 2
 }
+KINDS="${KINDS-static wgt fo geo}"
+for k in $KINDS; do
+	[[ "$k" =~ ^(static|wgt|fo|geo)$ ]] || {
+		echo "KINDS must be kinds of static, wgt, fo and geo, got '$k'" >&2
+		exit 2
+	}
+done
+KIND_DURATION="${KIND_DURATION:-2}"
 
-for v in NAMES ROUNDS DURATION LAT_DURATION CLIENTS THREADS OUTSTANDING LAT_OUTSTANDING TIMEOUT READY_TIMEOUT WEIGHT_SAMPLES FAILOVER_TIMEOUT; do
+for v in NAMES ROUNDS DURATION KIND_DURATION LAT_DURATION CLIENTS THREADS OUTSTANDING LAT_OUTSTANDING TIMEOUT READY_TIMEOUT WEIGHT_SAMPLES FAILOVER_TIMEOUT; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || {
 		echo "$v must be a positive integer, got '${!v}'" >&2
 		exit 2
@@ -229,18 +240,22 @@ EOF
 } >"$WORK/gslb.yml"
 printf 'subnets:\n  - subnet: 127.0.0.0/8\n    location: here\n' >"$WORK/locations.yml"
 
-# The query list: a quarter of each kind, or (KIND) one kind only.
-{
-	if [[ "$KIND" == mix || "$KIND" == static ]]; then
-		for ((i = 1; i <= NAMES; i++)); do printf 'n%05d.bench.test. A\n' "$i"; done
-	fi
-	for ((i = 1; i <= (NAMES + 2) / 3; i++)); do
-		case "$KIND" in
-		mix) printf 'wgt.bench.test. A\nfo.bench.test. A\ngeo.bench.test. A\n' ;;
-		wgt | fo | geo) printf '%s.bench.test. A\n' "$KIND" "$KIND" "$KIND" ;;
-		esac
-	done
-} | shuf --random-source=<(yes) >"$WORK/queries.txt"
+# queries_of kind: the query list of kind: mix (a quarter of each kind), or one kind only.
+queries_of() {
+	{
+		if [[ "$1" == mix || "$1" == static ]]; then
+			for ((i = 1; i <= NAMES; i++)); do printf 'n%05d.bench.test. A\n' "$i"; done
+		fi
+		for ((i = 1; i <= (NAMES + 2) / 3; i++)); do
+			case "$1" in
+			mix) printf 'wgt.bench.test. A\nfo.bench.test. A\ngeo.bench.test. A\n' ;;
+			wgt | fo | geo) printf '%s.bench.test. A\n' "$1" "$1" "$1" ;;
+			esac
+		done
+	} | shuf --random-source=<(yes)
+}
+queries_of "$KIND" >"$WORK/queries.txt"
+for k in $KINDS; do queries_of "$k" >"$WORK/queries.$k.txt"; done
 
 # write_configs writes every server's configuration for the ports in PORT.
 write_configs() {
@@ -431,15 +446,16 @@ check_failover() {
 mkdir -p "$WORK/res"
 record() { echo "$4" >>"$WORK/res/$1.$2.$3"; }
 
-# perf phase server out args...: runs dnsperf (pinned to core 1 in the pinned phase) against the
-# server; prints "wall_seconds server_cpu_seconds" (wall: the whole dnsperf process).
+# perf phase server out queries args...: runs dnsperf on the query list queries (pinned to
+# core 1 in the pinned phase) against the server; prints "wall_seconds server_cpu_seconds"
+# (wall: the whole dnsperf process).
 perf() {
-	local phase=$1 s=$2 out=$3 pin=() t0 t1 w0 w1
-	shift 3
+	local phase=$1 s=$2 out=$3 queries=$4 pin=() t0 t1 w0 w1
+	shift 4
 	[[ "$phase" == pinned ]] && pin=(taskset -c 1)
 	t0="$(bench_cpu_ticks "${PID[$s]}")"
 	w0="$(date +%s.%N)"
-	if ! "${pin[@]}" dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$WORK/queries.txt" -c "$CLIENTS" -T "$THREADS" "$@" >"$out" 2>&1; then
+	if ! "${pin[@]}" dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$queries" -c "$CLIENTS" -T "$THREADS" "$@" >"$out" 2>&1; then
 		echo "dnsperf failed against $s:" >&2
 		cat "$out" >&2
 		exit 1
@@ -453,29 +469,45 @@ field() { awk -v k="$1" 'index($0, k) { sub(/^.*: */, ""); print $1; exit }' "$2
 
 lost_pct() { awk -v s="$(field 'Queries sent:' "$1")" -v l="$(field 'Queries lost:' "$1")" 'BEGIN { printf "%.2f", (s > 0 ? 100 * l / s : 100) }'; }
 
-measure() { # phase server round
-	local phase=$1 s=$2 r=$3 out res wall cpu qps done_q rate
-	out="$WORK/$phase.$s.$r.max.txt"
-	res="$(perf "$phase" "$s" "$out" -l "$DURATION" -q "$OUTSTANDING" -t "$TIMEOUT")"
+# measure_max phase server round [kind]: one max-qps run of the query list of kind (none: the
+# list of KIND), DURATION s (a kind's own: KIND_DURATION s); records qps, cores, qps per core
+# and lost, under the metric names prefixed "kind." for a kind's own.
+measure_max() {
+	local phase=$1 s=$2 r=$3 kind=${4:-} out res wall cpu qps done_q queries="$WORK/queries.txt" pfx="" seconds=$DURATION
+	if [[ -n "$kind" ]]; then
+		queries="$WORK/queries.$kind.txt" pfx="$kind." seconds=$KIND_DURATION
+	fi
+	out="$WORK/$phase.$s.$r.${pfx}max.txt"
+	res="$(perf "$phase" "$s" "$out" "$queries" -l "$seconds" -q "$OUTSTANDING" -t "$TIMEOUT")"
 	read -r wall cpu <<<"$res"
 	qps="$(field 'Queries per second:' "$out")"
 	done_q="$(field 'Queries completed:' "$out")"
-	record "$phase" "$s" qps "$(printf '%.0f' "$qps")"
+	record "$phase" "$s" "${pfx}qps" "$(printf '%.0f' "$qps")"
 	# Cores used: over dnsperf's sending time, not its start and its wait for the last answers
 	# (the server is idle then).
-	record "$phase" "$s" cores "$(awk -v c="$cpu" -v w="$(field 'Run time (s):' "$out")" 'BEGIN { printf "%.2f", (w > 0 ? c / w : 0) }')"
-	record "$phase" "$s" qpscore "$(awk -v n="$done_q" -v c="$cpu" 'BEGIN { printf "%.0f", (c > 0 ? n / c : 0) }')"
-	record "$phase" "$s" lost "$(lost_pct "$out")"
-	bench_log "$phase round $r $s: $qps qps, server CPU ${cpu}s over ${wall}s"
-	for rate in $RATES; do
-		out="$WORK/$phase.$s.$r.q$rate.txt"
-		res="$(perf "$phase" "$s" "$out" -l "$LAT_DURATION" -q "$LAT_OUTSTANDING" -Q "$rate" -t "$TIMEOUT" -v)"
-		record "$phase" "$s" "q$rate.qps" "$(printf '%.0f' "$(field 'Queries per second:' "$out")")"
-		record "$phase" "$s" "q$rate.lost" "$(lost_pct "$out")"
-		# Per-query lines: "> RCODE NAME TYPE LATENCY_SECONDS"; kept in microseconds, pooled
-		# over the rounds.
-		awk '$1 == ">" && NF == 5 { printf "%.0f\n", $5 * 1e6 }' "$out" >>"$WORK/res/$phase.$s.q$rate.lat"
-	done
+	record "$phase" "$s" "${pfx}cores" "$(awk -v c="$cpu" -v w="$(field 'Run time (s):' "$out")" 'BEGIN { printf "%.2f", (w > 0 ? c / w : 0) }')"
+	record "$phase" "$s" "${pfx}qpscore" "$(awk -v n="$done_q" -v c="$cpu" 'BEGIN { printf "%.0f", (c > 0 ? n / c : 0) }')"
+	record "$phase" "$s" "${pfx}lost" "$(lost_pct "$out")"
+	bench_log "$phase round $r $s${kind:+ ($kind)}: $qps qps, server CPU ${cpu}s over ${wall}s"
+}
+
+# measure_rate phase server round rate: one run at the fixed rate, LAT_DURATION s.
+measure_rate() {
+	local phase=$1 s=$2 r=$3 rate=$4 out="$WORK/$1.$2.$3.q$4.txt"
+	perf "$phase" "$s" "$out" "$WORK/queries.txt" -l "$LAT_DURATION" -q "$LAT_OUTSTANDING" -Q "$rate" -t "$TIMEOUT" -v >/dev/null
+	record "$phase" "$s" "q$rate.qps" "$(printf '%.0f' "$(field 'Queries per second:' "$out")")"
+	record "$phase" "$s" "q$rate.lost" "$(lost_pct "$out")"
+	# Per-query lines: "> RCODE NAME TYPE LATENCY_SECONDS"; kept in microseconds, pooled over
+	# the rounds.
+	awk '$1 == ">" && NF == 5 { printf "%.0f\n", $5 * 1e6 }' "$out" >>"$WORK/res/$phase.$s.q$rate.lat"
+}
+
+# alive server: exits, with the server's log, when it is gone.
+alive() {
+	kill -0 "${PID[$1]}" 2>/dev/null && return
+	echo "$1 exited during the benchmark:" >&2
+	cat "$WORK/$1.log" >&2
+	exit 1
 }
 
 checked=0
@@ -486,19 +518,21 @@ for phase in $PHASES; do
 		((FAILOVER_CHECK)) && check_failover
 		checked=1
 	fi
-	bench_log "$phase: $ROUNDS round(s): max qps ${DURATION}s, rates $RATES ${LAT_DURATION}s each"
+	bench_log "$phase: $ROUNDS round(s): max qps ${DURATION}s${KINDS:+, each of $KINDS ${KIND_DURATION}s}, rates $RATES ${LAT_DURATION}s each"
 	for ((r = 1; r <= ROUNDS; r++)); do
+		# Measurement by measurement, every server back to back, in an order that rotates
+		# from round to round: the host's slow spells fall on the servers alike.
+		servers=()
+		for s in "${SERVERS[@]}"; do [[ -n "${PID[$s]:-}" ]] && servers+=("$s"); done
+		n=${#servers[@]}
 		order=()
-		for s in "${SERVERS[@]}"; do [[ -n "${PID[$s]:-}" ]] && order+=("$s"); done
-		n=${#order[@]}
-		for ((k = 0; k < n; k++)); do
-			s="${order[$(((k + r - 1) % n))]}"
-			measure "$phase" "$s" "$r"
-			kill -0 "${PID[$s]}" 2>/dev/null || {
-				echo "$s exited during the benchmark:" >&2
-				cat "$WORK/$s.log" >&2
-				exit 1
-			}
+		for ((k = 0; k < n; k++)); do order+=("${servers[$(((k + r - 1) % n))]}"); done
+		for s in "${order[@]}"; do measure_max "$phase" "$s" "$r" && alive "$s"; done
+		for kind in $KINDS; do
+			for s in "${order[@]}"; do measure_max "$phase" "$s" "$r" "$kind" && alive "$s"; done
+		done
+		for rate in $RATES; do
+			for s in "${order[@]}"; do measure_rate "$phase" "$s" "$r" "$rate" && alive "$s"; done
 		done
 	done
 	stop_servers
@@ -551,6 +585,7 @@ echo
 queried="a quarter of the queries each"
 [[ "$KIND" != mix ]] && queried="queries to $KIND only"
 echo "Side by side: ${SERVERS[*]}. $NAMES static names + wgt, fo, geo ($queried), medians of $ROUNDS round(s)."
+[[ -n "$KINDS" ]] && echo "By kind: a max-qps run of each kind's names alone ($KINDS), dnsperf -l $KIND_DURATION."
 echo "max qps: dnsperf -l $DURATION -c $CLIENTS -T $THREADS -q $OUTSTANDING -t $TIMEOUT; latency: dnsperf -Q RATE -l $LAT_DURATION -c $CLIENTS -T $THREADS -q $LAT_OUTSTANDING -t $TIMEOUT -v."
 [[ -n "$FAST_NA" ]] && echo "fast path: n/a, the binary rejects the option ($FAST_NA)."
 ((FASTPATH)) || echo "fast path: n/a, not run (FASTPATH=1 runs it)."
@@ -574,6 +609,11 @@ for phase in $PHASES; do
 	row "$phase" "server cores used" cores noratio
 	row "$phase" "qps per server core" qpscore
 	row "$phase" "lost % (max qps)" lost noratio
+	for kind in $KINDS; do
+		row "$phase" "$kind only: max qps" "$kind.qps"
+		row "$phase" "$kind only: qps per server core" "$kind.qpscore"
+		row "$phase" "$kind only: lost %" "$kind.lost" noratio
+	done
 	for rate in $RATES; do
 		row "$phase" "$rate qps: achieved" "q$rate.qps"
 		row "$phase" "$rate qps: p50 us" "q$rate.p50"
