@@ -19,10 +19,10 @@ const (
 )
 
 // yieldEvery is how often a loop yields its processor while it serves (see run): often
-// enough that the runtime never finds it 10 ms on one scheduling. yield is how it does (a
-// variable for the tests only).
+// enough that the runtime never finds it 10 ms on one scheduling.
 const yieldEvery = 5 * time.Millisecond
 
+// yield is how a loop yields its processor (a variable for the tests only).
 var yield = runtime.Gosched
 
 // mmsghdr is the kernel's struct mmsghdr: a message header and the length received or sent.
