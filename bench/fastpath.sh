@@ -188,6 +188,12 @@ EOF
 	static_lines "%s\t$TTL\tIN A\t%s\n"
 } >"$WORK/db.bench.test"
 
+# gslb's files have a directory of their own: Meridian watches the directories of its files, and
+# every write to another file of such a directory (the dnsperf output of a latency run, with a
+# line per query) would wake its watcher.
+GSLB_CONF="$WORK/gslb"
+mkdir -p "$GSLB_CONF"
+
 # gdnsd reads every file of its zones directory as the zone of that name.
 mkdir -p "$WORK/gdnsd/zones" "$WORK/gdnsd/run" "$WORK/gdnsd/state"
 {
@@ -237,8 +243,8 @@ records:
       - {address: $GEO_HERE, location: here}
       - {address: $GEO_THERE, location: there}
 EOF
-} >"$WORK/gslb.yml"
-printf 'subnets:\n  - subnet: 127.0.0.0/8\n    location: here\n' >"$WORK/locations.yml"
+} >"$GSLB_CONF/gslb.yml"
+printf 'subnets:\n  - subnet: 127.0.0.0/8\n    location: here\n' >"$GSLB_CONF/locations.yml"
 
 # queries_of kind: the query list of kind: mix (a quarter of each kind), or one kind only.
 queries_of() {
@@ -267,8 +273,8 @@ write_configs() {
 bench.test:${PORT[$s]:-0} {
     bind 127.0.0.1
     gslb {
-        zone bench.test. $WORK/gslb.yml
-        geoip_custom $WORK/locations.yml
+        zone bench.test. $GSLB_CONF/gslb.yml
+        geoip_custom $GSLB_CONF/locations.yml
         $extra
     }
 }
