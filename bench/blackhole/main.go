@@ -1,6 +1,9 @@
-// Command blackhole is the worst-case health-check target of Meridian's health benchmark: it
-// listens on loopback ports, accepts every connection and never answers, so every probe runs
-// to its timeout. It prints the ports it listens on, one per line, then serves until killed.
+// Command blackhole is a TCP health-check target for Meridian's benchmarks. By default it is the
+// worst case, for the health benchmark: it listens on loopback ports, accepts every connection
+// and never answers, so every probe runs to its timeout. With -close it is the cheapest up
+// target, for the fast path benchmark: it closes every connection it accepts at once, on one
+// thread, where a forking listener (socat's fork) would start a process for every check. It
+// prints the ports it listens on, one per line, then serves until killed.
 package main
 
 import (
@@ -11,12 +14,18 @@ import (
 	"log"
 	"net"
 	"os"
+	"strconv"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1", "loopback address to listen on")
 	n := flag.Int("ports", 100, "number of ports to listen on")
+	port := flag.Int("port", 0, "the port to listen on (with -ports 1); 0 picks free ones")
+	closeAtOnce := flag.Bool("close", false, "close every accepted connection at once (an up target)")
 	flag.Parse()
+	if *port != 0 && *n != 1 {
+		log.Fatalf("blackhole: -port %d needs -ports 1", *port)
+	}
 	ip := net.ParseIP(*addr)
 	if ip == nil || !ip.IsLoopback() {
 		log.Fatalf("blackhole: %q is not a loopback address", *addr)
@@ -27,12 +36,16 @@ func main() {
 	var lc net.ListenConfig
 	lc.SetMultipathTCP(false)
 	for range *n {
-		l, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(*addr, "0"))
+		l, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(*addr, strconv.Itoa(*port)))
 		if err != nil {
 			log.Fatalf("blackhole: %v", err)
 		}
 		fmt.Println(l.Addr().(*net.TCPAddr).Port)
-		go serve(l)
+		if *closeAtOnce {
+			go serveClosing(l)
+		} else {
+			go serve(l)
+		}
 	}
 	os.Stdout.Sync()
 	select {}
@@ -50,5 +63,17 @@ func serve(l net.Listener) {
 			_, _ = io.Copy(io.Discard, c)
 			c.Close()
 		}()
+	}
+}
+
+// serveClosing accepts connections and closes each at once: the probe sees the port up.
+func serveClosing(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			log.Printf("blackhole: %v", err)
+			continue
+		}
+		c.Close()
 	}
 }
