@@ -14,7 +14,18 @@
 #
 # Every server is its own process: meridian -conf (file), meridian -conf (gslb), meridian -conf
 # (gslb with a fastpath line, FASTPATH=1 only) and gdnsd start. The TCP check targets are two
-# socat listeners on 127.0.0.1:PORT_CHECK and 127.0.0.2:PORT_CHECK.
+# listeners on 127.0.0.1:PORT_CHECK and 127.0.0.2:PORT_CHECK (bench/blackhole -close: each
+# closes what it accepts at once, on one thread; socat's fork started a process on the
+# servers' core for every check).
+#
+# With IDLE_POLL=1 (the default) the run holds the kernel's CPU latency limit at 0
+# (/dev/cpu_dma_latency, as tuned's latency-performance profile does), so that idle CPUs poll
+# instead of halting: on a virtual machine a halted CPU's wake-up goes through the host and
+# added about 30 us to every server's latency at 20k qps. With ISOLATE=1 (the default) the
+# pinned phase gives CPU 0 to the servers alone: every other task that may run elsewhere (the
+# check targets, the kernel's unbound threads, every other process) moves off it for the
+# phase and back after. Else the host's memory monitor (kdamond, runs of 0.2 to 4 ms) went to
+# whichever CPU was idler, and so fell more often on the server that used less CPU.
 #
 # Two phases, each with its own start of every server: "pinned" (servers under taskset -c 0,
 # dnsperf under taskset -c 1) and "unpinned". In each phase, ROUNDS rounds; a round takes
@@ -107,7 +118,9 @@ for p in $PHASES; do
 		exit 2
 	}
 done
-for v in FASTPATH FAILOVER_CHECK; do
+IDLE_POLL="${IDLE_POLL:-1}"
+ISOLATE="${ISOLATE:-1}"
+for v in FASTPATH FAILOVER_CHECK IDLE_POLL ISOLATE; do
 	[[ "${!v}" == 0 || "${!v}" == 1 ]] || {
 		echo "$v must be 0 or 1, got '${!v}'" >&2
 		exit 2
@@ -115,7 +128,7 @@ for v in FASTPATH FAILOVER_CHECK; do
 done
 
 # --- 1. tools and binary ---------------------------------------------------------------------
-bench_need_pkgs dnsperf:dnsperf dig:dnsutils socat:socat taskset:util-linux "$GDNSD_BIN:gdnsd"
+bench_need_pkgs dnsperf:dnsperf dig:dnsutils taskset:util-linux "$GDNSD_BIN:gdnsd"
 BIN="$(bench_meridian_bin "$REPO")"
 command -v "$GDNSD_BIN" >/dev/null || {
 	echo "gdnsd not found: $GDNSD_BIN" >&2
@@ -148,6 +161,7 @@ stop_servers() {
 cleanup() {
 	stop_servers
 	local p
+	bench_restore_cpus "$WORK/isolated"
 	for p in "${CHECK_PIDS[@]}"; do bench_stop_pid "$p"; done
 	if [[ "${KEEP_WORK:-0}" == 1 ]]; then
 		echo "work directory kept: $WORK" >&2
@@ -156,6 +170,16 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+
+go build -o "$WORK/blackhole" "$REPO/bench/blackhole"
+IDLE="halt (IDLE_POLL=0)"
+if ((IDLE_POLL)); then
+	if bench_hold_idle_poll; then
+		IDLE="poll (/dev/cpu_dma_latency held at 0)"
+	else
+		IDLE="halt (/dev/cpu_dma_latency is not writable here)"
+	fi
+fi
 
 # --- 2. zone data ----------------------------------------------------------------------------
 TTL=30
@@ -310,7 +334,7 @@ EOF
 # start_check i: starts the check target of the failover address i (0: primary, 1: secondary).
 FO_ADDRS=("$FO_PRIMARY" "$FO_SECONDARY")
 start_check() {
-	socat "TCP-LISTEN:$PORT_CHECK,bind=${FO_ADDRS[$1]},reuseaddr,fork" /dev/null 2>>"$WORK/socat.log" &
+	"$WORK/blackhole" -close -addr "${FO_ADDRS[$1]}" -ports 1 -port "$PORT_CHECK" >/dev/null 2>>"$WORK/checks.log" &
 	CHECK_PIDS[$1]=$!
 }
 start_check 0
@@ -524,6 +548,10 @@ for phase in $PHASES; do
 		((FAILOVER_CHECK)) && check_failover
 		checked=1
 	fi
+	if [[ "$phase" == pinned ]] && ((ISOLATE)); then
+		ISOLATED="$(bench_isolate_cpu 0 "$WORK/isolated" "${PID[@]}")"
+		bench_log "pinned: CPU 0 isolated, $ISOLATED tasks moved off it"
+	fi
 	bench_log "$phase: $ROUNDS round(s): max qps ${DURATION}s${KINDS:+, each of $KINDS ${KIND_DURATION}s}, rates $RATES ${LAT_DURATION}s each"
 	for ((r = 1; r <= ROUNDS; r++)); do
 		# Measurement by measurement, every server back to back, in an order that rotates
@@ -542,6 +570,7 @@ for phase in $PHASES; do
 		done
 	done
 	stop_servers
+	bench_restore_cpus "$WORK/isolated"
 done
 
 # --- 6. report -------------------------------------------------------------------------------
@@ -595,6 +624,14 @@ echo "Side by side: ${SERVERS[*]}. $NAMES static names + wgt, fo, geo ($queried)
 echo "max qps: dnsperf -l $DURATION -c $CLIENTS -T $THREADS -q $OUTSTANDING -t $TIMEOUT; latency: dnsperf -Q RATE -l $LAT_DURATION -c $CLIENTS -T $THREADS -q $LAT_OUTSTANDING -t $TIMEOUT -v."
 [[ -n "$FAST_NA" ]] && echo "fast path: n/a, the binary rejects the option ($FAST_NA)."
 ((FASTPATH)) || echo "fast path: n/a, not run (FASTPATH=1 runs it)."
+echo "Idle CPUs: $IDLE."
+if [[ " $PHASES " == *" pinned "* ]]; then
+	if ((ISOLATE)); then
+		echo "Pinned phase: CPU 0 isolated for the servers (${ISOLATED:-0} other tasks moved off it; ISOLATE=0 leaves them)."
+	else
+		echo "Pinned phase: CPU 0 shared with the machine's other tasks (ISOLATE=0)."
+	fi
+fi
 echo "qps rows: medians over the rounds; latency percentiles: nearest rank over the queries of all rounds, pooled."
 printf '%s' "$CHECKS_REPORT"
 echo "Ratios are of the medians; for latencies, lower is better (a ratio below 1: Meridian is faster)."

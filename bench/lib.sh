@@ -39,6 +39,62 @@ bench_meridian_bin() {
 	echo "$bin"
 }
 
+# bench_hold_idle_poll: holds the kernel's CPU latency limit at 0 us for as long as the calling
+# shell runs (the limit lasts while /dev/cpu_dma_latency stays open), so that idle CPUs poll
+# instead of halting, as tuned's latency-performance profile does. Fails, changing nothing,
+# where the device is not writable (not root).
+bench_hold_idle_poll() {
+	[[ -w /dev/cpu_dma_latency ]] || return 1
+	exec {BENCH_IDLE_FD}>/dev/cpu_dma_latency || return 1
+	echo 0 >&"$BENCH_IDLE_FD"
+}
+
+# bench_cpus_without LIST CPU: prints the kernel CPU list LIST ("0-3,6") without CPU, comma
+# separated (empty when LIST is CPU alone).
+bench_cpus_without() {
+	local part c out=() parts
+	IFS=, read -ra parts <<<"$1"
+	for part in "${parts[@]}"; do
+		for ((c = ${part%-*}; c <= ${part#*-}; c++)); do ((c == $2)) || out+=("$c"); done
+	done
+	(
+		IFS=,
+		echo "${out[*]}"
+	)
+}
+
+# bench_isolate_cpu CPU SAVE PID...: gives CPU to the processes PID... alone. Every other task
+# that may run on CPU and on others (every thread of every other process, the kernel's unbound
+# threads) moves to the others; SAVE gets a "tid list" line for each, for bench_restore_cpus.
+# Per-CPU kernel threads stay (the kernel refuses to move them). Prints how many moved.
+bench_isolate_cpu() {
+	local cpu=$1 save=$2 keep=" ${*:3} " t pid tid k v list others n=0
+	: >"$save"
+	for t in /proc/[0-9]*/task/[0-9]*; do
+		pid=${t#/proc/} tid=${t##*/}
+		pid=${pid%%/*}
+		[[ "$keep" == *" $pid "* ]] && continue
+		list=""
+		while read -r k v; do [[ "$k" == Cpus_allowed_list: ]] && list=$v && break; done 2>/dev/null <"$t/status" || continue
+		[[ -n "$list" ]] || continue
+		others="$(bench_cpus_without "$list" "$cpu")"
+		[[ -n "$others" && "$others" != "$list" ]] || continue
+		taskset -pc "$others" "$tid" >/dev/null 2>&1 || continue
+		echo "$tid $list" >>"$save"
+		n=$((n + 1))
+	done
+	echo "$n"
+}
+
+# bench_restore_cpus SAVE: gives the tasks bench_isolate_cpu moved their CPUs back (those still
+# running), and empties SAVE.
+bench_restore_cpus() {
+	local tid list
+	[[ -f "$1" ]] || return 0
+	while read -r tid list; do taskset -pc "$list" "$tid" >/dev/null 2>&1 || true; done <"$1"
+	: >"$1"
+}
+
 bench_need_pkgs() {
 	local spec pkgs=() sudo_cmd=()
 	for spec in "$@"; do
