@@ -30,6 +30,10 @@ func main() {
 	if ip == nil || !ip.IsLoopback() {
 		log.Fatalf("blackhole: %q is not a loopback address", *addr)
 	}
+	handle := hold
+	if *closeAtOnce {
+		handle = func(c net.Conn) { c.Close() } // the probe sees the port up
+	}
 	// Plain TCP, as the servers a GSLB checks listen: Go's listeners use MPTCP by default
 	// where the kernel has it, and on loopback the MPTCP listener's work for every accepted
 	// plain connection runs in the prober's system calls.
@@ -41,39 +45,28 @@ func main() {
 			log.Fatalf("blackhole: %v", err)
 		}
 		fmt.Println(l.Addr().(*net.TCPAddr).Port)
-		if *closeAtOnce {
-			go serveClosing(l)
-		} else {
-			go serve(l)
-		}
+		go serve(l, handle)
 	}
 	os.Stdout.Sync()
 	select {}
 }
 
-// serve accepts connections and reads them to the end without ever writing.
-func serve(l net.Listener) {
+// serve accepts connections and hands each to handle.
+func serve(l net.Listener, handle func(net.Conn)) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			log.Printf("blackhole: %v", err)
 			continue
 		}
-		go func() {
-			_, _ = io.Copy(io.Discard, c)
-			c.Close()
-		}()
+		handle(c)
 	}
 }
 
-// serveClosing accepts connections and closes each at once: the probe sees the port up.
-func serveClosing(l net.Listener) {
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			log.Printf("blackhole: %v", err)
-			continue
-		}
+// hold reads a connection to the end, on a goroutine of its own, without ever writing.
+func hold(c net.Conn) {
+	go func() {
+		_, _ = io.Copy(io.Discard, c)
 		c.Close()
-	}
+	}()
 }
