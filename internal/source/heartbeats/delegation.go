@@ -9,7 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/config"
-	"github.com/meridian-gslb/meridian/internal/source/sites"
+	"github.com/meridian-gslb/meridian/internal/exchange"
 )
 
 // keepDelegation keeps the parent zone's delegation of each of the block's zones under it in
@@ -29,7 +29,7 @@ func (k *Keeper) keepDelegation(ctx context.Context, u updater, ownHealthy bool)
 		}
 	}
 	k.mu.Unlock()
-	c := &sites.Client{Timeout: u.timeout}
+	c := &exchange.Client{Timeout: u.timeout}
 	defer c.Close()
 	for _, origin := range origins {
 		if !dns.IsSubDomain(d.Parent, origin) || origin == d.Parent {
@@ -71,7 +71,7 @@ func (k *Keeper) applyDelegation(ctx context.Context, u updater, d config.Delega
 
 // delegationNS reads the NS records of origin from the parent's servers: the referral's, or
 // the answer's of a server that is authoritative for both.
-func delegationNS(ctx context.Context, c *sites.Client, servers []string, origin string) ([]*dns.NS, bool) {
+func delegationNS(ctx context.Context, c *exchange.Client, servers []string, origin string) ([]*dns.NS, bool) {
 	for _, server := range servers {
 		m, err := c.Exchange(ctx, server, origin, dns.TypeNS)
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/exchange"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/periodic"
 	"github.com/meridian-gslb/meridian/internal/source/sites"
@@ -127,7 +128,7 @@ func (k *Keeper) round(ctx context.Context) {
 		return // no snapshot yet
 	}
 	up, total := summary()
-	reader := &sites.Client{Timeout: k.timeout()}
+	reader := &exchange.Client{Timeout: k.timeout()}
 	defer reader.Close()
 	u := updater{key: opts.TSIG, timeout: k.timeout()}
 	var wg sync.WaitGroup
@@ -166,7 +167,7 @@ type reading struct {
 
 // read reads the heartbeat of every site the plan names: in the local zone (where the sites
 // of this region write), else in the global zone. Sites not found keep what was read before.
-func (k *Keeper) read(ctx context.Context, c *sites.Client, p *plan) map[string]reading {
+func (k *Keeper) read(ctx context.Context, c *exchange.Client, p *plan) map[string]reading {
 	k.mu.Lock()
 	zones := map[string]*config.HeartbeatZone{local: k.opts.Local, global: k.opts.Global}
 	k.mu.Unlock()
@@ -196,7 +197,7 @@ func (k *Keeper) read(ctx context.Context, c *sites.Client, p *plan) map[string]
 }
 
 // readRecord reads site's heartbeat in z from the first of its servers that answers.
-func readRecord(ctx context.Context, c *sites.Client, z config.HeartbeatZone, site string) (Record, bool) {
+func readRecord(ctx context.Context, c *exchange.Client, z config.HeartbeatZone, site string) (Record, bool) {
 	name := Name(site, z.Zone)
 	for _, server := range z.Servers {
 		m, err := c.Exchange(ctx, server, name, dns.TypeTXT)

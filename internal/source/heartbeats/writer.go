@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
-	"github.com/meridian-gslb/meridian/internal/source/sites"
+	"github.com/meridian-gslb/meridian/internal/exchange"
 )
 
 // attemptsPerRound bounds the updates one zone gets in a round: the first and two retries.
@@ -37,7 +37,7 @@ type writer struct {
 // write writes this site's heartbeat into w's zone: at the current time, or up to
 // self_heal_interval ahead when the heartbeat the zone holds is older than healAfter while the
 // site is healthy (its writes are failing: refused, dropped or throttled).
-func (k *Keeper) write(ctx context.Context, w *writer, reader *sites.Client, u updater, up []netip.Addr, total int) {
+func (k *Keeper) write(ctx context.Context, w *writer, reader *exchange.Client, u updater, up []netip.Addr, total int) {
 	k.mu.Lock()
 	opts, site := k.opts, k.site
 	healthyFor := k.healthyFor(w.kind)

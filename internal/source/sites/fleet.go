@@ -19,6 +19,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/exchange"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/periodic"
 )
@@ -33,7 +34,7 @@ type Fleet struct {
 
 	mu     sync.Mutex
 	opts   config.SitesOptions // with defaults
-	client *Client
+	client *exchange.Client
 	log    source.Logger
 	plan   *plan
 	fromNS []string          // the peers last found from the NS sets
@@ -59,7 +60,7 @@ type peer struct {
 	// that failed said.
 	lastAnswer time.Time
 	lastError  string
-	errors     map[ErrorKind]uint64
+	errors     map[exchange.ErrorKind]uint64
 	// learned counts the targets read from it in the last round.
 	learned int
 }
@@ -114,7 +115,7 @@ func (f *Fleet) Configure(opts config.SitesOptions, log source.Logger) {
 	if f.client != nil {
 		f.client.Close() // a round still using it closes its sockets as it ends
 	}
-	f.client = &Client{Timeout: opts.PeerTimeout, Key: opts.TSIG}
+	f.client = &exchange.Client{Timeout: opts.PeerTimeout, Key: opts.TSIG}
 }
 
 // Heartbeat returns the heartbeat the snapshots serve.

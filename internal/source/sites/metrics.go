@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/exchange"
 )
 
 // The sites' metrics, per peer (its address and the site its heartbeat names).
@@ -59,7 +60,7 @@ func (f *Fleet) publishMetricsLocked(now time.Time) {
 }
 
 // countExchangeError counts one failed exchange with pe.
-func countExchangeError(pe *peer, kind ErrorKind) {
+func countExchangeError(pe *peer, kind exchange.ErrorKind) {
 	peerErrors.WithLabelValues(pe.addr, pe.site, string(kind)).Inc()
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/meridian-gslb/meridian/internal/exchange"
 	"github.com/miekg/dns"
 )
 
@@ -29,11 +30,11 @@ const DefaultResolvConf = "/etc/resolv.conf"
 // its error joined into the returned error, which then comes with the other addresses. The
 // exchanges go through c's Timeout, never signed: the parent and the resolver do not share
 // the peers' key.
-func PeersFromNS(ctx context.Context, c *Client, zone string, parents []string, resolvConf string, port int) ([]netip.AddrPort, error) {
+func PeersFromNS(ctx context.Context, c *exchange.Client, zone string, parents []string, resolvConf string, port int) ([]netip.AddrPort, error) {
 	if port < 1 || port > 65535 {
 		return nil, fmt.Errorf("the name servers of %s: port %d is not 1-65535", zone, port)
 	}
-	a := asker{client: &Client{Timeout: c.Timeout}, servers: parents}
+	a := asker{client: &exchange.Client{Timeout: c.Timeout}, servers: parents}
 	if len(parents) == 0 {
 		servers, err := resolvers(resolvConf)
 		if err != nil {
@@ -78,7 +79,7 @@ func PeersFromNS(ctx context.Context, c *Client, zone string, parents []string, 
 
 // asker asks its servers in order, with the RD bit rd, until one answers.
 type asker struct {
-	client  *Client
+	client  *exchange.Client
 	servers []string
 	rd      bool
 }
@@ -88,7 +89,7 @@ type asker struct {
 func (a asker) ask(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
 	var errs []error
 	for _, server := range a.servers {
-		r, err := a.client.exchange(ctx, server, name, qtype, a.rd)
+		r, err := a.client.ExchangeRD(ctx, server, name, qtype, a.rd)
 		if err == nil {
 			return r, nil
 		}

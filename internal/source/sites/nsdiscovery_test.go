@@ -14,12 +14,17 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/exchange"
 	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 const peerPort = 5353
 
 // addrPorts parses addresses and gives each peerPort.
+// testKey is a peer key that the exchanges of these tests must not use.
+var testKey = &config.TSIGKey{Name: "peer-key.", Algorithm: dns.HmacSHA256, Secret: "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA=="}
+
 func addrPorts(addrs ...string) []netip.AddrPort {
 	var aps []netip.AddrPort
 	for _, a := range addrs {
@@ -76,7 +81,7 @@ func TestPeersFromNSParents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Client{Timeout: 2 * time.Second, Key: testKey} // the key must not be used
+			c := &exchange.Client{Timeout: 2 * time.Second, Key: testKey} // the key must not be used
 			got, err := PeersFromNS(context.Background(), c, tt.zone, tt.parents, "", peerPort)
 			checkPeers(t, got, err, tt.want, tt.errs)
 		})
@@ -151,12 +156,12 @@ func TestPeersFromNSResolver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeResolvConf(t, tt.resolvConf...)
-			got, err := PeersFromNS(context.Background(), &Client{Timeout: 2 * time.Second}, "gslb.example.com.", nil, path, peerPort)
+			got, err := PeersFromNS(context.Background(), &exchange.Client{Timeout: 2 * time.Second}, "gslb.example.com.", nil, path, peerPort)
 			checkPeers(t, got, err, tt.want, tt.errs)
 		})
 	}
 	t.Run("missing resolv.conf", func(t *testing.T) {
-		got, err := PeersFromNS(context.Background(), &Client{}, "gslb.example.com.", nil, filepath.Join(t.TempDir(), "none"), peerPort)
+		got, err := PeersFromNS(context.Background(), &exchange.Client{}, "gslb.example.com.", nil, filepath.Join(t.TempDir(), "none"), peerPort)
 		checkPeers(t, got, err, nil, []string{"resolver's configuration", "none"})
 	})
 }
@@ -174,7 +179,7 @@ func TestResolvers(t *testing.T) {
 
 func TestPeersFromNSPort(t *testing.T) {
 	for _, port := range []int{0, -1, 65536} {
-		got, err := PeersFromNS(context.Background(), &Client{}, "gslb.example.com.", []string{closedPort(t)}, "", port)
+		got, err := PeersFromNS(context.Background(), &exchange.Client{}, "gslb.example.com.", []string{closedPort(t)}, "", port)
 		checkPeers(t, got, err, nil, []string{strconv.Itoa(port), "not 1-65535"})
 	}
 }

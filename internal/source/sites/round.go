@@ -14,10 +14,12 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/exchange"
 )
 
-// queriesPerPeer bounds the queries in flight to one peer.
-const queriesPerPeer = 16
+// queriesPerPeer bounds the queries in flight to one peer: as many as the client keeps
+// sockets for.
+const queriesPerPeer = exchange.IdlePerServer
 
 // readout is what one round read from one peer.
 type readout struct {
@@ -76,7 +78,7 @@ func (f *Fleet) round(ctx context.Context) {
 }
 
 // discoverPeers reads the peers from the NS sets of zones; on failure the last list stays.
-func (f *Fleet) discoverPeers(ctx context.Context, client *Client, opts config.SitesOptions, zones []string) {
+func (f *Fleet) discoverPeers(ctx context.Context, client *exchange.Client, opts config.SitesOptions, zones []string) {
 	var found []string
 	var errs []error
 	for _, z := range zones {
@@ -118,7 +120,7 @@ func (f *Fleet) peerAddrsLocked() []string {
 // readPeer reads one peer: its heartbeat (finding its site first when site is ""), then the
 // localtargets of every record the plan reads from that site, and the localrtt of every
 // record whose RTTs it reads.
-func readPeer(ctx context.Context, c *Client, p *plan, own, addr, site string) readout {
+func readPeer(ctx context.Context, c *exchange.Client, p *plan, own, addr, site string) readout {
 	r := readout{addr: addr}
 	if len(p.zones) == 0 {
 		return r
@@ -160,7 +162,7 @@ func readPeer(ctx context.Context, c *Client, p *plan, own, addr, site string) r
 
 // readHeartbeat asks addr for site's heartbeat in zone. It returns nil without error when the
 // peer serves none of that site.
-func readHeartbeat(ctx context.Context, c *Client, addr, site, zone string) (*Heartbeat, error) {
+func readHeartbeat(ctx context.Context, c *exchange.Client, addr, site, zone string) (*Heartbeat, error) {
 	name := catalog.HeartbeatPrefix + site + "." + zone
 	m, err := c.Exchange(ctx, addr, name, dns.TypeTXT)
 	if err != nil {
@@ -173,7 +175,7 @@ func readHeartbeat(ctx context.Context, c *Client, addr, site, zone string) (*He
 		}
 		hb, err := ParseHeartbeat(txt.Txt)
 		if err != nil {
-			return nil, &ExchangeError{Kind: KindMalformed, Server: addr, Name: name, Qtype: dns.TypeTXT, Err: err}
+			return nil, &exchange.Error{Kind: exchange.KindMalformed, Server: addr, Name: name, Qtype: dns.TypeTXT, Err: err}
 		}
 		if hb.Site != site {
 			return nil, nil
@@ -185,7 +187,7 @@ func readHeartbeat(ctx context.Context, c *Client, addr, site, zone string) (*He
 
 // readTargets reads the localtargets of records from addr, each with its query types,
 // queriesPerPeer at a time. A record is in the result only when every type was read.
-func readTargets(ctx context.Context, c *Client, addr string, records []read) (map[string][]netip.Addr, []error) {
+func readTargets(ctx context.Context, c *exchange.Client, addr string, records []read) (map[string][]netip.Addr, []error) {
 	answers := queryAll(records, func(record string, qtype uint16) ([]netip.Addr, error) {
 		return readAddrs(ctx, c, addr, catalog.LocalTargetsPrefix+record, qtype)
 	})
@@ -212,7 +214,7 @@ func readTargets(ctx context.Context, c *Client, addr string, records []read) (m
 // readRTTs reads the localrtt of records from addr, queriesPerPeer at a time. A record is in
 // the result when it was read (its good strings, when some were malformed); a peer that
 // publishes none of it (NXDOMAIN) gives an empty set.
-func readRTTs(ctx context.Context, c *Client, addr string, records []string) (map[string]map[netip.Addr]time.Duration, []error) {
+func readRTTs(ctx context.Context, c *exchange.Client, addr string, records []string) (map[string]map[netip.Addr]time.Duration, []error) {
 	reads := make([]read, len(records))
 	for i, rec := range records {
 		reads[i] = read{record: rec, qtypes: []uint16{dns.TypeTXT}}
@@ -263,7 +265,7 @@ func queryAll[T any](reads []read, ask func(record string, qtype uint16) (T, err
 
 // readRTT asks addr for the TXT records of name, a localrtt name, and parses them; NXDOMAIN is
 // none. Strings that do not parse are a malformed answer, and the others count.
-func readRTT(ctx context.Context, c *Client, addr, name string) (map[netip.Addr]time.Duration, error) {
+func readRTT(ctx context.Context, c *exchange.Client, addr, name string) (map[netip.Addr]time.Duration, error) {
 	m, err := c.Exchange(ctx, addr, name, dns.TypeTXT)
 	if err != nil {
 		return nil, err
@@ -276,13 +278,13 @@ func readRTT(ctx context.Context, c *Client, addr, name string) (map[netip.Addr]
 	}
 	rtts, err := catalog.ParseRTTs(strs)
 	if err != nil {
-		err = &ExchangeError{Kind: KindMalformed, Server: addr, Name: name, Qtype: dns.TypeTXT, Err: err}
+		err = &exchange.Error{Kind: exchange.KindMalformed, Server: addr, Name: name, Qtype: dns.TypeTXT, Err: err}
 	}
 	return rtts, err
 }
 
 // readAddrs asks addr for the addresses of name; NXDOMAIN is none.
-func readAddrs(ctx context.Context, c *Client, addr, name string, qtype uint16) ([]netip.Addr, error) {
+func readAddrs(ctx context.Context, c *exchange.Client, addr, name string, qtype uint16) ([]netip.Addr, error) {
 	m, err := c.Exchange(ctx, addr, name, qtype)
 	if err != nil {
 		return nil, err
@@ -316,11 +318,11 @@ func (f *Fleet) applyLocked(reads []readout, addrs []string, now time.Time) {
 	for _, r := range reads {
 		pe := f.peers[r.addr]
 		if pe == nil {
-			pe = &peer{addr: r.addr, errors: map[ErrorKind]uint64{}}
+			pe = &peer{addr: r.addr, errors: map[exchange.ErrorKind]uint64{}}
 			f.peers[r.addr] = pe
 		}
 		for _, err := range r.errs {
-			kind := KindOf(err)
+			kind := exchange.KindOf(err)
 			pe.errors[kind]++
 			pe.lastError = err.Error()
 			countExchangeError(pe, kind)

@@ -1,4 +1,4 @@
-package sites
+package exchange
 
 import (
 	"context"
@@ -144,7 +144,7 @@ func TestExchange(t *testing.T) {
 				t.Fatalf("kind %q, want %q (err %v)", got, tt.kind, err)
 			}
 			if tt.kind != "" {
-				var e *ExchangeError
+				var e *Error
 				if !errors.As(err, &e) || e.Server != addr || e.Name != question || e.Qtype != dns.TypeA {
 					t.Fatalf("error %#v does not name the exchange", err)
 				}
@@ -327,7 +327,7 @@ func TestKindOf(t *testing.T) {
 	for err, want := range map[error]ErrorKind{
 		nil:                 "",
 		errors.New("plain"): KindNetwork,
-		fmt.Errorf("wrapped: %w", &ExchangeError{Kind: KindTSIG, Err: errors.New("x")}): KindTSIG,
+		fmt.Errorf("wrapped: %w", &Error{Kind: KindTSIG, Err: errors.New("x")}): KindTSIG,
 	} {
 		if got := KindOf(err); got != want {
 			t.Errorf("KindOf(%v) = %q, want %q", err, got, want)

@@ -1,4 +1,8 @@
-package sites
+// Package exchange is Meridian's DNS client for the exchanges it makes outside the query path:
+// the sites source asking its peers, the heartbeats source reading and writing the operator's
+// DNS, the delegation keepers. One query per call, UDP with a retry over TCP on truncation,
+// TSIG on request, errors sorted into kinds for the metrics.
+package exchange
 
 import (
 	"context"
@@ -29,7 +33,7 @@ const headerSize = 12
 const tsigFudge = 300
 
 // Client asks peers, one exchange per call, safe for concurrent use. It keeps the UDP sockets
-// of exchanges that succeeded, up to idlePerServer for each server, for the next ones: a
+// of exchanges that succeeded, up to IdlePerServer for each server, for the next ones: a
 // round of thousands of queries then costs two system calls a query rather than six. Close
 // closes them.
 type Client struct {
@@ -44,9 +48,10 @@ type Client struct {
 	closed bool
 }
 
-// idlePerServer bounds the UDP sockets a Client keeps for one server: as many as the queries
-// a round has in flight to one peer.
-const idlePerServer = queriesPerPeer
+// IdlePerServer bounds the UDP sockets a Client keeps for one server: callers that keep more
+// exchanges than that in flight to one server (the sites source's rounds do not) reopen the
+// rest.
+const IdlePerServer = 16
 
 // dialUDP returns a UDP socket connected to server: a kept one, or a new one.
 func (c *Client) dialUDP(ctx context.Context, server string) (net.Conn, error) {
@@ -67,7 +72,7 @@ func (c *Client) dialUDP(ctx context.Context, server string) (net.Conn, error) {
 func (c *Client) keepUDP(server string, nc net.Conn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || len(c.idle[server]) >= idlePerServer {
+	if c.closed || len(c.idle[server]) >= IdlePerServer {
 		nc.Close()
 		return
 	}
@@ -93,7 +98,7 @@ func (c *Client) Close() {
 // ErrorKind says what went wrong in an exchange.
 type ErrorKind string
 
-// The kinds of ExchangeError.
+// The kinds of Error.
 const (
 	// KindTimeout: no answer within the Timeout or the context's deadline, or the context
 	// was cancelled first (Err is then the context's error).
@@ -115,8 +120,8 @@ const (
 	KindMalformed ErrorKind = "malformed"
 )
 
-// ExchangeError is a failed exchange: its kind, what was asked of whom, and the cause.
-type ExchangeError struct {
+// Error is a failed exchange: its kind, what was asked of whom, and the cause.
+type Error struct {
 	Kind   ErrorKind
 	Server string
 	Name   string
@@ -125,20 +130,20 @@ type ExchangeError struct {
 }
 
 // Error says what was asked of whom and why it failed.
-func (e *ExchangeError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("ask %s for %s %s: %s: %v", e.Server, e.Name, dns.Type(e.Qtype), e.Kind, e.Err)
 }
 
 // Unwrap returns the cause.
-func (e *ExchangeError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // KindOf returns the kind of err: "" for nil, KindNetwork for an error that is not an
-// *ExchangeError.
+// *Error.
 func KindOf(err error) ErrorKind {
 	if err == nil {
 		return ""
 	}
-	var e *ExchangeError
+	var e *Error
 	if errors.As(err, &e) {
 		return e.Kind
 	}
@@ -148,13 +153,13 @@ func KindOf(err error) ErrorKind {
 // Exchange asks server (host:port) for name and qtype with RD=0 (peers are authoritative):
 // over UDP with EDNS0, again over TCP when the UDP answer is truncated, signed with Key when
 // set and then the answer's signature verified. It returns the reply when its rcode is
-// NOERROR or NXDOMAIN; anything else is an *ExchangeError.
+// NOERROR or NXDOMAIN; anything else is an *Error.
 func (c *Client) Exchange(ctx context.Context, server, name string, qtype uint16) (*dns.Msg, error) {
-	return c.exchange(ctx, server, name, qtype, false)
+	return c.ExchangeRD(ctx, server, name, qtype, false)
 }
 
-// exchange is Exchange with the RD bit chosen (set only to ask a recursive resolver).
-func (c *Client) exchange(ctx context.Context, server, name string, qtype uint16, rd bool) (*dns.Msg, error) {
+// ExchangeRD is Exchange with the RD bit chosen: set only to ask a recursive resolver.
+func (c *Client) ExchangeRD(ctx context.Context, server, name string, qtype uint16, rd bool) (*dns.Msg, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = config.DefaultPeerTimeout
@@ -167,7 +172,7 @@ func (c *Client) exchange(ctx context.Context, server, name string, qtype uint16
 	q.RecursionDesired = rd
 	q.SetEdns0(udpSize, false)
 	fail := func(kind ErrorKind, err error) (*dns.Msg, error) {
-		return nil, &ExchangeError{Kind: kind, Server: server, Name: q.Question[0].Name, Qtype: qtype, Err: err}
+		return nil, &Error{Kind: kind, Server: server, Name: q.Question[0].Name, Qtype: qtype, Err: err}
 	}
 
 	r, kind, err := c.roundTrip(ctx, "udp", server, q)
