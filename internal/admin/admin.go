@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/overlay"
-	"github.com/meridian-gslb/meridian/internal/source/sites"
+	"github.com/meridian-gslb/meridian/internal/published"
 )
 
 // Provider is what one gslb block gives the admin API. Its methods are called from HTTP
@@ -54,7 +54,7 @@ const (
 // SitesProvider is a Provider of a block that names its site: it tells what the block knows
 // of the other sites.
 type SitesProvider interface {
-	Sites() sites.View
+	Sites() published.View
 }
 
 // HistoryProvider is a Provider that keeps the last hour of its probed backends, for GET
@@ -139,7 +139,7 @@ func (s *Series) UnmarshalJSON(b []byte) error {
 // SiteBlock is one block's view of the sites, for GET /api/v1/sites.
 type SiteBlock struct {
 	Zones []string `json:"zones"`
-	sites.View
+	published.View
 }
 
 // Zone is one zone of a block, with its records sorted by name.

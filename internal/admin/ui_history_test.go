@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/meridian-gslb/meridian/internal/admin/admintest"
-	"github.com/meridian-gslb/meridian/internal/source/sites"
+	"github.com/meridian-gslb/meridian/internal/published"
 )
 
 // hourOf returns the history of the backend with key, ending now: the latency (µs, -1 for none)
@@ -99,10 +99,10 @@ func TestDashboardHistoryPlots(t *testing.T) {
 // sitesFake is a fakeProvider of a block that names its site.
 type sitesFake struct {
 	*fakeProvider
-	view sites.View
+	view published.View
 }
 
-func (p *sitesFake) Sites() sites.View {
+func (p *sitesFake) Sites() published.View {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.view
@@ -119,7 +119,7 @@ func (p *sitesFake) setSite(state string) {
 // poll to poll.
 func TestDashboardSiteFreshness(t *testing.T) {
 	b := admintest.NewBrowser(t)
-	p := &sitesFake{fakeProvider: exampleProvider(), view: sites.View{Site: "eu", Sites: []sites.SiteView{{Name: "us", State: "fresh", HeartbeatAge: 0.5}}}}
+	p := &sitesFake{fakeProvider: exampleProvider(), view: published.View{Site: "eu", Sites: []published.SiteView{{Name: "us", State: "fresh", HeartbeatAge: 0.5}}}}
 	s, base := startServer(t, Config{}, nil, nil)
 	s.Register([]string{"example.org."}, p)
 

@@ -12,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/policy"
+	"github.com/meridian-gslb/meridian/internal/published"
 )
 
 // Explanation tells how one query is answered and why: for the admin API's explain, and for
@@ -311,11 +312,11 @@ func explainPublished(snap *catalog.Snapshot, b *builder, m *dns.Msg) (string, b
 	if m.Rcode == dns.RcodeRefused {
 		return "a name this site publishes for its peers: refused, the query is not signed with the peer key", true
 	}
-	if strings.HasPrefix(b.qname, catalog.HeartbeatPrefix) {
+	if strings.HasPrefix(b.qname, published.HeartbeatPrefix) {
 		return "this site's heartbeat, published for its peers (TTL 0)", true
 	}
-	if rec, ok := strings.CutPrefix(b.qname, catalog.LocalRTTPrefix); ok {
+	if rec, ok := strings.CutPrefix(b.qname, published.LocalRTTPrefix); ok {
 		return "published for the peers: this site's RTTs to the backends of " + rec + " (measure_remote, TTL 0)", true
 	}
-	return "published for the peers: this site's healthy backends of " + strings.TrimPrefix(b.qname, catalog.LocalTargetsPrefix), true
+	return "published for the peers: this site's healthy backends of " + strings.TrimPrefix(b.qname, published.LocalTargetsPrefix), true
 }

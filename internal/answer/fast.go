@@ -12,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/geo"
+	"github.com/meridian-gslb/meridian/internal/published"
 )
 
 // Sizes and bits of the DNS wire format that the fast path reads and writes.
@@ -447,6 +448,6 @@ func rotates(rc *config.Record) bool {
 // mayBePublished reports whether qname may be a name a site publishes for its peers (see
 // builder.published), which Respond answers.
 func mayBePublished(qname string) bool {
-	return strings.HasPrefix(qname, catalog.LocalTargetsPrefix) || strings.HasPrefix(qname, catalog.LocalRTTPrefix) ||
-		strings.HasPrefix(qname, catalog.HeartbeatPrefix)
+	return strings.HasPrefix(qname, published.LocalTargetsPrefix) || strings.HasPrefix(qname, published.LocalRTTPrefix) ||
+		strings.HasPrefix(qname, published.HeartbeatPrefix)
 }

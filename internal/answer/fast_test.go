@@ -15,6 +15,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
@@ -501,7 +502,7 @@ func TestAppendFastLeavesQueriesToRespond(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			snap, sources := fastSnapshot(t, true)
-			snap.SetHeartbeat(catalog.NewHeartbeat("us"))
+			snap.SetHeartbeat(published.NewServed("us"))
 			opts := Options{UseECS: true, Count: true}
 			pkt := tt.pkt(t)
 			dst := make([]byte, 3, 64)

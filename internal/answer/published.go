@@ -7,6 +7,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/published"
 )
 
 // published answers the names a site serves for its peers when sites are on (the snapshot has
@@ -25,8 +26,8 @@ func (b *builder) published(snap *catalog.Snapshot, opts Options, signed bool) b
 		return false
 	}
 	isHeartbeat := label == hb.Label() && rest == b.zone.Origin
-	target, isTargets := strings.CutPrefix(b.qname, catalog.LocalTargetsPrefix)
-	rtts, isRTTs := strings.CutPrefix(b.qname, catalog.LocalRTTPrefix)
+	target, isTargets := strings.CutPrefix(b.qname, published.LocalTargetsPrefix)
+	rtts, isRTTs := strings.CutPrefix(b.qname, published.LocalRTTPrefix)
 	if !isHeartbeat && !isTargets && !isRTTs {
 		return false
 	}
@@ -87,7 +88,7 @@ func (b *builder) nodataIfEmpty(rec *catalog.Record) {
 
 // heartbeat answers the site's heartbeat name: its TXT record, with TTL 0 (a heartbeat must
 // never be cached), for TXT and ANY queries; NODATA for other types.
-func (b *builder) heartbeat(hb *catalog.Heartbeat) {
+func (b *builder) heartbeat(hb *published.Served) {
 	b.reply(dns.RcodeSuccess)
 	txt := hb.TXT()
 	if (b.qtype != dns.TypeTXT && b.qtype != dns.TypeANY) || txt == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/published"
 )
 
 // publishingSnapshot compiles a zone in which app publishes its local backends (as the sites
@@ -54,7 +55,7 @@ records:
 	if err != nil {
 		t.Fatal(err)
 	}
-	hb := catalog.NewHeartbeat("us")
+	hb := published.NewServed("us")
 	hb.Set([]string{"site=us", "time=1", "seq=1", "boot=0123456789abcdef"})
 	snap.SetHeartbeat(hb)
 	return snap

@@ -15,6 +15,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/published"
 )
 
 // HealthSource hands out the shared health word of a backend. It returns the same word for the
@@ -27,7 +28,7 @@ type HealthSource interface {
 type Snapshot struct {
 	zones     map[string]*Zone
 	records   []*Record
-	heartbeat *Heartbeat // nil unless sites are on
+	heartbeat *published.Served // nil unless sites are on
 }
 
 // Zone is one served zone.

@@ -418,8 +418,8 @@ func TestBackendKey(t *testing.T) {
 		{config.Backend{Address: "web.example.net.", Port: 80}, "www.example.org.|web.example.net.|80"},
 	}
 	for _, tt := range tests {
-		if got := BackendKey("www.example.org.", &tt.b); got != tt.want {
-			t.Errorf("BackendKey(%s) = %q, want %q", tt.b.Address, got, tt.want)
+		if got := config.BackendKey("www.example.org.", &tt.b); got != tt.want {
+			t.Errorf("config.BackendKey(%s) = %q, want %q", tt.b.Address, got, tt.want)
 		}
 	}
 	// A catalog backend makes its key when asked, and reads a map by it without allocating.
@@ -434,7 +434,7 @@ records:
 	byKey := map[string]int{"www.example.org.|10.0.0.1|0": 1, "www.example.org.|web.example.net.|80": 2}
 	for i, b := range rec.Backends {
 		var buf [128]byte
-		if b.Key() != BackendKey(rec.Name(), b.Config) || byKey[string(b.AppendKey(buf[:0]))] != i+1 {
+		if b.Key() != config.BackendKey(rec.Name(), b.Config) || byKey[string(b.AppendKey(buf[:0]))] != i+1 {
 			t.Errorf("backend %d: key %q", i, b.Key())
 		}
 		if n := testing.AllocsPerRun(10, func() { _ = byKey[string(b.AppendKey(buf[:0]))] }); n != 0 {

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/policy"
+	"github.com/meridian-gslb/meridian/internal/published"
 )
 
 // Family is an address family of answers: IPv4 (A) or IPv6 (AAAA).
@@ -479,29 +479,6 @@ func (x *ViewExtra) empty() bool {
 	return len(x.PublishedRTTs) == 0 && x.NextTTLChange.IsZero()
 }
 
-// LocalTargetsPrefix starts the first label of the name under which a site publishes a
-// record's healthy backends of its own: localtargets-<record name>, k8gb's name.
-const LocalTargetsPrefix = "localtargets-"
-
-// BackendKey returns the key of backend b of the record named record: the record name, the
-// canonical address and the port. It identifies the backend's health across reloads.
-func BackendKey(record string, b *config.Backend) string {
-	var buf [128]byte // one allocation, the key's, for most keys
-	return string(AppendBackendKey(buf[:0], record, b))
-}
-
-// AppendBackendKey appends BackendKey(record, b) to dst: a map indexed by keys can be read
-// with m[string(AppendBackendKey(buf, ...))], which allocates nothing.
-func AppendBackendKey(dst []byte, record string, b *config.Backend) []byte {
-	key := append(append(dst, record...), '|')
-	if b.IP.IsValid() {
-		key = b.IP.AppendTo(key) // one identity however the address is spelled
-	} else {
-		key = append(key, b.Address...)
-	}
-	return strconv.AppendUint(append(key, '|'), uint64(b.Port), 10)
-}
-
 // Key returns the backend's BackendKey. A backend does not keep it (a big zone has hundreds
 // of thousands): a probed backend's is its health state's (health.State.Key, the health
 // manager's string), an unprobed backend's is made on each call. AppendKey makes it without
@@ -510,12 +487,12 @@ func (b *Backend) Key() string {
 	if key := b.State.Key(); key != "" {
 		return key
 	}
-	return BackendKey(b.record.Name(), b.Config)
+	return config.BackendKey(b.record.Name(), b.Config)
 }
 
 // AppendKey appends the backend's BackendKey to dst.
 func (b *Backend) AppendKey(dst []byte) []byte {
-	return AppendBackendKey(dst, b.record.Name(), b.Config)
+	return config.AppendBackendKey(dst, b.record.Name(), b.Config)
 }
 
 // FallbackApplies reports whether family f must be answered by the fallback policy: no backend
@@ -576,13 +553,13 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 		b := &backends[i]
 		*b = Backend{Config: bc, record: r, index: int32(i), State: unprobedState}
 		if bc.Probed() {
-			b.State = hs.State(BackendKey(rc.Name, bc)) // the health source keeps the key
+			b.State = hs.State(config.BackendKey(rc.Name, bc)) // the health source keeps the key
 		}
 		if rc.Publish && !bc.Remote && bc.IP.IsValid() {
 			if r.extra == nil {
 				r.extra = &recordExtra{published: make([]dns.RR, len(rc.Backends))}
 			}
-			r.extra.published[i] = addressRR(LocalTargetsPrefix+rc.Name, rc.TTL, bc)
+			r.extra.published[i] = addressRR(published.LocalTargetsPrefix+rc.Name, rc.TTL, bc)
 		}
 		r.Backends = append(r.Backends, b)
 	}

@@ -274,3 +274,24 @@ func (p *parser) healthChecks(n *yaml.Node, path string, profiles profileSet) []
 	}
 	return out
 }
+
+// BackendKey returns the key of backend b of the record named record: the record name, the
+// canonical address and the port. It identifies the backend's health across reloads, in every
+// component that speaks of a backend: the health manager, the overrides, the sources that
+// judge backends, the admin API.
+func BackendKey(record string, b *Backend) string {
+	var buf [128]byte // one allocation, the key's, for most keys
+	return string(AppendBackendKey(buf[:0], record, b))
+}
+
+// AppendBackendKey appends BackendKey(record, b) to dst: a map indexed by keys can be read
+// with m[string(AppendBackendKey(buf, ...))], which allocates nothing.
+func AppendBackendKey(dst []byte, record string, b *Backend) []byte {
+	key := append(append(dst, record...), '|')
+	if b.IP.IsValid() {
+		key = b.IP.AppendTo(key) // one identity however the address is spelled
+	} else {
+		key = append(key, b.Address...)
+	}
+	return strconv.AppendUint(append(key, '|'), uint64(b.Port), 10)
+}

@@ -14,8 +14,8 @@ import (
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/overlay"
+	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
-	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
 
 // Status implements admin.Provider: every zone, record and backend of the current snapshot
@@ -113,9 +113,9 @@ func adminVote(v health.Vote) admin.Vote {
 
 // Sites implements admin.SitesProvider: what the block knows of the other sites (from its
 // peers, or from their heartbeats); the zero view when it names no site of its own.
-func (e *Engine) Sites() sites.View {
+func (e *Engine) Sites() published.View {
 	if e.fleet == nil {
-		return sites.View{}
+		return published.View{}
 	}
 	v := e.fleet.View()
 	if e.keeper != nil { // the other sites are read from their heartbeats, not from peers

@@ -41,7 +41,7 @@ type Engine struct {
 	opts config.Options
 	log  Logger
 	// backends are the sources of backend sets, merged in order; the zone files come first.
-	backends []source.Backends
+	backends []source.BackendSets
 	// discovery is the records' discovery blocks, one of backends, for the admin API's view.
 	discovery *discovery.Source
 	// fleet is this site's view of the other sites (nil unless the block names its site): a
@@ -58,10 +58,10 @@ type Engine struct {
 	kube *kubernetes.Watcher
 	// judges are the sources above that report verdicts (kube, keeper, fleet): each reports all
 	// of them again once a new snapshot's backends reached the health manager.
-	judges []source.Judge
+	judges []source.Verdicts
 	// verdicts holds the health words; health is the same manager, for the admin API's view
 	// of its details, transitions and votes.
-	verdicts source.Verdicts
+	verdicts *health.Manager
 	health   *health.Manager
 	// specs are what the current snapshot gave the health manager (which points into them).
 	specs []health.Spec
@@ -179,8 +179,8 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	e.shared = r.acquireHealth(opts, log)
 	e.discovery = discovery.New(e.shared.discovered)
 	e.kube = e.shared.kube
-	e.backends = []source.Backends{files.New(opts), e.discovery, e.kube.Source()}
-	e.judges = []source.Judge{e.kube}
+	e.backends = []source.BackendSets{files.New(opts), e.discovery, e.kube.Source()}
+	e.judges = []source.Verdicts{e.kube}
 	if e.keeper = e.shared.keeper; e.keeper != nil {
 		e.backends = append(e.backends, e.keeper.Source()) // before the sites source: it sees the placeholders
 		e.judges = append(e.judges, e.keeper)

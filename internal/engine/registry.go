@@ -2,10 +2,11 @@ package engine
 
 import (
 	"fmt"
-	"github.com/meridian-gslb/meridian/internal/axfr"
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/meridian-gslb/meridian/internal/axfr"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/cluster"

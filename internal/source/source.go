@@ -1,20 +1,44 @@
 // Package source defines the two kinds of input that the engine merges into the snapshot that
 // queries read:
 //
-//   - Backends: backend sets, which records a zone has and which backends each record has.
-//     Today the YAML zone files (package files) and the records' discovery blocks: HTTP lists,
-//     Consul services, SVCB/HTTPS records (package discovery); Kubernetes Services' LoadBalancer
-//     addresses (package kubernetes); remote sites' localtargets.
-//   - Verdicts: health verdicts, what state each backend is in. Today the health manager, which
-//     holds local probes and, through its coordinator, the Redis fleet in lock, none or quorum
-//     mode and passive agents, and which the state file (package statefile) seeds at start;
-//     the sources that judge backends without probing them (sites, heartbeats, Kubernetes
-//     readiness) report their Verdicts to it, as a Reporter.
+//   - BackendSets: which records a zone has and which backends each record has. The YAML zone
+//     files (package files); the records' discovery blocks: HTTP lists, Consul services,
+//     SVCB/HTTPS records (package discovery); Kubernetes objects (package kubernetes); the
+//     other sites' backends, read from their Meridians (package sites) or from their
+//     heartbeats in the operator's DNS (package heartbeats).
+//   - Verdicts: what state the backends an input judges are in, reported to the block's
+//     health manager (a Reporter) as a status and a reason. The sites and heartbeats sources
+//     judge the other sites' backends by what those sites published; the Kubernetes source
+//     judges objects' addresses by their readiness. The manager is the one store of health
+//     words that the query path reads: it also holds the verdicts of the local probes and,
+//     through its coordinator, of the Redis fleet, and the state file seeds it at start.
 //
-// A new input is one package implementing one of the two, registered in the engine; neither
-// the CoreDNS adapter nor the query path changes, and no source is ever called on the query
-// path: the engine calls them when it builds a snapshot, and they call back when they have
-// something new.
+// An input may be both, and it may also publish what the block serves (package publish): the
+// Kubernetes source writes the Gslb resources' status, the heartbeats source writes this
+// site's heartbeat.
+//
+// No input is ever called on the query path: the engine calls Merge when it builds a snapshot,
+// and inputs call back (Watch's changed, or the Reporter) when they have something new.
+//
+// # Adding an input
+//
+//  1. Write one package, internal/source/<name>, with one type for the input. It reads the
+//     options it needs from config.Options and nothing else of the engine. As a source of
+//     backend sets it implements BackendSets, or has a method Source() BackendSets that gives
+//     each Corefile load a view of its own (for inputs that outlive a reload). As a source of
+//     verdicts it takes a Reporter (or MeasureReporter) when it is made, reports through it,
+//     and implements Verdicts. With background work it has Start and Stop: Start runs when
+//     the server starts (CoreDNS's OnStartup), never while the Corefile is read.
+//  2. Add one row to the engine's constructor table (internal/engine/components.go): its name,
+//     its roles, whether it outlives a Corefile reload and which options restart it, when the
+//     options want it, how to build it, and what it is told after each load.
+//  3. Add its options: config.Options and their defaults (internal/config), the Corefile
+//     option table (plugin/gslb), docs/configuration.md with its row in "What survives a
+//     reload".
+//
+// The engine's TestEveryInputIsRegistered fails until the package has its row and the row's
+// roles match what the type implements; TestReloadRulesAreDocumented until the documentation
+// names what restarts it.
 package source
 
 import (
@@ -24,8 +48,21 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 )
 
-// Backends is a source of backend sets.
-type Backends interface {
+// Role is what an input gives the engine; an input may have several.
+type Role uint8
+
+// The roles of an input.
+const (
+	// RoleBackendSets: the input adds or changes records and backends (BackendSets).
+	RoleBackendSets Role = 1 << iota
+	// RoleVerdicts: the input judges the health of some backends (Verdicts).
+	RoleVerdicts
+	// RolePublisher: the input also writes what the block serves outward (package publish).
+	RolePublisher
+)
+
+// BackendSets is a source of backend sets.
+type BackendSets interface {
 	// Name names the source in logs and errors: "zone files", "kubernetes", "site eu".
 	Name() string
 	// Merge returns zones with the source's records and backends merged in, from what the
@@ -40,19 +77,12 @@ type Backends interface {
 	Watch(changed func(), log Logger) (stop func(), err error)
 }
 
-// Verdicts is a source of health verdicts. It holds one health word per backend key, which the
-// catalog's backends read on the query path, and keeps it up to date for the backends it
-// judges. health.Manager is one.
+// Verdicts is a source of health verdicts: it reports the status of each backend it judges to
+// the Reporter it was made with, whenever that status changes. ReportAll reports every current
+// one again; the engine calls it after each snapshot's backends reached the health manager,
+// whose new ones start unknown.
 type Verdicts interface {
-	// State returns the health word of the backend with key, the same word for the same key
-	// for as long as the source lives.
-	State(key string) *health.State
-	// Sync hands the source the backends of a new snapshot to judge (specs) and the keys of
-	// every backend of it (keep), whose words it keeps; the words of other keys may go.
-	Sync(specs []health.Spec, keep map[string]bool)
-	// Start starts judging; Stop ends it. Both may be called more than once.
-	Start()
-	Stop()
+	ReportAll()
 }
 
 // Logger is where sources report what they cannot act on. CoreDNS's plugin logger is one.
@@ -62,8 +92,8 @@ type Logger interface {
 }
 
 // Reporter takes a source's verdicts on the backends whose health it reports
-// (config.Backend.External): health.Manager is one. key is the backend's catalog key; reason
-// says why, naming who judged.
+// (config.Backend.External): health.Manager is one. key is the backend's key
+// (config.BackendKey); reason says why, naming who judged.
 type Reporter interface {
 	Report(key string, st health.Status, reason string) bool
 }
@@ -73,13 +103,6 @@ type Reporter interface {
 type MeasureReporter interface {
 	Reporter
 	ReportRTTs(key string, rtts map[string]time.Duration) bool
-}
-
-// Judge is a source that reports Verdicts on the backends it judges. ReportAll reports every
-// current one again; the engine calls it after each snapshot's backends reached the health
-// manager, whose new ones start unknown.
-type Judge interface {
-	ReportAll()
 }
 
 // Verdict is a source's status of one backend, and why.

@@ -28,6 +28,9 @@ type Memory struct {
 // NewMemory returns an empty Memory.
 func NewMemory() *Memory { return &Memory{sets: map[string][]Endpoint{}} }
 
+// Source returns a new source of one Corefile load that starts from the sets m holds (New).
+func (m *Memory) Source() source.BackendSets { return New(m) }
+
 func (m *Memory) get(k string) []Endpoint {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -109,7 +112,7 @@ func New(memory *Memory) *Source {
 	return &Source{client: &http.Client{}, memory: memory, blocks: map[string]block{}, loops: map[string]*loop{}}
 }
 
-// Name implements source.Backends.
+// Name implements source.BackendSets.
 func (s *Source) Name() string { return "discovery" }
 
 // key identifies a fetch loop: a block whose fetch settings are unchanged keeps its loop and
@@ -118,7 +121,7 @@ func key(record string, d *config.Discovery) string {
 	return record + "|" + string(d.Type) + "|" + d.Endpoint + "|" + d.Service + "|" + d.Tag + "|" + strconv.FormatInt(int64(d.Interval), 10)
 }
 
-// Merge implements source.Backends: every record of zones with a discovery block gets the
+// Merge implements source.BackendSets: every record of zones with a discovery block gets the
 // backends of the block's last good set that its file does not list already (same address
 // and port). The zones it changes are copies. While watching, it starts the loops of new
 // blocks and stops those of blocks that are gone.
@@ -179,7 +182,7 @@ func merged(r *config.Record, set []Endpoint) []config.Backend {
 	return slices.Clip(out)
 }
 
-// Watch implements source.Backends: it starts one loop per discovery block, each fetching at
+// Watch implements source.BackendSets: it starts one loop per discovery block, each fetching at
 // once and then at its interval, and calls changed when a block's set changed.
 func (s *Source) Watch(changed func(), log source.Logger) (stop func(), err error) {
 	s.mu.Lock()
@@ -310,4 +313,4 @@ func (s *Source) Statuses() map[string]Status {
 	return out
 }
 
-var _ source.Backends = (*Source)(nil)
+var _ source.BackendSets = (*Source)(nil)

@@ -18,10 +18,10 @@ type Zones struct {
 // New returns the zone files that opts names (its zones and its health-check profiles file).
 func New(opts config.Options) *Zones { return &Zones{opts: opts} }
 
-// Name implements source.Backends.
+// Name implements source.BackendSets.
 func (z *Zones) Name() string { return "zone files" }
 
-// Merge implements source.Backends: it reads every file again and returns zones followed by
+// Merge implements source.BackendSets: it reads every file again and returns zones followed by
 // the zones of the files, or every error found in any of the files.
 func (z *Zones) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 	loaded, err := Load(z.opts)
@@ -31,7 +31,7 @@ func (z *Zones) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 	return append(zones, loaded...), nil
 }
 
-// Watch implements source.Backends: changed is called once a zone file or the profiles file
+// Watch implements source.BackendSets: changed is called once a zone file or the profiles file
 // changed on disk.
 func (z *Zones) Watch(changed func(), log source.Logger) (stop func(), err error) {
 	return Watch(z.Files(), changed, log)
@@ -76,4 +76,4 @@ func Load(opts config.Options) ([]*config.Zone, error) {
 	return zones, nil
 }
 
-var _ source.Backends = (*Zones)(nil)
+var _ source.BackendSets = (*Zones)(nil)

@@ -24,9 +24,9 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/exchange"
+	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/periodic"
-	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
 
 // The zones a site writes its heartbeat to.
@@ -235,7 +235,7 @@ func (k *Keeper) judgeLocked(now time.Time) []source.Verdict {
 		if !fresh {
 			reason += ", which is " + age.Round(time.Second).String() + " old, more than " + k.healthyFor(s.kind).String()
 		}
-		out = append(out, source.Verdict{Key: b.key, Status: sites.Status(fresh, listed), Reason: reason})
+		out = append(out, source.Verdict{Key: b.key, Status: published.Status(fresh, listed), Reason: reason})
 	}
 	return out
 }
@@ -252,20 +252,20 @@ func (k *Keeper) ReportAll() {
 // SiteViews returns the other sites as the admin API's sites view shows them: fresh, stale or
 // unknown (never read) by their heartbeats; Peer is the zone a site's heartbeat was read in
 // (local or global), and its one entry of Targets, "*", the addresses it lists as up.
-func (k *Keeper) SiteViews() []sites.SiteView {
+func (k *Keeper) SiteViews() []published.SiteView {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := time.Now()
-	var out []sites.SiteView
+	var out []published.SiteView
 	for _, name := range k.plan.sites() {
-		v := sites.SiteView{Name: name, State: "unknown", Targets: map[string][]string{}}
+		v := published.SiteView{Name: name, State: "unknown", Targets: map[string][]string{}}
 		if s := k.sites[name]; s != nil && s.ok {
 			age := now.Sub(s.rec.Time)
 			v.State = "fresh"
 			if age > k.healthyFor(s.kind) {
 				v.State = "stale"
 			}
-			v.Heartbeat = sites.Heartbeat{Site: name, Time: s.rec.Time}
+			v.Heartbeat = published.Heartbeat{Site: name, Time: s.rec.Time}
 			v.HeartbeatAge, v.Peer = age.Seconds(), s.kind
 			for _, a := range s.rec.Up {
 				v.Targets["*"] = append(v.Targets["*"], a.String())

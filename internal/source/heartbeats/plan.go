@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/source"
 )
@@ -34,17 +33,17 @@ func (p *plan) sites() []string {
 }
 
 // Source returns the keeper as a source of backend sets for one engine.
-func (k *Keeper) Source() *Source { return &Source{k: k} }
+func (k *Keeper) Source() source.BackendSets { return &Source{k: k} }
 
-// Source is a Keeper as a source of backend sets (source.Backends). It changes no backend:
+// Source is a Keeper as a source of backend sets (source.BackendSets). It changes no backend:
 // it notes which are other sites', whose heartbeats it reads. It must come before the sites
 // source, which replaces placeholders.
 type Source struct{ k *Keeper }
 
-// Name implements source.Backends.
+// Name implements source.BackendSets.
 func (s *Source) Name() string { return "heartbeats" }
 
-// Merge implements source.Backends: it returns zones unchanged, and remembers the other
+// Merge implements source.BackendSets: it returns zones unchanged, and remembers the other
 // sites' backends for the next round. A placeholder (a site without an address) is an error:
 // a heartbeat lists a site's healthy addresses, not which record each serves.
 func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
@@ -58,7 +57,7 @@ func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 				case b.IsPlaceholder():
 					errs = append(errs, fmt.Errorf("%s: backend of %s: site %s without an address needs peers: a heartbeat says which addresses are up, not which record each serves", b.Pos, r.Name, b.Site()))
 				case b.Site() != "" && b.Site() != k.site && b.IP.IsValid():
-					p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &b), site: b.Site(), ip: b.IP})
+					p.remote = append(p.remote, remoteBackend{key: config.BackendKey(r.Name, &b), site: b.Site(), ip: b.IP})
 				}
 			}
 		}
@@ -72,5 +71,5 @@ func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 	return zones, nil
 }
 
-// Watch implements source.Backends: heartbeats never change the backend sets.
+// Watch implements source.BackendSets: heartbeats never change the backend sets.
 func (s *Source) Watch(func(), source.Logger) (func(), error) { return func() {}, nil }

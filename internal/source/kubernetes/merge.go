@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 )
 
@@ -80,7 +79,7 @@ func expand(zones []*config.Zone, opts config.KubernetesOptions, addrs func(conf
 					if a.Is4() {
 						t.SetShare(v4)
 					}
-					u.keys = append(u.keys, catalog.BackendKey(r.Name, &t))
+					u.keys = append(u.keys, config.BackendKey(r.Name, &t))
 					rec.Backends = append(rec.Backends, t)
 				}
 			}

@@ -458,15 +458,15 @@ func (w *Watcher) Stop() {
 }
 
 // Source returns the watcher as a source of backend sets for one engine.
-func (w *Watcher) Source() *Source { return &Source{w: w} }
+func (w *Watcher) Source() source.BackendSets { return &Source{w: w} }
 
-// Source is a Watcher as a source of backend sets (source.Backends).
+// Source is a Watcher as a source of backend sets (source.BackendSets).
 type Source struct{ w *Watcher }
 
-// Name implements source.Backends.
+// Name implements source.BackendSets.
 func (s *Source) Name() string { return "kubernetes" }
 
-// Merge implements source.Backends: the records and backends that annotated objects and Gslb
+// Merge implements source.BackendSets: the records and backends that annotated objects and Gslb
 // resources stand for are added to the zones, and each kubernetes backend becomes one backend
 // per external address that its object had when last read (none before the first read),
 // marked External: their health is the cluster's signals, reported. It connects the watcher
@@ -497,7 +497,7 @@ func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 	return out, nil
 }
 
-// Watch implements source.Backends: changed is called when what Merge returns changed (an
+// Watch implements source.BackendSets: changed is called when what Merge returns changed (an
 // object's addresses, the annotated objects, the Gslb resources), until stop.
 func (s *Source) Watch(changed func(), _ source.Logger) (func(), error) {
 	return s.w.watchers.Add(changed), nil

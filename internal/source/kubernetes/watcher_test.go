@@ -15,6 +15,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
@@ -81,7 +82,7 @@ type harness struct {
 	t    *testing.T
 	kube *testutil.Kube
 	w    *Watcher
-	src  *Source
+	src  source.BackendSets
 	rep  *reports
 	zone *config.Zone
 
@@ -229,7 +230,7 @@ func (h *harness) waitRecord(start time.Time, record string, addrs []string, sta
 		}
 		for _, a := range addrs {
 			b := config.Backend{Address: a, IP: netip.MustParseAddr(a)}
-			if r := h.rep.get(catalog.BackendKey(record, &b)); r.status != status || !strings.Contains(r.reason, reason) {
+			if r := h.rep.get(config.BackendKey(record, &b)); r.status != status || !strings.Contains(r.reason, reason) {
 				return false
 			}
 		}
@@ -286,7 +287,7 @@ func TestWatcher(t *testing.T) {
 	}
 	// The Service's address left the backends; its old key heard why.
 	b := config.Backend{Address: "192.0.2.10", IP: netip.MustParseAddr("192.0.2.10")}
-	if r := h.rep.get(catalog.BackendKey("app.example.org.", &b)); r.status != health.Down || !strings.Contains(r.reason, "no external address of Service shop/web") {
+	if r := h.rep.get(config.BackendKey("app.example.org.", &b)); r.status != health.Down || !strings.Contains(r.reason, "no external address of Service shop/web") {
 		t.Errorf("the removed address's last verdict = %+v, want down for no LoadBalancer address", r)
 	}
 	if _, ok := h.kubeAddrs(); !ok {

@@ -17,9 +17,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/exchange"
+	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/periodic"
 )
@@ -28,7 +28,7 @@ import (
 // peers every peer interval, keeps what each site published last, and judges the other sites'
 // backends from it. It lives as long as the block's health manager, across Corefile reloads.
 type Fleet struct {
-	heartbeat *catalog.Heartbeat
+	heartbeat *published.Served
 	boot      string
 	reporter  source.MeasureReporter
 
@@ -69,7 +69,7 @@ type peer struct {
 type site struct {
 	name string
 	// last is the newest heartbeat read, first read at lastAdvance (this site's clock).
-	last        Heartbeat
+	last        published.Heartbeat
 	lastAdvance time.Time
 	// silentSince is when the site first failed to confirm its heartbeat after the last time
 	// it did; zero while it does.
@@ -92,7 +92,7 @@ func (s *site) heard() bool { return !s.lastAdvance.IsZero() }
 // heartbeat serves at once; it reads no peer until Start.
 func NewFleet(opts config.SitesOptions, reporter source.MeasureReporter, log source.Logger) *Fleet {
 	f := &Fleet{
-		heartbeat: catalog.NewHeartbeat(opts.Site),
+		heartbeat: published.NewServed(opts.Site),
 		boot:      newBoot(),
 		reporter:  reporter,
 		peers:     map[string]*peer{},
@@ -119,13 +119,13 @@ func (f *Fleet) Configure(opts config.SitesOptions, log source.Logger) {
 }
 
 // Heartbeat returns the heartbeat the snapshots serve.
-func (f *Fleet) Heartbeat() *catalog.Heartbeat { return f.heartbeat }
+func (f *Fleet) Heartbeat() *published.Served { return f.heartbeat }
 
 // beat advances the heartbeat by one tick.
 func (f *Fleet) beat() {
 	f.mu.Lock()
 	f.seq++
-	h := Heartbeat{Site: f.opts.Site, Time: time.Now(), Seq: f.seq, Boot: f.boot}
+	h := published.Heartbeat{Site: f.opts.Site, Time: time.Now(), Seq: f.seq, Boot: f.boot}
 	f.mu.Unlock()
 	f.heartbeat.Set(h.TXT())
 }
@@ -151,15 +151,15 @@ func (f *Fleet) Stop() {
 }
 
 // Source returns the fleet as a source of backend sets for one engine.
-func (f *Fleet) Source() *Source { return &Source{f: f} }
+func (f *Fleet) Source() source.BackendSets { return &Source{f: f} }
 
-// Source is a Fleet as a source of backend sets (source.Backends).
+// Source is a Fleet as a source of backend sets (source.BackendSets).
 type Source struct{ f *Fleet }
 
-// Name implements source.Backends.
+// Name implements source.BackendSets.
 func (s *Source) Name() string { return "sites" }
 
-// Merge implements source.Backends: other sites' backends are marked remote, each placeholder
+// Merge implements source.BackendSets: other sites' backends are marked remote, each placeholder
 // becomes the targets its site last published, and the records with backends of this site
 // publish them. It remembers what the zones ask of the other sites for the next round.
 func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
@@ -176,7 +176,7 @@ func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 	return out, nil
 }
 
-// Watch implements source.Backends: changed is called when a placeholder's site published
+// Watch implements source.BackendSets: changed is called when a placeholder's site published
 // other targets, until stop.
 func (s *Source) Watch(changed func(), _ source.Logger) (func(), error) {
 	return s.f.watchers.Add(changed), nil

@@ -6,23 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source"
 )
-
-// Status is the status of another site's backend from what its site published, the rule of
-// the sites' transports (peers and heartbeats): while the site is fresh, up when it lists the
-// backend and down otherwise; once it is stale, stale when it last listed the backend (served
-// only when nothing else is) and down otherwise.
-func Status(fresh, listed bool) health.Status {
-	switch {
-	case fresh && listed:
-		return health.Up
-	case !fresh && listed:
-		return health.Stale
-	}
-	return health.Down
-}
 
 // judgeLocked returns the verdict on every other site's backend of the plan that this site
 // can judge: not those of a site never heard from, nor of records not read from it yet.
@@ -49,7 +35,7 @@ func (f *Fleet) judgeLocked(now time.Time) []source.Verdict {
 		if stale {
 			reason += " when last read; " + staleReason(s, now, threshold)
 		}
-		out = append(out, source.Verdict{Key: b.key, Status: Status(!stale, listed), Reason: reason})
+		out = append(out, source.Verdict{Key: b.key, Status: published.Status(!stale, listed), Reason: reason})
 	}
 	return out
 }

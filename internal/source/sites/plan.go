@@ -9,7 +9,6 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 )
 
@@ -126,14 +125,14 @@ func merge(zones []*config.Zone, own string, measure bool, learned func(site, re
 				case b.IsPlaceholder():
 					targets := expand(b, learned(home, r.Name))
 					for i := range targets {
-						p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &targets[i]), site: home, record: r.Name, ip: targets[i].IP, learned: true, threshold: r.Settings().SplitBrainThreshold})
+						p.remote = append(p.remote, remoteBackend{key: config.BackendKey(r.Name, &targets[i]), site: home, record: r.Name, ip: targets[i].IP, learned: true, threshold: r.Settings().SplitBrainThreshold})
 					}
 					rec.Backends = append(rec.Backends, targets...)
 					p.placeholders[r.Name] = appendOnce(p.placeholders[r.Name], home)
 				default:
 					b.Remote, b.External = true, true
 					rec.Backends = append(rec.Backends, b)
-					p.remote = append(p.remote, remoteBackend{key: catalog.BackendKey(r.Name, &b), site: home, record: r.Name, ip: b.IP, threshold: r.Settings().SplitBrainThreshold})
+					p.remote = append(p.remote, remoteBackend{key: config.BackendKey(r.Name, &b), site: home, record: r.Name, ip: b.IP, threshold: r.Settings().SplitBrainThreshold})
 				}
 				involved = true
 				rd := reads[home]
@@ -179,7 +178,7 @@ func (p *plan) noteMeasured(rec *config.Record, own string) {
 			p.vantages = appendOnce(p.vantages, site)
 		}
 		if b.IP.IsValid() {
-			p.measured = append(p.measured, measuredBackend{key: catalog.BackendKey(rec.Name, b), record: rec.Name, ip: b.IP})
+			p.measured = append(p.measured, measuredBackend{key: config.BackendKey(rec.Name, b), record: rec.Name, ip: b.IP})
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source"
 )
 
@@ -120,8 +121,10 @@ func TestFreshnessAndVerdicts(t *testing.T) {
 	}
 	const key, longKey = "app.gslb.example.com.|10.2.0.1|0", "long.gslb.example.com.|10.2.0.1|0"
 	t0 := time.Unix(1000, 0)
-	hb := func(seq uint64) *Heartbeat { return &Heartbeat{Site: "us", Seq: seq, Boot: "0123456789abcdef"} }
-	us := func(at time.Time, h *Heartbeat, targets ...string) readout {
+	hb := func(seq uint64) *published.Heartbeat {
+		return &published.Heartbeat{Site: "us", Seq: seq, Boot: "0123456789abcdef"}
+	}
+	us := func(at time.Time, h *published.Heartbeat, targets ...string) readout {
 		r := readout{addr: "127.0.0.1:1", at: at, heartbeat: h}
 		if h != nil {
 			r.site = "us"
@@ -149,7 +152,7 @@ func TestFreshnessAndVerdicts(t *testing.T) {
 		{"silent for the threshold", us(t0.Add(15*time.Second), nil), t0.Add(15 * time.Second), health.Stale, health.Up},
 		{"silent for the record's threshold", us(t0.Add(25*time.Second), nil), t0.Add(25 * time.Second), health.Stale, health.Stale},
 		{"frozen heartbeat stays stale", us(t0.Add(26*time.Second), hb(3), "10.2.0.1"), t0.Add(26 * time.Second), health.Stale, health.Stale},
-		{"new boot rejoins", us(t0.Add(27*time.Second), &Heartbeat{Site: "us", Seq: 1, Boot: "fedcba9876543210"}, "10.2.0.1"), t0.Add(27 * time.Second), health.Up, health.Up},
+		{"new boot rejoins", us(t0.Add(27*time.Second), &published.Heartbeat{Site: "us", Seq: 1, Boot: "fedcba9876543210"}, "10.2.0.1"), t0.Add(27 * time.Second), health.Up, health.Up},
 	}
 	for _, s := range steps {
 		f.mu.Lock()
@@ -164,7 +167,7 @@ func TestFreshnessAndVerdicts(t *testing.T) {
 
 	// A peer whose heartbeat names this site is this site (or a sibling): it judges nothing.
 	f.mu.Lock()
-	f.applyLocked([]readout{{addr: "127.0.0.2:1", at: t0, site: "eu", heartbeat: &Heartbeat{Site: "eu", Boot: "0123456789abcdef"}}}, nil, t0)
+	f.applyLocked([]readout{{addr: "127.0.0.2:1", at: t0, site: "eu", heartbeat: &published.Heartbeat{Site: "eu", Boot: "0123456789abcdef"}}}, nil, t0)
 	self := f.peers["127.0.0.2:1"].self
 	_, known := f.sites["eu"]
 	f.mu.Unlock()
@@ -195,7 +198,7 @@ func TestClockSkewIsLoggedOnce(t *testing.T) {
 		skew     time.Duration
 		warnings int
 	}{{time.Second, 0}, {-6 * time.Second, 1}, {-7 * time.Second, 1}, {0, 1}, {time.Minute, 2}} {
-		f.checkSkewLocked(s, Heartbeat{Time: now.Add(-tt.skew)}, now)
+		f.checkSkewLocked(s, published.Heartbeat{Time: now.Add(-tt.skew)}, now)
 		if log.warnings != tt.warnings {
 			t.Fatalf("step %d (skew %s): %d warnings, want %d", i, tt.skew, log.warnings, tt.warnings)
 		}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/exchange"
+	"github.com/meridian-gslb/meridian/internal/published"
 )
 
 // queriesPerPeer bounds the queries in flight to one peer: as many as the client keeps
@@ -26,7 +26,7 @@ type readout struct {
 	addr string
 	// site is the peer's site, from its heartbeat ("" when none was read); heartbeat is it.
 	site      string
-	heartbeat *Heartbeat
+	heartbeat *published.Heartbeat
 	// at is when the heartbeat was read, or when reading it failed.
 	at time.Time
 	// targets are, by record, the addresses of the records read in full (A and AAAA).
@@ -162,8 +162,8 @@ func readPeer(ctx context.Context, c *exchange.Client, p *plan, own, addr, site 
 
 // readHeartbeat asks addr for site's heartbeat in zone. It returns nil without error when the
 // peer serves none of that site.
-func readHeartbeat(ctx context.Context, c *exchange.Client, addr, site, zone string) (*Heartbeat, error) {
-	name := catalog.HeartbeatPrefix + site + "." + zone
+func readHeartbeat(ctx context.Context, c *exchange.Client, addr, site, zone string) (*published.Heartbeat, error) {
+	name := published.HeartbeatPrefix + site + "." + zone
 	m, err := c.Exchange(ctx, addr, name, dns.TypeTXT)
 	if err != nil {
 		return nil, err
@@ -173,7 +173,7 @@ func readHeartbeat(ctx context.Context, c *exchange.Client, addr, site, zone str
 		if !ok || !strings.EqualFold(txt.Hdr.Name, name) {
 			continue
 		}
-		hb, err := ParseHeartbeat(txt.Txt)
+		hb, err := published.ParseHeartbeat(txt.Txt)
 		if err != nil {
 			return nil, &exchange.Error{Kind: exchange.KindMalformed, Server: addr, Name: name, Qtype: dns.TypeTXT, Err: err}
 		}
@@ -189,7 +189,7 @@ func readHeartbeat(ctx context.Context, c *exchange.Client, addr, site, zone str
 // queriesPerPeer at a time. A record is in the result only when every type was read.
 func readTargets(ctx context.Context, c *exchange.Client, addr string, records []read) (map[string][]netip.Addr, []error) {
 	answers := queryAll(records, func(record string, qtype uint16) ([]netip.Addr, error) {
-		return readAddrs(ctx, c, addr, catalog.LocalTargetsPrefix+record, qtype)
+		return readAddrs(ctx, c, addr, published.LocalTargetsPrefix+record, qtype)
 	})
 	out := make(map[string][]netip.Addr, len(records))
 	var errs []error
@@ -220,7 +220,7 @@ func readRTTs(ctx context.Context, c *exchange.Client, addr string, records []st
 		reads[i] = read{record: rec, qtypes: []uint16{dns.TypeTXT}}
 	}
 	answers := queryAll(reads, func(record string, _ uint16) (map[netip.Addr]time.Duration, error) {
-		return readRTT(ctx, c, addr, catalog.LocalRTTPrefix+record)
+		return readRTT(ctx, c, addr, published.LocalRTTPrefix+record)
 	})
 	out := make(map[string]map[netip.Addr]time.Duration, len(records))
 	var errs []error
@@ -276,7 +276,7 @@ func readRTT(ctx context.Context, c *exchange.Client, addr, name string) (map[ne
 			strs = append(strs, txt.Txt...)
 		}
 	}
-	rtts, err := catalog.ParseRTTs(strs)
+	rtts, err := published.ParseRTTs(strs)
 	if err != nil {
 		err = &exchange.Error{Kind: exchange.KindMalformed, Server: addr, Name: name, Qtype: dns.TypeTXT, Err: err}
 	}
@@ -379,7 +379,7 @@ func (f *Fleet) applyLocked(reads []readout, addrs []string, now time.Time) {
 // checkSkewLocked warns, once until it is back within bounds, when site s's clock (its
 // heartbeat's time, read at at) is off this one's by more than half the split-brain threshold.
 // Freshness never depends on it; a skew that large usually means a clock is broken.
-func (f *Fleet) checkSkewLocked(s *site, hb Heartbeat, at time.Time) {
+func (f *Fleet) checkSkewLocked(s *site, hb published.Heartbeat, at time.Time) {
 	skew := at.Sub(hb.Time)
 	off := skew > f.opts.SplitBrainThreshold/2 || -skew > f.opts.SplitBrainThreshold/2
 	if off && !s.skewed {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/published"
 )
 
 const rttYAML = `
@@ -121,7 +122,7 @@ func TestRTTsBySite(t *testing.T) {
 	const eu, us, local = "app.gslb.example.com.|10.1.0.1|0", "app.gslb.example.com.|10.2.0.1|0", "local.gslb.example.com.|10.9.0.1|0"
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	peer := func(addr, site string, seq uint64, at time.Time, rtts map[string]map[netip.Addr]time.Duration) readout {
-		return readout{addr: addr, site: site, at: at, heartbeat: &Heartbeat{Site: site, Seq: seq, Boot: "0123456789abcdef"}, rtts: rtts}
+		return readout{addr: addr, site: site, at: at, heartbeat: &published.Heartbeat{Site: site, Seq: seq, Boot: "0123456789abcdef"}, rtts: rtts}
 	}
 	a := netip.MustParseAddr
 	t0 := time.Unix(1000, 0)
