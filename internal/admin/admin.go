@@ -51,8 +51,8 @@ const (
 	StateStale State = "stale"
 )
 
-// SitesProvider is a Provider of a block that names its site: it tells what the block knows
-// of the other sites.
+// SitesProvider is a Provider of a block that may name its site: it tells what the block knows
+// of the other sites, the zero View when it names none.
 type SitesProvider interface {
 	Sites() published.View
 }

@@ -450,12 +450,15 @@ func (s *Server) history(w http.ResponseWriter, _ *http.Request) {
 }
 
 // sites answers GET /api/v1/sites: each block that names its site, with its peers, the other
-// sites' freshness and what was learned from each.
+// sites' freshness and what was learned from each. A block that names no site is left out (its
+// provider's view is the zero one), so that the list is empty without sites.
 func (s *Server) sites(w http.ResponseWriter, _ *http.Request) {
 	out := []SiteBlock{}
 	for _, reg := range s.active() {
 		if sp, ok := reg.p.(SitesProvider); ok {
-			out = append(out, SiteBlock{Zones: reg.zones, View: sp.Sites()})
+			if v := sp.Sites(); v.Site != "" {
+				out = append(out, SiteBlock{Zones: reg.zones, View: v})
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

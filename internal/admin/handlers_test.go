@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/overlay"
+	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
 
 func TestZonesAndBackends(t *testing.T) {
@@ -253,5 +254,36 @@ func TestDashboardAndDocument(t *testing.T) {
 	}
 	if body := mustGet(t, base+"/livez"); !strings.Contains(body, `"ok"`) {
 		t.Errorf("livez: %s", body)
+	}
+}
+
+// TestSitesListsTheBlocksThatNameTheirSite: GET /api/v1/sites leaves out a block without a
+// site, whose provider gives the zero view, and a provider that knows nothing of sites.
+func TestSitesListsTheBlocksThatNameTheirSite(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		providers map[string]Provider // by zone
+		want      []string            // the sites listed
+	}{
+		{"no provider of sites", map[string]Provider{"example.org.": exampleProvider()}, nil},
+		{"a block without a site", map[string]Provider{"example.org.": &sitesFake{fakeProvider: exampleProvider()}}, nil},
+		{"one block with a site, one without", map[string]Provider{
+			"example.org.": &sitesFake{fakeProvider: exampleProvider(), view: sites.View{Site: "eu"}},
+			"example.net.": &sitesFake{fakeProvider: exampleProvider()},
+		}, []string{"eu"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, base := startServer(t, Config{}, nil, nil)
+			for zone, p := range tt.providers {
+				s.Register([]string{zone}, p)
+			}
+			var got []string
+			for _, v := range decode[[]SiteBlock](t, mustGet(t, base+"/api/v1/sites")) {
+				got = append(got, v.Site)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("sites %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/admin/admintest"
 	"github.com/meridian-gslb/meridian/internal/overlay"
+	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
 
 // setState changes a backend of p as a health check would.
@@ -99,4 +101,83 @@ func TestDashboardSignIn(t *testing.T) {
 	b.Do(chromedp.SetValue(chromedp.CSS("#signin-token"), "s3cret"), chromedp.Click(chromedp.CSS(`#signin-form button`)))
 	b.Do(chromedp.WaitVisible(chromedp.CSS("#zones table")))
 	b.WaitText("#summary", "5 backends", 10*time.Second)
+}
+
+// TestDashboardSitesSection shows the Sites section for a block that names its site, and hides
+// it for one that names none: such a block's provider gives the zero view.
+func TestDashboardSitesSection(t *testing.T) {
+	b := admintest.NewBrowser(t)
+	for _, tt := range []struct {
+		name  string
+		view  sites.View
+		shown bool
+	}{
+		{"no site", sites.View{}, false},
+		{"site eu", sites.View{Site: "eu", PeerInterval: 10 * time.Second, Sites: []sites.SiteView{{Name: "us", State: "fresh"}}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, base := startServer(t, Config{}, nil, nil)
+			s.Register([]string{"example.org."}, &sitesFake{fakeProvider: exampleProvider(), view: tt.view})
+			b.Do(chromedp.Navigate(base + "/"))
+			b.WaitText("#updated", "updated", 10*time.Second) // a poll has drawn the page
+			if shown := b.Count("#sites:not([hidden])") == 1; shown != tt.shown {
+				t.Errorf("the Sites section is shown: %v, want %v (it says %q)", shown, tt.shown, b.Text("#sites"))
+			}
+			if tt.shown {
+				if got := b.Text(`#sites [data-field="self"]`); got != "eu" {
+					t.Errorf("this site shows %q, want eu", got)
+				}
+				if n := b.Count(`#sites tr[data-site="us"]`); n != 1 {
+					t.Errorf("%d rows of the site us, want 1", n)
+				}
+			}
+		})
+	}
+}
+
+// TestDashboardRecordBadges: each badge of a record says one thing once. The TTL's reason has a
+// badge of its own unless the degraded or failover badge already says it.
+func TestDashboardRecordBadges(t *testing.T) {
+	b := admintest.NewBrowser(t)
+	p := exampleProvider()
+	tests := []struct {
+		rec  Record
+		want string // the badges' texts in order
+	}{
+		{Record{Name: "healthy.example.org.", TTL: 30, TTLReason: "healthy"}, ""},
+		{Record{Name: "down.example.org.", TTL: 10, TTLReason: "backend down"}, "backend down"},
+		{Record{Name: "failover.example.org.", Failover: true, TTL: 10, TTLReason: "failover"}, "failover"},
+		{Record{Name: "stale.example.org.", Degraded: true, TTL: 10, TTLReason: "stale"}, "degraded"},
+		{Record{Name: "both.example.org.", Degraded: true, Failover: true, TTL: 10, TTLReason: "failover"}, "degraded failover"},
+		{Record{Name: "drain.example.org.", Failover: true, TTL: 5, TTLReason: "drain ahead"}, "failover drain ahead"},
+		{Record{Name: "target.example.org.", Failover: true, TTL: 10, TTLReason: "failover",
+			FailoverBudget: FailoverBudget{Target: Millis(20 * time.Second), Worst: Millis(37 * time.Second), Text: "worst case 37s"}},
+			"failover failover target missed"},
+		{Record{Name: "holds.example.org.", TTL: 30, TTLReason: "healthy",
+			FailoverBudget: FailoverBudget{Target: Millis(time.Minute), Worst: Millis(37 * time.Second), Holds: true}},
+			"failover target holds"},
+	}
+	for i, tt := range tests {
+		rec := tt.rec
+		rec.Mode, rec.Fallback = "failover", "fail-open"
+		rec.Backends = []Backend{{Key: rec.Name + "|10.9.0." + fmt.Sprint(i) + "|0", Address: "10.9.0." + fmt.Sprint(i), Enabled: true, State: StateUp}}
+		p.zones[0].Records = append(p.zones[0].Records, rec)
+	}
+	_, base := startServer(t, Config{}, nil, p)
+	b.Do(chromedp.Navigate(base + "/"))
+	b.WaitText("#summary", "10 records", 10*time.Second)
+	for _, tt := range tests {
+		t.Run(tt.rec.Name, func(t *testing.T) {
+			got := b.Eval(fmt.Sprintf(`[...document.querySelectorAll('tr.record[data-record=%q] .badge')].map((e) => e.textContent).join(" ")`, tt.rec.Name))
+			if got != tt.want {
+				t.Errorf("badges %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if r := b.RepeatedBadges(); len(r) > 0 {
+		t.Errorf("badges shown twice: %v", r)
+	}
+	if title := b.Eval(`document.querySelector('tr.record[data-record="failover.example.org."] [data-field="failover"]').title`); !strings.Contains(title, "TTL 10 s: failover") {
+		t.Errorf("the failover badge's title %q does not give the TTL", title)
+	}
 }

@@ -149,3 +149,20 @@ func BackendCell(key, field string) string {
 func BackendButton(key, action string) string {
 	return fmt.Sprintf(`tr[data-key=%q] button[data-action=%q]`, key, action)
 }
+
+// RepeatedBadges returns the badges that a row of the dashboard shows twice, as "ROW: TEXT"
+// (ROW is the row's record name or backend key): none when every badge says something of its
+// own.
+func (b *Browser) RepeatedBadges() []string {
+	b.t.Helper()
+	out := b.Eval(`[...document.querySelectorAll("tr")].flatMap((tr) => {
+		const seen = new Set();
+		return [...tr.querySelectorAll(".badge")].map((e) => e.textContent)
+			.filter((text) => seen.has(text) || !seen.add(text))
+			.map((text) => (tr.dataset.record || tr.dataset.key || "a row") + ": " + text);
+	}).join("\n")`)
+	if out == "" {
+		return nil
+	}
+	return strings.Split(out, "\n")
+}

@@ -167,6 +167,28 @@ function backendRow(b) {
     actionButtons(b));
 }
 
+// recordBadges returns the badges of record r, each saying one thing once: whether it answers
+// other sites' stale targets (degraded) or from a worse priority than its best (failover),
+// whether its failover target holds, and why its TTL is not record_ttl. The TTL's reason gets a
+// badge of its own only when no other badge says it: "stale" is what degraded says, and
+// "failover" what failover says; their titles give the TTL then.
+function recordBadges(r) {
+  const ttl = `TTL ${r.ttl} s: ${r.ttl_reason}`;
+  const badge = (field, kind, text, title) => el("span", { class: `badge badge-${kind}`, "data-field": field, title }, text);
+  const out = [];
+  if (r.degraded) out.push(badge("degraded", "degraded", "degraded",
+    "answering other sites' stale targets: none of its own family is healthy" + (r.ttl_reason === "stale" ? `; ${ttl}` : "")));
+  if (r.failover) out.push(badge("failover", "failover", "failover",
+    "answering from a worse priority than its best" + (r.ttl_reason === "failover" ? `; ${ttl}` : "")));
+  const said = (r.degraded && r.ttl_reason === "stale") || (r.failover && r.ttl_reason === "failover");
+  if (r.ttl_reason && r.ttl_reason !== "healthy" && !said) out.push(badge("ttl", "ttl", r.ttl_reason, ttl));
+  const budget = r.failover_budget;
+  if (budget && budget.target_ms) out.push(budget.holds
+    ? badge("failover-budget", "budget", "failover target holds", budget.text)
+    : badge("failover-budget", "degraded", "failover target missed", budget.text));
+  return out;
+}
+
 function render() {
   const box = $("zones");
   const counts = { up: 0, down: 0, unknown: 0, stale: 0, overridden: 0, records: 0 };
@@ -186,15 +208,7 @@ function render() {
       rows.push(el("tr", { class: "record", "data-record": r.name },
         el("td", { colspan: 13 }, r.name, " ", el("span", { class: "mode" },
           `${r.mode}, fallback ${r.fallback}, ${r.healthy} of ${(r.backends || []).length} served, TTL ${r.ttl} s`),
-        r.ttl_reason && r.ttl_reason !== "healthy" ? el("span", { class: "badge badge-ttl", "data-field": "ttl",
-          title: "the TTL is lowered: " + r.ttl_reason }, r.ttl_reason) : "",
-        r.failover_budget && r.failover_budget.target_ms ? el("span", {
-          class: r.failover_budget.holds ? "badge badge-budget" : "badge badge-degraded", "data-field": "failover-budget",
-          title: r.failover_budget.text }, r.failover_budget.holds ? "failover target holds" : "failover target missed") : "",
-        r.degraded ? el("span", { class: "badge badge-degraded", "data-field": "degraded",
-          title: "answering other sites' stale targets: none of its own family is healthy" }, "degraded") : "",
-        r.failover ? el("span", { class: "badge badge-failover", "data-field": "failover",
-          title: "answering from a worse priority than its best" }, "failover") : "",
+        recordBadges(r),
         recordTimeline(r))));
       for (const b of shown) {
         rows.push(backendRow(b));
