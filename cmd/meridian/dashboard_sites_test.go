@@ -36,6 +36,9 @@ func TestDashboardSites(t *testing.T) {
 
 	b.Do(chromedp.Navigate(fmt.Sprintf("http://127.0.0.1:%d/", s2.api)))
 	b.Do(chromedp.WaitVisible(chromedp.CSS("#sites")))
+	if n := b.Count("#sites:not([hidden])"); n != 1 {
+		t.Errorf("the Sites section is hidden on a site's dashboard")
+	}
 	b.WaitText(siteCell("s1", "state"), "fresh", 10*time.Second)
 	b.WaitText(siteCell("s1", "targets"), "app.gslb.example.com. "+backends[0], 5*time.Second)
 	peer := fmt.Sprintf(`#sites tr[data-peer="127.0.0.1:%d"] td[data-field=%%q]`, procs[0].port)
@@ -78,10 +81,16 @@ func TestDashboardSites(t *testing.T) {
 		return b.Count(admintest.BackendCell(remoteKey, "state")+".state-stale") == 1 && b.Text(record+` [data-field="failover"]`) == "failover"
 	}, "s1's backend shows %q and the record %q, want stale and failover",
 		b.Text(admintest.BackendCell(remoteKey, "state")), b.Text(record))
+	if r := b.RepeatedBadges(); len(r) > 0 {
+		t.Errorf("badges shown twice while failing over: %v", r)
+	}
 
 	// Site 2's own backend dies: the stale one is answered, the record is degraded.
 	s2.backend.Close()
 	testutil.Eventually(t, 5*time.Second, func() bool { return b.Text(record+` [data-field="degraded"]`) == "degraded" },
 		"the record shows %q with every backend stale or down, want degraded", b.Text(record))
+	if r := b.RepeatedBadges(); len(r) > 0 {
+		t.Errorf("badges shown twice while degraded: %v", r)
+	}
 	b.WaitText("#summary", "1 stale", 5*time.Second)
 }
