@@ -9,7 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/axfr"
-	"github.com/meridian-gslb/meridian/internal/source/periodic"
+	"github.com/meridian-gslb/meridian/internal/periodic"
 )
 
 // transferCheck is how often the zones of a block with transfers are checked for changes to

@@ -38,7 +38,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/source"
-	"github.com/meridian-gslb/meridian/internal/source/periodic"
+	"github.com/meridian-gslb/meridian/internal/periodic"
 )
 
 // The timing of the background work.

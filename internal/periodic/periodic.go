@@ -1,6 +1,7 @@
-// Package periodic runs a function in rounds until stopped: the sources that read or write in
-// the background (the sites' peer rounds and heartbeat ticks, the heartbeats' writes and
-// reads) share it.
+// Package periodic runs a function in rounds until stopped: the inputs and publishers that
+// read or write in the background (the sites' peer rounds and heartbeat ticks, the heartbeats'
+// writes and reads, the Kubernetes source's rounds, the zone transfers' NOTIFY checks) share
+// it.
 package periodic
 
 import (
