@@ -60,7 +60,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 }
 
 // failoverTargets checks the failover_target of every record of blocks that sets one
-// (engine.RecordFailoverBudget), and returns a line for each: those that hold, and those
+// (config.Record.FailoverBudget), and returns a line for each: those that hold, and those
 // that do not (warnings: the configuration loads, the target is the operator's goal).
 func failoverTargets(blocks []checkedBlock) (held, missed []string) {
 	for _, b := range blocks {
@@ -70,7 +70,7 @@ func failoverTargets(blocks []checkedBlock) (held, missed []string) {
 				if rec.Settings().FailoverTarget == 0 {
 					continue
 				}
-				budget := engine.RecordFailoverBudget(rec, b.compat.Options)
+				budget := rec.FailoverBudget(b.compat.Options)
 				line := fmt.Sprintf("%s: %s failover_target: %s", rec.Pos, rec.Name, budget)
 				if budget.Holds() {
 					held = append(held, line)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/overlay"
-	"github.com/meridian-gslb/meridian/internal/source/sites"
+	"github.com/meridian-gslb/meridian/internal/published"
 )
 
 func TestZonesAndBackends(t *testing.T) {
@@ -268,7 +268,7 @@ func TestSitesListsTheBlocksThatNameTheirSite(t *testing.T) {
 		{"no provider of sites", map[string]Provider{"example.org.": exampleProvider()}, nil},
 		{"a block without a site", map[string]Provider{"example.org.": &sitesFake{fakeProvider: exampleProvider()}}, nil},
 		{"one block with a site, one without", map[string]Provider{
-			"example.org.": &sitesFake{fakeProvider: exampleProvider(), view: sites.View{Site: "eu"}},
+			"example.org.": &sitesFake{fakeProvider: exampleProvider(), view: published.View{Site: "eu"}},
 			"example.net.": &sitesFake{fakeProvider: exampleProvider()},
 		}, []string{"eu"}},
 	} {

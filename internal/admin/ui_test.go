@@ -10,7 +10,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/admin/admintest"
 	"github.com/meridian-gslb/meridian/internal/overlay"
-	"github.com/meridian-gslb/meridian/internal/source/sites"
+	"github.com/meridian-gslb/meridian/internal/published"
 )
 
 // setState changes a backend of p as a health check would.
@@ -109,11 +109,11 @@ func TestDashboardSitesSection(t *testing.T) {
 	b := admintest.NewBrowser(t)
 	for _, tt := range []struct {
 		name  string
-		view  sites.View
+		view  published.View
 		shown bool
 	}{
-		{"no site", sites.View{}, false},
-		{"site eu", sites.View{Site: "eu", PeerInterval: 10 * time.Second, Sites: []sites.SiteView{{Name: "us", State: "fresh"}}}, true},
+		{"no site", published.View{}, false},
+		{"site eu", published.View{Site: "eu", PeerInterval: 10 * time.Second, Sites: []published.SiteView{{Name: "us", State: "fresh"}}}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s, base := startServer(t, Config{}, nil, nil)

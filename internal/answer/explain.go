@@ -2,6 +2,7 @@ package answer
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 
@@ -319,4 +320,23 @@ func explainPublished(snap *catalog.Snapshot, b *builder, m *dns.Msg) (string, b
 		return "published for the peers: this site's RTTs to the backends of " + rec + " (measure_remote, TTL 0)", true
 	}
 	return "published for the peers: this site's healthy backends of " + strings.TrimPrefix(b.qname, published.LocalTargetsPrefix), true
+}
+
+// ExplainQuery returns the query that Explain is asked about: name (made fully qualified)
+// and qtype, with an EDNS Client Subnet option of ecs when it is valid (its address masked to
+// its bits, as a resolver sends it).
+func ExplainQuery(name string, qtype uint16, ecs netip.Prefix) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	if ecs.IsValid() {
+		m.SetEdns0(1232, false)
+		family := uint16(1)
+		if ecs.Addr().Is6() {
+			family = 2
+		}
+		opt := m.IsEdns0()
+		opt.Option = append(opt.Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: family,
+			SourceNetmask: uint8(ecs.Bits()), Address: net.IP(ecs.Masked().Addr().AsSlice())})
+	}
+	return m
 }

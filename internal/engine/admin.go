@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"net"
-	"strings"
 	"time"
 
 	"github.com/miekg/dns"
@@ -12,6 +10,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/answer"
 	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 	"github.com/meridian-gslb/meridian/internal/published"
@@ -41,7 +40,7 @@ func (e *Engine) Status() []admin.Zone {
 			rec.Discovery = adminDiscovery(st)
 		}
 		rec.TTL, rec.TTLReason = recordTTL(v)
-		rec.FailoverBudget = adminBudget(RecordFailoverBudget(r.Config, e.opts))
+		rec.FailoverBudget = adminBudget(r.Config.FailoverBudget(e.opts))
 		for _, b := range r.Backends {
 			ab := adminBackend(b, details, votes[b.Key()])
 			if ab.Healthy {
@@ -66,7 +65,7 @@ func recordTTL(v *catalog.View) (uint32, string) {
 }
 
 // adminBudget returns a failover budget as the admin API shows it.
-func adminBudget(b FailoverBudget) admin.FailoverBudget {
+func adminBudget(b config.FailoverBudget) admin.FailoverBudget {
 	return admin.FailoverBudget{Target: admin.Millis(b.Target), Worst: admin.Millis(b.Worst), Unbounded: b.Never != "",
 		Holds: b.Holds(), Dominant: b.Dominant().Name, Text: b.String()}
 }
@@ -176,57 +175,23 @@ func (e *Engine) Explain(_ context.Context, q admin.Query) (admin.Explanation, e
 	if !ok {
 		return admin.Explanation{}, fmt.Errorf("unknown query type %q", q.Type)
 	}
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(q.Name), qtype)
-	if q.ECS.IsValid() {
-		m.SetEdns0(1232, false)
-		family := uint16(1)
-		if q.ECS.Addr().Is6() {
-			family = 2
-		}
-		opt := m.IsEdns0()
-		opt.Option = append(opt.Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: family,
-			SourceNetmask: uint8(q.ECS.Bits()), Address: net.IP(q.ECS.Masked().Addr().AsSlice())})
-	}
 	snap := e.Snapshot()
 	var whatIf *admin.Step
 	if h := (catalog.Hypothesis{Down: q.Down, Drained: q.Drained}); !h.Empty() {
 		var matched []string
 		snap, matched = snap.WhatIf(h)
-		text := fmt.Sprintf("as if down %v and drained %v: %d backends", q.Down, q.Drained, len(matched))
-		if len(matched) == 0 {
-			text = fmt.Sprintf("as if down %v and drained %v: no backend matches, the answer is today's", q.Down, q.Drained)
-		}
-		whatIf = &admin.Step{Stage: "what if", Text: text, Backends: matched}
+		whatIf = admin.WhatIfStep(q, matched)
 	}
+	m := answer.ExplainQuery(q.Name, qtype, q.ECS)
 	ex := answer.Explain(snap, e.AnswerOptions(), answer.Query{Msg: m, Source: q.Client, Geo: e.Geo()})
-	out := admin.Explanation{Query: q, Zone: ex.Zone, Record: ex.Record, Rcode: ex.Rcode, Answer: ex.Answer}
-	if whatIf != nil {
-		out.Steps = append(out.Steps, *whatIf)
-	}
-	out.Steps = append(out.Steps, admin.Step{Stage: "client", Text: fmt.Sprintf("%s (%s)", ex.Client, ex.ClientFrom)})
-	if ex.Mode != "" {
-		out.Steps = append(out.Steps, admin.Step{Stage: "record", Text: fmt.Sprintf("%s, mode %s, fallback %s", ex.Record, ex.Mode, ex.Fallback)})
-	}
 	details := e.health.Details()
+	checks := make(map[string]admin.LastCheck, len(ex.Backends))
 	for _, n := range ex.Backends {
-		text := n.State
-		if d, ok := details[n.Key]; ok && !d.LastCheck.IsZero() {
-			text += fmt.Sprintf(" (last check %s: %s)", d.LastCheck.UTC().Format(time.RFC3339), d.Reason)
+		if d, ok := details[n.Key]; ok {
+			checks[n.Key] = admin.LastCheck{At: d.LastCheck, Reason: d.Reason}
 		}
-		out.Steps = append(out.Steps, admin.Step{Stage: n.Family + " backend " + n.Address, Text: text, Backends: []string{n.Key}})
 	}
-	for _, s := range ex.Steps {
-		stage, text, found := strings.Cut(s, ": ")
-		if !found {
-			stage, text = "", s
-		}
-		out.Steps = append(out.Steps, admin.Step{Stage: stage, Text: text})
-	}
-	if ex.Scope >= 0 {
-		out.Steps = append(out.Steps, admin.Step{Stage: "ecs scope", Text: fmt.Sprintf("/%d", ex.Scope)})
-	}
-	return out, nil
+	return admin.NewExplanation(q, whatIf, ex, checks), nil
 }
 
 // Ready implements admin.Provider: the engine serves once its first snapshot is loaded.

@@ -1,11 +1,9 @@
-package engine
+package config
 
 import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/meridian-gslb/meridian/internal/config"
 )
 
 // FailoverBudget is the worst case time a record may send clients to a dead backend, from its
@@ -78,8 +76,9 @@ func (b FailoverBudget) String() string {
 	return fmt.Sprintf("%s, over failover_target %v by %v: %s dominates; %s", s, b.Target, b.Worst-b.Target, d.Name, d.Fix)
 }
 
-// RecordFailoverBudget computes rec's FailoverBudget under the block options o.
-func RecordFailoverBudget(rec *config.Record, o config.Options) FailoverBudget {
+// FailoverBudget computes the record's FailoverBudget under the block options o: the knowledge
+// of the timers that `meridian check`, the admin API and the dashboard show.
+func (rec *Record) FailoverBudget(o Options) FailoverBudget {
 	ttl := BudgetTerm{Name: "record_ttl", D: time.Duration(rec.TTL) * time.Second, Fix: "lower record_ttl"}
 	budget := FailoverBudget{Target: rec.Settings().FailoverTarget}
 	var worst []BudgetTerm
@@ -110,11 +109,11 @@ func RecordFailoverBudget(rec *config.Record, o config.Options) FailoverBudget {
 }
 
 // detection is the time to find backend b of rec down: fall × scrape_interval + its timeout.
-func detection(rec *config.Record, b *config.Backend) BudgetTerm {
+func detection(rec *Record, b *Backend) BudgetTerm {
 	checks := b.Checks()
 	fall := checks.Fall
 	if fall <= 0 {
-		fall = config.DefaultFall
+		fall = DefaultFall
 	}
 	settings := rec.Settings()
 	timeout := settings.ScrapeTimeout
@@ -130,7 +129,7 @@ func detection(rec *config.Record, b *config.Backend) BudgetTerm {
 
 // otherSite returns the terms of another site's backend before record_ttl: the longer of its
 // site's detection and reading it, and a silent site's freshness.
-func otherSite(rec *config.Record, det BudgetTerm, o config.Options) []BudgetTerm {
+func otherSite(rec *Record, det BudgetTerm, o Options) []BudgetTerm {
 	var read, silent BudgetTerm
 	switch {
 	case o.Heartbeats.Enabled():
