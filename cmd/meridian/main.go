@@ -43,7 +43,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/tsig"
 	_ "github.com/coredns/coredns/plugin/whoami"
 
-	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/cgmetrics"
 	"github.com/meridian-gslb/meridian/internal/gctune"
 	_ "github.com/meridian-gslb/meridian/plugin/gslb"
 	_ "github.com/meridian-gslb/meridian/plugin/gslbproxy"
@@ -86,7 +86,7 @@ func main() {
 			return
 		}
 	}
-	engine.PublishVersion(Version)
+	cgmetrics.PublishVersion(Version)
 	announceStarts()
 	coremain.Run()
 	handOver()

@@ -15,6 +15,8 @@ import (
 	"github.com/meridian-gslb/meridian/internal/overlay"
 	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
+	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
+	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
 
 // Status implements admin.Provider: every zone, record and backend of the current snapshot
@@ -23,7 +25,10 @@ func (e *Engine) Status() []admin.Zone {
 	snap := e.Snapshot()
 	details := e.health.Details()
 	votes := e.health.Votes()
-	discovered := e.discovery.Statuses()
+	var discovered map[string]discovery.Status
+	if d, ok := viewOf[*discovery.Source](e); ok {
+		discovered = d.Statuses()
+	}
 	var zones []admin.Zone
 	index := make(map[string]int)
 	for _, r := range snap.Records() {
@@ -113,12 +118,13 @@ func adminVote(v health.Vote) admin.Vote {
 // Sites implements admin.SitesProvider: what the block knows of the other sites (from its
 // peers, or from their heartbeats); the zero view when it names no site of its own.
 func (e *Engine) Sites() published.View {
-	if e.fleet == nil {
+	fleet, ok := instanceOf[*sites.Fleet](e)
+	if !ok {
 		return published.View{}
 	}
-	v := e.fleet.View()
-	if e.keeper != nil { // the other sites are read from their heartbeats, not from peers
-		v.Sites = e.keeper.SiteViews()
+	v := fleet.View()
+	if keeper, ok := instanceOf[*heartbeats.Keeper](e); ok { // the other sites are read from their heartbeats, not from peers
+		v.Sites = keeper.SiteViews()
 	}
 	return v
 }

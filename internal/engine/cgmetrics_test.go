@@ -1,21 +1,26 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/meridian-gslb/meridian/internal/answer"
 	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/cgmetrics"
 )
 
 // cgSeries gathers CoreDNS-GSLB's series of e alone, by "name{label=value,...}".
 func cgSeries(t *testing.T, e *Engine) map[string]float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(&cgMetrics{engineSet{engines: map[*Engine]bool{e: true}}})
+	m := cgmetrics.NewMember(e.health.CheckStats)
+	m.Configure(e.opts.ZoneOrigins(), e.Snapshot)
+	reg.MustRegister(cgmetrics.CollectorOf(m))
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
@@ -92,14 +97,17 @@ records:
 
 func TestCoreDNSGSLBMetricsAreOptIn(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		e, _ := newTestEngine(t, "records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}]\n")
-		e.opts.CoreDNSGSLBMetrics = on
+		opts := blockOptions(t, t.TempDir(), "example.org.")
+		opts.CoreDNSGSLBMetrics = on
+		e := open(t, NewRegistry(), newLoad(), opts)
 		if err := e.Start(); err != nil {
 			t.Fatal(err)
 		}
-		cgCollector.mu.Lock()
-		collected := cgCollector.engines[e]
-		cgCollector.mu.Unlock()
+		fams, err := prometheus.DefaultGatherer.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		collected := slices.ContainsFunc(fams, func(f *dto.MetricFamily) bool { return f.GetName() == "gslb_records_total" })
 		if got := e.AnswerOptions().Count; collected != on || got != on {
 			t.Errorf("coredns_gslb_metrics %v: collected %v, answers counted %v", on, collected, got)
 		}

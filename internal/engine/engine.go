@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,12 +20,10 @@ import (
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/health/probe"
+	"github.com/meridian-gslb/meridian/internal/notify"
+	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source"
-	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/files"
-	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
-	"github.com/meridian-gslb/meridian/internal/source/kubernetes"
-	"github.com/meridian-gslb/meridian/internal/source/sites"
 )
 
 // Logger is where the engine reports state changes: what the health manager logs, and errors.
@@ -40,29 +37,16 @@ type Logger interface {
 type Engine struct {
 	opts config.Options
 	log  Logger
-	// backends are the sources of backend sets, merged in order; the zone files come first.
+	// uses are the block's inputs and publishers (components), in table order.
+	uses []*componentUse
+	// backends are the sources of backend sets among them, merged in order (the zone files
+	// first); judges those that report verdicts, each asked to report all of them again once
+	// a new snapshot's backends reached the health manager.
 	backends []source.BackendSets
-	// discovery is the records' discovery blocks, one of backends, for the admin API's view.
-	discovery *discovery.Source
-	// fleet is this site's view of the other sites (nil unless the block names its site): a
-	// source of backends (its Source is one of backends) and of the verdicts on other sites'
-	// backends, which it reports to the health manager.
-	fleet *sites.Fleet
-	// keeper writes and reads the heartbeats in the operator's DNS (nil unless the block has a
-	// heartbeat zone): a source of backends (its Source notes other sites' backends) and of
-	// the verdicts on them.
-	keeper *heartbeats.Keeper
-	// kube follows the Kubernetes objects that kubernetes backends name: a source of backends (its
-	// Source replaces them by the Services' addresses) and of the verdicts on them. It
-	// connects only when the zones name a Service or the block has a kubeconfig.
-	kube *kubernetes.Watcher
-	// judges are the sources above that report verdicts (kube, keeper, fleet): each reports all
-	// of them again once a new snapshot's backends reached the health manager.
-	judges []source.Verdicts
-	// verdicts holds the health words; health is the same manager, for the admin API's view
-	// of its details, transitions and votes.
-	verdicts *health.Manager
-	health   *health.Manager
+	judges   []source.Verdicts
+	// health is the block's health manager: the store of health words that the catalog's
+	// backends read, the local probes, and the verdicts the judges report.
+	health *health.Manager
 	// specs are what the current snapshot gave the health manager (which points into them).
 	specs []health.Spec
 	snap  atomic.Pointer[catalog.Snapshot]
@@ -71,11 +55,11 @@ type Engine struct {
 	overrides map[string]catalog.Override
 	drains    map[string]time.Time
 	// notified is what the webhooks were last told of the overrides store.
-	notified overrideBaseline
+	notified notify.Baseline
 	// ttl refreshes the records whose TTL changes by time alone (a drain ahead), with reloadMu.
 	ttl ttlTimer
-	// xfr is the block's zone transfers, nil unless a transfer plugin found it.
-	xfr *transfers
+	// transferCheck is how often the zones are checked for a NOTIFY (0: axfr.DefaultCheck).
+	transferCheck time.Duration
 
 	reloadMu sync.Mutex // serialises reloads
 	// stops end what Start started: the sources' watches, the geo files' watch, the override
@@ -101,16 +85,9 @@ func Check(opts config.Options) (fileZones []*config.Zone, warnings []error, err
 	zones, err := files.Load(opts)
 	fileZones = zones
 	if err == nil {
-		// What the Services stand for is read at run time: nothing yet.
-		zones, err = kubernetes.Check(zones, opts.Kubernetes)
+		zones, err = checkComponents(zones, opts)
 	}
-	if err == nil && opts.Heartbeats.Enabled() {
-		zones, err = heartbeats.NewKeeper(opts.Sites.Site, opts.Heartbeats, nil, nil).Source().Merge(zones)
-	}
-	if err == nil && opts.Sites.Enabled() {
-		// What the placeholders stand for is learned at run time: none yet.
-		zones, _ = sites.NewFleet(opts.Sites, nil, nil).Source().Merge(zones)
-	} else if err == nil {
+	if err == nil {
 		err = checkPlaceholders(zones)
 	}
 	if st, geoErr := openGeo(opts.GeoIP, opts.MaxFileSize); geoErr != nil {
@@ -143,20 +120,6 @@ func Check(opts config.Options) (fileZones []*config.Zone, warnings []error, err
 	return fileZones, warnings, nil
 }
 
-// HealthOptions returns the health manager options that opts asks for.
-func HealthOptions(opts config.Options, log Logger) health.Options {
-	return health.Options{
-		MaxStaggerStart: opts.MaxStaggerStart,
-		BatchSizeStart:  opts.BatchSizeStart,
-		IdleTimeout:     opts.ResolutionIdleTimeout,
-		IdleMultiplier:  opts.HealthcheckIdleMultiplier,
-		ProbeSources:    opts.Cluster.ProbeSources,
-		CheckStats:      opts.CoreDNSGSLBMetrics,
-		History:         opts.API.Enable, // only the admin API reads it
-		Log:             log,
-	}
-}
-
 // New loads every file of opts and compiles the first snapshot, with a health manager and an
 // admin API of its own (when opts enables it) that Stop stops. It fails when any file is
 // invalid. Call Start to follow file changes and probe, and Stop when done.
@@ -177,19 +140,16 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	}
 	e := &Engine{opts: opts, log: log, geo: st, reg: r, corefileLoad: load}
 	e.shared = r.acquireHealth(opts, log)
-	e.discovery = discovery.New(e.shared.discovered)
-	e.kube = e.shared.kube
-	e.backends = []source.BackendSets{files.New(opts), e.discovery, e.kube.Source()}
-	e.judges = []source.Verdicts{e.kube}
-	if e.keeper = e.shared.keeper; e.keeper != nil {
-		e.backends = append(e.backends, e.keeper.Source()) // before the sites source: it sees the placeholders
-		e.judges = append(e.judges, e.keeper)
+	e.health = e.shared.manager
+	e.uses = r.acquireComponents(opts, e.shared, log)
+	for _, u := range e.uses {
+		if u.view != nil {
+			e.backends = append(e.backends, u.view)
+		}
+		if j, ok := u.instance.(source.Verdicts); ok {
+			e.judges = append(e.judges, j)
+		}
 	}
-	if e.fleet = e.shared.fleet; e.fleet != nil {
-		e.backends = append(e.backends, e.fleet.Source())
-		e.judges = append(e.judges, e.fleet)
-	}
-	e.health, e.verdicts = e.shared.manager, e.shared.manager
 	if opts.API.Enable {
 		if e.api, err = r.acquireAPI(load, opts.API, opts.Cluster, log); err != nil {
 			e.abandon()
@@ -197,31 +157,27 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 		}
 		list, now := e.api.store.List(), time.Now()
 		e.overrides, e.drains = CatalogOverrides(list, now), DrainStarts(list, now)
-		e.notified.reset(list, now)
+		e.notified.Reset(list, now)
 	}
 	if err := e.load(); err != nil {
 		e.abandon()
 		return nil, err
 	}
-	e.configureSites()
+	e.configure()
 	r.reportSeeded(e)
 	r.track(e)
 	recordCollector.add(e)
 	return e, nil
 }
 
-// configureSites gives the block's sites fleet, heartbeat keeper, Kubernetes watcher and
-// webhooks, which outlive reloads, the engine's options and its snapshot (this site's summary,
-// what the Gslb resources' status shows): once the engine loaded (a load that failed must not
-// change them), and again when a failed reload leaves the engine serving (Resync).
-func (e *Engine) configureSites() {
-	e.kube.Configure(e.opts.Sites.Site, e.Snapshot)
-	e.shared.hooks.configure(e.opts.Webhooks, e.opts.Sites.Site, e.log)
-	if e.fleet != nil {
-		e.fleet.Configure(e.opts.Sites, e.log)
-	}
-	if e.keeper != nil {
-		e.keeper.Configure(e.opts.Heartbeats, e.opts.ZoneOrigins(), func() ([]netip.Addr, int) { return heartbeats.Summary(e.Snapshot()) }, e.log)
+// configure tells the block's components that outlive reloads, or that publish, the engine's
+// options and snapshot (component.configure): once the engine loaded (a load that failed must
+// not change them), and again when a failed reload leaves the engine serving (Resync).
+func (e *Engine) configure() {
+	for _, u := range e.uses {
+		if u.kind.configure != nil {
+			u.kind.configure(u.instance, e)
+		}
 	}
 }
 
@@ -230,6 +186,7 @@ func (e *Engine) abandon() {
 	if e.api != nil {
 		e.reg.releaseAPI(e.api, e.log)
 	}
+	e.releaseComponents()
 	e.reg.releaseHealth(e.shared)
 	if e.geo != nil {
 		_ = e.geo.Sources().Close()
@@ -237,16 +194,16 @@ func (e *Engine) abandon() {
 }
 
 // Resync hands the engine's current backends to its health manager again (and its options to
-// the sites fleet and heartbeat keeper), and keeps only the shares of the registry that belong
+// its components), and keeps only the shares of the registry that belong
 // to the engine's load: after a Corefile reload failed, the
 // manager may hold the backends of the load that was abandoned, whose engines never start nor
 // stop.
 func (e *Engine) Resync() error {
 	e.reg.KeepOnly(e.corefileLoad)
-	e.configureSites()
+	e.configure()
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
-	e.verdicts.Sync(e.specs, backendKeys(e.Snapshot()))
+	e.health.Sync(e.specs, backendKeys(e.Snapshot()))
 	for _, r := range e.Snapshot().Records() {
 		r.Refresh()
 	}
@@ -276,11 +233,31 @@ func (e *Engine) load() error {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
 	defer gctune.Loading()() // a load's garbage is collected at Go's pace, not the headroom's
+	zones, err := e.mergeInputs()
+	if err != nil {
+		return err
+	}
+	snap, err := e.build(zones)
+	if err != nil {
+		return err
+	}
+	if err := e.syncVerdicts(snap); err != nil {
+		return err
+	}
+	for _, r := range snap.Records() {
+		r.Refresh() // the first view: the overrides build set, the health words Sync left
+	}
+	e.publish(snap)
+	return nil
+}
+
+// mergeInputs merges the sources of backend sets in order, and checks what they made.
+func (e *Engine) mergeInputs() ([]*config.Zone, error) {
 	var zones []*config.Zone
 	for _, src := range e.backends {
 		var err error
 		if zones, err = src.Merge(zones); err != nil {
-			return fmt.Errorf("%s: %w", src.Name(), err)
+			return nil, fmt.Errorf("%s: %w", src.Name(), err)
 		}
 	}
 	for _, z := range zones {
@@ -289,17 +266,18 @@ func (e *Engine) load() error {
 		}
 	}
 	warnGeoless(zones, e.opts.GeoIP, e.log)
-	if err := checkPlaceholders(zones); err != nil {
-		return err
-	}
-	// The views are built once, below, when the overrides are set and the health manager
-	// has the new backends.
-	snap, err := catalog.BuildUnviewed(zones, e.verdicts)
+	return zones, checkPlaceholders(zones)
+}
+
+// build compiles zones into a snapshot without its views, which are built once the overrides
+// are set (here) and the health manager has the new backends (syncVerdicts).
+func (e *Engine) build(zones []*config.Zone) (*catalog.Snapshot, error) {
+	snap, err := catalog.BuildUnviewed(zones, e.health)
 	if err != nil {
-		return fmt.Errorf("compile zones: %w", err)
+		return nil, fmt.Errorf("compile zones: %w", err)
 	}
-	if e.fleet != nil {
-		snap.SetHeartbeat(e.fleet.Heartbeat())
+	if h, ok := instanceOf[interface{ Heartbeat() *published.Served }](e); ok {
+		snap.SetHeartbeat(h.Heartbeat()) // the sites source's: every snapshot serves the same
 	}
 	if len(e.overrides) > 0 || len(e.drains) > 0 {
 		var buf [128]byte
@@ -311,20 +289,28 @@ func (e *Engine) load() error {
 			}
 		}
 	}
+	return snap, nil
+}
+
+// syncVerdicts gives the health manager the backends of snap, and has every input that
+// judges backends report again: the new ones start unknown.
+func (e *Engine) syncVerdicts(snap *catalog.Snapshot) error {
 	specs, err := healthSpecs(snap)
 	if err != nil {
 		return err
 	}
-	e.verdicts.Sync(specs, backendKeys(snap))
+	e.health.Sync(specs, backendKeys(snap))
 	e.specs = specs
 	for _, j := range e.judges {
-		j.ReportAll() // the new snapshot's backends that j judges start unknown
+		j.ReportAll()
 	}
-	for _, r := range snap.Records() {
-		r.Refresh() // the first view: the overrides above, the health words Sync left
-	}
+	return nil
+}
+
+// publish swaps snap in: queries and publishers read it from now on.
+func (e *Engine) publish(snap *catalog.Snapshot) {
 	snap.CarryCounts(e.snap.Load())
-	if e.shared != nil && e.shared.transfers.Load() {
+	if e.shared.transfers.Load() {
 		e.shared.versioner.Update(snap) // the zones keep their serials, or raise them (notified at the next check)
 	}
 	e.snap.Store(snap)
@@ -332,7 +318,6 @@ func (e *Engine) load() error {
 	recordsGauge.Set(float64(len(snap.Records())))
 	lastReloadTime.SetToCurrentTime()
 	gctune.Settle() // the old snapshot's pages go back to the system once reloads settle
-	return nil
 }
 
 // SetOverrides makes overrides (by backend key; absent keys have none) the operators'
@@ -373,7 +358,8 @@ func (e *Engine) setOverrides(overrides map[string]catalog.Override, drains map[
 
 // Start starts what the engine runs in the background: the sources' watches (a change of a
 // zone file reloads), the watch of the GeoIP files, the health manager's scheduler and its
-// Redis loops, the overrides store's subscription, and the admin API. CoreDNS calls it when the
+// Redis loops, the components (inputs and publishers) that have background work, the
+// overrides store's subscription, and the admin API. CoreDNS calls it when the
 // server starts.
 func (e *Engine) Start() error {
 	for _, src := range e.backends {
@@ -390,10 +376,10 @@ func (e *Engine) Start() error {
 		}
 		e.stops = append(e.stops, stop)
 	}
-	e.reg.startHealth(e.shared)
-	if e.opts.CoreDNSGSLBMetrics {
-		cgCollector.add(e)
+	for _, u := range e.uses {
+		e.reg.startComponent(u) // before the probes: the publishers see the first transitions
 	}
+	e.reg.startHealth(e.shared)
 	if e.api != nil {
 		// Overrides changed since Open are applied once subscribed.
 		e.stops = append(e.stops, e.api.store.Subscribe(e.applyOverrides), e.stopTTLChanges)
@@ -430,10 +416,17 @@ func (e *Engine) release() {
 	if !e.reg.untrack(e) {
 		return
 	}
-	cgCollector.remove(e)
 	recordCollector.remove(e)
 	if e.api != nil {
 		e.reg.releaseAPI(e.api, e.log)
 	}
+	e.releaseComponents()
 	e.reg.releaseHealth(e.shared)
+}
+
+// releaseComponents gives back the engine's components, the last table row first.
+func (e *Engine) releaseComponents() {
+	for i := len(e.uses) - 1; i >= 0; i-- {
+		e.reg.releaseComponent(e.uses[i])
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/cgmetrics"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -120,4 +121,10 @@ func collectRecords(snap *catalog.Snapshot, seen map[string]bool, ch chan<- prom
 		ch <- prometheus.MustNewConstMetric(recordDegradedDesc, prometheus.GaugeValue, oneIf(v.Degraded[catalog.IPv4] || v.Degraded[catalog.IPv6]), r.Name())
 		ch <- prometheus.MustNewConstMetric(recordFailoverDesc, prometheus.GaugeValue, oneIf(v.Failover[catalog.IPv4] || v.Failover[catalog.IPv6]), r.Name())
 	}
+}
+
+// countReload counts a reload in Meridian's counter and in CoreDNS-GSLB's.
+func countReload(result string) {
+	reloadsTotal.WithLabelValues(result).Inc()
+	cgmetrics.CountReload(result)
 }

@@ -394,7 +394,7 @@ func TestHealthKeyFollowsTheClusterOptions(t *testing.T) {
 		{"another password", with(on), with(func(c *config.ClusterOptions) { on(c); c.Password = "x" }), false},
 	}
 	for _, tt := range tests {
-		if same := healthKey(tt.a) == healthKey(tt.b); same != tt.same {
+		if same := managerKey(tt.a) == managerKey(tt.b); same != tt.same {
 			t.Errorf("%s: same manager %v, want %v", tt.name, same, tt.same)
 		}
 	}

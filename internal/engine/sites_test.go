@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gslb/meridian/internal/source/sites"
 	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
@@ -27,7 +28,8 @@ func TestSitesSurviveAReload(t *testing.T) {
 	}
 	second := open(t, r, newLoad(), opts)
 	start(t, second)
-	if second.Snapshot().Heartbeat() != hb || second.fleet != first.fleet {
+	fleet := func(e *Engine) *sites.Fleet { f, _ := instanceOf[*sites.Fleet](e); return f }
+	if second.Snapshot().Heartbeat() != hb || fleet(second) != fleet(first) {
 		t.Fatal("the reload's engine has a fleet of its own")
 	}
 	if err := first.Stop(); err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
-	"github.com/meridian-gslb/meridian/internal/source/statefile"
+	"github.com/meridian-gslb/meridian/internal/statefile"
 )
 
 // openStateFile returns what a new health manager of o starts from, read from the block's

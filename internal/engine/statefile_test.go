@@ -13,7 +13,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
-	"github.com/meridian-gslb/meridian/internal/source/statefile"
+	"github.com/meridian-gslb/meridian/internal/statefile"
 	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 

@@ -9,16 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gslb/meridian/internal/axfr"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 // TestNotifyIsSentAgainUntilTaken: a zone's NOTIFY that its secondaries did not take is sent
-// again at the next checks, until one is taken, and at most notifyAttempts times for one
+// again at the next checks, until one is taken, and at most axfr.NotifyAttempts times for one
 // change; giving up is logged once.
 func TestNotifyIsSentAgainUntilTaken(t *testing.T) {
-	defer func(d time.Duration) { transferCheck = d }(transferCheck)
-	transferCheck = 20 * time.Millisecond
+	const transferCheck = 20 * time.Millisecond
 	// Serial 1: the first check raises it to the time, which the test waits for.
 	const zone = "soa: {mname: ns1.example.org., rname: hostmaster.example.org., serial: 1}\n" +
 		"records:\n  www.example.org.: {backends: [{address: 10.0.0.1}]}\n"
@@ -29,7 +29,7 @@ func TestNotifyIsSentAgainUntilTaken(t *testing.T) {
 		gaveUp    int
 	}{
 		{"taken at the third attempt", 2, 3, 0},
-		{"never taken", 1 << 30, notifyAttempts, 1},
+		{"never taken", 1 << 30, axfr.NotifyAttempts, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "zone.yml")
@@ -44,6 +44,7 @@ func TestNotifyIsSentAgainUntilTaken(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Stop()
+			e.transferCheck = transferCheck
 			var calls atomic.Int32
 			e.EnableTransfers(func(origin string) error {
 				if origin != "example.org." {

@@ -210,6 +210,15 @@ func (h *history) view(now time.Time) History {
 }
 
 // History returns the last hour of every probed backend, ending at now, by key (see
+// SetHistory turns Options.History on or off for the next Sync, which gives the backends a
+// history from then on or drops theirs: the admin API, the one reader, is enabled or disabled
+// by a Corefile reload without making a new manager.
+func (m *Manager) SetHistory(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.opts.History = on
+}
+
 // Details for which backends are probed).
 func (m *Manager) History(now time.Time) map[string]History {
 	m.mu.Lock()

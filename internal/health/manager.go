@@ -302,7 +302,10 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 // one that was kept goes on.
 func (m *Manager) keepHistories(specs []Spec, backends map[string]*backend, now time.Time) {
 	if !m.opts.History {
-		return // no backend has one
+		for _, b := range backends {
+			b.history = nil // none is kept (SetHistory turned it off)
+		}
+		return
 	}
 	limit := cmp.Or(m.opts.MaxHistories, DefaultMaxHistories)
 	kept := 0

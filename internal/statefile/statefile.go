@@ -1,7 +1,7 @@
-// Package statefile is the state file of standalone mode, the health-verdict input "state
-// file read at start": the health of every probed backend, written periodically and at
-// shutdown, and read when an instance starts so that its first answers follow the last known
-// health instead of the fallback policy of unknown backends.
+// Package statefile is the state file of standalone mode, the persistence of a block's health
+// manager: read when the manager is made (its seed, so that an instance's first answers follow
+// the last known health instead of the fallback policy of unknown backends), and written by a
+// publisher (Writer) periodically and at shutdown: the health of every probed backend.
 //
 // The file is JSON: a version, the time it was written, and per backend key the status with
 // the record and backend it names (for people reading it). Read also takes the file that

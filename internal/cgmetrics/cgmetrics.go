@@ -1,17 +1,22 @@
-package engine
+// Package cgmetrics publishes CoreDNS-GSLB's metrics, with its names and labels, so that its
+// Grafana dashboard and its route-health-injection script work against Meridian
+// (docs/metrics.md lists them). A block with coredns_gslb_metrics has a Member, a publisher
+// that joins the package's collector while it runs; the series are computed at scrape time
+// from the members' snapshots and check statistics, the state Meridian's own metrics come
+// from. Only the reload counter and the version are kept apart.
+package cgmetrics
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/publish"
 )
 
-// CoreDNS-GSLB's metrics, with its names and labels, so that its Grafana dashboard and its
-// route-health-injection script work against Meridian (docs/metrics.md lists them). They are
-// computed at scrape time from the running engines' snapshots and health managers, the state
-// Meridian's own metrics come from; only the reload counter and the version are kept apart.
 // Labels follow CoreDNS-GSLB: name is the record, address the backend's address without its
 // port, so backends of a record at one address share their series.
 
@@ -32,11 +37,8 @@ func init() {
 	prometheus.MustRegister(cgCollector)
 }
 
-// countReload counts a reload in Meridian's counter and in CoreDNS-GSLB's.
-func countReload(result string) {
-	reloadsTotal.WithLabelValues(result).Inc()
-	cgReloads.WithLabelValues(result).Inc()
-}
+// CountReload counts a reload of the configuration, by result (success or failure).
+func CountReload(result string) { cgReloads.WithLabelValues(result).Inc() }
 
 // PublishVersion sets gslb_version_info to version; the binary calls it at start.
 func PublishVersion(version string) {
@@ -78,11 +80,82 @@ var (
 	cgZones            = cgDesc("gslb_zones_total", "Zones configured.")
 )
 
-// cgCollector makes CoreDNS-GSLB's series from the engines that run.
+// cgCollector makes CoreDNS-GSLB's series from the members that run.
 var cgCollector = &cgMetrics{}
 
-// cgMetrics is the prometheus.Collector of CoreDNS-GSLB's series.
-type cgMetrics struct{ engineSet }
+// cgMetrics is the prometheus.Collector of CoreDNS-GSLB's series: of its members, safe for
+// concurrent use.
+type cgMetrics struct {
+	mu      sync.Mutex
+	members map[*Member]bool
+}
+
+// CollectorOf returns a collector of the series of members alone, for tests and tools that
+// gather them into a registry of their own.
+func CollectorOf(members ...*Member) prometheus.Collector {
+	c := &cgMetrics{members: map[*Member]bool{}}
+	for _, m := range members {
+		c.members[m] = true
+	}
+	return c
+}
+
+func (c *cgMetrics) add(m *Member) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.members == nil {
+		c.members = make(map[*Member]bool)
+	}
+	c.members[m] = true
+}
+
+func (c *cgMetrics) remove(m *Member) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.members, m)
+}
+
+// list returns the members, in no particular order.
+func (c *cgMetrics) list() []*Member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*Member, 0, len(c.members))
+	for m := range c.members {
+		out = append(out, m)
+	}
+	return out
+}
+
+// Member is the publisher of one gslb block's series: it joins the collector while it runs.
+type Member struct {
+	stats func() map[string][]health.CheckStats
+	mu    sync.Mutex
+	// zones and served are the block's (Configure).
+	zones  []string
+	served publish.Served
+}
+
+var _ publish.Publisher = (*Member)(nil)
+
+// NewMember returns the member of a block whose health manager's check statistics stats
+// returns. It is in no scrape until Start.
+func NewMember(stats func() map[string][]health.CheckStats) *Member { return &Member{stats: stats} }
+
+// Configure gives the member the block's zones and the snapshot it serves.
+func (m *Member) Configure(zones []string, served publish.Served) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.zones, m.served = zones, served
+}
+
+// Name implements publish.Publisher.
+func (m *Member) Name() string { return "coredns-gslb metrics" }
+
+// Start implements publish.Publisher: the block's series are in every scrape from now on.
+func (m *Member) Start() { cgCollector.add(m) }
+
+// Stop implements publish.Publisher.
+func (m *Member) Stop() { cgCollector.remove(m) }
 
 // Describe implements prometheus.Collector.
 func (c *cgMetrics) Describe(ch chan<- *prometheus.Desc) {
@@ -152,20 +225,26 @@ func (s *cgScrape) hist(k cgKey, buckets []uint64, sum float64) {
 
 // Collect implements prometheus.Collector.
 func (c *cgMetrics) Collect(ch chan<- prometheus.Metric) {
-	engines := c.list()
-	if len(engines) == 0 { // no block asks for them (coredns_gslb_metrics)
+	members := c.list()
+	if len(members) == 0 { // no block asks for them (coredns_gslb_metrics)
 		return
 	}
 	s := &cgScrape{
 		records: map[string]bool{}, backends: map[string]bool{}, zones: map[string]bool{},
 		gauges: map[cgKey]float64{}, counters: map[cgKey]float64{}, hists: map[cgKey]*cgHist{},
 	}
-	for _, e := range engines {
-		if snap := e.Snapshot(); snap != nil {
-			for _, z := range e.opts.ZoneOrigins() {
+	for _, m := range members {
+		m.mu.Lock()
+		zones, served := m.zones, m.served
+		m.mu.Unlock()
+		if served == nil {
+			continue
+		}
+		if snap := served(); snap != nil {
+			for _, z := range zones {
 				s.zones[z] = true
 			}
-			s.engine(snap, e.health.CheckStats())
+			s.engine(snap, m.stats())
 		}
 	}
 	s.emit(ch)

@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"net/netip"
+
+	"github.com/meridian-gslb/meridian/internal/cgmetrics"
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/notify"
+	"github.com/meridian-gslb/meridian/internal/source"
+	"github.com/meridian-gslb/meridian/internal/source/discovery"
+	"github.com/meridian-gslb/meridian/internal/source/files"
+	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
+	"github.com/meridian-gslb/meridian/internal/source/kubernetes"
+	"github.com/meridian-gslb/meridian/internal/source/sites"
+)
+
+// components is the constructor table: every input and publisher a gslb block may have, each
+// built from the block's options by its row, in the order the sources of backend sets merge.
+// The engine's code names none of them; TestEveryInputIsRegistered checks that every package
+// under internal/source has its row, and that each row's roles are what its type implements.
+//
+// Adding an input or a publisher is one package, one row here and its options (see package
+// source's documentation).
+var components = []component{
+	row(component{
+		name: "zone files", roles: source.RoleBackendSets,
+		on: always,
+	}, func(b *blockEnv) *files.Zones { return files.New(b.opts) }, nil),
+
+	// The last good sets of the records' discovery blocks outlive reloads, so that a new load
+	// starts from them and their backends keep their health; each load fetches with its own
+	// view (discovery.Memory.Source).
+	row(component{
+		name: "discovery", roles: source.RoleBackendSets,
+		on: always, survives: true,
+	}, func(*blockEnv) *discovery.Memory { return discovery.NewMemory() }, nil),
+
+	// Before heartbeats and sites: what the Kubernetes objects stand for is other sites'
+	// placeholders too.
+	row(component{
+		name: "kubernetes", roles: source.RoleBackendSets | source.RoleVerdicts | source.RolePublisher,
+		on: always, survives: true,
+		restart:        func(o config.Options) any { return o.Kubernetes },
+		restartOptions: "kubernetes (every option of its block)",
+		check: func(zones []*config.Zone, o config.Options) ([]*config.Zone, error) {
+			return kubernetes.Check(zones, o.Kubernetes) // what the objects stand for is read at run time: nothing yet
+		},
+	}, func(b *blockEnv) *kubernetes.Watcher {
+		return kubernetes.NewWatcher(b.opts.Kubernetes, b.manager, b.log)
+	}, func(w *kubernetes.Watcher, e *Engine) {
+		w.Configure(e.opts.Sites.Site, e.Snapshot)
+	}),
+
+	// Before sites: it notes the other sites' backends before the placeholders are expanded.
+	row(component{
+		name: "heartbeats", roles: source.RoleBackendSets | source.RoleVerdicts | source.RolePublisher,
+		on:       func(o config.Options) bool { return o.Heartbeats.Enabled() },
+		survives: true,
+		restart:  func(o config.Options) any { return o.Sites.Site }, restartOptions: "site",
+		check: func(zones []*config.Zone, o config.Options) ([]*config.Zone, error) {
+			return heartbeats.NewKeeper(o.Sites.Site, o.Heartbeats, nil, nil).Source().Merge(zones)
+		},
+	}, func(b *blockEnv) *heartbeats.Keeper {
+		return heartbeats.NewKeeper(b.opts.Sites.Site, b.opts.Heartbeats, b.manager, b.log)
+	}, func(k *heartbeats.Keeper, e *Engine) {
+		k.Configure(e.opts.Heartbeats, e.opts.ZoneOrigins(), func() ([]netip.Addr, int) { return heartbeats.Summary(e.Snapshot()) }, e.log)
+	}),
+
+	row(component{
+		name: "sites", roles: source.RoleBackendSets | source.RoleVerdicts,
+		on:       func(o config.Options) bool { return o.Sites.Enabled() },
+		survives: true,
+		restart:  func(o config.Options) any { return o.Sites.Site }, restartOptions: "site",
+		check: func(zones []*config.Zone, o config.Options) ([]*config.Zone, error) {
+			// What the placeholders stand for is learned at run time: none yet.
+			zones, _ = sites.NewFleet(o.Sites, nil, nil).Source().Merge(zones)
+			return zones, nil
+		},
+	}, func(b *blockEnv) *sites.Fleet {
+		return sites.NewFleet(b.opts.Sites, b.manager, b.log)
+	}, func(f *sites.Fleet, e *Engine) {
+		f.Configure(e.opts.Sites, e.log)
+	}),
+
+	// The webhooks belong to the health manager, whose transitions they send; a reload that
+	// changes their options replaces the notifier without a restart.
+	row(component{
+		name: "webhooks", roles: source.RolePublisher,
+		on: always, survives: true,
+	}, func(b *blockEnv) *notify.Webhooks {
+		return notify.NewWebhooks(b.instance)
+	}, func(w *notify.Webhooks, e *Engine) {
+		w.Configure(e.opts.Webhooks, e.opts.Sites.Site, e.log)
+	}),
+
+	row(component{
+		name: "coredns-gslb metrics", roles: source.RolePublisher,
+		on: func(o config.Options) bool { return o.CoreDNSGSLBMetrics },
+	}, newCGMetrics, func(m *cgmetrics.Member, e *Engine) {
+		m.Configure(e.opts.ZoneOrigins(), e.Snapshot)
+	}),
+}
+
+// always is the on of the components every block has.
+func always(config.Options) bool { return true }
+
+// newCGMetrics returns the CoreDNS-GSLB metrics publisher of a block, over its health manager's
+// check statistics.
+func newCGMetrics(b *blockEnv) *cgmetrics.Member { return cgmetrics.NewMember(b.manager.CheckStats) }
