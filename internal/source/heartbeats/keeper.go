@@ -24,9 +24,9 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/exchange"
+	"github.com/meridian-gslb/meridian/internal/periodic"
 	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source"
-	"github.com/meridian-gslb/meridian/internal/periodic"
 )
 
 // The zones a site writes its heartbeat to.

@@ -37,8 +37,8 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
-	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/periodic"
+	"github.com/meridian-gslb/meridian/internal/source"
 )
 
 // The timing of the background work.

@@ -19,9 +19,9 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/exchange"
+	"github.com/meridian-gslb/meridian/internal/periodic"
 	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source"
-	"github.com/meridian-gslb/meridian/internal/periodic"
 )
 
 // Fleet is this site's view of the other sites: it publishes this site's heartbeat, reads the
