@@ -36,6 +36,10 @@ type Registry struct {
 	// handoverFrom is the parent of a binary upgrade whose state files the first reads wait
 	// for (AwaitHandover); 0 for none.
 	handoverFrom int
+	// live are the shutdown callbacks of the blocks whose servers run (OnShutdown), in the
+	// order they were registered; upgrades is done once SIGUSR2 is handled (PrepareUpgrades).
+	live     []*liveStop
+	upgrades sync.Once
 }
 
 // Default is the registry of the process, shared by every Corefile load.

@@ -103,6 +103,9 @@ func (k *Keeper) healthyFor(kind string) time.Duration {
 // timeout bounds one exchange: half an interval, at most two seconds.
 func (k *Keeper) timeout() time.Duration { return min(2*time.Second, k.opts.Interval/2) }
 
+// Name names the keeper as a publisher (of this site's heartbeat and the delegation).
+func (k *Keeper) Name() string { return "heartbeats" }
+
 // Start starts the rounds, the first at once. It may be called more than once.
 func (k *Keeper) Start() {
 	k.rounds.Start(k.round, func() time.Duration {

@@ -413,6 +413,9 @@ func (w *Watcher) ReportAll() {
 	report(w.reporter, batches)
 }
 
+// Name names the watcher as a publisher (of the Gslb resources' status).
+func (w *Watcher) Name() string { return "kubernetes" }
+
 // Start starts reading: the informers (once a merge connected them), the discovery of the
 // custom resources, the resolution of host names every 30 seconds, the Gslb status and the
 // Istio check. It may be called more than once.
