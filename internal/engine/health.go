@@ -18,8 +18,9 @@ import (
 // and with it new instances of every component (the rule docs/configuration.md states, which
 // TestReloadRulesAreDocumented compares). Every other option is applied to the running
 // manager and components.
-const managerOptions = "zones of the block, max_stagger_start, batch_size_start, resolution_idle_timeout, " +
-	"healthcheck_idle_multiplier, coredns_gslb_metrics, redis_* in cluster mode (redis_enable among them)"
+const managerOptions = "the block's zones (origins and files), max_stagger_start, batch_size_start, " +
+	"resolution_idle_timeout, healthcheck_idle_multiplier, probe_source, coredns_gslb_metrics, " +
+	"and in cluster mode the redis_* options (redis_enable among them)"
 
 // managerKey identifies a gslb block's health manager across reloads: the block's zones and
 // the options its manager was made with (managerOptions).
@@ -28,7 +29,8 @@ func managerKey(o config.Options) string {
 	if o.Cluster.Enable {
 		redis = fmt.Sprintf("%+v", o.Cluster.WithDefaults())
 	}
-	return fmt.Sprint(o.Zones, o.MaxStaggerStart, o.BatchSizeStart, o.ResolutionIdleTimeout, o.HealthcheckIdleMultiplier, o.CoreDNSGSLBMetrics, redis)
+	return fmt.Sprint(o.Zones, o.MaxStaggerStart, o.BatchSizeStart, o.ResolutionIdleTimeout, o.HealthcheckIdleMultiplier,
+		o.Cluster.ProbeSources, o.CoreDNSGSLBMetrics, redis)
 }
 
 // HealthOptions returns the health manager options that opts asks for.
