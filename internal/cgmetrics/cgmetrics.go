@@ -83,46 +83,27 @@ var (
 // cgCollector makes CoreDNS-GSLB's series from the members that run.
 var cgCollector = &cgMetrics{}
 
-// cgMetrics is the prometheus.Collector of CoreDNS-GSLB's series: of its members, safe for
-// concurrent use.
-type cgMetrics struct {
-	mu      sync.Mutex
-	members map[*Member]bool
-}
+// cgMetrics is the prometheus.Collector of CoreDNS-GSLB's series: of its members (a set of
+// *Member), safe for concurrent use.
+type cgMetrics struct{ members sync.Map }
 
 // CollectorOf returns a collector of the series of members alone, for tests and tools that
 // gather them into a registry of their own.
 func CollectorOf(members ...*Member) prometheus.Collector {
-	c := &cgMetrics{members: map[*Member]bool{}}
+	c := &cgMetrics{}
 	for _, m := range members {
-		c.members[m] = true
+		c.members.Store(m, true)
 	}
 	return c
 }
 
-func (c *cgMetrics) add(m *Member) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.members == nil {
-		c.members = make(map[*Member]bool)
-	}
-	c.members[m] = true
-}
-
-func (c *cgMetrics) remove(m *Member) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.members, m)
-}
-
 // list returns the members, in no particular order.
 func (c *cgMetrics) list() []*Member {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]*Member, 0, len(c.members))
-	for m := range c.members {
-		out = append(out, m)
-	}
+	var out []*Member
+	c.members.Range(func(m, _ any) bool {
+		out = append(out, m.(*Member))
+		return true
+	})
 	return out
 }
 
@@ -152,10 +133,10 @@ func (m *Member) Configure(zones []string, served publish.Served) {
 func (m *Member) Name() string { return "coredns-gslb metrics" }
 
 // Start implements publish.Publisher: the block's series are in every scrape from now on.
-func (m *Member) Start() { cgCollector.add(m) }
+func (m *Member) Start() { cgCollector.members.Store(m, true) }
 
 // Stop implements publish.Publisher.
-func (m *Member) Stop() { cgCollector.remove(m) }
+func (m *Member) Stop() { cgCollector.members.Delete(m) }
 
 // Describe implements prometheus.Collector.
 func (c *cgMetrics) Describe(ch chan<- *prometheus.Desc) {

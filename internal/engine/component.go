@@ -119,19 +119,18 @@ type sharedComponent struct {
 
 // instanceOf returns the engine's instance of type T, if it has one.
 func instanceOf[T any](e *Engine) (T, bool) {
-	for _, u := range e.uses {
-		if x, ok := u.instance.(T); ok {
-			return x, true
-		}
-	}
-	var zero T
-	return zero, false
+	return find[T](e, func(u *componentUse) any { return u.instance })
 }
 
 // viewOf returns the engine's source of backend sets of type T, if it has one.
 func viewOf[T any](e *Engine) (T, bool) {
+	return find[T](e, func(u *componentUse) any { return u.view })
+}
+
+// find returns the first part of the engine's components that is a T.
+func find[T any](e *Engine, part func(*componentUse) any) (T, bool) {
 	for _, u := range e.uses {
-		if x, ok := u.view.(T); ok {
+		if x, ok := part(u).(T); ok {
 			return x, true
 		}
 	}

@@ -49,12 +49,7 @@ func (r *Registry) ForgetOtherLoads(load any) {
 func (r *Registry) take(ls *liveStop) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := slices.Index(r.live, ls)
-	if i < 0 {
-		return false
-	}
-	r.live = slices.Delete(r.live, i, i+1)
-	return true
+	return remove(&r.live, ls)
 }
 
 // Handover runs the live stops, the last registered first (a block's fast path stops before

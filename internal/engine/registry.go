@@ -67,11 +67,16 @@ func (r *Registry) track(e *Engine) {
 func (r *Registry) untrack(e *Engine) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := slices.Index(r.engines, e)
+	return remove(&r.engines, e)
+}
+
+// remove deletes the first x from *list, keeping the order, and reports whether it was there.
+func remove[T comparable](list *[]T, x T) bool {
+	i := slices.Index(*list, x)
 	if i < 0 {
 		return false
 	}
-	r.engines = slices.Delete(r.engines, i, i+1)
+	*list = slices.Delete(*list, i, i+1)
 	return true
 }
 
