@@ -13,75 +13,43 @@ import (
 	"github.com/meridian-gslb/meridian/internal/engine"
 )
 
-// parseClusterOption parses the redis_* option (or probe_source, this instance's vantage point)
-// at c into o. It reports false for an option that is not one of them. Relative TLS file names
-// are resolved against root; the TLS files are read here, so that a bad one is reported with
-// its Corefile line.
-func parseClusterOption(c *caddy.Controller, root string, o *config.ClusterOptions) (bool, error) {
-	name := c.Val()
-	var err error
-	switch name {
-	case "redis_enable":
-		err = flag(c, &o.Enable, true)
-	case "redis_addr":
-		err = redisAddrs(c, o)
-	case "redis_password":
-		o.Password, err = single(c)
-	case "redis_username":
-		o.Username, err = single(c)
-	case "redis_db":
-		err = redisDB(c, o)
-	case "redis_key_prefix":
-		if o.KeyPrefix, err = single(c); err == nil && o.KeyPrefix == "" {
-			err = c.Err("redis_key_prefix: the prefix must not be empty")
-		}
-	case "redis_sync_mode":
-		err = syncMode(c, o)
-	case "redis_sentinel_master":
-		if o.SentinelMaster, err = single(c); err == nil && o.SentinelMaster == "" {
-			err = c.Err("redis_sentinel_master: the name must not be empty")
-		}
-	case "redis_tls":
-		err = flag(c, &o.TLS.Enable, true)
-	case "redis_tls_ca":
-		var f string
-		if f, err = single(c); err == nil {
-			o.TLS.CA = resolve(root, f)
-			err = checkTLS(c, o.TLS)
-		}
-	case "redis_tls_cert":
-		err = clientCert(c, root, o)
-	case "redis_tls_server_name":
-		if o.TLS.ServerName, err = single(c); err == nil {
-			err = checkTLS(c, o.TLS)
-		}
-	case "redis_quorum":
-		err = quorumThreshold(c, &o.Quorum)
-	case "redis_min_voters":
-		err = positive(c, &o.Quorum.MinVoters)
-	case "redis_site":
-		if o.Quorum.Site, err = single(c); err == nil && o.Quorum.Site == "" {
-			err = c.Err("redis_site: the label must not be empty")
-		}
-	case "redis_canary":
-		var addrs []string
-		if addrs, err = hostPorts(c); err == nil {
-			o.Quorum.Canaries = append(o.Quorum.Canaries, addrs...)
-		}
-	case "redis_canary_interval":
-		err = duration(c, &o.Quorum.CanaryInterval, minCanaryInterval)
-	case "probe_source":
-		err = probeSources(c, o)
-	default:
-		return false, nil
+// clusterOptions is the table of the redis_* options, and of probe_source (this instance's
+// vantage point), which set o. Relative TLS file names are resolved against root; the TLS files
+// are read here, so that a bad one is reported with its Corefile line.
+func clusterOptions(o *config.ClusterOptions, root string) optionTable {
+	return optionTable{
+		"redis_enable":          setFlag(&o.Enable, true),
+		"redis_addr":            func(c *caddy.Controller) error { return redisAddrs(c, o) },
+		"redis_password":        setString(&o.Password),
+		"redis_username":        setString(&o.Username),
+		"redis_db":              func(c *caddy.Controller) error { return redisDB(c, o) },
+		"redis_key_prefix":      setNonEmpty(&o.KeyPrefix, "prefix"),
+		"redis_sync_mode":       func(c *caddy.Controller) error { return syncMode(c, o) },
+		"redis_sentinel_master": setNonEmpty(&o.SentinelMaster, "name"),
+		"redis_tls":             setFlag(&o.TLS.Enable, true),
+		"redis_tls_ca":          func(c *caddy.Controller) error { return tlsCA(c, root, o) },
+		"redis_tls_cert":        func(c *caddy.Controller) error { return clientCert(c, root, o) },
+		"redis_tls_server_name": func(c *caddy.Controller) error { return tlsServerName(c, o) },
+		"redis_quorum":          func(c *caddy.Controller) error { return quorumThreshold(c, &o.Quorum) },
+		"redis_min_voters":      setPositive(&o.Quorum.MinVoters),
+		"redis_site":            setNonEmpty(&o.Quorum.Site, "label"),
+		"redis_canary":          func(c *caddy.Controller) error { return canaries(c, &o.Quorum) },
+		"redis_canary_interval": setDuration(&o.Quorum.CanaryInterval, minCanaryInterval),
+		"probe_source":          func(c *caddy.Controller) error { return probeSources(c, o) },
 	}
-	return true, err
 }
 
 // redisAddrs reads "redis_addr HOST:PORT..."; every line adds its addresses.
 func redisAddrs(c *caddy.Controller, o *config.ClusterOptions) error {
 	args, err := hostPorts(c)
 	o.Addrs = append(o.Addrs, args...)
+	return err
+}
+
+// canaries reads "redis_canary HOST:PORT..."; every line adds its addresses.
+func canaries(c *caddy.Controller, q *config.QuorumOptions) error {
+	addrs, err := hostPorts(c)
+	q.Canaries = append(q.Canaries, addrs...)
 	return err
 }
 
@@ -187,6 +155,26 @@ func clientCert(c *caddy.Controller, root string, o *config.ClusterOptions) erro
 		return c.Errf("redis_tls_cert: want 'redis_tls_cert CERT_FILE KEY_FILE', got %d arguments", len(args))
 	}
 	o.TLS.Cert, o.TLS.Key = resolve(root, args[0]), resolve(root, args[1])
+	return checkTLS(c, o.TLS)
+}
+
+// tlsCA reads "redis_tls_ca FILE", and checks the TLS files named so far.
+func tlsCA(c *caddy.Controller, root string, o *config.ClusterOptions) error {
+	f, err := single(c)
+	if err != nil {
+		return err
+	}
+	o.TLS.CA = resolve(root, f)
+	return checkTLS(c, o.TLS)
+}
+
+// tlsServerName reads "redis_tls_server_name NAME", and checks the TLS files named so far.
+func tlsServerName(c *caddy.Controller, o *config.ClusterOptions) error {
+	name, err := single(c)
+	if err != nil {
+		return err
+	}
+	o.TLS.ServerName = name
 	return checkTLS(c, o.TLS)
 }
 
