@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -260,19 +259,37 @@ const loadTie = 0.05
 
 // bestGroup returns the priority of the best (lowest) group of work with at least
 // MinHealthy candidates, as failover's min_healthy has it; the best group of all when none
-// has that many. It runs when the chain is prepared, never per query.
+// has that many. work holds a candidate at least. It counts in place: after a step that
+// depends on the query, the priority step runs per query.
 func (c *Chain) bestGroup(work []int) int {
-	counts := map[int]int{}
-	for _, i := range work {
-		counts[c.cands[i].Priority]++
+	lowest := c.cands[work[0]].Priority
+	for _, i := range work[1:] {
+		lowest = min(lowest, c.cands[i].Priority)
 	}
-	groups := slices.Sorted(maps.Keys(counts))
-	for _, p := range groups {
-		if counts[p] >= max(c.opts.MinHealthy, 1) {
-			return p
+	need := max(c.opts.MinHealthy, 1)
+	if need == 1 {
+		return lowest
+	}
+	best, found := 0, false
+	for _, i := range work {
+		p := c.cands[i].Priority
+		if found && p >= best {
+			continue
+		}
+		n := 0
+		for _, j := range work {
+			if c.cands[j].Priority == p {
+				n++
+			}
+		}
+		if n >= need {
+			best, found = p, true
 		}
 	}
-	return groups[0]
+	if !found {
+		return lowest
+	}
+	return best
 }
 
 // fastest keeps the candidates whose RTT is within the tolerance of the fastest's; those not
