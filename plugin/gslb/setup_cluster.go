@@ -1,6 +1,7 @@
 package gslb
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
@@ -22,15 +23,15 @@ func clusterOptions(o *config.ClusterOptions, root string) optionTable {
 		"redis_addr":            func(c *caddy.Controller) error { return redisAddrs(c, o) },
 		"redis_password":        setString(&o.Password),
 		"redis_username":        setString(&o.Username),
-		"redis_db":              func(c *caddy.Controller) error { return redisDB(c, o) },
+		"redis_db":              setParsed(&o.DB, redisDB),
 		"redis_key_prefix":      setNonEmpty(&o.KeyPrefix, "prefix"),
-		"redis_sync_mode":       func(c *caddy.Controller) error { return syncMode(c, o) },
+		"redis_sync_mode":       setParsed(&o.SyncMode, syncMode),
 		"redis_sentinel_master": setNonEmpty(&o.SentinelMaster, "name"),
 		"redis_tls":             setFlag(&o.TLS.Enable, true),
 		"redis_tls_ca":          func(c *caddy.Controller) error { return tlsCA(c, root, o) },
 		"redis_tls_cert":        func(c *caddy.Controller) error { return clientCert(c, root, o) },
 		"redis_tls_server_name": func(c *caddy.Controller) error { return tlsServerName(c, o) },
-		"redis_quorum":          func(c *caddy.Controller) error { return quorumThreshold(c, &o.Quorum) },
+		"redis_quorum":          setParsed(&o.Quorum.Threshold, quorumThreshold),
 		"redis_min_voters":      setPositive(&o.Quorum.MinVoters),
 		"redis_site":            setNonEmpty(&o.Quorum.Site, "label"),
 		"redis_canary":          func(c *caddy.Controller) error { return canaries(c, &o.Quorum) },
@@ -72,28 +73,21 @@ func hostPorts(c *caddy.Controller) ([]string, error) {
 // minCanaryInterval is the shortest redis_canary_interval.
 const minCanaryInterval = 100 * time.Millisecond
 
-// quorumThreshold reads "redis_quorum majority|N|P%".
-func quorumThreshold(c *caddy.Controller, q *config.QuorumOptions) error {
-	v, err := single(c)
-	if err != nil {
-		return err
-	}
+// quorumThreshold parses redis_quorum's "majority|N|P%".
+func quorumThreshold(v string) (config.Threshold, error) {
 	if v == "majority" {
-		q.Threshold = config.Threshold{}
-		return nil
+		return config.Threshold{}, nil
 	}
 	if p, ok := strings.CutSuffix(v, "%"); ok {
 		if n, err := strconv.Atoi(p); err == nil && n >= 1 && n <= 100 {
-			q.Threshold = config.Threshold{Percent: n}
-			return nil
+			return config.Threshold{Percent: n}, nil
 		}
-		return c.Errf("redis_quorum: %q is not a percentage from 1%% to 100%%", v)
+		return config.Threshold{}, fmt.Errorf("%q is not a percentage from 1%% to 100%%", v)
 	}
 	if n, err := strconv.Atoi(v); err == nil && n >= 1 {
-		q.Threshold = config.Threshold{Count: n}
-		return nil
+		return config.Threshold{Count: n}, nil
 	}
-	return c.Errf("redis_quorum: %q is not majority, a number of voters or a percentage", v)
+	return config.Threshold{}, fmt.Errorf("%q is not majority, a number of voters or a percentage", v)
 }
 
 // probeSources reads "probe_source ADDRESS [ADDRESS]": IP addresses of this host, at most one
@@ -121,31 +115,22 @@ func probeSources(c *caddy.Controller, o *config.ClusterOptions) error {
 	return nil
 }
 
-func redisDB(c *caddy.Controller, o *config.ClusterOptions) error {
-	v, err := single(c)
-	if err != nil {
-		return err
-	}
+// redisDB parses a Redis database number, 0 or more.
+func redisDB(v string) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return c.Errf("redis_db: %q is not a database number (0 or more)", v)
+		return 0, fmt.Errorf("%q is not a database number (0 or more)", v)
 	}
-	o.DB = n
-	return nil
+	return n, nil
 }
 
-func syncMode(c *caddy.Controller, o *config.ClusterOptions) error {
-	v, err := single(c)
-	if err != nil {
-		return err
-	}
+// syncMode parses redis_sync_mode's lock, none or quorum.
+func syncMode(v string) (config.SyncMode, error) {
 	switch m := config.SyncMode(v); m {
 	case config.SyncLock, config.SyncNone, config.SyncQuorum:
-		o.SyncMode = m
-		return nil
-	default:
-		return c.Errf("redis_sync_mode: %q is not lock, none or quorum", v)
+		return m, nil
 	}
+	return "", fmt.Errorf("%q is not lock, none or quorum", v)
 }
 
 // clientCert reads "redis_tls_cert CERT KEY": the pair is named, and checked, on one line.

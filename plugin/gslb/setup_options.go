@@ -2,6 +2,7 @@ package gslb
 
 import (
 	"cmp"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -220,35 +221,41 @@ func single(c *caddy.Controller) (string, error) {
 	return args[0], nil
 }
 
-// setString is the row of an option of one argument, a string, set to dst.
-func setString(dst *string) optionFunc {
-	return func(c *caddy.Controller) error {
-		v, err := single(c)
-		if err == nil {
-			*dst = v
-		}
-		return err
-	}
-}
-
-// setNonEmpty is setString for a string that must not be empty; what names it in the error.
-func setNonEmpty(dst *string, what string) optionFunc {
+// setParsed is the row of an option of one argument, which parse turns into the value of dst;
+// the error of parse is the option's.
+func setParsed[T any](dst *T, parse func(arg string) (T, error)) optionFunc {
 	return func(c *caddy.Controller) error {
 		name := c.Val()
 		v, err := single(c)
 		if err != nil {
 			return err
 		}
-		if v == "" {
-			return c.Errf("%s: the %s must not be empty", name, what)
+		x, err := parse(v)
+		if err != nil {
+			return c.Errf("%s: %v", name, err)
 		}
-		*dst = v
+		*dst = x
 		return nil
 	}
 }
 
-// setChecked is setString for a name that check must accept (a site, a region): its error is
-// the option's.
+// setString is the row of an option of one argument, a string.
+func setString(dst *string) optionFunc {
+	return setParsed(dst, func(v string) (string, error) { return v, nil })
+}
+
+// setNonEmpty is setString for a string that must not be empty; what names it in the error.
+func setNonEmpty(dst *string, what string) optionFunc {
+	return setParsed(dst, func(v string) (string, error) {
+		if v == "" {
+			return "", fmt.Errorf("the %s must not be empty", what)
+		}
+		return v, nil
+	})
+}
+
+// setChecked is setString for a name that check must accept (a site, a region): the error of
+// check is the option's, as it is.
 func setChecked(dst *string, check func(string) error) optionFunc {
 	return func(c *caddy.Controller) error {
 		v, err := single(c)
@@ -265,13 +272,7 @@ func setChecked(dst *string, check func(string) error) optionFunc {
 
 // setPath is the row of a file option: its one argument, resolved against root.
 func setPath(root string, dst *string) optionFunc {
-	return func(c *caddy.Controller) error {
-		v, err := single(c)
-		if err == nil {
-			*dst = resolve(root, v)
-		}
-		return err
-	}
+	return setParsed(dst, func(v string) (string, error) { return resolve(root, v), nil })
 }
 
 // setFlag is the row of a switch that takes no argument (or an explicit true/false): it sets
@@ -298,54 +299,25 @@ func setFlag(dst *bool, on bool) optionFunc {
 // setDuration is the row of a duration: a Go duration, or a bare number of seconds, of at
 // least floor.
 func setDuration(dst *time.Duration, floor time.Duration) optionFunc {
-	return func(c *caddy.Controller) error {
-		name := c.Val()
-		v, err := single(c)
-		if err != nil {
-			return err
-		}
+	return setParsed(dst, func(v string) (time.Duration, error) {
 		d, err := config.ParseDuration(v)
-		if err != nil {
-			return c.Errf("%s: %v", name, err)
+		if err == nil && d < floor {
+			err = fmt.Errorf("%s is shorter than %s", d, floor)
 		}
-		if d < floor {
-			return c.Errf("%s: %s is shorter than %s", name, d, floor)
-		}
-		*dst = d
-		return nil
-	}
+		return d, err
+	})
 }
 
 // setSize is the row of a size in bytes, with an optional K, M or G suffix (config.ParseSize).
-func setSize(dst *int64) optionFunc {
-	return func(c *caddy.Controller) error {
-		name := c.Val()
-		v, err := single(c)
-		if err != nil {
-			return err
-		}
-		n, err := config.ParseSize(v)
-		if err != nil {
-			return c.Errf("%s: %v", name, err)
-		}
-		*dst = n
-		return nil
-	}
-}
+func setSize(dst *int64) optionFunc { return setParsed(dst, config.ParseSize) }
 
 // setPositive is the row of a positive integer.
 func setPositive(dst *int) optionFunc {
-	return func(c *caddy.Controller) error {
-		name := c.Val()
-		v, err := single(c)
-		if err != nil {
-			return err
-		}
+	return setParsed(dst, func(v string) (int, error) {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return c.Errf("%s: %q is not a positive integer", name, v)
+			return 0, fmt.Errorf("%q is not a positive integer", v)
 		}
-		*dst = n
-		return nil
-	}
+		return n, nil
+	})
 }
