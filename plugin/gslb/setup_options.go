@@ -14,10 +14,11 @@ import (
 
 // The options of a gslb block are tables: one row per option name, whose parser sets the
 // option's field of the block's config.Options. A subsystem's table is in its setup_*.go file
-// beside the parsers of its own kinds of argument; the rows of the common kinds are made here
-// (setFlag, setDuration, setPositive, setSize, setString, setPath), each checking how many
-// arguments its kind takes. Adding an option is one row, and its line in
-// docs/configuration.md (TestOptionsDocumented).
+// beside the parsers of its own kinds of argument; the rows of the common kinds are made here,
+// each checking how many arguments its kind takes: setFlag for a switch, setParsed for one
+// argument and a function that parses it (setString, setPath, setDuration, setSize,
+// setPositive...). Adding an option is one row, and its line in docs/configuration.md
+// (TestOptionsDocumented).
 
 // optionFunc parses one line of an option; c stands at the option's name.
 type optionFunc func(c *caddy.Controller) error
