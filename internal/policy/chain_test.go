@@ -164,6 +164,7 @@ func BenchmarkChainPick(b *testing.B) {
 		{"prepared+weighted", []config.ChainStep{config.StepPriority, config.StepRTT, config.StepWeighted}},
 		{"load+roundrobin", []config.ChainStep{config.StepLoad, config.StepRoundRobin}},
 		{"random", []config.ChainStep{config.StepRandom}},
+		{"geo+priority+weighted", []config.ChainStep{config.StepGeo, config.StepPriority, config.StepWeighted}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			c := policy.PrepareChain(policy.ChainOptions{Steps: bc.steps, RTTTolerance: config.Tolerance{Fraction: 10}, MaxLoad: 2, MaxAnswers: 2}, chainCands, make([]policy.GeoCandidate, len(chainCands)), new(atomic.Uint64))
