@@ -66,19 +66,6 @@ const (
 // Modes lists every valid mode, in the order the documentation presents them.
 var Modes = []Mode{ModeFailover, ModeRoundRobin, ModeRandom, ModeWeighted, ModeIPHash, ModeConsistentHash, ModeGeoIP, ModeGeoIPAffinity, ModeChain}
 
-// FallbackMode is what a record answers while none of its backends is healthy.
-type FallbackMode string
-
-// The fallback policies.
-const (
-	FallbackFailOpen     FallbackMode = "fail-open"
-	FallbackFailClosed   FallbackMode = "fail-closed"
-	FallbackFailSpecific FallbackMode = "fail-specific"
-	// FallbackLastKnownGood answers the backends that were healthy the last time any was
-	// (fail-open's every enabled backend, until one ever was).
-	FallbackLastKnownGood FallbackMode = "last-known-good"
-)
-
 // Position is a place in a configuration file. Its file's name is a unique.Handle, pointer
 // sized: every record, backend and check of a big zone has a position, and a string there took
 // 8 bytes more of each.
@@ -106,106 +93,6 @@ func (p Position) File() string {
 		return ""
 	}
 	return p.file.Value()
-}
-
-// Options are the settings of one Corefile gslb block.
-type Options struct {
-	// Zones lists the zone files, in Corefile order.
-	Zones []ZoneSource
-	// MaxFileSize is the largest zone or location-map file loaded, in bytes (max_file_size);
-	// 0 means DefaultMaxFileSize. A bigger file is an error, and a reload keeps what serves.
-	MaxFileSize int64
-	// UseEDNSClientSubnet makes the EDNS Client Subnet address the client of a query.
-	UseEDNSClientSubnet bool
-	// FastPath is the fast path's settings (fastpath, fastpath_log_sample): off unless set.
-	FastPath FastPathOptions
-	// EnableTXT turns on the per-backend TXT debug answer (off by default: it discloses inventory).
-	EnableTXT bool
-	// CoreDNSGSLBMetrics exports CoreDNS-GSLB's metrics (gslb_*) beside Meridian's own, and
-	// counts the answers they need (coredns_gslb_metrics; off by default: they cost series per
-	// backend and a few atomic additions and clock reads per answer).
-	CoreDNSGSLBMetrics bool
-	// MaxStaggerStart spreads the first probes over this duration.
-	MaxStaggerStart time.Duration
-	// BatchSizeStart is how many backends start probing together during the stagger.
-	BatchSizeStart int
-	// ResolutionIdleTimeout is how long a record may go unqueried before it is probed less often.
-	ResolutionIdleTimeout time.Duration
-	// HealthcheckIdleMultiplier divides the probe rate of idle records.
-	HealthcheckIdleMultiplier int
-	// HealthcheckProfilesFile is an optional YAML file of profiles shared by every zone.
-	HealthcheckProfilesFile string
-	// GeoIP names the data sources of the geoip and geoip_affinity modes.
-	GeoIP GeoIPOptions
-	// Cluster is the Redis cluster mode; off unless Cluster.Enable.
-	Cluster ClusterOptions
-	// API is the admin API and dashboard; off unless API.Enable.
-	API APIOptions
-	// State is the state file of standalone mode; off unless State.Enable.
-	State StateOptions
-	// Sites are the multi-site options; off unless Sites.Site is set.
-	Sites SitesOptions
-	// Heartbeats are the heartbeats in the operator's DNS; off unless a heartbeat zone is set.
-	Heartbeats HeartbeatOptions
-	// Kubernetes is how the Kubernetes source reaches the cluster.
-	Kubernetes KubernetesOptions
-	// Webhooks are the notifications of health transitions and override changes; off unless
-	// a URL is set.
-	Webhooks WebhookOptions
-}
-
-// FastPathOptions are the fast path's settings: Meridian's own UDP sockets on the server
-// block's addresses, answering the common queries in batches without CoreDNS's per-query
-// work (docs/configuration.md, "Fast path").
-type FastPathOptions struct {
-	Enable bool
-	// Loops is the number of sockets and loops per address; 0: one per CPU.
-	Loops int
-	// LogSample logs one fast-path query in LogSample (0: none): the log plugin sees none.
-	LogSample int
-}
-
-// StateOptions are the state file's settings (state_persist_*, state_max_age): the health of
-// every probed backend, written periodically and at shutdown, read at start so that a
-// restarted instance answers from the last known health instead of from unknown.
-type StateOptions struct {
-	Enable bool
-	// Path is the file; Interval how often it is written; MaxAge the age beyond which a file
-	// is not read at start.
-	Path     string
-	Interval time.Duration
-	MaxAge   time.Duration
-}
-
-// ZoneOrigins returns the origins of the block's zones, in Corefile order.
-func (o Options) ZoneOrigins() []string {
-	origins := make([]string, len(o.Zones))
-	for i, z := range o.Zones {
-		origins[i] = z.Origin
-	}
-	return origins
-}
-
-// GeoIPOptions are the data sources of the geo modes. Empty paths are sources not used.
-type GeoIPOptions struct {
-	CityDB, CountryDB, ASNDB string // MaxMind databases (geoip_maxmind)
-	CustomMap                string // the subnet -> location map (geoip_custom)
-}
-
-// DefaultOptions returns Options with every documented default set and no zones.
-func DefaultOptions() Options {
-	return Options{
-		MaxStaggerStart:           DefaultMaxStaggerStart,
-		BatchSizeStart:            DefaultBatchSizeStart,
-		ResolutionIdleTimeout:     DefaultResolutionIdleTimeout,
-		HealthcheckIdleMultiplier: DefaultHealthcheckIdleMultiplier,
-		State: StateOptions{
-			Path:     DefaultStatePersistPath,
-			Interval: DefaultStatePersistInterval,
-			MaxAge:   DefaultStateMaxAge,
-		},
-		Webhooks: DefaultWebhookOptions(),
-	}
 }
 
 // ZoneSource names the YAML file that holds a zone's records.
@@ -410,19 +297,6 @@ const (
 type HashPrefix struct {
 	V4 int // 0 to 32
 	V6 int // 0 to 128
-}
-
-// Fallback is a record's policy for when no backend is healthy.
-type Fallback struct {
-	Mode  FallbackMode
-	Rcode int // DNS rcode for fail-closed
-	IPs   []netip.Addr
-	CNAME string // canonical FQDN
-}
-
-// equal reports whether f and o are the same policy.
-func (f *Fallback) equal(o *Fallback) bool {
-	return f.Mode == o.Mode && f.Rcode == o.Rcode && slices.Equal(f.IPs, o.IPs) && f.CNAME == o.CNAME
 }
 
 // Backend is one site of a record.

@@ -164,6 +164,7 @@ func BenchmarkChainPick(b *testing.B) {
 		{"prepared+weighted", []config.ChainStep{config.StepPriority, config.StepRTT, config.StepWeighted}},
 		{"load+roundrobin", []config.ChainStep{config.StepLoad, config.StepRoundRobin}},
 		{"random", []config.ChainStep{config.StepRandom}},
+		{"geo+priority+weighted", []config.ChainStep{config.StepGeo, config.StepPriority, config.StepWeighted}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			c := policy.PrepareChain(policy.ChainOptions{Steps: bc.steps, RTTTolerance: config.Tolerance{Fraction: 10}, MaxLoad: 2, MaxAnswers: 2}, chainCands, make([]policy.GeoCandidate, len(chainCands)), new(atomic.Uint64))
@@ -245,6 +246,54 @@ func TestChainMinHealthy(t *testing.T) {
 		slices.Sort(got)
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("min_healthy %d: %v, want %v", tt.minHealthy, got, tt.want)
+		}
+	}
+}
+
+// TestChainStepsAllocateNothing runs every step per query (after a geo step, which keeps every
+// candidate here, the steps that would otherwise run ahead), with the destination, the client
+// and its location on the stack, as the query path has them: no step allocates, nor makes
+// them escape to the heap (a step missing from runStep's cases would).
+func TestChainStepsAllocateNothing(t *testing.T) {
+	src := testutil.World(t, "city country asn map")
+	ms := time.Millisecond
+	vantages := map[string]time.Duration{"eu-west": 5 * ms}
+	cands := []policy.Candidate{
+		{Priority: 1, Weight: 1, RTT: 10 * ms, Load: 0.5, Addr: netip.MustParseAddr("192.0.2.1"), Vantages: vantages},
+		{Priority: 1, Weight: 2, RTT: 11 * ms, Load: 0.2, Addr: netip.MustParseAddr("192.0.2.2")},
+		{Priority: 2, Weight: 3, RTT: 12 * ms, Load: 0.1, Addr: netip.MustParseAddr("192.0.2.3")},
+		{Priority: 2, Weight: 4, RTT: 13 * ms, Load: 0.3, Addr: netip.MustParseAddr("192.0.2.4")},
+	}
+	geoCands := make([]policy.GeoCandidate, len(cands))
+	for i := range geoCands {
+		geoCands[i].Healthy = true
+	}
+	for _, s := range config.ChainSteps {
+		steps := []config.ChainStep{config.StepGeo, s}
+		if s.Selects() || s == config.StepGeo {
+			steps = steps[1:]
+		}
+		for _, client := range testutil.WorldClients {
+			opts := policy.ChainOptions{Steps: steps, RTTTolerance: config.Tolerance{Fraction: 10}, MaxLoad: 1, MinHealthy: 2,
+				HashPrefix: config.HashPrefix{V4: 24, V6: 56}}
+			c := policy.PrepareChain(opts, cands, geoCands, new(atomic.Uint64))
+			addr := netip.MustParseAddr(client)
+			n := testing.AllocsPerRun(20, func() {
+				// The client and its location held together, as the query path holds them.
+				var loc geo.Location
+				q := struct {
+					addr netip.Addr
+					loc  *geo.Location
+				}{addr, &loc}
+				src.Lookup(addr, q.loc)
+				var buf [8]int
+				if got, _ := c.Pick(q.addr, src, q.loc, buf[:0]); len(got) == 0 {
+					t.Fatalf("%v: no pick", steps)
+				}
+			})
+			if n != 0 {
+				t.Errorf("%v for %s: %v allocations a query", steps, client, n)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package gslb
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
@@ -13,75 +14,43 @@ import (
 	"github.com/meridian-gslb/meridian/internal/engine"
 )
 
-// parseClusterOption parses the redis_* option (or probe_source, this instance's vantage point)
-// at c into o. It reports false for an option that is not one of them. Relative TLS file names
-// are resolved against root; the TLS files are read here, so that a bad one is reported with
-// its Corefile line.
-func parseClusterOption(c *caddy.Controller, root string, o *config.ClusterOptions) (bool, error) {
-	name := c.Val()
-	var err error
-	switch name {
-	case "redis_enable":
-		err = flag(c, &o.Enable, true)
-	case "redis_addr":
-		err = redisAddrs(c, o)
-	case "redis_password":
-		o.Password, err = single(c)
-	case "redis_username":
-		o.Username, err = single(c)
-	case "redis_db":
-		err = redisDB(c, o)
-	case "redis_key_prefix":
-		if o.KeyPrefix, err = single(c); err == nil && o.KeyPrefix == "" {
-			err = c.Err("redis_key_prefix: the prefix must not be empty")
-		}
-	case "redis_sync_mode":
-		err = syncMode(c, o)
-	case "redis_sentinel_master":
-		if o.SentinelMaster, err = single(c); err == nil && o.SentinelMaster == "" {
-			err = c.Err("redis_sentinel_master: the name must not be empty")
-		}
-	case "redis_tls":
-		err = flag(c, &o.TLS.Enable, true)
-	case "redis_tls_ca":
-		var f string
-		if f, err = single(c); err == nil {
-			o.TLS.CA = resolve(root, f)
-			err = checkTLS(c, o.TLS)
-		}
-	case "redis_tls_cert":
-		err = clientCert(c, root, o)
-	case "redis_tls_server_name":
-		if o.TLS.ServerName, err = single(c); err == nil {
-			err = checkTLS(c, o.TLS)
-		}
-	case "redis_quorum":
-		err = quorumThreshold(c, &o.Quorum)
-	case "redis_min_voters":
-		err = positive(c, &o.Quorum.MinVoters)
-	case "redis_site":
-		if o.Quorum.Site, err = single(c); err == nil && o.Quorum.Site == "" {
-			err = c.Err("redis_site: the label must not be empty")
-		}
-	case "redis_canary":
-		var addrs []string
-		if addrs, err = hostPorts(c); err == nil {
-			o.Quorum.Canaries = append(o.Quorum.Canaries, addrs...)
-		}
-	case "redis_canary_interval":
-		err = duration(c, &o.Quorum.CanaryInterval, minCanaryInterval)
-	case "probe_source":
-		err = probeSources(c, o)
-	default:
-		return false, nil
+// clusterOptions is the table of the redis_* options, and of probe_source (this instance's
+// vantage point), which set o. Relative TLS file names are resolved against root; the TLS files
+// are read here, so that a bad one is reported with its Corefile line.
+func clusterOptions(o *config.ClusterOptions, root string) optionTable {
+	return optionTable{
+		"redis_enable":          setFlag(&o.Enable, true),
+		"redis_addr":            func(c *caddy.Controller) error { return redisAddrs(c, o) },
+		"redis_password":        setString(&o.Password),
+		"redis_username":        setString(&o.Username),
+		"redis_db":              setParsed(&o.DB, redisDB),
+		"redis_key_prefix":      setNonEmpty(&o.KeyPrefix, "prefix"),
+		"redis_sync_mode":       setParsed(&o.SyncMode, syncMode),
+		"redis_sentinel_master": setNonEmpty(&o.SentinelMaster, "name"),
+		"redis_tls":             setFlag(&o.TLS.Enable, true),
+		"redis_tls_ca":          func(c *caddy.Controller) error { return tlsCA(c, root, o) },
+		"redis_tls_cert":        func(c *caddy.Controller) error { return clientCert(c, root, o) },
+		"redis_tls_server_name": func(c *caddy.Controller) error { return tlsServerName(c, o) },
+		"redis_quorum":          setParsed(&o.Quorum.Threshold, quorumThreshold),
+		"redis_min_voters":      setPositive(&o.Quorum.MinVoters),
+		"redis_site":            setNonEmpty(&o.Quorum.Site, "label"),
+		"redis_canary":          func(c *caddy.Controller) error { return canaries(c, &o.Quorum) },
+		"redis_canary_interval": setDuration(&o.Quorum.CanaryInterval, minCanaryInterval),
+		"probe_source":          func(c *caddy.Controller) error { return probeSources(c, o) },
 	}
-	return true, err
 }
 
 // redisAddrs reads "redis_addr HOST:PORT..."; every line adds its addresses.
 func redisAddrs(c *caddy.Controller, o *config.ClusterOptions) error {
 	args, err := hostPorts(c)
 	o.Addrs = append(o.Addrs, args...)
+	return err
+}
+
+// canaries reads "redis_canary HOST:PORT..."; every line adds its addresses.
+func canaries(c *caddy.Controller, q *config.QuorumOptions) error {
+	addrs, err := hostPorts(c)
+	q.Canaries = append(q.Canaries, addrs...)
 	return err
 }
 
@@ -104,28 +73,21 @@ func hostPorts(c *caddy.Controller) ([]string, error) {
 // minCanaryInterval is the shortest redis_canary_interval.
 const minCanaryInterval = 100 * time.Millisecond
 
-// quorumThreshold reads "redis_quorum majority|N|P%".
-func quorumThreshold(c *caddy.Controller, q *config.QuorumOptions) error {
-	v, err := single(c)
-	if err != nil {
-		return err
-	}
+// quorumThreshold parses redis_quorum's "majority|N|P%".
+func quorumThreshold(v string) (config.Threshold, error) {
 	if v == "majority" {
-		q.Threshold = config.Threshold{}
-		return nil
+		return config.Threshold{}, nil
 	}
 	if p, ok := strings.CutSuffix(v, "%"); ok {
 		if n, err := strconv.Atoi(p); err == nil && n >= 1 && n <= 100 {
-			q.Threshold = config.Threshold{Percent: n}
-			return nil
+			return config.Threshold{Percent: n}, nil
 		}
-		return c.Errf("redis_quorum: %q is not a percentage from 1%% to 100%%", v)
+		return config.Threshold{}, fmt.Errorf("%q is not a percentage from 1%% to 100%%", v)
 	}
 	if n, err := strconv.Atoi(v); err == nil && n >= 1 {
-		q.Threshold = config.Threshold{Count: n}
-		return nil
+		return config.Threshold{Count: n}, nil
 	}
-	return c.Errf("redis_quorum: %q is not majority, a number of voters or a percentage", v)
+	return config.Threshold{}, fmt.Errorf("%q is not majority, a number of voters or a percentage", v)
 }
 
 // probeSources reads "probe_source ADDRESS [ADDRESS]": IP addresses of this host, at most one
@@ -153,31 +115,22 @@ func probeSources(c *caddy.Controller, o *config.ClusterOptions) error {
 	return nil
 }
 
-func redisDB(c *caddy.Controller, o *config.ClusterOptions) error {
-	v, err := single(c)
-	if err != nil {
-		return err
-	}
+// redisDB parses a Redis database number, 0 or more.
+func redisDB(v string) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return c.Errf("redis_db: %q is not a database number (0 or more)", v)
+		return 0, fmt.Errorf("%q is not a database number (0 or more)", v)
 	}
-	o.DB = n
-	return nil
+	return n, nil
 }
 
-func syncMode(c *caddy.Controller, o *config.ClusterOptions) error {
-	v, err := single(c)
-	if err != nil {
-		return err
-	}
+// syncMode parses redis_sync_mode's lock, none or quorum.
+func syncMode(v string) (config.SyncMode, error) {
 	switch m := config.SyncMode(v); m {
 	case config.SyncLock, config.SyncNone, config.SyncQuorum:
-		o.SyncMode = m
-		return nil
-	default:
-		return c.Errf("redis_sync_mode: %q is not lock, none or quorum", v)
+		return m, nil
 	}
+	return "", fmt.Errorf("%q is not lock, none or quorum", v)
 }
 
 // clientCert reads "redis_tls_cert CERT KEY": the pair is named, and checked, on one line.
@@ -187,6 +140,26 @@ func clientCert(c *caddy.Controller, root string, o *config.ClusterOptions) erro
 		return c.Errf("redis_tls_cert: want 'redis_tls_cert CERT_FILE KEY_FILE', got %d arguments", len(args))
 	}
 	o.TLS.Cert, o.TLS.Key = resolve(root, args[0]), resolve(root, args[1])
+	return checkTLS(c, o.TLS)
+}
+
+// tlsCA reads "redis_tls_ca FILE", and checks the TLS files named so far.
+func tlsCA(c *caddy.Controller, root string, o *config.ClusterOptions) error {
+	f, err := single(c)
+	if err != nil {
+		return err
+	}
+	o.TLS.CA = resolve(root, f)
+	return checkTLS(c, o.TLS)
+}
+
+// tlsServerName reads "redis_tls_server_name NAME", and checks the TLS files named so far.
+func tlsServerName(c *caddy.Controller, o *config.ClusterOptions) error {
+	name, err := single(c)
+	if err != nil {
+		return err
+	}
+	o.TLS.ServerName = name
 	return checkTLS(c, o.TLS)
 }
 

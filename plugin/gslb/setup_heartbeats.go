@@ -12,41 +12,25 @@ import (
 // minHeartbeatInterval is the floor of heartbeat_interval and the durations that follow it.
 const minHeartbeatInterval = 100 * time.Millisecond
 
-// parseHeartbeatOption parses the heartbeat option at c (region, heartbeat_zone,
+// heartbeatOptions is the table of the heartbeat options (region, heartbeat_zone,
 // heartbeat_tsig, heartbeat_interval, local_healthy_duration, global_healthy_duration,
-// self_heal_interval, delegation, delegation_ns, delegation_stale_threshold) into o. It
-// reports false for an option that is not one of them.
-func parseHeartbeatOption(c *caddy.Controller, o *config.HeartbeatOptions) (bool, error) {
-	var err error
-	switch c.Val() {
-	case "region":
-		if o.Region, err = single(c); err == nil {
-			if cerr := config.CheckRegionName(o.Region); cerr != nil {
-				err = c.Errf("%v", cerr)
-			}
-		}
-	case "heartbeat_zone":
-		err = heartbeatZone(c, o)
-	case "heartbeat_tsig":
-		o.TSIG, err = tsigKey(c)
-	case "heartbeat_interval":
-		err = duration(c, &o.Interval, minHeartbeatInterval)
-	case "local_healthy_duration":
-		err = duration(c, &o.LocalHealthy, minHeartbeatInterval)
-	case "global_healthy_duration":
-		err = duration(c, &o.GlobalHealthy, minHeartbeatInterval)
-	case "self_heal_interval":
-		err = duration(c, &o.SelfHeal, minHeartbeatInterval)
-	case "delegation":
-		err = delegation(c, o)
-	case "delegation_ns":
-		err = delegationNS(c, o)
-	case "delegation_stale_threshold":
-		err = duration(c, &delegationOf(o).StaleThreshold, minHeartbeatInterval)
-	default:
-		return false, nil
+// self_heal_interval, delegation, delegation_ns, delegation_stale_threshold), which set o.
+func heartbeatOptions(o *config.HeartbeatOptions) optionTable {
+	return optionTable{
+		"region":                  setChecked(&o.Region, config.CheckRegionName),
+		"heartbeat_zone":          func(c *caddy.Controller) error { return heartbeatZone(c, o) },
+		"heartbeat_tsig":          setTSIGKey(&o.TSIG),
+		"heartbeat_interval":      setDuration(&o.Interval, minHeartbeatInterval),
+		"local_healthy_duration":  setDuration(&o.LocalHealthy, minHeartbeatInterval),
+		"global_healthy_duration": setDuration(&o.GlobalHealthy, minHeartbeatInterval),
+		"self_heal_interval":      setDuration(&o.SelfHeal, minHeartbeatInterval),
+		"delegation":              func(c *caddy.Controller) error { return delegation(c, o) },
+		"delegation_ns":           func(c *caddy.Controller) error { return delegationNS(c, o) },
+		// The delegation is made when one of its options is written, not before.
+		"delegation_stale_threshold": func(c *caddy.Controller) error {
+			return setDuration(&delegationOf(o).StaleThreshold, minHeartbeatInterval)(c)
+		},
 	}
-	return true, err
 }
 
 // heartbeatZone reads "heartbeat_zone local|global ZONE SERVER[:PORT]...".

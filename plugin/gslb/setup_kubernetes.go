@@ -10,60 +10,69 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 )
 
-// parseKubernetesOption parses the Kubernetes option at c (kubernetes, kubeconfig,
-// kubernetes_namespaces, k8gb, istio_sync_check, istio_sync_interval) into o, a kubeconfig
-// path resolved against root. It reports false for an option that is not one of them.
-func parseKubernetesOption(c *caddy.Controller, root string, o *config.KubernetesOptions) (bool, error) {
-	switch c.Val() {
-	case "kubernetes":
-		return true, flag(c, &o.On, true)
-	case "kubeconfig":
-		return true, path(c, root, &o.Kubeconfig)
-	case "kubernetes_namespaces":
-		args := c.RemainingArgs()
-		if len(args) == 0 {
-			return true, c.Errf("kubernetes_namespaces: want at least one NAMESPACE")
-		}
-		for _, ns := range args {
-			if err := config.CheckKubernetesName("namespace", ns); err != nil {
-				return true, c.Errf("kubernetes_namespaces: %v", err)
-			}
-			if !slices.Contains(o.Namespaces, ns) {
-				o.Namespaces = append(o.Namespaces, ns)
-			}
-		}
-		return true, nil
-	case "k8gb":
-		o.K8gb = true
-		for _, site := range c.RemainingArgs() {
-			if err := config.CheckSiteName(site); err != nil {
-				return true, c.Errf("k8gb: %v", err)
-			}
-			if !slices.Contains(o.K8gbSites, site) {
-				o.K8gbSites = append(o.K8gbSites, site)
-			}
-		}
-		return true, nil
-	case "istio_sync_check":
-		args := c.RemainingArgs()
-		switch len(args) {
-		case 0:
-			o.IstioSyncURL = config.DefaultIstioSyncURL
-		case 1:
-			u, err := url.Parse(args[0])
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return true, c.Errf("istio_sync_check: %q is not an http or https URL", args[0])
-			}
-			o.IstioSyncURL = args[0]
-		default:
-			return true, c.Errf("istio_sync_check: want at most one URL, got %d arguments", len(args))
-		}
-		if o.IstioSyncInterval == 0 {
-			o.IstioSyncInterval = config.DefaultIstioSyncInterval
-		}
-		return true, nil
-	case "istio_sync_interval":
-		return true, duration(c, &o.IstioSyncInterval, time.Second)
+// kubernetesOptions is the table of the Kubernetes options (kubernetes, kubeconfig,
+// kubernetes_namespaces, k8gb, istio_sync_check, istio_sync_interval), which set o; a
+// kubeconfig path is resolved against root.
+func kubernetesOptions(o *config.KubernetesOptions, root string) optionTable {
+	return optionTable{
+		"kubernetes":            setFlag(&o.On, true),
+		"kubeconfig":            setPath(root, &o.Kubeconfig),
+		"kubernetes_namespaces": func(c *caddy.Controller) error { return namespaces(c, o) },
+		"k8gb":                  func(c *caddy.Controller) error { return k8gbSites(c, o) },
+		"istio_sync_check":      func(c *caddy.Controller) error { return istioSyncCheck(c, o) },
+		"istio_sync_interval":   setDuration(&o.IstioSyncInterval, time.Second),
 	}
-	return false, nil
+}
+
+// namespaces reads "kubernetes_namespaces NAMESPACE...", which adds to the lines before.
+func namespaces(c *caddy.Controller, o *config.KubernetesOptions) error {
+	args := c.RemainingArgs()
+	if len(args) == 0 {
+		return c.Errf("kubernetes_namespaces: want at least one NAMESPACE")
+	}
+	for _, ns := range args {
+		if err := config.CheckKubernetesName("namespace", ns); err != nil {
+			return c.Errf("kubernetes_namespaces: %v", err)
+		}
+		if !slices.Contains(o.Namespaces, ns) {
+			o.Namespaces = append(o.Namespaces, ns)
+		}
+	}
+	return nil
+}
+
+// k8gbSites reads "k8gb [SITE...]": k8gb's Gslb objects, and the sites (k8gb's geo tags) of
+// their targets.
+func k8gbSites(c *caddy.Controller, o *config.KubernetesOptions) error {
+	o.K8gb = true
+	for _, site := range c.RemainingArgs() {
+		if err := config.CheckSiteName(site); err != nil {
+			return c.Errf("k8gb: %v", err)
+		}
+		if !slices.Contains(o.K8gbSites, site) {
+			o.K8gbSites = append(o.K8gbSites, site)
+		}
+	}
+	return nil
+}
+
+// istioSyncCheck reads "istio_sync_check [URL]".
+func istioSyncCheck(c *caddy.Controller, o *config.KubernetesOptions) error {
+	args := c.RemainingArgs()
+	switch len(args) {
+	case 0:
+		o.IstioSyncURL = config.DefaultIstioSyncURL
+	case 1:
+		u, err := url.Parse(args[0])
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c.Errf("istio_sync_check: %q is not an http or https URL", args[0])
+		}
+		o.IstioSyncURL = args[0]
+	default:
+		return c.Errf("istio_sync_check: want at most one URL, got %d arguments", len(args))
+	}
+	if o.IstioSyncInterval == 0 {
+		o.IstioSyncInterval = config.DefaultIstioSyncInterval
+	}
+	return nil
 }

@@ -33,44 +33,34 @@ var tsigAlgorithms = map[string]string{
 	"hmac-sha512": dns.HmacSHA512,
 }
 
-// parseSitesOption parses the sites option at c (site, peers, peers_from_ns, peer_interval,
-// peer_timeout, split_brain_threshold, peer_tsig, measure_remote) into o. It reports false for an option that
-// is not one of them. port is the port this server block listens on, which the peers found
-// from the NS set are asked on (0: unknown, the default port).
-func parseSitesOption(c *caddy.Controller, o *config.SitesOptions, port int) (bool, error) {
-	var err error
-	switch c.Val() {
-	case "site":
-		if o.Site, err = single(c); err == nil {
-			if cerr := config.CheckSiteName(o.Site); cerr != nil {
-				err = c.Errf("%v", cerr)
+// sitesOptions is the table of the sites options (site, peers, peers_from_ns, peer_interval,
+// peer_timeout, split_brain_threshold, peer_tsig, measure_remote), which set o. port is the
+// port this server block listens on, which the peers found from the NS set are asked on (0:
+// unknown, the default port).
+func sitesOptions(o *config.SitesOptions, port int) optionTable {
+	return optionTable{
+		"site": setChecked(&o.Site, config.CheckSiteName),
+		"peers": func(c *caddy.Controller) error {
+			addrs, err := defaultPortAddrs(c, config.DefaultPeerPort, false)
+			if err == nil {
+				o.Peers = append(o.Peers, addrs...)
 			}
-		}
-	case "peers":
-		var addrs []string
-		if addrs, err = defaultPortAddrs(c, config.DefaultPeerPort, false); err == nil {
-			o.Peers = append(o.Peers, addrs...)
-		}
-	case "peers_from_ns":
-		var addrs []string
-		if addrs, err = defaultPortAddrs(c, dnsPort, true); err == nil {
-			o.PeersFromNS, o.PeerPort = true, port
-			o.NSServers = append(o.NSServers, addrs...)
-		}
-	case "peer_interval":
-		err = duration(c, &o.PeerInterval, minPeerInterval)
-	case "peer_timeout":
-		err = duration(c, &o.PeerTimeout, minPeerTimeout)
-	case "split_brain_threshold":
-		err = duration(c, &o.SplitBrainThreshold, minPeerInterval)
-	case "peer_tsig":
-		o.TSIG, err = tsigKey(c)
-	case "measure_remote":
-		err = flag(c, &o.MeasureRemote, true)
-	default:
-		return false, nil
+			return err
+		},
+		"peers_from_ns": func(c *caddy.Controller) error {
+			addrs, err := defaultPortAddrs(c, dnsPort, true)
+			if err == nil {
+				o.PeersFromNS, o.PeerPort = true, port
+				o.NSServers = append(o.NSServers, addrs...)
+			}
+			return err
+		},
+		"peer_interval":         setDuration(&o.PeerInterval, minPeerInterval),
+		"peer_timeout":          setDuration(&o.PeerTimeout, minPeerTimeout),
+		"split_brain_threshold": setDuration(&o.SplitBrainThreshold, minPeerInterval),
+		"peer_tsig":             setTSIGKey(&o.TSIG),
+		"measure_remote":        setFlag(&o.MeasureRemote, true),
 	}
-	return true, err
 }
 
 // defaultPortAddrs reads the ADDR[:PORT] arguments of the option at c: IP addresses (IPv6 in
@@ -114,6 +104,17 @@ func withDefaultPort(a string, port int) (string, error) {
 		return "", errors.New("not an IP address or a host name")
 	}
 	return net.JoinHostPort(host, p), nil
+}
+
+// setTSIGKey is the row of a TSIG key (peer_tsig, heartbeat_tsig).
+func setTSIGKey(dst **config.TSIGKey) optionFunc {
+	return func(c *caddy.Controller) error {
+		k, err := tsigKey(c)
+		if err == nil {
+			*dst = k
+		}
+		return err
+	}
 }
 
 // tsigKey reads "OPTION NAME ALGORITHM SECRET" (peer_tsig, heartbeat_tsig).

@@ -8,23 +8,15 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 )
 
-// parseWebhookOption parses the webhook option at c (webhook, webhook_secret, webhook_timeout,
-// webhook_events) into o. It reports false for an option that is not one of them.
-func parseWebhookOption(c *caddy.Controller, o *config.WebhookOptions) (bool, error) {
-	var err error
-	switch c.Val() {
-	case "webhook":
-		err = webhookURL(c, o)
-	case "webhook_secret":
-		o.Secret, err = single(c)
-	case "webhook_timeout":
-		err = duration(c, &o.Timeout, 10*time.Millisecond)
-	case "webhook_events":
-		err = webhookEvents(c, o)
-	default:
-		return false, nil
+// webhookOptions is the table of the webhook options (webhook, webhook_secret,
+// webhook_timeout, webhook_events), which set o.
+func webhookOptions(o *config.WebhookOptions) optionTable {
+	return optionTable{
+		"webhook":         func(c *caddy.Controller) error { return webhookURL(c, o) },
+		"webhook_secret":  setString(&o.Secret),
+		"webhook_timeout": setDuration(&o.Timeout, 10*time.Millisecond),
+		"webhook_events":  func(c *caddy.Controller) error { return webhookEvents(c, o) },
 	}
-	return true, err
 }
 
 // webhookURL reads "webhook URL", which repeats, once per URL.

@@ -1,0 +1,172 @@
+package health
+
+import (
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/health/probe"
+)
+
+// From evidence to a backend's status: a probe's result (here or, in cluster mode, elsewhere)
+// fed to the rise/fall machines of the backends that share the check, a source's report on an
+// External backend, and the transition that follows, logged, counted and announced once.
+
+// report is one status a source reported for an External backend, and why and when.
+type report struct {
+	status Status
+	reason string
+	at     time.Time
+}
+
+// notReported is the reason shown for an External backend with checks before its first report.
+const notReported = "not reported by its source yet"
+
+// restored is the reason shown for a backend whose status comes from the state file.
+const restored = "restored from the state file"
+
+// checksStatus returns the combined status of b's checks' machines: up when it has none, or
+// when they only measure it (Spec.MeasureOnly).
+func (b *backend) checksStatus() Status {
+	if b.spec.MeasureOnly {
+		return Up
+	}
+	statuses := make([]Status, len(b.subs))
+	for i, sub := range b.subs {
+		statuses[i] = sub.machine.status
+	}
+	return combine(statuses)
+}
+
+// reportExplains reports whether b's status is its source's report rather than its checks'
+// verdict: b is External and has no checks, or its report is not up and no better than the
+// checks' verdict (see withReport). The details of such a backend show the report.
+func (b *backend) reportExplains() bool {
+	if !b.spec.External {
+		return false
+	}
+	return len(b.subs) == 0 || b.spec.MeasureOnly || b.report.status != Up && withReport(b.checksStatus(), b.report.status) == b.report.status
+}
+
+// apply feeds one raw result of j to every subscriber's machine and publishes the changes.
+func (m *Manager) apply(j *job, res probe.Result) {
+	m.mu.Lock()
+	m.doneLocked(j)
+	notify := m.observeLocked(j, res, "")
+	m.mu.Unlock()
+	for _, f := range notify {
+		f()
+	}
+}
+
+// doneLocked notes that j's probe (or cluster turn) ended.
+func (m *Manager) doneLocked(j *job) {
+	j.running = false
+	if j.removed {
+		probe.Release(j.prober)
+	}
+}
+
+// observeLocked feeds res to the machines and measurements of j's subscribers and returns the
+// OnChange functions of the backends whose status changed, and the OnMeasure functions of
+// those whose RTT or load moved enough. by names the instance that probed, when another one
+// did (an agent, another instance of the cluster): its RTT is its own, and only its load
+// feeds the measurements.
+func (m *Manager) observeLocked(j *job, res probe.Result, by string) []func() {
+	measured := &res
+	if by != "" {
+		measured = nil
+		if res.HasLoad {
+			measured = &probe.Result{HasLoad: true, Load: res.Load}
+		}
+	}
+	return m.observeMeasuredLocked(j, res, measured, nil, by)
+}
+
+// observeMeasuredLocked is observeLocked with the result whose RTT and load the backends'
+// measurements take, nil for none (a quorum's verdict is not a probe of this instance, whose
+// newest vote is), and the votes of a quorum verdict, whose RTTs by site the backends'
+// measurements take too (nil otherwise).
+func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *probe.Result, votes []Vote, by string) []func() {
+	var notify []func()
+	now := time.Now()
+	for _, s := range j.subs {
+		b := s.backend
+		d := &b.details
+		d.LastCheck, d.LastOK, d.Reason, d.Latency = now, res.OK, res.Reason, res.Latency
+		b.history.observe(now, res.OK, res.Latency)
+		if by == "" && s.stats != nil {
+			s.stats.observe(j.typ, res.OK, res.Reason, res.Latency)
+		}
+		moved := measured != nil && b.measure(s == b.subs[0], *measured)
+		if votes != nil && s == b.subs[0] && b.measureVantages(votes) {
+			moved = true
+		}
+		var f func()
+		if s.machine.observe(res.OK) {
+			f = m.updateLocked(b, res.Reason, by)
+		}
+		if f == nil && moved {
+			f = b.spec.OnMeasure
+		}
+		if f != nil {
+			notify = append(notify, f)
+		}
+	}
+	return notify
+}
+
+// updateLocked recomputes b's status from its checks' machines, and on an External backend its
+// last report (withReport), and sets it (setLocked).
+func (m *Manager) updateLocked(b *backend, reason, by string) func() {
+	next := b.checksStatus()
+	if b.spec.External {
+		next = withReport(next, b.report.status)
+	}
+	return m.setLocked(b, next, reason, by)
+}
+
+// Report records next as the status the source of the external backend with key
+// (Spec.External) judged it at, for reason, which names who judged it (a site, a Kubernetes
+// Service). A backend without checks takes that status; one with checks combines it with its
+// checks' verdict (withReport), which the report does not overwrite. It reports false when no
+// external backend has key. The backend's OnChange runs, outside the manager's lock, when the
+// status changed.
+func (m *Manager) Report(key string, next Status, reason string) bool {
+	m.mu.Lock()
+	b := m.backends[key]
+	if b == nil || !b.spec.External {
+		m.mu.Unlock()
+		return false
+	}
+	*b.report = report{status: next, reason: reason, at: time.Now()}
+	notify := m.updateLocked(b, reason, "")
+	m.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
+	return true
+}
+
+// setLocked makes next b's status. On a change it logs it with reason (and by, the instance
+// that probed, when not this one), counts and stores it, and returns b's OnChange.
+func (m *Manager) setLocked(b *backend, next Status, reason, by string) func() {
+	if next == b.status {
+		return nil
+	}
+	if by != "" {
+		reason += ", probed by " + by
+	}
+	m.opts.Log.Infof("backend %s of %s is %s: %s (was %s)", b.spec.Backend, b.spec.Record, next, reason, b.status)
+	recordTransition(b.status, next)
+	now := time.Now()
+	b.details.LastChange = now
+	tr := Transition{Time: now, Record: b.spec.Record, Backend: b.spec.Backend, Key: b.spec.Key, From: b.status, To: next, Reason: reason}
+	m.history.add(tr)
+	b.history.change(now, next, reason)
+	if m.opts.OnTransition != nil {
+		m.opts.OnTransition(tr)
+	}
+	b.status = next
+	b.noteStatus(next, now)
+	b.state.Set(next)
+	return b.spec.OnChange
+}
