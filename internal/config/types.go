@@ -289,6 +289,11 @@ type Steering struct {
 	// MinHealthy is how many healthy backends a priority group of failover needs to be
 	// served; a group with fewer counts as down (min_healthy).
 	MinHealthy int
+	// ZeroWeightIdle makes a weight of 0 in weighted take no traffic while a healthy backend
+	// has a positive weight (k8gb's, Route 53's and NS1's rule; when none has, they share
+	// alike). Without it 0 counts as 1, CoreDNS-GSLB's rule, which the zone files keep; k8gb's
+	// Gslb resources set it.
+	ZeroWeightIdle bool
 }
 
 // orShared returns p, the part a record or backend keeps out of line, or none, the shared zero
@@ -316,7 +321,7 @@ func (r *Record) SetSteering(s Steering) { r.steering = &s }
 func (s *Steering) equal(o *Steering) bool {
 	return s.HashOrder == o.HashOrder && slices.Equal(s.Chain, o.Chain) && s.MaxAnswers == o.MaxAnswers &&
 		s.RTTTolerance == o.RTTTolerance && s.MaxLoad == o.MaxLoad && s.SlowStart == o.SlowStart &&
-		s.HashPrefix == o.HashPrefix && s.MinHealthy == o.MinHealthy
+		s.HashPrefix == o.HashPrefix && s.MinHealthy == o.MinHealthy && s.ZeroWeightIdle == o.ZeroWeightIdle
 }
 
 // Settings are the settings of a record that most records of a zone take from its defaults:
