@@ -21,6 +21,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/health/probe"
+	"github.com/meridian-gslb/meridian/internal/publish/externaldns"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/files"
@@ -222,6 +223,15 @@ func (e *Engine) configureSites() {
 	}
 	if e.keeper != nil {
 		e.keeper.Configure(e.opts.Heartbeats, e.opts.ZoneOrigins(), func() ([]netip.Addr, int) { return heartbeats.Summary(e.Snapshot()) }, e.log)
+	}
+	if d := e.shared.delegation; d != nil {
+		var view func() sites.View
+		if e.fleet != nil {
+			view = e.fleet.View
+		}
+		d.Configure(e.opts.Kubernetes.ExternalDNS, func() externaldns.State {
+			return externaldns.StateOf(e.opts.Sites.Site, e.opts.Kubernetes.ExternalDNS, e.opts.ZoneOrigins(), view, e.kube.ZoneDelegations())
+		}, e.log)
 	}
 }
 

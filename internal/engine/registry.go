@@ -12,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/overlay"
+	"github.com/meridian-gslb/meridian/internal/publish/externaldns"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
 	"github.com/meridian-gslb/meridian/internal/source/kubernetes"
@@ -70,9 +71,11 @@ type sharedHealth struct {
 	keeper *heartbeats.Keeper
 	// kube follows the Services that the block's kubernetes backends name; it connects at
 	// the first load that names one.
-	kube    *kubernetes.Watcher
-	refs    int
-	started bool
+	kube *kubernetes.Watcher
+	// delegation keeps the delegation through ExternalDNS, nil unless the block asks for it.
+	delegation *externaldns.Keeper
+	refs       int
+	started    bool
 	// writer writes the manager's state to the state file (nil when the block has none); seed
 	// is what the file held at start, until the first engine reported it.
 	writer *statefile.Writer
@@ -141,6 +144,9 @@ func (r *Registry) startHealth(sh *sharedHealth) {
 		sh.keeper.Start()
 	}
 	sh.kube.Start()
+	if sh.delegation != nil {
+		sh.delegation.Start()
+	}
 	if sh.writer != nil {
 		sh.writer.Start()
 	}
@@ -165,6 +171,9 @@ func (r *Registry) releaseHealth(sh *sharedHealth) {
 	}
 	if sh.keeper != nil {
 		sh.keeper.Stop()
+	}
+	if sh.delegation != nil {
+		sh.delegation.Stop()
 	}
 	sh.kube.Stop()
 	sh.manager.Stop()
@@ -205,6 +214,9 @@ func newSharedHealth(key string, o config.Options, seed map[string]health.Status
 		sh.keeper = heartbeats.NewKeeper(o.Sites.Site, o.Heartbeats, sh.manager, log)
 	}
 	sh.kube = kubernetes.NewWatcher(o.Kubernetes, sh.manager, log)
+	if o.Kubernetes.ExternalDNS.Enabled() {
+		sh.delegation = externaldns.New(o.Kubernetes)
+	}
 	return sh
 }
 
