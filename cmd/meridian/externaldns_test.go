@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,11 +18,18 @@ import (
 // gslb.example.com.: its name servers and, for each, the addresses of its glue.
 func parentRecords(t *testing.T, srv *testutil.UpdateServer) map[string][]string {
 	t.Helper()
+	return delegationOf(t, srv, "gslb.example.com.")
+}
+
+// delegationOf returns what the parent zone (BIND) holds of the delegation of zone: its name
+// servers and, for each, the addresses of its glue.
+func delegationOf(t *testing.T, srv *testutil.UpdateServer, zone string) map[string][]string {
+	t.Helper()
 	out := map[string][]string{}
-	m := srv.Query(t, "gslb.example.com.", dns.TypeNS)
+	m := srv.Query(t, zone, dns.TypeNS)
 	for _, rr := range append(m.Answer, m.Ns...) {
 		ns, ok := rr.(*dns.NS)
-		if !ok || ns.Hdr.Name != "gslb.example.com." {
+		if !ok || ns.Hdr.Name != zone {
 			continue
 		}
 		glue := []string{}
@@ -43,7 +51,8 @@ func parentRecords(t *testing.T, srv *testutil.UpdateServer) map[string][]string
 // writes them through its RFC 2136 provider, with TSIG, into the parent zone example.com. of a
 // real BIND. The parent gains both clusters' name servers and glue; a stop of us shorter than
 // the stale threshold changes nothing; a longer one removes us's name server and glue, and us
-// back adds them again.
+// back adds them again. A ZoneDelegation (k8gb's) in each cluster makes both serve its zone,
+// whose delegation the parent gains too, and whose status lists both name servers.
 func TestExternalDNSDelegation(t *testing.T) {
 	t.Parallel()
 	const threshold = 3 * time.Second
@@ -54,6 +63,9 @@ func TestExternalDNSDelegation(t *testing.T) {
 		kubes[i] = testutil.StartKube(t)
 		kubes[i].Apply(t, testutil.KubeNamespace("meridian"))
 		testutil.InstallDNSEndpointCRD(t, kubes[i])
+		testutil.InstallGslbCRDs(t, kubes[i], "../../deploy/helm/meridian/crds")
+		kubes[i].Apply(t, map[string]any{"apiVersion": "k8gb.io/v1beta1", "kind": "ZoneDelegation", "metadata": map[string]any{"name": "cloud-example-com"},
+			"spec": map[string]any{"loadBalancedZone": "cloud.example.com", "parentZone": "example.com", "dnsZoneNegTTL": 10}})
 	}
 	procs := startSites(t, siteSetup{names: names, backends: []string{"", ""}, hosts: hosts,
 		// A record of both sites: its placeholder of the other site makes each read the other's
@@ -65,7 +77,7 @@ func TestExternalDNSDelegation(t *testing.T) {
 			return fmt.Sprintf("  peers %s\n", procs[1-i].addr())
 		},
 		extra: func(i int) string {
-			return fmt.Sprintf("  kubeconfig %s\n  delegation_externaldns example.com. meridian\n  delegation_externaldns_glue %s\n  delegation_externaldns_stale_threshold %s\n",
+			return fmt.Sprintf("  kubeconfig %s\n  k8gb eu us\n  delegation_externaldns example.com. meridian\n  delegation_externaldns_glue %s\n  delegation_externaldns_stale_threshold %s\n",
 				kubes[i].Kubeconfig(t), hosts[i], threshold)
 		}})
 	start := time.Now()
@@ -90,6 +102,26 @@ func TestExternalDNSDelegation(t *testing.T) {
 		t.Logf("%s: the parent holds %v after %s", step, records, time.Since(start).Round(time.Millisecond))
 	}
 	want("both clusters", 30*time.Second, both)
+	// The ZoneDelegation's zone: served by both, delegated to both, its status written.
+	cloud := map[string][]string{"gslb-ns-eu-cloud.example.com.": {"127.0.6.1"}, "gslb-ns-us-cloud.example.com.": {"127.0.6.2"}}
+	testutil.Eventually(t, 20*time.Second, func() bool { return fmt.Sprint(delegationOf(t, srv, "cloud.example.com.")) == fmt.Sprint(cloud) },
+		"the parent's delegation of cloud.example.com. is %s, want %v", func() string { return fmt.Sprint(delegationOf(t, srv, "cloud.example.com.")) }, cloud)
+	for _, p := range procs {
+		m := p.srv.Query(t, "udp", "cloud.example.com.", dns.TypeSOA)
+		if m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 || !m.Authoritative {
+			t.Errorf("%s does not serve the ZoneDelegation's zone: %v", p.name, m)
+		}
+	}
+	zdStatus := func() string {
+		var zd struct {
+			Status struct{ DNSServers []struct{ Name, Address string } }
+		}
+		_ = json.Unmarshal(kubes[0].Get(t, "/apis/k8gb.io/v1beta1/zonedelegations/cloud-example-com"), &zd)
+		return fmt.Sprint(zd.Status.DNSServers)
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return zdStatus() == "[{gslb-ns-eu-cloud.example.com 127.0.6.1} {gslb-ns-us-cloud.example.com 127.0.6.2}]"
+	}, "the ZoneDelegation's status: %s", zdStatus)
 
 	// A stop shorter than the threshold: nothing leaves.
 	if err := procs[1].srv.Signal(syscall.SIGSTOP); err != nil {

@@ -18,8 +18,9 @@ const ExternalDNSVersion = "v0.21.0"
 // ExternalDNSBinary returns the path of an external-dns binary of ExternalDNSVersion:
 // $MERIDIAN_EXTERNAL_DNS when set, else the one cached under the user's cache directory, which
 // it builds there first when it is missing, from its module through the Go module proxy (every
-// provider's SDK is compiled in: about twelve minutes on two cores; `make testbins` does it
-// before the tests). Builds of concurrent test processes wait for each other.
+// provider's SDK is compiled in: about six and a half CPU-minutes, 2 GB of memory at most;
+// `make testbins` does it before the tests). Builds of concurrent test processes wait for each
+// other.
 func ExternalDNSBinary() (string, error) {
 	if bin := os.Getenv("MERIDIAN_EXTERNAL_DNS"); bin != "" {
 		return bin, nil
