@@ -97,7 +97,9 @@ func TestExternalDNSDelegation(t *testing.T) {
 			}()
 		}, "%s: the parent holds %s, want %v\nthe DNSEndpoints of eu: %s\nexternal-dns:\n%s\neu:\n%s", step,
 			func() string { return fmt.Sprint(parentRecords(t, srv)) }, records,
-			func() string { return string(kubes[0].Get(t, "/apis/externaldns.k8s.io/v1alpha1/namespaces/meridian/dnsendpoints")) },
+			func() string {
+				return string(kubes[0].Get(t, "/apis/externaldns.k8s.io/v1alpha1/namespaces/meridian/dnsendpoints"))
+			},
 			func() string { return tail(edns.Logs()) }, func() string { return tail(procs[0].srv.Logs()) })
 		t.Logf("%s: the parent holds %v after %s", step, records, time.Since(start).Round(time.Millisecond))
 	}
@@ -114,7 +116,9 @@ func TestExternalDNSDelegation(t *testing.T) {
 	}
 	zdStatus := func() string {
 		var zd struct {
-			Status struct{ DNSServers []struct{ Name, Address string } }
+			Status struct {
+				DNSServers []struct{ Name, Address string }
+			}
 		}
 		_ = json.Unmarshal(kubes[0].Get(t, "/apis/k8gb.io/v1beta1/zonedelegations/cloud-example-com"), &zd)
 		return fmt.Sprint(zd.Status.DNSServers)

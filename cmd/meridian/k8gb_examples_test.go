@@ -234,7 +234,7 @@ func TestK8gbExamples(t *testing.T) {
 	// The ingress controller of each cluster gives the embedded ingresses Meridian keeps their
 	// address.
 	embedded := map[string]map[string]string{
-		"k8gb-test/roundrobin": {"rr-healthy.gslb.example.com": "frontend-podinfo", "rr-unhealthy.gslb.example.com": "unhealthy-app", "rr-notfound.gslb.example.com": "non-existing-app"},
+		"k8gb-test/roundrobin":  {"rr-healthy.gslb.example.com": "frontend-podinfo", "rr-unhealthy.gslb.example.com": "unhealthy-app", "rr-notfound.gslb.example.com": "non-existing-app"},
 		"k8gb-test/fo-embedded": {"fo-embedded.gslb.example.com": "frontend-podinfo"}, "k8gb-test/split": {"split.gslb.example.com": "frontend-podinfo"},
 		"k8gb-test/weight0": {"weight0.gslb.example.com": "frontend-podinfo"}, "k8gb-test/legacy": {"legacy.gslb.example.com": "frontend-podinfo"},
 		"failover/lifecycle": {"lifecycle.gslb.example.com": "frontend-podinfo"},

@@ -36,9 +36,9 @@ func TestLive(t *testing.T) {
 			{Site: "us", Glue: addrs("198.51.100.53"), Seen: now.Add(-time.Minute)},
 			{Site: "us", Glue: addrs("198.51.100.54"), Seen: now.Add(-10 * time.Minute)}, // another peer of us, silent
 			{Site: "za", Glue: addrs("203.0.113.53"), Seen: now.Add(-6 * time.Minute)},   // past the threshold
-			{Site: "ap", Glue: addrs("203.0.113.54")},                                   // never heard from
-			{Site: "sa", Seen: now},                                                     // no glue (a peer by host name)
-			{Site: "eu", Glue: addrs("192.0.2.99"), Seen: now},                          // this site, by another peer
+			{Site: "ap", Glue: addrs("203.0.113.54")},                                    // never heard from
+			{Site: "sa", Seen: now},                            // no glue (a peer by host name)
+			{Site: "eu", Glue: addrs("192.0.2.99"), Seen: now}, // this site, by another peer
 		},
 	}
 	got := Live(st, 5*time.Minute, now)
@@ -173,7 +173,9 @@ func TestKeeper(t *testing.T) {
 		if !k.Served(path) {
 			return nil
 		}
-		var ep struct{ Spec struct{ Endpoints []endpoint } }
+		var ep struct {
+			Spec struct{ Endpoints []endpoint }
+		}
 		if err := json.Unmarshal(k.Get(t, path), &ep); err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +195,9 @@ func TestKeeper(t *testing.T) {
 	}, "the DNSEndpoints: %v, %v", endpoints("k8gb-ns-extdns-cloud-example-com"), endpoints("k8gb-ns-extdns-cloud2-example-com"))
 	status := func() string {
 		var zd struct {
-			Status struct{ DNSServers []struct{ Name, Address string } }
+			Status struct {
+				DNSServers []struct{ Name, Address string }
+			}
 		}
 		_ = json.Unmarshal(k.Get(t, "/apis/k8gb.io/v1beta1/zonedelegations/cloud2-example-com"), &zd)
 		return fmt.Sprint(zd.Status.DNSServers)

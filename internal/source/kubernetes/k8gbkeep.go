@@ -89,7 +89,7 @@ func (w *Watcher) embeddedKeep(g *gslb) keep {
 		"spec": ingressSpec(g.embedded),
 	}
 	return keep{key: "ingress " + g.namespace + "/" + g.name, fingerprint: fingerprint(ing), exists: w.conn.ingress(g.namespace, g.name) != nil,
-		what: fmt.Sprintf("keeping the Ingress of Gslb %s/%s", g.namespace, g.name),
+		what:  fmt.Sprintf("keeping the Ingress of Gslb %s/%s", g.namespace, g.name),
 		apply: func(ctx context.Context, c *conn) error { return applyIngress(ctx, c, g.namespace, g.name, ing) }}
 }
 
@@ -128,7 +128,7 @@ func (w *Watcher) annotationKeepsLocked() []keep {
 			}
 			out = append(out, keep{key: "gslb of ingress " + in.Namespace + "/" + in.Name, fingerprint: fingerprint(g),
 				exists: w.conn.dynamicGet(gslbResource, in.Namespace, in.Name) != nil,
-				what: "making the Gslb of the annotated " + from,
+				what:   "making the Gslb of the annotated " + from,
 				apply: func(ctx context.Context, c *conn) error {
 					return applyObject(ctx, c, gslbResource, in.Namespace, in.Name, g)
 				}})

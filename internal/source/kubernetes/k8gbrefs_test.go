@@ -207,7 +207,9 @@ func TestWatcherK8gbForms(t *testing.T) {
 		t.Errorf("the migrated Gslb: %+v, want a reference to the legacy one's Ingress", made.Spec)
 	}
 	testutil.Eventually(t, informerBound+statusInterval, func() bool {
-		var old struct{ Metadata struct{ Labels map[string]string } }
+		var old struct {
+			Metadata struct{ Labels map[string]string }
+		}
 		_ = json.Unmarshal(k.Get(t, "/apis/k8gb.absa.oss/v1beta1/namespaces/shop/gslbs/old"), &old)
 		var ing struct {
 			Metadata struct{ OwnerReferences []struct{ APIVersion string } }
