@@ -289,10 +289,8 @@ type Steering struct {
 	// MinHealthy is how many healthy backends a priority group of failover needs to be
 	// served; a group with fewer counts as down (min_healthy).
 	MinHealthy int
-	// ZeroWeightIdle makes a weight of 0 in weighted take no traffic while a healthy backend
-	// has a positive weight (k8gb's, Route 53's and NS1's rule; when none has, they share
-	// alike). Without it 0 counts as 1, CoreDNS-GSLB's rule, which the zone files keep; k8gb's
-	// Gslb resources set it.
+	// ZeroWeightIdle: in weighted, a weight of 0 takes no traffic while a backend with a
+	// positive one is healthy (k8gb's rule; its Gslbs set it); else 0 counts as 1 (zone files).
 	ZeroWeightIdle bool
 }
 
