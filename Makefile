@@ -76,6 +76,7 @@ testbins:
 	$(GO) run ./internal/testutil/consulbuild
 	$(GO) run ./internal/testutil/kubebuild
 	$(GO) run ./internal/testutil/helmbuild
+	$(GO) run ./internal/testutil/externaldnsbuild
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

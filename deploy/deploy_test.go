@@ -538,7 +538,7 @@ func TestChartValues(t *testing.T) {
 				t.Errorf("ClusterRole grants %q on Ingresses with k8gb on, want get,list,watch,create,patch (a Gslb's embedded ingress)", got)
 			}
 			for _, res := range gslbResources {
-				want := "get,list,watch"
+				want := "get,list,watch,create,patch" // create, patch: the annotation form, migrations
 				if strings.HasSuffix(res, "/status") {
 					want = "update,patch"
 				}
@@ -1162,8 +1162,8 @@ func allowed(t *testing.T, kube *testutil.Kube, verb, group, resource, subresour
 // TestGslbCRDs installs the chart's custom resource definitions of k8gb's Gslb (k8gb.io and the
 // legacy k8gb.absa.oss) in a real kube-apiserver, applies a Gslb of each strategy in each group
 // as k8gb's users write them, writes a status through the status subresource, and checks that
-// the server refuses what k8gb's API refuses (an unknown strategy, a negative TTL, a weight
-// that is not a percentage in the legacy group).
+// the server accepts and refuses what k8gb v0.21's definitions do: any strategy type and TTL
+// (they have no enum nor minimum), integer weights in both groups, not percentages.
 func TestGslbCRDs(t *testing.T) {
 	kube := testutil.StartKube(t)
 	testutil.InstallGslbCRDs(t, kube, filepath.Join(chartDir, "crds"))
@@ -1183,9 +1183,10 @@ func TestGslbCRDs(t *testing.T) {
 		{"k8gb.io/v1beta1", "weighted", map[string]any{"type": "roundRobin", "weight": map[string]any{"eu": 5, "us": 2}}, true},
 		{"k8gb.io/v1beta1", "failover", map[string]any{"type": "failover", "primaryGeoTag": "eu", "splitBrainThresholdSeconds": 300}, true},
 		{"k8gb.io/v1beta1", "geo", map[string]any{"type": "geoip"}, true},
-		{"k8gb.io/v1beta1", "unknown", map[string]any{"type": "consistent"}, false},
-		{"k8gb.io/v1beta1", "negative", map[string]any{"type": "roundRobin", "dnsTtlSeconds": -1}, false},
-		{"k8gb.absa.oss/v1beta1", "legacy", map[string]any{"type": "roundRobin", "weight": map[string]any{"eu": "30%", "us": "70%"}}, true},
+		{"k8gb.io/v1beta1", "unknown", map[string]any{"type": "consistent"}, true},
+		{"k8gb.io/v1beta1", "negative", map[string]any{"type": "roundRobin", "dnsTtlSeconds": -1}, true},
+		{"k8gb.absa.oss/v1beta1", "legacy", map[string]any{"type": "roundRobin", "weight": map[string]any{"eu": 30, "us": 70}}, true},
+		{"k8gb.absa.oss/v1beta1", "legacy-percent", map[string]any{"type": "roundRobin", "weight": map[string]any{"eu": "30%", "us": "70%"}}, false},
 		{"k8gb.absa.oss/v1beta1", "legacy-failover", map[string]any{"type": "failover", "primaryGeoTag": "us"}, true},
 		{"k8gb.absa.oss/v1beta1", "legacy-bad-weight", map[string]any{"type": "roundRobin", "weight": map[string]any{"eu": "a lot"}}, false},
 	}

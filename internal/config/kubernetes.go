@@ -9,7 +9,7 @@ import (
 )
 
 // KubernetesOptions are the Kubernetes options of a gslb block (kubernetes, kubeconfig,
-// kubernetes_namespaces, k8gb, istio_sync_check): how the Kubernetes source reaches the API
+// kubernetes_namespaces, k8gb, istio_sync_check, delegation_externaldns*): how the Kubernetes source reaches the API
 // server and what it reads (see docs/kubernetes.md).
 type KubernetesOptions struct {
 	// On is set by the bare kubernetes option: connect even when no zone names a Kubernetes
@@ -32,6 +32,9 @@ type KubernetesOptions struct {
 	IstioSyncURL string
 	// IstioSyncInterval is how often the sync status is read (10s).
 	IstioSyncInterval time.Duration
+	// ExternalDNS is the delegation kept through ExternalDNS's DNSEndpoint objects; off
+	// unless its parent zone is set.
+	ExternalDNS ExternalDNSOptions
 }
 
 // The defaults of the Kubernetes options.
@@ -43,7 +46,7 @@ const (
 // Enabled reports whether the Kubernetes source connects for zones: the kubernetes,
 // kubeconfig or k8gb option is set, or a backend of zones names a Kubernetes object.
 func (o KubernetesOptions) Enabled(zones []*Zone) bool {
-	if o.On || o.Kubeconfig != "" || o.K8gb {
+	if o.On || o.Kubeconfig != "" || o.K8gb || o.ExternalDNS.Enabled() {
 		return true
 	}
 	for _, z := range zones {
@@ -74,7 +77,28 @@ const (
 	KindIngress KubernetesKind = "Ingress"
 	// KindGateway is a Gateway (gateway.networking.k8s.io/v1): its status.addresses.
 	KindGateway KubernetesKind = "Gateway"
+	// KindVirtualService is an Istio VirtualService (networking.istio.io): the address of the
+	// LoadBalancer Service of the Istio Gateway it binds; judged by its routes' destinations.
+	// Only k8gb's Gslb resources name it.
+	KindVirtualService KubernetesKind = "VirtualService"
+	// The Gateway API's routes (gateway.networking.k8s.io): the addresses of their parent
+	// Gateway; judged by its Programmed condition and their backends' Services. Only k8gb's
+	// Gslb resources name them.
+	KindHTTPRoute KubernetesKind = "HTTPRoute"
+	KindGRPCRoute KubernetesKind = "GRPCRoute"
+	KindTLSRoute  KubernetesKind = "TLSRoute"
+	KindTCPRoute  KubernetesKind = "TCPRoute"
+	KindUDPRoute  KubernetesKind = "UDPRoute"
 )
+
+// IsRoute reports whether k is one of the Gateway API's route kinds.
+func (k KubernetesKind) IsRoute() bool {
+	switch k {
+	case KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindTCPRoute, KindUDPRoute:
+		return true
+	}
+	return false
+}
 
 // HealthPolicy is how the Services that judge a kubernetes backend combine.
 type HealthPolicy string
@@ -99,6 +123,10 @@ type KubernetesRef struct {
 	Services []string
 	// Policy combines Services: any (the default) or all.
 	Policy HealthPolicy
+	// Exposed, when set, are the addresses the backend answers in place of the object's (IP
+	// addresses, and host names resolved in the background): k8gb's exposed-ip-addresses and
+	// exposed-hostnames annotations of a Gslb.
+	Exposed []string
 }
 
 // String returns the object as "Kind namespace/name".
@@ -113,6 +141,9 @@ func (r KubernetesRef) Key() string {
 	}
 	if r.Policy != "" && r.Policy != PolicyAny {
 		k += " policy " + string(r.Policy)
+	}
+	if len(r.Exposed) > 0 {
+		k += " exposed " + strings.Join(r.Exposed, ",")
 	}
 	return k
 }

@@ -176,6 +176,9 @@ type Steering struct {
 	// MinHealthy is how many healthy backends a priority group of failover needs to be
 	// served; a group with fewer counts as down (min_healthy).
 	MinHealthy int
+	// ZeroWeightIdle: in weighted, a weight of 0 takes no traffic while a backend with a
+	// positive one is healthy (k8gb's rule; its Gslbs set it); else 0 counts as 1 (zone files).
+	ZeroWeightIdle bool
 }
 
 // orShared returns p, the part a record or backend keeps out of line, or none, the shared zero
@@ -203,7 +206,7 @@ func (r *Record) SetSteering(s Steering) { r.steering = &s }
 func (s *Steering) equal(o *Steering) bool {
 	return s.HashOrder == o.HashOrder && slices.Equal(s.Chain, o.Chain) && s.MaxAnswers == o.MaxAnswers &&
 		s.RTTTolerance == o.RTTTolerance && s.MaxLoad == o.MaxLoad && s.SlowStart == o.SlowStart &&
-		s.HashPrefix == o.HashPrefix && s.MinHealthy == o.MinHealthy
+		s.HashPrefix == o.HashPrefix && s.MinHealthy == o.MinHealthy && s.ZeroWeightIdle == o.ZeroWeightIdle
 }
 
 // Settings are the settings of a record that most records of a zone take from its defaults:

@@ -6,6 +6,8 @@ import (
 	"github.com/meridian-gslb/meridian/internal/cgmetrics"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/notify"
+	"github.com/meridian-gslb/meridian/internal/publish/externaldns"
+	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/files"
@@ -80,6 +82,28 @@ var components = []component{
 		return sites.NewFleet(b.opts.Sites, b.manager, b.log)
 	}, func(f *sites.Fleet, e *Engine) {
 		f.Configure(e.opts.Sites, e.log)
+	}),
+
+	// The delegation through ExternalDNS: each round it reads the block's zones, the
+	// ZoneDelegations the Kubernetes watcher holds and what the sites fleet knows of the other
+	// clusters, and writes the DNSEndpoints.
+	row(component{
+		name: "delegation through externaldns", roles: source.RolePublisher,
+		on:       func(o config.Options) bool { return o.Kubernetes.ExternalDNS.Enabled() },
+		survives: true,
+		restart:  func(o config.Options) any { return o.Kubernetes }, restartOptions: "kubernetes (every option of its block)",
+	}, func(b *blockEnv) *externaldns.Keeper {
+		return externaldns.New(b.opts.Kubernetes)
+	}, func(d *externaldns.Keeper, e *Engine) {
+		var view func() published.View
+		if f, ok := instanceOf[*sites.Fleet](e); ok {
+			view = f.View
+		}
+		kube, _ := instanceOf[*kubernetes.Watcher](e)
+		opts, site, origins := e.opts.Kubernetes.ExternalDNS, e.opts.Sites.Site, e.opts.ZoneOrigins()
+		d.Configure(opts, func() externaldns.State {
+			return externaldns.StateOf(site, opts, origins, view, kube.ZoneDelegations())
+		}, e.log)
 	}),
 
 	// The webhooks belong to the health manager, whose transitions they send; a reload that

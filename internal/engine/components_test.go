@@ -200,7 +200,8 @@ func goroutineIDs() map[string]string {
 }
 
 // TestOpeningABlockStartsNoGoroutine: opening a block (what a Corefile's setup does) with
-// webhooks, sites, heartbeats, a delegation, Kubernetes and the admin API configured starts
+// webhooks, sites, heartbeats, a delegation, Kubernetes with its delegation through
+// ExternalDNS and the admin API configured starts
 // nothing that runs on: Start does.
 func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 	dir := t.TempDir()
@@ -210,7 +211,8 @@ func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 	zone := &config.HeartbeatZone{Zone: "hb.example.net.", Servers: []string{"127.0.0.1:1"}}
 	o.Heartbeats = config.HeartbeatOptions{Local: zone, Global: zone, Delegation: &config.Delegation{
 		Parent: "example.", Servers: []string{"127.0.0.1:1"}, NS: "ns-eu.example.org."}}
-	o.Kubernetes = config.KubernetesOptions{On: true, Kubeconfig: kubeconfig(t), K8gb: true}
+	o.Kubernetes = config.KubernetesOptions{On: true, Kubeconfig: kubeconfig(t), K8gb: true,
+		ExternalDNS: config.ExternalDNSOptions{Parent: "org."}}
 	o.State = config.StateOptions{Enable: true, Path: filepath.Join(dir, "state.json")}
 	o.CoreDNSGSLBMetrics = true
 

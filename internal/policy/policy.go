@@ -82,12 +82,15 @@ type Options struct {
 	// fewer counts as down, and the next one answers. When no group has that many, the best
 	// group answers. 0 counts as 1.
 	MinHealthy int
+	// ZeroWeightIdle makes weighted give a weight of 0 (or less) no share while a candidate
+	// has a positive weight; without it, such a weight counts as 1.
+	ZeroWeightIdle bool
 }
 
 // OptionsOf returns the Options a record's configuration sets.
 func OptionsOf(rec *config.Record) Options {
 	s := rec.Steering()
-	return Options{HashOrder: s.HashOrder, HashPrefix: s.HashPrefix, MinHealthy: s.MinHealthy}
+	return Options{HashOrder: s.HashOrder, HashPrefix: s.HashPrefix, MinHealthy: s.MinHealthy, ZeroWeightIdle: s.ZeroWeightIdle}
 }
 
 // Prepare orders candidates for mode and precomputes what Pick needs, with the record's
@@ -125,9 +128,12 @@ func Prepare(mode config.Mode, cands []Candidate, o Options, counter *atomic.Uin
 	switch mode {
 	case config.ModeWeighted:
 		s.cumWeights = make([]uint64, len(s.Order))
+		idle := o.ZeroWeightIdle && slices.ContainsFunc(cands, func(c Candidate) bool { return c.Weight > 0 })
 		var sum uint64
 		for i, idx := range s.Order {
-			sum += scaledWeight(cands[idx].Weight, cands[idx].Share)
+			if !idle || cands[idx].Weight > 0 { // an idle candidate's running sum does not grow: never drawn
+				sum += scaledWeight(cands[idx].Weight, cands[idx].Share)
+			}
 			s.cumWeights[i] = sum
 		}
 	case config.ModeConsistentHash:

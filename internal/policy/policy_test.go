@@ -144,29 +144,46 @@ func TestRandomReturnsEveryCandidateShuffled(t *testing.T) {
 	}
 }
 
+// TestWeightedFollowsWeights draws weighted answers and compares each backend's share with
+// its weight's: a weight of 0 or less counts as 1 (CoreDNS-GSLB's rule), or, with
+// ZeroWeightIdle (k8gb's), gets nothing while a backend has a positive weight, and an equal
+// share when none has.
 func TestWeightedFollowsWeights(t *testing.T) {
-	cands := []Candidate{
-		{Weight: 8, Addr: netip.MustParseAddr("10.0.0.1")},
-		{Weight: 2, Addr: netip.MustParseAddr("10.0.0.2")},
-		{Weight: 0, Addr: netip.MustParseAddr("10.0.0.3")},  // counts as 1
-		{Weight: -5, Addr: netip.MustParseAddr("10.0.0.4")}, // counts as 1
+	tests := []struct {
+		name    string
+		weights []int
+		idle    bool
+		want    []float64
+	}{
+		{"zero counts as one", []int{8, 2, 0, -5}, false, []float64{8.0 / 12, 2.0 / 12, 1.0 / 12, 1.0 / 12}},
+		{"zero idles", []int{8, 2, 0, -5}, true, []float64{0.8, 0.2, 0, 0}},
+		{"zero first idles", []int{0, 100}, true, []float64{0, 1}},
+		{"all zero share alike", []int{0, 0}, true, []float64{0.5, 0.5}},
 	}
-	s := Prepare(config.ModeWeighted, cands, Options{}, nil)
-	const n = 60000
-	counts := map[string]int{}
-	for range n {
-		got := picked(s, cands, netip.Addr{})
-		if len(got) != 1 {
-			t.Fatalf("weighted returned %d backends, want 1", len(got))
-		}
-		counts[got[0]]++
-	}
-	want := map[string]float64{"10.0.0.1": 8.0 / 12, "10.0.0.2": 2.0 / 12, "10.0.0.3": 1.0 / 12, "10.0.0.4": 1.0 / 12}
-	for a, share := range want {
-		got := float64(counts[a]) / n
-		if got < share-0.02 || got > share+0.02 {
-			t.Errorf("%s got %.3f of the answers, want %.3f ± 0.02", a, got, share)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cands []Candidate
+			for i, w := range tt.weights {
+				cands = append(cands, Candidate{Weight: w, Addr: netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)})})
+			}
+			s := Prepare(config.ModeWeighted, cands, Options{ZeroWeightIdle: tt.idle}, nil)
+			const n = 60000
+			counts := map[string]int{}
+			for range n {
+				got := picked(s, cands, netip.Addr{})
+				if len(got) != 1 {
+					t.Fatalf("weighted returned %d backends, want 1", len(got))
+				}
+				counts[got[0]]++
+			}
+			for i, share := range tt.want {
+				a := cands[i].Addr.String()
+				got := float64(counts[a]) / n
+				if got < share-0.02 || got > share+0.02 || share == 0 && counts[a] > 0 {
+					t.Errorf("%s (weight %d) got %.3f of the answers, want %.3f ± 0.02", a, tt.weights[i], got, share)
+				}
+			}
+		})
 	}
 }
 

@@ -18,72 +18,119 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// GatewayAPIVersion is the Gateway API release whose standard-channel CRDs InstallGatewayAPI
-// installs, read from the published Go module sigs.k8s.io/gateway-api (its
-// config/crd/standard/*.yaml), which the tests download into the module cache rather than
-// require in go.mod.
-const GatewayAPIVersion = "v1.4.1"
+// GatewayAPIVersion is the Gateway API release whose CRDs InstallGatewayAPI and
+// InstallGatewayAPIExperimental install, read from the published Go module
+// sigs.k8s.io/gateway-api (its config/crd/standard and config/crd/experimental), which the tests
+// download into the module cache rather than require in go.mod. Its experimental channel
+// serves the route versions k8gb reads: TLSRoute v1, v1alpha3 and v1alpha2, TCPRoute and
+// UDPRoute v1alpha2.
+const GatewayAPIVersion = "v1.5.1"
+
+// IstioAPIVersion is the release of Istio's API module (istio.io/api) whose CRDs of
+// VirtualService and Gateway InstallIstioCRDs installs (its kubernetes/customresourcedefinitions.gen.yaml).
+const IstioAPIVersion = "v1.32.0"
 
 // crdServedTimeout bounds the wait for the API server to serve the kinds of CRDs just applied.
 const crdServedTimeout = 30 * time.Second
 
-// gatewayAPIDir returns the directory of sigs.k8s.io/gateway-api@GatewayAPIVersion in the
-// module cache, downloading it the first time (`go mod download`, run outside any module so
-// that no go.mod or go.sum changes). It is computed once per test process.
-var gatewayAPIDir = sync.OnceValues(func() (string, error) {
-	outside, err := os.MkdirTemp("", "meridian-gateway-api")
+// moduleDirs caches moduleDir's answers, by module path and version.
+var moduleDirs sync.Map
+
+// moduleDir returns the directory of module@version in the module cache, downloading it the
+// first time (`go mod download`, run outside any module so that no go.mod or go.sum changes).
+func moduleDir(module, version string) (string, error) {
+	key := module + "@" + version
+	if dir, ok := moduleDirs.Load(key); ok {
+		return dir.(string), nil
+	}
+	outside, err := os.MkdirTemp("", "meridian-module")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(outside)
-	out, err := runGo(outside, nil, "mod", "download", "-json", "sigs.k8s.io/gateway-api@"+GatewayAPIVersion)
+	out, err := runGo(outside, nil, "mod", "download", "-json", key)
 	if err != nil {
 		return "", err
 	}
 	var mod struct{ Dir, Error string }
 	if err := json.Unmarshal(out, &mod); err != nil {
-		return "", fmt.Errorf("go mod download sigs.k8s.io/gateway-api: %w", err)
+		return "", fmt.Errorf("go mod download %s: %w", key, err)
 	}
 	if mod.Error != "" || mod.Dir == "" {
-		return "", fmt.Errorf("go mod download sigs.k8s.io/gateway-api: no directory: %s", mod.Error)
+		return "", fmt.Errorf("go mod download %s: no directory: %s", key, mod.Error)
 	}
+	moduleDirs.Store(key, mod.Dir)
 	return mod.Dir, nil
-})
+}
 
 // InstallGatewayAPI installs the Gateway API's standard-channel CRDs of GatewayAPIVersion
-// (GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant, BackendTLSPolicy) into k, and
-// waits until the server serves each of their kinds, gateway.networking.k8s.io/v1 among them.
+// (GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, ReferenceGrant, BackendTLSPolicy) into
+// k, and waits until the server serves each of their kinds, gateway.networking.k8s.io/v1 among
+// them.
 func InstallGatewayAPI(t testing.TB, k *Kube) {
 	t.Helper()
-	dir, err := gatewayAPIDir()
+	installGatewayAPI(t, k, "standard", "gatewayclasses", "gateways", "httproutes")
+}
+
+// InstallGatewayAPIExperimental installs the Gateway API's experimental-channel CRDs of
+// GatewayAPIVersion (the standard kinds, TCPRoute, UDPRoute, and older versions of TLSRoute)
+// into k, and waits until the server serves each of their kinds.
+func InstallGatewayAPIExperimental(t testing.TB, k *Kube) {
+	t.Helper()
+	installGatewayAPI(t, k, "experimental", "gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "udproutes")
+}
+
+// installGatewayAPI installs the CRDs of the Gateway API's channel, which must define the
+// resources want.
+func installGatewayAPI(t testing.TB, k *Kube, channel string, want ...string) {
+	t.Helper()
+	dir, err := moduleDir("sigs.k8s.io/gateway-api", GatewayAPIVersion)
 	if err != nil {
 		t.Fatalf("the Gateway API %s: %v", GatewayAPIVersion, err)
 	}
-	names := installCRDs(t, k, filepath.Join(dir, "config", "crd", "standard"))
-	for _, want := range []string{"gatewayclasses", "gateways", "httproutes"} {
-		if !slices.Contains(names, want+".gateway.networking.k8s.io") {
-			t.Fatalf("the Gateway API %s's standard CRDs have no %s: %v", GatewayAPIVersion, want, names)
+	names := installCRDs(t, k, filepath.Join(dir, "config", "crd", channel), nil)
+	for _, w := range want {
+		if !slices.Contains(names, w+".gateway.networking.k8s.io") {
+			t.Fatalf("the Gateway API %s's %s CRDs have no %s: %v", GatewayAPIVersion, channel, w, names)
 		}
 	}
 }
 
-// InstallGslbCRDs installs the CRDs of k8gb's Gslb in dir (the chart's
-// deploy/helm/meridian/crds), which must define it in both its groups, k8gb.io and the legacy
-// k8gb.absa.oss, and waits until the server serves both.
+// InstallIstioCRDs installs Istio's CRDs of VirtualService and Gateway (networking.istio.io)
+// from Istio's API module at IstioAPIVersion into k, and waits until the server serves them.
+func InstallIstioCRDs(t testing.TB, k *Kube) {
+	t.Helper()
+	dir, err := moduleDir("istio.io/api", IstioAPIVersion)
+	if err != nil {
+		t.Fatalf("Istio's API %s: %v", IstioAPIVersion, err)
+	}
+	want := []string{"virtualservices.networking.istio.io", "gateways.networking.istio.io"}
+	names := installCRDs(t, k, filepath.Join(dir, "kubernetes"), func(c crd) bool { return slices.Contains(want, c.Metadata.Name) })
+	for _, w := range want {
+		if !slices.Contains(names, w) {
+			t.Fatalf("Istio's API %s defines no CRD %s: %v", IstioAPIVersion, w, names)
+		}
+	}
+}
+
+// InstallGslbCRDs installs the CRDs of k8gb in dir (the chart's deploy/helm/meridian/crds),
+// which must define its Gslb in both its groups, k8gb.io and the legacy k8gb.absa.oss, and its
+// ZoneDelegation, and waits until the server serves them.
 func InstallGslbCRDs(t testing.TB, k *Kube, dir string) {
 	t.Helper()
-	names := installCRDs(t, k, dir)
-	for _, want := range []string{"gslbs.k8gb.io", "gslbs.k8gb.absa.oss"} {
+	names := installCRDs(t, k, dir, nil)
+	for _, want := range []string{"gslbs.k8gb.io", "gslbs.k8gb.absa.oss", "zonedelegations.k8gb.io"} {
 		if !slices.Contains(names, want) {
 			t.Fatalf("%s defines no CRD %s: %v", dir, want, names)
 		}
 	}
 }
 
-// installCRDs applies every object of the YAML files (one or more documents each) in dir, and
-// waits until the discovery document of each served version of each CustomResourceDefinition
-// among them lists its resource. It returns the names of those definitions.
-func installCRDs(t testing.TB, k *Kube, dir string) []string {
+// installCRDs applies every object of the YAML files (one or more documents each) in dir (with
+// only, those CustomResourceDefinitions only holds for), and waits until the discovery document
+// of each served version of each CustomResourceDefinition among them lists its resource. It
+// returns the names of those definitions.
+func installCRDs(t testing.TB, k *Kube, dir string, only func(crd) bool) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -92,16 +139,22 @@ func installCRDs(t testing.TB, k *Kube, dir string) []string {
 	var names []string
 	wait := map[string][]string{} // group version path -> resources
 	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" { // kustomize's list of the files, not an object
+			continue
+		}
 		objs, err := yamlObjects(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, obj := range objs {
-			k.Apply(t, obj)
 			crd, err := crdOf(obj)
 			if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
+			if only != nil && !only(crd) {
+				continue
+			}
+			k.Apply(t, obj)
 			if crd.Metadata.Name == "" {
 				continue // not a CustomResourceDefinition
 			}
@@ -270,22 +323,7 @@ func kubeCondition(typ string, status bool, reason, message string) map[string]a
 // same namespace, for hostnames (none: every host name of the Gateway's listeners), with one
 // rule sending everything to services (port 80, as KubeService serves, an equal weight each).
 func KubeHTTPRoute(namespace, name, gateway string, hostnames []string, services ...string) map[string]any {
-	backends := []any{}
-	for _, s := range services {
-		backends = append(backends, map[string]any{"name": s, "port": 80})
-	}
-	spec := map[string]any{
-		"parentRefs": []any{map[string]any{"name": gateway}},
-		"rules":      []any{map[string]any{"backendRefs": backends}},
-	}
-	if len(hostnames) > 0 { // none: every host name of the Gateway's listeners
-		spec["hostnames"] = hostnames
-	}
-	return map[string]any{
-		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
-		"metadata": map[string]any{"name": name, "namespace": namespace},
-		"spec":     spec,
-	}
+	return KubeRoute("gateway.networking.k8s.io/v1", "HTTPRoute", namespace, name, gateway, hostnames, services...)
 }
 
 // KubeIngress returns the Ingress (networking.k8s.io/v1) name in namespace with one rule per

@@ -20,6 +20,8 @@
 //     UNKNOWN, the enum's zero value protojson omits.
 //
 // A proxy id is "POD.NAMESPACE", which Judge matches against the gateway pods of a Service.
+// With several istiod replicas, each lists only the proxies connected to it: the caller reads
+// every replica and merges what they say (Merge).
 // Damper turns the checks of a Service into its health: down at once on a failed check, up
 // again after Recovery synced checks in a row.
 //
@@ -94,6 +96,29 @@ func (p Proxy) Synced() (bool, string) {
 		}
 	}
 	return true, "LDS, RDS, CDS and EDS synced"
+}
+
+// Merge returns the sync status of several istiod replicas read at once as one: each proxy is
+// connected to one replica, which alone lists it; a proxy that more than one lists (it moved
+// between reads) has, per type, the best state any gives (Synced first).
+func Merge(statuses ...map[string]Proxy) map[string]Proxy {
+	out := map[string]Proxy{}
+	for _, status := range statuses {
+		for id, p := range status {
+			have, ok := out[id]
+			if !ok {
+				out[id] = p
+				continue
+			}
+			for t, st := range p.States {
+				if st == Synced || have.States[t] == Missing {
+					have.States[t] = st
+				}
+			}
+			out[id] = have
+		}
+	}
+	return out
 }
 
 // Judge tells whether every pod of pods ("POD.NAMESPACE", as in a proxy id) is synced in

@@ -81,3 +81,25 @@ func TestTypeString(t *testing.T) {
 		t.Errorf("names %q, want %q", got, want)
 	}
 }
+
+// TestMerge checks that the status of several replicas lists every proxy of each, and that a
+// proxy two replicas list takes, per type, the best state either gives.
+func TestMerge(t *testing.T) {
+	stale := proxy(Synced, Stale, Synced, Synced)
+	moved := proxy(Synced, Stale, Synced, Stale)
+	half := proxy(Missing, Synced, Missing, NotSent)
+	got := Merge(
+		map[string]Proxy{"a.ns": synced, "c.ns": moved},
+		map[string]Proxy{"b.ns": stale, "c.ns": half},
+		nil,
+	)
+	want := map[string]Proxy{"a.ns": synced, "b.ns": stale, "c.ns": proxy(Synced, Synced, Synced, Stale)}
+	if len(got) != len(want) {
+		t.Fatalf("Merge() = %v, want %v", got, want)
+	}
+	for id, p := range want {
+		if got[id] != p {
+			t.Errorf("%s: %v, want %v", id, got[id], p)
+		}
+	}
+}

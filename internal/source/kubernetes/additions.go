@@ -28,16 +28,23 @@ type addition struct {
 	exclusive bool
 	// host is the Gslb's host the addition serves, nil for an annotation.
 	host *gslbHost
+	// relative is set for a single label (gslb.tetrate.io/name's Gateway set): the record is
+	// the label in each zone of the block.
+	relative bool
 }
 
 // additionsLocked returns what the annotated objects and the Gslb resources add to the zones,
-// in a stable order, and a fingerprint of it that changes when it does.
+// in a stable order, and a fingerprint of it (and of the ZoneDelegations' zones) that changes
+// when it does.
 func (w *Watcher) additionsLocked() ([]addition, string) {
 	adds := w.annotatedLocked()
 	if w.opts.K8gb {
 		adds = append(adds, w.gslbAdditionsLocked()...)
 	}
 	var b strings.Builder
+	for _, zd := range w.zoneDelegationsLocked() {
+		fmt.Fprintf(&b, "zone %+v\n", zd)
+	}
 	for _, a := range adds {
 		fmt.Fprintf(&b, "%s %s %d %s %v;", a.record, a.mode, a.ttl, a.splitBrain, a.exclusive)
 		for _, be := range a.backends {
@@ -63,6 +70,7 @@ func kubernetesKey(b config.Backend) string {
 func (w *Watcher) addLocked(zones []*config.Zone, adds []addition) ([]*config.Zone, []*gslb) {
 	out := slices.Clone(zones)
 	copied := make([]bool, len(zones))
+	adds = relativeToZones(adds, zones)
 	for _, a := range adds {
 		zi := zoneOf(out, a.record)
 		if zi < 0 {
@@ -88,10 +96,20 @@ func (w *Watcher) addLocked(zones []*config.Zone, adds []addition) ([]*config.Zo
 			if a.ttl > 0 {
 				rec.TTL = a.ttl
 			}
-			if a.splitBrain > 0 {
+			if a.splitBrain > 0 || a.host != nil {
 				settings := *rec.Settings() // shared with the other new records: change a copy
-				settings.SplitBrainThreshold = a.splitBrain
+				if a.splitBrain > 0 {
+					settings.SplitBrainThreshold = a.splitBrain
+				}
+				if a.host != nil {
+					settings.Fallback = gslbFallback // k8gb answers nothing when no cluster is healthy
+				}
 				rec.SetSettings(settings)
+			}
+			if a.host != nil {
+				steering := *rec.Steering()
+				steering.ZeroWeightIdle = true // k8gb's weight 0 takes no traffic
+				rec.SetSteering(steering)
 			}
 			rec.Backends = a.backends
 			z.Records = append(z.Records, rec)
@@ -107,6 +125,30 @@ func (w *Watcher) addLocked(zones []*config.Zone, adds []addition) ([]*config.Zo
 		}
 	}
 	return out, gslbs
+}
+
+// relativeToZones returns adds with each relative one (a single label) made the record of
+// that label in each of zones.
+func relativeToZones(adds []addition, zones []*config.Zone) []addition {
+	if !slices.ContainsFunc(adds, func(a addition) bool { return a.relative }) {
+		return adds
+	}
+	out := make([]addition, 0, len(adds))
+	for _, a := range adds {
+		if !a.relative {
+			out = append(out, a)
+			continue
+		}
+		for _, z := range zones {
+			b := a
+			b.record, b.relative = a.record+strings.TrimPrefix(z.Origin, "."), false
+			if z.Origin == "." {
+				b.record = a.record
+			}
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // zoneOf returns the index of the zone with the longest origin that holds name, -1 if none.

@@ -30,10 +30,16 @@ const (
 	// creates (one the zone files do not have): roundrobin and 30 by default.
 	AnnotationMode = "meridian.io/mode"
 	AnnotationTTL  = "meridian.io/ttl"
+	// AnnotationTetrate is the gateway GSLB's annotation (the Gateway set a Service belongs
+	// to), an alias of AnnotationRecord: a fully qualified name is a record, as there, and a
+	// single label the record of that label in each zone of the block. AnnotationRecord wins
+	// when an object has both.
+	AnnotationTetrate = "gslb.tetrate.io/name"
 )
 
 // annotatedLocked returns the additions of every Service, Ingress and Gateway the informers
-// hold that has the meridian.io/record annotation, sorted by object. An object whose
+// hold that has the meridian.io/record annotation (or the gateway GSLB's, its alias), sorted
+// by object. An object whose
 // annotations are wrong is logged and left out.
 func (w *Watcher) annotatedLocked() []addition {
 	type object struct {
@@ -53,12 +59,13 @@ func (w *Watcher) annotatedLocked() []addition {
 			objs = append(objs, object{config.KindIngress, o})
 		}
 	}
-	for _, o := range w.conn.dynamicList(gatewayResource) {
+	for _, o := range w.conn.dynamicList(gatewayResource, "", nil) {
 		objs = append(objs, object{config.KindGateway, o})
 	}
 	var adds []addition
 	for _, o := range objs {
-		if _, ok := o.meta.GetAnnotations()[AnnotationRecord]; !ok {
+		_, ok := o.meta.GetAnnotations()[AnnotationRecord]
+		if _, tetrate := o.meta.GetAnnotations()[AnnotationTetrate]; !ok && !tetrate {
 			continue
 		}
 		ref := config.KubernetesRef{Namespace: o.meta.GetNamespace(), Kind: o.kind, Name: o.meta.GetName()}
@@ -117,9 +124,13 @@ func annotated(ref config.KubernetesRef, ann map[string]string) ([]addition, err
 	if ref.Policy == "" {
 		ref.Policy = config.PolicyAny
 	}
-	records := splitList(ann[AnnotationRecord])
+	key := AnnotationRecord
+	if _, ok := ann[key]; !ok {
+		key = AnnotationTetrate
+	}
+	records := splitList(ann[key])
 	if len(records) == 0 && err == nil {
-		err = fmt.Errorf("annotation %s names no record", AnnotationRecord)
+		err = fmt.Errorf("annotation %s names no record", key)
 	}
 	if err != nil {
 		return nil, err
@@ -127,11 +138,12 @@ func annotated(ref config.KubernetesRef, ann map[string]string) ([]addition, err
 	b.SetOrigin(config.Origin{Kubernetes: &ref})
 	var out []addition
 	for _, r := range records {
+		relative := key == AnnotationTetrate && !strings.Contains(strings.TrimSuffix(r, "."), ".")
 		name := config.CanonicalName(r)
 		if e := config.CheckRecordName(name); e != nil {
-			return nil, fmt.Errorf("annotation %s: %q: %w", AnnotationRecord, r, e)
+			return nil, fmt.Errorf("annotation %s: %q: %w", key, r, e)
 		}
-		out = append(out, addition{record: name, mode: mode, ttl: ttl, backends: []config.Backend{b}, from: ref.String()})
+		out = append(out, addition{record: name, mode: mode, ttl: ttl, backends: []config.Backend{b}, from: ref.String(), relative: relative})
 	}
 	return out, nil
 }

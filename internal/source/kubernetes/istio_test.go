@@ -1,7 +1,9 @@
 package kubernetes
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -93,4 +95,100 @@ func TestWatcherIstio(t *testing.T) {
 			t.Errorf("change %d: %v after %d reads (%q), want %v after at least %d reads (%q)", i, seen[i].status, seen[i].stamp, seen[i].reason, w.status, w.minStamp, w.reason)
 		}
 	}
+}
+
+// replica is a stand-in for one istiod replica's /debug/syncz on loopback: it lists only the
+// proxy of its own pod, synced or with its routes stale.
+type replica struct {
+	mu     sync.Mutex
+	pod    string
+	synced bool
+	failed bool // answer 503: the replica cannot be read
+}
+
+func (r *replica) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed {
+		http.Error(w, "istiod is restarting", http.StatusServiceUnavailable)
+		return
+	}
+	acked := "n3"
+	if !r.synced {
+		acked = "n2"
+	}
+	fmt.Fprintf(w, `[{"proxy":%q,"cluster_sent":"n1","cluster_acked":"n1","listener_sent":"n1","listener_acked":"n1","route_sent":"n3","route_acked":%q,"endpoint_sent":"n1","endpoint_acked":"n1"}]`, r.pod, acked)
+}
+
+func (r *replica) set(synced bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.synced = synced
+}
+
+// TestWatcherIstioReplicas checks that the Istio check reads every istiod replica, found from
+// the EndpointSlices of the Service its URL names (istiod.istio-system.svc): each gateway pod
+// is judged by the replica it is connected to (each stand-in lists only its own pod), so that
+// the gateway is up while both are synced, and down when one replica's pod is not, or a
+// replica cannot be read. An EndpointSlice may not hold loopback addresses, so the replicas'
+// endpoints are documentation addresses (192.0.2.1, .2) that the check's HTTP client dials on
+// the loopback stand-ins instead (127.0.0.1, .2): nothing leaves the machine.
+func TestWatcherIstioReplicas(t *testing.T) {
+	t.Parallel()
+	first, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := first.Addr().(*net.TCPAddr).Port
+	second, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", fmt.Sprint(port)))
+	if err != nil {
+		first.Close()
+		t.Skipf("127.0.0.2:%d is taken: %v", port, err)
+	}
+	replicas := []*replica{{pod: "gw-0.shop", synced: true}, {pod: "gw-1.shop", synced: true}}
+	for i, l := range []net.Listener{first, second} {
+		srv := &http.Server{Handler: replicas[i], ReadHeaderTimeout: time.Second}
+		go func() { _ = srv.Serve(l) }()
+		t.Cleanup(func() { srv.Close() })
+	}
+	loopback := map[string]string{"192.0.2.1": "127.0.0.1", "192.0.2.2": "127.0.0.2"}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, p, err := net.SplitHostPort(addr)
+		if err != nil || loopback[host] == "" {
+			return nil, fmt.Errorf("the test dials only the replicas, not %s", addr)
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(loopback[host], p))
+	}
+	h := newPreparedHarness(t, config.KubernetesOptions{IstioSyncURL: config.DefaultIstioSyncURL, IstioSyncInterval: 50 * time.Millisecond}, nil, `records:
+  gw.example.org.:
+    kubernetes: {namespace: shop, service: gw}
+`, nil, func(w *Watcher) { w.istio.client.Transport = &http.Transport{DialContext: dial} })
+	k := h.kube
+	k.Apply(t, testutil.KubeNamespace("istio-system"))
+	istiod := testutil.KubeService("istio-system", "istiod")
+	istiod["spec"] = map[string]any{"type": "ClusterIP", "selector": map[string]any{"app": "istiod"},
+		"ports": []any{map[string]any{"name": "http-monitoring", "port": 15014, "targetPort": port}}}
+	k.Apply(t, istiod)
+	k.Apply(t, map[string]any{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+		"metadata":    map[string]any{"name": "istiod-1", "namespace": "istio-system", "labels": map[string]any{"kubernetes.io/service-name": "istiod"}},
+		"addressType": "IPv4", "ports": []any{map[string]any{"name": "http-monitoring", "port": port, "protocol": "TCP"}},
+		"endpoints": []any{
+			map[string]any{"addresses": []any{"192.0.2.1"}, "conditions": map[string]any{"ready": true}},
+			map[string]any{"addresses": []any{"192.0.2.2"}, "conditions": map[string]any{"ready": true}},
+		}})
+	gw := testutil.KubeService("shop", "gw", "192.0.2.70")
+	gw["spec"].(map[string]any)["selector"] = map[string]any{"istio": "ingressgateway"}
+	k.Apply(t, gw)
+	k.ApplyStatus(t, gw)
+	k.Apply(t, testutil.KubeEndpointSlice("shop", "gw-1", "gw", true, true))
+	h.run([]step{
+		{"each pod synced with its replica", nil, "gw.example.org.", []string{"192.0.2.70"}, health.Up, "2 ready endpoints of Service shop/gw"},
+		{"the second replica's pod stale", func() { replicas[1].set(false) }, "gw.example.org.", []string{"192.0.2.70"}, health.Down, "pod gw-1.shop: RDS STALE"},
+		{"synced again, 3 reads later", func() { replicas[1].set(true) }, "gw.example.org.", []string{"192.0.2.70"}, health.Up, "2 ready endpoints of Service shop/gw"},
+		{"the second replica failing", func() {
+			replicas[1].mu.Lock()
+			replicas[1].failed = true
+			replicas[1].mu.Unlock()
+		}, "gw.example.org.", []string{"192.0.2.70"}, health.Down, "no sync status for pod gw-1.shop (a replica could not be read"},
+	})
 }

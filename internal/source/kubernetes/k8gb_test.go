@@ -54,9 +54,9 @@ func TestWatcherGslb(t *testing.T) {
 	k.Apply(t, gslbObject("k8gb.io/v1beta1", "rr", map[string]any{"ingress": embeddedIngress("rr.example.org"), "strategy": map[string]any{"type": "roundRobin", "dnsTtlSeconds": 45}}))
 	k.Apply(t, gslbObject("k8gb.io/v1beta1", "weighted", map[string]any{"resourceRef": map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "name": "shared"},
 		"strategy": map[string]any{"type": "roundRobin", "weight": map[string]any{"eu": 5, "us": 2}}}))
-	k.Apply(t, gslbObject("k8gb.io/v1beta1", "selected", map[string]any{"resourceRef": map[string]any{"matchLabels": map[string]any{"app": "legacy"}},
+	k.Apply(t, gslbObject("k8gb.io/v1beta1", "selected", map[string]any{"resourceRef": map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "matchLabels": map[string]any{"app": "legacy"}},
 		"strategy": map[string]any{"type": "failover", "primaryGeoTag": "us", "splitBrainThresholdSeconds": 300}}))
-	k.Apply(t, gslbObject("k8gb.absa.oss/v1beta1", "legacy", map[string]any{"ingress": embeddedIngress("legacy.example.org"), "strategy": map[string]any{"type": "roundRobin", "weight": map[string]any{"eu": "30%", "us": "70%"}}}))
+	k.Apply(t, gslbObject("k8gb.absa.oss/v1beta1", "legacy", map[string]any{"ingress": embeddedIngress("legacy.example.org"), "strategy": map[string]any{"type": "roundRobin", "weight": map[string]any{"eu": 30, "us": 70}}}))
 	k.Apply(t, gslbObject("k8gb.io/v1beta1", "geo", map[string]any{"ingress": embeddedIngress("geo.example.org"), "strategy": map[string]any{"type": "geoip"}}))
 	k.Apply(t, gslbObject("k8gb.io/v1beta1", "taken", map[string]any{"ingress": embeddedIngress("app.example.org"), "strategy": map[string]any{"type": "roundRobin"}}))
 
@@ -83,7 +83,7 @@ func TestWatcherGslb(t *testing.T) {
 		ttl      uint32
 		backends []backend
 	}{
-		{"rr.example.org.", config.ModeRoundRobin, 45, []backend{{"", 0, 1, "eu"}, {"us", 0, 1, ""}}},
+		{"rr.example.org.", config.ModeRandom, 45, []backend{{"", 0, 1, "eu"}, {"us", 0, 1, ""}}},
 		{"weighted.example.org.", config.ModeWeighted, 30, []backend{{"", 0, 5, "eu"}, {"us", 0, 2, ""}}},
 		{"failover.example.org.", config.ModeFailover, 30, []backend{{"", 2, 1, "eu"}, {"us", 1, 1, ""}}},
 		{"geo.example.org.", config.ModeGeoIP, 30, []backend{{"", 0, 1, "eu"}, {"us", 0, 1, ""}}},
@@ -119,6 +119,7 @@ func TestWatcherGslb(t *testing.T) {
 	// nothing is served for it.
 	testutil.Eventually(t, informerBound+statusInterval, func() bool {
 		st := readGslbStatus(t, k, "k8gb.io", "taken")
-		return st.ServiceHealth["app.example.org"] == hostUnhealthy && st.HealthyRecords["app.example.org"] != nil && len(st.HealthyRecords["app.example.org"]) == 0
+		_, listed := st.HealthyRecords["app.example.org"]
+		return st.ServiceHealth["app.example.org"] == hostUnhealthy && !listed
 	}, "the status of the Gslb that is not served: %+v", readGslbStatus(t, k, "k8gb.io", "taken"))
 }

@@ -13,48 +13,82 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 )
 
+// serviceRef names a Service.
+type serviceRef struct{ Namespace, Name string }
+
+// String returns "namespace/name".
+func (s serviceRef) String() string { return s.Namespace + "/" + s.Name }
+
 // target is what the cluster says of the object one kubernetes backend stands for.
 type target struct {
 	// found is whether the object exists (as the informers last read it).
 	found bool
+	// missing, when set, says which object that the backend's address comes through does not
+	// exist or is ambiguous (a VirtualService's Gateway, a route's parent): the backend has no
+	// address.
+	missing string
 	// addrs are its external addresses, sorted and without repeats: its IPs and what its host
 	// names resolved to; hostnames are those host names.
 	addrs     []netip.Addr
 	hostnames []string
-	// notProgrammed is the reason a Gateway is not programmed by its controller (its
-	// Programmed condition is set and not True); empty otherwise.
+	// notProgrammed is the reason a Gateway (a route's parent) is not programmed by its
+	// controller (its Programmed condition is set and not True); empty otherwise.
 	notProgrammed string
-	// services are the Services whose ready endpoints judge the backend (in its namespace).
-	services []string
+	// services are the Services whose ready endpoints judge the backend, by its policy.
+	services []serviceRef
+	// frontends are Services that must each pass besides: the Service of the Istio ingress
+	// gateway a VirtualService's traffic enters by.
+	frontends []serviceRef
 }
 
 // targetLocked returns what the informers say of ref, a backend of record.
 func (w *Watcher) targetLocked(ref config.KubernetesRef, record string) target {
 	var t target
-	switch ref.Kind {
-	case config.KindService:
+	switch {
+	case ref.Kind == config.KindService:
 		svc := w.conn.service(ref.Namespace, ref.Name)
 		if svc != nil {
 			t.found = true
 			t.addrs, t.hostnames = loadBalancer(svc.Status.LoadBalancer.Ingress, w.resolved)
 		}
-		t.services = []string{ref.Name}
-	case config.KindIngress:
+		t.services = []serviceRef{{ref.Namespace, ref.Name}}
+	case ref.Kind == config.KindIngress:
 		in := w.conn.ingress(ref.Namespace, ref.Name)
 		if in != nil {
 			t.found = true
 			t.addrs, t.hostnames = ingressAddrs(in.Status.LoadBalancer.Ingress, w.resolved)
-			t.services = ingressServices(in, record)
+			for _, s := range ingressServices(in, record) {
+				t.services = append(t.services, serviceRef{ref.Namespace, s})
+			}
 		}
-	case config.KindGateway:
+	case ref.Kind == config.KindGateway:
 		gw := w.conn.gateway(ref.Namespace, ref.Name)
 		if gw != nil {
 			t.found = true
 			t.addrs, t.hostnames, t.notProgrammed = gatewayStatus(gw, w.resolved)
 		}
+	case ref.Kind == config.KindVirtualService:
+		t = w.virtualServiceTarget(ref)
+	case ref.Kind.IsRoute():
+		t = w.routeTarget(ref)
 	}
 	if len(ref.Services) > 0 {
-		t.services = ref.Services
+		t.services = nil
+		for _, s := range ref.Services {
+			t.services = append(t.services, serviceRef{ref.Namespace, s})
+		}
+	}
+	if len(ref.Exposed) > 0 && t.found {
+		var ips, hosts []string
+		for _, e := range ref.Exposed {
+			if _, err := netip.ParseAddr(e); err == nil {
+				ips = append(ips, e)
+			} else {
+				hosts = append(hosts, e)
+			}
+		}
+		t.addrs, t.hostnames = addresses(ips, hosts, w.resolved)
+		t.missing = ""
 	}
 	return t
 }

@@ -23,17 +23,27 @@ type serviceHealth struct {
 
 // judge returns the verdict on the backends of ref, whose object the cluster describes as t,
 // with health giving each Service's signals: down when the object is missing, has no
-// external address or is a Gateway its controller has not programmed; else, with Services
-// to judge it, up when any of them passes (policy any) or all of them do (all); else up.
-func judge(ref config.KubernetesRef, t target, health func(service string) serviceHealth) verdict {
+// external address (or a part of the chain it needs is missing), is a Gateway (or a route
+// whose parent Gateway) its controller has not programmed, or a frontend Service fails; else,
+// with Services to judge it, up when any of them passes (policy any) or all of them do (all);
+// else up.
+func judge(ref config.KubernetesRef, t target, health func(serviceRef) serviceHealth) verdict {
 	switch {
 	case !t.found:
 		return down("no %s", ref)
+	case t.missing != "":
+		return down("%s", t.missing)
 	case len(t.addrs) == 0:
 		return down("no external address of %s", ref)
 	case t.notProgrammed != "":
 		return down("%s is %s", ref, t.notProgrammed)
-	case len(t.services) == 0:
+	}
+	for _, f := range t.frontends {
+		if h := health(f); h.failed != "" {
+			return down("%s (the gateway of %s)", h.failed, ref)
+		}
+	}
+	if len(t.services) == 0 {
 		return up("%s has an address", ref)
 	}
 	var passed, ready int
@@ -68,7 +78,8 @@ func up(format string, args ...any) verdict {
 // serviceHealthLocked returns the signals of the Service namespace/name: it exists, has a
 // ready endpoint and, with the Istio check on and for a Service of Istio's ingress gateway,
 // its pods' proxies are synced.
-func (w *Watcher) serviceHealthLocked(namespace, name string) serviceHealth {
+func (w *Watcher) serviceHealthLocked(ref serviceRef) serviceHealth {
+	namespace, name := ref.Namespace, ref.Name
 	svc := w.conn.service(namespace, name)
 	if svc == nil {
 		return serviceHealth{failed: fmt.Sprintf("no Service %s/%s", namespace, name)}

@@ -24,6 +24,8 @@ func TestJudge(t *testing.T) {
 	ing, ingAll := svc, svc
 	ing.Kind, ingAll.Kind, ingAll.Policy = config.KindIngress, config.KindIngress, config.PolicyAll
 	gw := config.KubernetesRef{Namespace: "shop", Kind: config.KindGateway, Name: "gw"}
+	route := config.KubernetesRef{Namespace: "shop", Kind: config.KindHTTPRoute, Name: "web"}
+	vs := config.KubernetesRef{Namespace: "shop", Kind: config.KindVirtualService, Name: "web"}
 	tests := []struct {
 		name     string
 		ref      config.KubernetesRef
@@ -33,18 +35,21 @@ func TestJudge(t *testing.T) {
 		reason   string
 	}{
 		{"no object", svc, target{}, nil, health.Down, "kubernetes: no Service shop/web"},
-		{"no address", svc, target{found: true, services: []string{"web"}}, map[string]serviceHealth{"web": ok(1)}, health.Down, "no external address of Service shop/web"},
-		{"no ready endpoint", svc, target{found: true, addrs: addr, services: []string{"web"}}, map[string]serviceHealth{"web": bad("no ready endpoint in the EndpointSlices of shop/web")}, health.Down, "no ready endpoint in the EndpointSlices of shop/web"},
-		{"ready", svc, target{found: true, addrs: addr, services: []string{"web"}}, map[string]serviceHealth{"web": ok(2)}, health.Up, "2 ready endpoints of Service shop/web"},
-		{"any: one of two", ing, target{found: true, addrs: addr, services: []string{"a", "b"}}, map[string]serviceHealth{"a": ok(1), "b": bad("b is out")}, health.Up, "1 ready endpoints of Ingress shop/web (policy any; b is out)"},
-		{"any: none", ing, target{found: true, addrs: addr, services: []string{"a", "b"}}, map[string]serviceHealth{"a": bad("a is out"), "b": bad("b is out")}, health.Down, "a is out; b is out"},
-		{"all: one of two", ingAll, target{found: true, addrs: addr, services: []string{"a", "b"}}, map[string]serviceHealth{"a": ok(1), "b": bad("b is out")}, health.Down, "kubernetes: b is out"},
-		{"all: both", ingAll, target{found: true, addrs: addr, services: []string{"a", "b"}}, map[string]serviceHealth{"a": ok(1), "b": ok(3)}, health.Up, "4 ready endpoints"},
+		{"no address", svc, target{found: true, services: []serviceRef{{"shop", "web"}}}, map[string]serviceHealth{"web": ok(1)}, health.Down, "no external address of Service shop/web"},
+		{"no ready endpoint", svc, target{found: true, addrs: addr, services: []serviceRef{{"shop", "web"}}}, map[string]serviceHealth{"web": bad("no ready endpoint in the EndpointSlices of shop/web")}, health.Down, "no ready endpoint in the EndpointSlices of shop/web"},
+		{"ready", svc, target{found: true, addrs: addr, services: []serviceRef{{"shop", "web"}}}, map[string]serviceHealth{"web": ok(2)}, health.Up, "2 ready endpoints of Service shop/web"},
+		{"any: one of two", ing, target{found: true, addrs: addr, services: []serviceRef{{"shop", "a"}, {"shop", "b"}}}, map[string]serviceHealth{"a": ok(1), "b": bad("b is out")}, health.Up, "1 ready endpoints of Ingress shop/web (policy any; b is out)"},
+		{"any: none", ing, target{found: true, addrs: addr, services: []serviceRef{{"shop", "a"}, {"shop", "b"}}}, map[string]serviceHealth{"a": bad("a is out"), "b": bad("b is out")}, health.Down, "a is out; b is out"},
+		{"all: one of two", ingAll, target{found: true, addrs: addr, services: []serviceRef{{"shop", "a"}, {"shop", "b"}}}, map[string]serviceHealth{"a": ok(1), "b": bad("b is out")}, health.Down, "kubernetes: b is out"},
+		{"all: both", ingAll, target{found: true, addrs: addr, services: []serviceRef{{"shop", "a"}, {"shop", "b"}}}, map[string]serviceHealth{"a": ok(1), "b": ok(3)}, health.Up, "4 ready endpoints"},
 		{"gateway programmed, no Services", gw, target{found: true, addrs: addr}, nil, health.Up, "Gateway shop/gw has an address"},
 		{"gateway not programmed", gw, target{found: true, addrs: addr, notProgrammed: "not programmed (Invalid)"}, nil, health.Down, "Gateway shop/gw is not programmed (Invalid)"},
+		{"missing parent", route, target{found: true, missing: "no Gateway shop/gw (the parent of HTTPRoute shop/web)"}, nil, health.Down, "kubernetes: no Gateway shop/gw (the parent of HTTPRoute shop/web)"},
+		{"frontend fails", vs, target{found: true, addrs: addr, frontends: []serviceRef{{"istio-system", "gw"}}, services: []serviceRef{{"shop", "a"}}}, map[string]serviceHealth{"gw": bad("no ready endpoint in the EndpointSlices of istio-system/gw"), "a": ok(1)}, health.Down, "no ready endpoint in the EndpointSlices of istio-system/gw (the gateway of VirtualService shop/web)"},
+		{"frontend passes", vs, target{found: true, addrs: addr, frontends: []serviceRef{{"istio-system", "gw"}}, services: []serviceRef{{"shop", "a"}}}, map[string]serviceHealth{"gw": ok(2), "a": ok(1)}, health.Up, "1 ready endpoints of VirtualService shop/web"},
 	}
 	for _, tt := range tests {
-		v := judge(tt.ref, tt.t, func(s string) serviceHealth { return tt.services[s] })
+		v := judge(tt.ref, tt.t, func(s serviceRef) serviceHealth { return tt.services[s.Name] })
 		if v.status != tt.want || !strings.Contains(v.reason, tt.reason) {
 			t.Errorf("%s: %v %q, want %v %q", tt.name, v.status, v.reason, tt.want, tt.reason)
 		}

@@ -20,10 +20,9 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -31,12 +30,11 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/kubeapi"
 	"github.com/meridian-gslb/meridian/internal/periodic"
 	"github.com/meridian-gslb/meridian/internal/source"
 )
@@ -52,15 +50,6 @@ const (
 	// statusInterval is how often the Gslb resources' status is computed again (and written
 	// where it changed), besides after each change the informers saw.
 	statusInterval = 5 * time.Second
-)
-
-// The custom resources the watcher reads when the API server serves them.
-var (
-	gatewayResource = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
-	gslbResources   = []schema.GroupVersionResource{
-		{Group: "k8gb.io", Version: "v1beta1", Resource: "gslbs"},
-		{Group: "k8gb.absa.oss", Version: "v1beta1", Resource: "gslbs"},
-	}
 )
 
 // Watcher follows the Kubernetes objects the zones' kubernetes backends name, those annotated
@@ -97,7 +86,9 @@ type Watcher struct {
 	// serialises the rounds that write them.
 	written  map[string]gslbStatus
 	statusMu sync.Mutex
-	istio    *istioCheck // nil without istio_sync_check
+	// kept is the state last applied of each object kept for k8gb's resources (keep), by key.
+	kept  map[string]string
+	istio *istioCheck // nil without istio_sync_check
 	// warned is the last warning logged for each of its keys (warnOnce).
 	warned map[string]string
 
@@ -118,9 +109,12 @@ type conn struct {
 	services  map[string]corelisters.ServiceLister
 	slices    map[string]discoverylisters.EndpointSliceLister
 	ingresses map[string]networkinglisters.IngressLister
-	// custom are the listers of the custom resources the API server serves, by resource and
-	// namespace; a resource is absent until discovery found it.
-	custom  map[schema.GroupVersionResource]map[string]cache.GenericLister
+	// clusterDynamic is the informer factory of every namespace, for the cluster-scoped
+	// custom resources.
+	clusterDynamic dynamicinformer.DynamicSharedInformerFactory
+	// custom are the informers of the custom resources the API server serves, by name; a
+	// resource is absent until discovery found it.
+	custom  map[string]*watched
 	stop    chan struct{}
 	running bool
 }
@@ -155,16 +149,10 @@ func (w *Watcher) connectLocked() error {
 	if w.conn != nil {
 		return nil
 	}
-	var cfg *rest.Config
-	var err error
-	if w.opts.Kubeconfig != "" {
-		if cfg, err = clientcmd.BuildConfigFromFlags("", w.opts.Kubeconfig); err != nil {
-			return fmt.Errorf("kubeconfig %s: %w", w.opts.Kubeconfig, err)
-		}
-	} else if cfg, err = rest.InClusterConfig(); err != nil {
-		return fmt.Errorf("no kubeconfig option, and the in-cluster configuration: %w", err)
+	cfg, err := kubeapi.RESTConfig(w.opts)
+	if err != nil {
+		return err
 	}
-	cfg.UserAgent = "meridian"
 	client, err := k8s.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
@@ -175,7 +163,8 @@ func (w *Watcher) connectLocked() error {
 	}
 	c := &conn{client: client, dynamic: dyn, services: map[string]corelisters.ServiceLister{},
 		slices: map[string]discoverylisters.EndpointSliceLister{}, ingresses: map[string]networkinglisters.IngressLister{},
-		custom: map[schema.GroupVersionResource]map[string]cache.GenericLister{}, stop: make(chan struct{})}
+		custom: map[string]*watched{}, stop: make(chan struct{}),
+		clusterDynamic: dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, "", nil)}
 	for _, ns := range w.namespaces() {
 		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
 		services, endpointSlices, ingresses := f.Core().V1().Services(), f.Discovery().V1().EndpointSlices(), f.Networking().V1().Ingresses()
@@ -195,6 +184,8 @@ func (w *Watcher) connectLocked() error {
 	return nil
 }
 
+// RESTConfig returns the configuration of the clients of opts: its kubeconfig file, or the
+// in-cluster configuration (the pod's service account). It reads the file but waits on no
 // namespaces returns the namespaces a factory each watches: those of kubernetes_namespaces,
 // or "" for all.
 func (w *Watcher) namespaces() []string {
@@ -221,6 +212,7 @@ func (c *conn) run() {
 	for _, f := range c.dynamics {
 		f.Start(c.stop)
 	}
+	c.clusterDynamic.Start(c.stop)
 }
 
 // close stops the connection's informers and waits for them.
@@ -232,16 +224,26 @@ func (c *conn) close() {
 	for _, f := range c.dynamics {
 		f.Shutdown()
 	}
+	c.clusterDynamic.Shutdown()
 }
 
-// dynamicGet returns the custom resource namespace/name of res, nil when the informers do
-// not know it (or the API server does not serve res).
-func (c *conn) dynamicGet(res schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
-	l := c.custom[res][c.factoryNamespace(namespace)]
-	if l == nil {
+// dynamicGet returns the custom resource namespace/name of res (name alone for a
+// cluster-scoped one), nil when the informers do not know it (or the API server does not
+// serve res).
+func (c *conn) dynamicGet(res custom, namespace, name string) *unstructured.Unstructured {
+	wd := c.custom[res.name]
+	if wd == nil {
 		return nil
 	}
-	obj, err := l.ByNamespace(namespace).Get(name)
+	var obj runtime.Object
+	var err error
+	if res.clusterScoped {
+		obj, err = wd.listers[""].Get(name)
+	} else if l := wd.listers[c.factoryNamespace(namespace)]; l != nil {
+		obj, err = l.ByNamespace(namespace).Get(name)
+	} else {
+		return nil
+	}
 	if err != nil {
 		return nil
 	}
@@ -249,11 +251,25 @@ func (c *conn) dynamicGet(res schema.GroupVersionResource, namespace, name strin
 	return u
 }
 
-// dynamicList returns every custom resource of res the informers know.
-func (c *conn) dynamicList(res schema.GroupVersionResource) []*unstructured.Unstructured {
+// dynamicList returns every custom resource of res the informers know whose labels sel
+// matches (nil: every one), in namespace ("": every namespace), sorted by namespace and name.
+func (c *conn) dynamicList(res custom, namespace string, sel labels.Selector) []*unstructured.Unstructured {
+	wd := c.custom[res.name]
+	if wd == nil {
+		return nil
+	}
+	if sel == nil {
+		sel = labels.Everything()
+	}
 	var out []*unstructured.Unstructured
-	for _, l := range c.custom[res] {
-		objs, _ := l.List(labels.Everything()) // a lister fails only on a bad selector
+	for ns, l := range wd.listers {
+		var objs []runtime.Object
+		switch {
+		case namespace == "" || res.clusterScoped:
+			objs, _ = l.List(sel) // a lister fails only on a bad selector
+		case ns == "" || ns == namespace:
+			objs, _ = l.ByNamespace(namespace).List(sel)
+		}
 		for _, o := range objs {
 			if u, ok := o.(*unstructured.Unstructured); ok {
 				out = append(out, u)
@@ -264,62 +280,6 @@ func (c *conn) dynamicList(res schema.GroupVersionResource) []*unstructured.Unst
 		return cmp.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
 	})
 	return out
-}
-
-// discover starts the informers of the custom resources the watcher wants (the Gateway API,
-// and k8gb's Gslb with the k8gb option) that the API server serves and that are not started.
-func (w *Watcher) discover(ctx context.Context) {
-	w.mu.Lock()
-	c := w.conn
-	want := []schema.GroupVersionResource{gatewayResource}
-	if w.opts.K8gb {
-		want = append(want, gslbResources...)
-	}
-	var missing []schema.GroupVersionResource
-	if c != nil {
-		for _, res := range want {
-			if c.custom[res] == nil {
-				missing = append(missing, res)
-			}
-		}
-	}
-	w.mu.Unlock()
-	var found []schema.GroupVersionResource
-	for _, res := range missing {
-		if ctx.Err() != nil {
-			return
-		}
-		list, err := c.client.Discovery().ServerResourcesForGroupVersion(res.GroupVersion().String())
-		if err != nil {
-			continue // not served (yet): asked again in discoverInterval
-		}
-		if slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == res.Resource }) {
-			found = append(found, res)
-		}
-	}
-	if len(found) == 0 {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.conn != c || !w.started {
-		return
-	}
-	for _, res := range found {
-		listers := map[string]cache.GenericLister{}
-		for i, ns := range w.namespaces() {
-			inf := c.dynamics[i].ForResource(res)
-			if _, err := inf.Informer().AddEventHandler(w.handler()); err != nil {
-				w.log.Warningf("kubernetes: watch %s: %v", res, err)
-				continue
-			}
-			listers[ns] = inf.Lister()
-		}
-		c.custom[res] = listers
-		resourceServed.WithLabelValues(res.GroupResource().String()).Set(1)
-		w.log.Infof("kubernetes: the API server serves %s; watching it", res.GroupResource())
-	}
-	c.run()
 }
 
 // handler returns the informer handler that tells the watcher something changed.
@@ -387,7 +347,7 @@ func (w *Watcher) verdictsLocked() ([]batch, bool) {
 		t := w.targetLocked(u.ref, u.record)
 		w.resolveNewLocked(t.hostnames)
 		moved = moved || !slices.Equal(t.addrs, u.addrs)
-		out = append(out, batch{u.keys, judge(u.ref, t, func(s string) serviceHealth { return w.serviceHealthLocked(u.ref.Namespace, s) })})
+		out = append(out, batch{u.keys, judge(u.ref, t, w.serviceHealthLocked)})
 	}
 	return out, moved
 }
@@ -486,6 +446,10 @@ func (s *Source) Merge(zones []*config.Zone) ([]*config.Zone, error) {
 		return nil, err
 	}
 	adds, fingerprint := w.additionsLocked()
+	zones, err := w.zoneDelegationZonesLocked(zones)
+	if err != nil {
+		return nil, err
+	}
 	zones, gslbs := w.addLocked(zones, adds)
 	out, uses, err := expand(zones, w.opts, func(ref config.KubernetesRef, record string) []netip.Addr {
 		t := w.targetLocked(ref, record)

@@ -102,6 +102,12 @@ func newHarness(t *testing.T, opts config.KubernetesOptions, resolver *net.Resol
 // example.org., resolving with resolver (nil: the system's); before the watcher starts, setup
 // (when not nil) prepares the API server.
 func newZoneHarness(t *testing.T, opts config.KubernetesOptions, resolver *net.Resolver, yml string, setup func(*testutil.Kube)) *harness {
+	return newPreparedHarness(t, opts, resolver, yml, setup, nil)
+}
+
+// newPreparedHarness is newZoneHarness with prepare (when not nil) called on the watcher
+// before it starts.
+func newPreparedHarness(t *testing.T, opts config.KubernetesOptions, resolver *net.Resolver, yml string, setup func(*testutil.Kube), prepare func(*Watcher)) *harness {
 	kube := testutil.StartKube(t)
 	kube.Apply(t, testutil.KubeNamespace("shop"))
 	if setup != nil {
@@ -116,6 +122,9 @@ func newZoneHarness(t *testing.T, opts config.KubernetesOptions, resolver *net.R
 	h.w = NewWatcher(opts, h.rep, testLog{t})
 	if resolver != nil {
 		h.w.resolver = resolver
+	}
+	if prepare != nil {
+		prepare(h.w)
 	}
 	h.src = h.w.Source()
 	h.merge()

@@ -73,20 +73,48 @@ The Corefile, rendered from config.corefile.
 {{- end }}
 
 {{/*
-k8gb.dnsZone, lower-cased and without its trailing dot: the zone the default Corefile serves the
-Gslb resources in. It fails the rendering when k8gb.dnsZone is empty: only the default Corefile
-and the ConfigMap's zone file (with k8gb.dnsZone set) use it, so a Corefile of the user's own
-does not need the value.
+The zones of the Gslb resources' hosts, as a JSON list of {zone, file, parent, negTTL}: those of
+k8gb.dnsZones (k8gb's list of {loadBalancedZone, parentZone, dnsZoneNegTTL}), and
+k8gb.dnsZone with k8gb.edgeDNSZone (k8gb's older pair); each zone lower-cased without its
+trailing dot, its file k8gb.ZONE.yml. It fails the rendering when there is none: only the
+default Corefile, the ConfigMap and the ZoneDelegations use it, so that a Corefile of the user's
+own does not need the values.
 */}}
-{{- define "meridian.k8gbZone" -}}
-{{- required "k8gb.dnsZone is required with k8gb.enabled and the default Corefile: the zone the Gslb resources' hosts are in, e.g. cloud.example.com" .Values.k8gb.dnsZone | trimSuffix "." | lower }}
+{{- define "meridian.k8gbZones" -}}
+{{- $zones := list }}
+{{- range .Values.k8gb.dnsZones }}
+{{- $z := .loadBalancedZone | trimSuffix "." | lower }}
+{{- $zones = append $zones (dict "zone" $z "file" (printf "k8gb.%s.yml" $z) "parent" ((.parentZone | default "") | trimSuffix "." | lower) "negTTL" (.dnsZoneNegTTL | default 30)) }}
+{{- end }}
+{{- with .Values.k8gb.dnsZone }}
+{{- $z := . | trimSuffix "." | lower }}
+{{- $zones = append $zones (dict "zone" $z "file" (printf "k8gb.%s.yml" $z) "parent" ($.Values.k8gb.edgeDNSZone | trimSuffix "." | lower) "negTTL" 30) }}
+{{- end }}
+{{- if not $zones }}
+{{- fail "k8gb.dnsZone is required with k8gb.enabled and the default Corefile (or k8gb.dnsZones): the zone the Gslb resources' hosts are in, e.g. cloud.example.com" }}
+{{- end }}
+{{- toJson $zones }}
 {{- end }}
 
 {{/*
-The name of the zone file of k8gb.dnsZone in the ConfigMap.
+The other clusters' geo tags: k8gb.extGslbsClusterGeoTags (a list) and
+k8gb.extGslbClustersGeoTags (k8gb's comma-separated string, which lists every cluster: this
+one's tag is left out of it), in order, without repeats.
 */}}
-{{- define "meridian.k8gbZoneFile" -}}
-{{- printf "k8gb.%s.yml" (include "meridian.k8gbZone" .) }}
+{{- define "meridian.k8gbTags" -}}
+{{- $tags := list }}
+{{- range .Values.k8gb.extGslbsClusterGeoTags }}
+{{- if not (has . $tags) }}
+{{- $tags = append $tags . }}
+{{- end }}
+{{- end }}
+{{- range splitList "," .Values.k8gb.extGslbClustersGeoTags }}
+{{- $t := trim . }}
+{{- if and $t (ne $t $.Values.k8gb.clusterGeoTag) (not (has $t $tags)) }}
+{{- $tags = append $tags $t }}
+{{- end }}
+{{- end }}
+{{- toJson $tags }}
 {{- end }}
 
 {{/*
@@ -121,7 +149,13 @@ them, or the reverse; and when this cluster's geo tag is also among the other cl
 {{- if and .Values.k8gb.enabled (not $k8gb) }}
 {{- fail "k8gb.enabled is true but the Corefile's gslb block has no k8gb line: add one (see the chart's README)" }}
 {{- end }}
-{{- if and .Values.k8gb.enabled (has .Values.k8gb.clusterGeoTag .Values.k8gb.extGslbsClusterGeoTags) }}
+{{- if and .Values.k8gb.enabled (has .Values.k8gb.clusterGeoTag (include "meridian.k8gbTags" . | fromJsonArray)) }}
 {{- fail (printf "k8gb.extGslbsClusterGeoTags has %s, k8gb.clusterGeoTag: list the other clusters only" .Values.k8gb.clusterGeoTag) }}
+{{- end }}
+{{- if and .Values.k8gb.enabled .Values.k8gb.extdns.enabled (not (index (include "meridian.k8gbZones" . | fromJsonArray) 0).parent) }}
+{{- fail "k8gb.extdns.enabled needs the parent of the first zone: k8gb.dnsZones[0].parentZone, or k8gb.edgeDNSZone" }}
+{{- end }}
+{{- if and .Values.k8gb.extdns.enabled (not .Values.k8gb.clusterExposedIPs) }}
+{{- fail "k8gb.extdns.enabled needs k8gb.clusterExposedIPs: the addresses of this cluster's Meridian DNS Service, the glue of its name server" }}
 {{- end }}
 {{- end }}
