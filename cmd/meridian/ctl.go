@@ -41,6 +41,8 @@ Commands:
                     the answer to a query, and how it was chosen; -down and -drained (a
                     backend key, an address, site:NAME or location:NAME; repeatable) ask what it would be
   reload   reload the YAML files
+  audit    [-n N]                                   the latest changes through the API, newest first
+  whoami   who the API takes these credentials for, and their role
   validate FILE [-zone ZONE] [-strict]              check a zone file, without a running meridian
 
 CoreDNS-GSLB's gslbctl forms work too: "backends enable|disable [--tags T] [--address A]
@@ -82,6 +84,10 @@ func ctlCommandNamed(name string) ctlCommand {
 		return ctlExplain
 	case "reload":
 		return ctlReload
+	case "audit":
+		return ctlAudit
+	case "whoami":
+		return ctlWhoAmI
 	}
 	return nil
 }
@@ -436,6 +442,10 @@ func printResult(w io.Writer, res any, output string) error {
 		printAction(tw, v)
 	case admin.Explanation:
 		printExplanation(tw, v)
+	case admin.AuditAnswer:
+		printAudit(tw, v.Entries)
+	case admin.Identity:
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", cmp.Or(v.Name, "anonymous"), v.Role, v.Auth)
 	case admin.ReloadResult:
 		fmt.Fprintln(tw, "ZONES\tRESULT")
 		for _, b := range v.Blocks {

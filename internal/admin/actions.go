@@ -125,6 +125,7 @@ func (req ActionRequest) times(action overlay.Action, now time.Time) (span, erro
 // apply sets the override action on every backend sel matches, all at once. A selector that is
 // empty, invalid, or matches nothing changes nothing and is an apiError.
 func (s *Server) apply(ctx context.Context, action overlay.Action, sel Selector, when span, reason string) ([]Target, error) {
+	noteSelector(ctx, sel.String())
 	if sel.empty() {
 		return nil, errorf(http.StatusBadRequest, "empty selector: give keys, zone, record, location, address_prefix or tags")
 	}
@@ -161,9 +162,16 @@ func (s *Server) apply(ctx context.Context, action overlay.Action, sel Selector,
 	return targets, nil
 }
 
-// store applies changes to the overlay store, all at once. A change the store refuses is an
-// apiError.
+// store applies changes to the overlay store, all at once: every change of the overrides goes
+// through it. Each override keeps the address of the client that set it, and the request's
+// audit entry the changes. A change the store refuses is an apiError.
 func (s *Server) store(ctx context.Context, changes []overlay.Change) error {
+	if e := auditOf(ctx); e != nil {
+		for i := range changes {
+			changes[i].From = e.From
+		}
+	}
+	noteChanges(ctx, changes)
 	if err := s.settings.Load().store.Apply(ctx, changes); err != nil {
 		if errors.Is(err, overlay.ErrInvalid) {
 			return errorf(http.StatusBadRequest, "%v", err)

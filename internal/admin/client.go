@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/meridian-gslb/meridian/internal/overlay"
@@ -147,4 +148,21 @@ func (c *Client) Reload(ctx context.Context) (ReloadResult, error) {
 		}
 	}
 	return out, err
+}
+
+// Audit returns up to limit of the latest entries of the audit log (the server's default when
+// 0), newest first.
+func (c *Client) Audit(ctx context.Context, limit int) (AuditAnswer, error) {
+	var q url.Values
+	if limit > 0 {
+		q = url.Values{"limit": {strconv.Itoa(limit)}}
+	}
+	var out AuditAnswer
+	return out, c.do(ctx, http.MethodGet, "/api/v1/audit", q, nil, &out)
+}
+
+// WhoAmI returns who the API takes the client for, and its role.
+func (c *Client) WhoAmI(ctx context.Context) (Identity, error) {
+	var out Identity
+	return out, c.do(ctx, http.MethodGet, "/api/v1/whoami", nil, nil, &out)
 }

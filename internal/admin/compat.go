@@ -185,6 +185,7 @@ func (s *Server) compatPool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := z.Records[i]
+	noteSelector(r.Context(), "record "+rec.Name)
 	want, err := poolMembers(rec, req.Backends)
 	if err != nil {
 		fail(w, err)

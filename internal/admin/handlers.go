@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -31,40 +30,57 @@ const (
 	maxTransitions     = 1000
 )
 
-// route is one endpoint of the API: a ServeMux pattern and its handler.
+// route is one endpoint of the API: a ServeMux pattern, the role it needs, and its handler.
+// A route that changes something has an audit action (empty: the request's {action}) and
+// changes set: each request to it is recorded in the audit log.
 type route struct {
 	pattern string
+	role    Role
 	handler http.HandlerFunc
+	changes bool
+	action  string
 }
 
 // apiRoutes lists the endpoints that require authentication when the server has credentials.
 func (s *Server) apiRoutes() []route {
+	read := func(pattern string, h http.HandlerFunc) route {
+		return route{pattern: pattern, role: RoleRead, handler: h}
+	}
+	change := func(pattern string, role Role, action string, h http.HandlerFunc) route {
+		return route{pattern: pattern, role: role, handler: h, changes: true, action: action}
+	}
 	return []route{
 		// The endpoints of CoreDNS-GSLB, with its request and response shapes.
-		{"GET /api/overview", s.overview},
-		{"GET /api/overview/{zone}", s.overviewZone},
-		{"POST /api/backends/enable", s.compatAction(overlay.Enable)},
-		{"POST /api/backends/disable", s.compatAction(overlay.Disable)},
-		{"GET /api/v1/status", s.compatStatus},
-		{"PUT /api/v1/zones/{zone}/records/{fqdn}/backends", s.compatPool},
+		read("GET /api/overview", s.overview),
+		read("GET /api/overview/{zone}", s.overviewZone),
+		change("POST /api/backends/enable", RoleOperate, string(overlay.Enable), s.compatAction(overlay.Enable)),
+		change("POST /api/backends/disable", RoleOperate, string(overlay.Disable), s.compatAction(overlay.Disable)),
+		read("GET /api/v1/status", s.compatStatus),
+		change("PUT /api/v1/zones/{zone}/records/{fqdn}/backends", RoleOperate, "pool", s.compatPool),
 		// Version 1.
-		{"GET /api/v1/zones", s.zones},
-		{"GET /api/v1/zones/{zone}", s.zone},
-		{"GET /api/v1/backends", s.backends},
-		{"GET /api/v1/backends/history", s.history},
-		{"POST /api/v1/backends/{action}", s.act},
-		{"GET /api/v1/overrides", s.overrides},
-		{"GET /api/v1/transitions", s.transitions},
-		{"GET /api/v1/explain", s.explain},
-		{"GET /api/v1/sites", s.sites},
-		{"POST /api/v1/reload", s.reload},
+		read("GET /api/v1/zones", s.zones),
+		read("GET /api/v1/zones/{zone}", s.zone),
+		read("GET /api/v1/backends", s.backends),
+		read("GET /api/v1/backends/history", s.history),
+		change("POST /api/v1/backends/{action}", RoleOperate, "", s.act),
+		read("GET /api/v1/overrides", s.overrides),
+		read("GET /api/v1/transitions", s.transitions),
+		read("GET /api/v1/explain", s.explain),
+		read("GET /api/v1/sites", s.sites),
+		read("GET /api/v1/whoami", s.whoami),
+		{pattern: "GET /api/v1/audit", role: RoleOperate, handler: s.auditList},
+		change("POST /api/v1/reload", RoleAdmin, "reload", s.reload),
 	}
 }
 
 func (s *Server) routes() http.Handler {
 	api := http.NewServeMux()
 	for _, rt := range s.apiRoutes() {
-		api.HandleFunc(rt.pattern, rt.handler)
+		h := authorize(rt.role, rt.handler)
+		if rt.changes {
+			h = s.audited(rt.action, h)
+		}
+		api.HandleFunc(rt.pattern, h)
 	}
 
 	mux := http.NewServeMux()
@@ -78,6 +94,11 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /ui/", uiHandler())
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 	return mux
+}
+
+// whoami answers GET /api/v1/whoami: who the request authenticated as, and its role.
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, identityOf(r.Context()))
 }
 
 // requireJSON refuses a POST or PUT whose body is not declared as JSON: a web page of another origin
@@ -237,14 +258,10 @@ func (s *Server) backends(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) transitions(w http.ResponseWriter, r *http.Request) {
-	limit := defaultTransitions
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxTransitions {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit %q is not a number from 1 to %d", v, maxTransitions))
-			return
-		}
-		limit = n
+	limit, err := limitParam(r, defaultTransitions, maxTransitions)
+	if err != nil {
+		fail(w, err)
+		return
 	}
 	out := []Transition{}
 	for _, reg := range s.active() {

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -26,12 +27,21 @@ type Logger interface {
 	Errorf(format string, args ...any)
 }
 
-// Config is what a Server may change while it runs: its credentials and TLS.
+// Config is what a Server may change while it runs: its credentials, TLS and audit log.
 type Config struct {
-	// BasicUser and BasicPass enable HTTP basic authentication; both or neither.
+	// BasicUser and BasicPass enable HTTP basic authentication, with the role admin; both or
+	// neither.
 	BasicUser, BasicPass string
-	// Token enables bearer authentication ("Authorization: Bearer TOKEN").
+	// Token enables bearer authentication ("Authorization: Bearer TOKEN"), with the role admin;
+	// the audit log calls it "token".
 	Token string
+	// CredentialsFile names users and tokens, each with its role (see LoadCredentials).
+	CredentialsFile string
+	// AuditFile is the audit log; empty keeps it in memory only. AuditMaxSize and AuditKeep
+	// are its size before rotation and the rotated files kept (the defaults when 0).
+	AuditFile    string
+	AuditMaxSize int64
+	AuditKeep    int
 	// TLSCert and TLSKey are PEM files; both or neither. With them, the server speaks HTTPS.
 	TLSCert, TLSKey string
 	// AllowUnauthenticated lets an address that is not loopback serve without authentication.
@@ -55,6 +65,7 @@ type Server struct {
 	settings atomic.Pointer[settings]
 
 	mu     sync.Mutex
+	audit  *AuditLog       // replaced by Configure
 	regs   []*registration // in order of registration
 	serve  sync.Once       // starts serving, or marks a server closed before it served
 	served chan struct{}   // closed when serving ended
@@ -103,8 +114,8 @@ func (s *Server) Serve() {
 	})
 }
 
-// Configure replaces the server's credentials, TLS certificate and store. Requests and
-// connections from then on use them; the listener stays. An invalid cfg changes nothing.
+// Configure replaces the server's credentials, TLS certificate, audit log and store. Requests
+// and connections from then on use them; the listener stays. An invalid cfg changes nothing.
 func (s *Server) Configure(cfg Config, store overlay.Store) error {
 	if store == nil {
 		return errors.New("admin API: no overrides store")
@@ -114,6 +125,18 @@ func (s *Server) Configure(cfg Config, store overlay.Store) error {
 		return err
 	}
 	st.store = store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.audit; old == nil || old.path != cfg.AuditFile || old.maxSize != cmp.Or(cfg.AuditMaxSize, DefaultAuditMaxSize) || old.keep != cmp.Or(cfg.AuditKeep, DefaultAuditKeep) {
+		log, err := OpenAuditLog(cfg.AuditFile, cfg.AuditMaxSize, cfg.AuditKeep)
+		if err != nil {
+			return fmt.Errorf("admin API on %s: api_audit_file: %w", s.addr, err)
+		}
+		if old != nil {
+			_ = old.Close()
+		}
+		s.audit = log
+	}
 	s.settings.Store(st)
 	return nil
 }
@@ -137,10 +160,24 @@ func (cfg Config) settings(addr string) (*settings, error) {
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return refuse("api_tls_cert and api_tls_key must be given together")
 	}
-	st := &settings{cfg: cfg, creds: newCredentials(cfg)}
+	var list []Credential
+	if cfg.CredentialsFile != "" {
+		var err error
+		if list, err = LoadCredentials(cfg.CredentialsFile); err != nil {
+			return refuse("%w", err)
+		}
+		if slices.ContainsFunc(list, func(c Credential) bool { return !c.isToken() && c.Name == cfg.BasicUser }) {
+			return refuse("user %s is both api_basic_user and in api_credentials %s", cfg.BasicUser, cfg.CredentialsFile)
+		}
+	}
+	creds, err := newCredentials(cfg, list)
+	if err != nil {
+		return refuse("%w", err)
+	}
+	st := &settings{cfg: cfg, creds: creds}
 	if !st.creds.required() && !cfg.AllowUnauthenticated && !isLoopback(addr) {
 		return refuse("refusing to serve on an address that is not loopback without authentication: " +
-			"set api_basic_user and api_basic_pass or api_token, or api_allow_unauthenticated to accept the risk")
+			"set api_basic_user and api_basic_pass, api_token or api_credentials, or api_allow_unauthenticated to accept the risk")
 	}
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
@@ -222,6 +259,11 @@ func (s *Server) Close() error {
 		close(s.served)
 	})
 	<-s.served
+	s.mu.Lock()
+	if s.audit != nil {
+		_ = s.audit.Close()
+	}
+	s.mu.Unlock()
 	return err
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net"
+	"path/filepath"
 	"strconv"
 )
 
@@ -10,6 +11,8 @@ const (
 	DefaultAPIListenAddr    = "127.0.0.1"
 	DefaultAPIListenPort    = 8080
 	DefaultAPIOverridesFile = "/var/lib/meridian/overrides.json"
+	// DefaultAPIAuditFileName is the audit log's name in the overrides file's directory.
+	DefaultAPIAuditFileName = "audit.log"
 )
 
 // APIOptions are the Corefile's api_* options: the admin API and dashboard. Empty fields take
@@ -32,6 +35,13 @@ type APIOptions struct {
 	AllowUnauthenticated bool
 	// OverridesFile is where the backend overrides are kept (api_overrides_file).
 	OverridesFile string
+	// CredentialsFile names users and tokens with their roles (api_credentials).
+	CredentialsFile string
+	// AuditFile is the audit log (api_audit_file); AuditMaxSize the size it is rotated at
+	// (api_audit_max_size) and AuditKeep how many rotated files are kept (api_audit_keep).
+	AuditFile    string
+	AuditMaxSize int64
+	AuditKeep    int
 }
 
 // Addr returns the host:port the API listens on.
@@ -45,6 +55,15 @@ func (a APIOptions) Addr() string {
 		port = DefaultAPIListenPort
 	}
 	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// AuditPath returns the audit log's file: api_audit_file, or audit.log beside the overrides
+// file.
+func (a APIOptions) AuditPath() string {
+	if a.AuditFile == "" {
+		return filepath.Join(filepath.Dir(a.OverridesPath()), DefaultAPIAuditFileName)
+	}
+	return a.AuditFile
 }
 
 // OverridesPath returns the file the overrides are kept in.

@@ -26,6 +26,8 @@ func apiConfig(o config.APIOptions) admin.Config {
 	return admin.Config{
 		BasicUser: o.BasicUser, BasicPass: o.BasicPass, Token: o.Token,
 		TLSCert: o.TLSCert, TLSKey: o.TLSKey, AllowUnauthenticated: o.AllowUnauthenticated,
+		CredentialsFile: o.CredentialsFile,
+		AuditFile:       o.AuditPath(), AuditMaxSize: o.AuditMaxSize, AuditKeep: o.AuditKeep,
 	}
 }
 

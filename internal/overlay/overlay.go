@@ -54,8 +54,10 @@ type Override struct {
 	Starts time.Time `json:"starts,omitzero"`
 	// Reason is the operator's note.
 	Reason string `json:"reason,omitempty"`
-	// By is who set the override: the API user, or empty when the API has no authentication.
-	By string `json:"by,omitempty"`
+	// By is who set the override: the API user or token name, or empty when the API has no
+	// authentication. From is the address of the client that set it.
+	By   string `json:"by,omitempty"`
+	From string `json:"from,omitempty"`
 	// Set is when the override was set.
 	Set time.Time `json:"set"`
 }
@@ -80,11 +82,12 @@ type Change struct {
 	Starts time.Time
 	Reason string
 	By     string
+	From   string
 }
 
 // override returns the override that c sets, set at now.
 func (c Change) override(now time.Time) Override {
-	return Override{Key: c.Key, Action: c.Action, Expires: c.Expires, Starts: c.Starts, Reason: c.Reason, By: c.By, Set: now}
+	return Override{Key: c.Key, Action: c.Action, Expires: c.Expires, Starts: c.Starts, Reason: c.Reason, By: c.By, From: c.From, Set: now}
 }
 
 // ErrInvalid is wrapped by the errors of Apply about the changes themselves (as opposed to a

@@ -23,6 +23,10 @@ func apiOptions(o *config.APIOptions, root string) optionTable {
 		"api_basic_user":            setString(&o.BasicUser),
 		"api_basic_pass":            setString(&o.BasicPass),
 		"api_token":                 setString(&o.Token),
+		"api_credentials":           setPath(root, &o.CredentialsFile),
+		"api_audit_file":            setPath(root, &o.AuditFile),
+		"api_audit_max_size":        setSize(&o.AuditMaxSize),
+		"api_audit_keep":            setPositive(&o.AuditKeep),
 	}
 }
 

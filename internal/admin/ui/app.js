@@ -277,6 +277,7 @@ async function refresh() {
   render();
   renderTransitions(t);
   renderSites(s);
+  await refreshAudit();
   $("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
 }
 
@@ -524,6 +525,7 @@ $("explain-form").addEventListener("submit", async (ev) => {
 
 async function start() {
   try {
+    await loadIdentity();
     await refresh();
   } catch (e) {
     if (e instanceof SignInRequired) return;
