@@ -55,6 +55,7 @@ run: build
 deps:
 	@missing=""; \
 	command -v dig >/dev/null || missing="$$missing dnsutils"; \
+	command -v kdig >/dev/null || missing="$$missing knot-dnsutils"; \
 	command -v mariadbd >/dev/null || command -v mysqld >/dev/null || missing="$$missing mariadb-server"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	command -v unbound >/dev/null || missing="$$missing unbound"; \

@@ -34,11 +34,13 @@ import (
 	_ "github.com/coredns/coredns/plugin/metrics"
 	_ "github.com/coredns/coredns/plugin/multisocket"
 	_ "github.com/coredns/coredns/plugin/pprof"
+	_ "github.com/coredns/coredns/plugin/quic"
 	_ "github.com/coredns/coredns/plugin/ready"
 	_ "github.com/coredns/coredns/plugin/reload"
 	_ "github.com/coredns/coredns/plugin/rewrite"
 	_ "github.com/coredns/coredns/plugin/root"
 	_ "github.com/coredns/coredns/plugin/template"
+	_ "github.com/coredns/coredns/plugin/timeouts"
 	_ "github.com/coredns/coredns/plugin/transfer"
 	_ "github.com/coredns/coredns/plugin/tsig"
 	_ "github.com/coredns/coredns/plugin/whoami"
@@ -54,9 +56,12 @@ var Version = "dev"
 
 // directives is the plugin chain order: CoreDNS's own order for the plugins compiled in, with
 // gslb and gslb_proxy inserted right before cache (gslb_proxy rewrites what forward answers),
-// and transfer (which hands gslb's zones to secondaries) before them.
+// and transfer (which hands gslb's zones to secondaries) before them. quic and timeouts only
+// set the limits of the server block's DNS over QUIC, TCP and TLS servers; the certificate of
+// tls:// and quic:// addresses is gslb's tls_cert, read again when it changes (CoreDNS's tls
+// plugin, with its ACME client, is not compiled in).
 var directives = []string{
-	"root", "multisocket", "reload", "bind", "debug", "ready", "health", "pprof", "prometheus",
+	"root", "quic", "timeouts", "multisocket", "reload", "bind", "debug", "ready", "health", "pprof", "prometheus",
 	"errors", "log", "any", "loadbalance", "tsig", "rewrite", "acl", "transfer", "gslb", "gslb_proxy", "cache", "dnssec",
 	"template", "file", "forward", "whoami",
 }

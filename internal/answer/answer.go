@@ -8,11 +8,14 @@ package answer
 import (
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/cookie"
 	"github.com/meridian-gslb/meridian/internal/geo"
+	"github.com/meridian-gslb/meridian/internal/rrl"
 )
 
 // Options are the per-block switches that change answers.
@@ -27,6 +30,13 @@ type Options struct {
 	// PeerKey is set when the peers' exchanges are signed (peer_tsig): the names a site
 	// publishes for its peers are answered to signed queries only (Query.Signed).
 	PeerKey bool
+	// Cookies answers DNS cookies with these secrets; nil when cookies are off.
+	Cookies *cookie.Jar
+	// RequireCookie answers BADCOOKIE to a UDP query that has a client cookie and no valid
+	// server cookie.
+	RequireCookie bool
+	// Limit limits the rate of UDP responses; nil when rate limiting is off.
+	Limit *rrl.Limiter
 }
 
 // Result tells the caller what to do with the response.
@@ -40,6 +50,8 @@ const (
 	NotOurs
 	// NameError: the response is NXDOMAIN; the caller may pass the query on instead (fallthrough).
 	NameError
+	// Dropped: rate limiting dropped the response (the message is nil): write nothing.
+	Dropped
 )
 
 // Query is one question to answer.
@@ -55,6 +67,8 @@ type Query struct {
 	// Signed is set when the query carries a TSIG signature that the server verified with
 	// the peer key. The caller signs the response.
 	Signed bool
+	// Now is when the query came, for cookies and rate limiting; the zero time for now.
+	Now time.Time
 }
 
 // Respond answers q from snap and, with opts.Count, counts the answer in the record's and the
@@ -86,9 +100,32 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count bool) (*dns.Ms
 		return m, Answered
 	}
 
-	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, geo: q.Geo, count: count}
+	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, source: q.Source, geo: q.Geo, count: count}
+	m, result := b.respond(snap, opts, q)
+	if opts.Limit != nil && !q.TCP && m != nil {
+		if m = b.limit(opts.Limit, m); m == nil {
+			return nil, Dropped
+		}
+	}
+	return m, result
+}
+
+// respond builds the response to q into b.
+func (b *builder) respond(snap *catalog.Snapshot, opts Options, q Query) (*dns.Msg, Result) {
+	if opts.Cookies != nil || opts.Limit != nil {
+		b.now = q.Now
+		if b.now.IsZero() {
+			b.now = time.Now()
+		}
+	}
+	if opts.Cookies != nil {
+		b.secrets = opts.Cookies.Secrets()
+	}
 	if rcode := b.readEDNS(opts.UseECS); rcode != dns.RcodeSuccess {
 		return b.finishError(rcode), Answered
+	}
+	if opts.RequireCookie && !q.TCP && b.cookie.status == cookie.ClientOnly {
+		return b.finishError(dns.RcodeBadCookie), Answered
 	}
 	if b.qtype == dns.TypeAXFR || b.qtype == dns.TypeIXFR {
 		// Answers are computed per query from health and the client; there is no zone to
@@ -130,6 +167,16 @@ type builder struct {
 	// reserve is room the caller adds to the response after it (its TSIG signature), which
 	// UDP answers leave free.
 	reserve int
+	// source is the query's transport address, which cookies and rate limiting are about
+	// (client may be the ECS address); now is when it came, with cookies or rate limiting.
+	source netip.Addr
+	now    time.Time
+	// secrets are the cookie secrets (nil when cookies are off) and cookie what the query's
+	// COOKIE option said.
+	secrets *cookie.Secrets
+	cookie  cookieState
+	// cut is the delegation point of a referral.
+	cut string
 
 	msg *dns.Msg
 }

@@ -17,10 +17,10 @@ const (
 	tsigReserve = 10 + 64 + 64 + 16 + 64
 )
 
-// readEDNS reads the request's OPT record and, with useECS, its Client Subnet option, which
-// then replaces the client address. It returns the rcode of a request that must be refused:
-// FORMERR for a second OPT record (RFC 6891 6.1.1) or a malformed Client Subnet option,
-// BADVERS for an unknown EDNS version.
+// readEDNS reads the request's OPT record, its COOKIE option (with cookie secrets) and, with
+// useECS, its Client Subnet option, which then replaces the client address. It returns the
+// rcode of a request that must be refused: FORMERR for a second OPT record (RFC 6891 6.1.1), a
+// malformed Client Subnet or COOKIE option, BADVERS for an unknown EDNS version.
 func (b *builder) readEDNS(useECS bool) int {
 	b.opt = b.req.IsEdns0()
 	if b.opt == nil {
@@ -32,6 +32,9 @@ func (b *builder) readEDNS(useECS bool) int {
 	}
 	if b.opt.Version() != 0 {
 		return dns.RcodeBadVers
+	}
+	if b.secrets != nil && !b.readCookie(b.secrets, b.now) {
+		return dns.RcodeFormatError
 	}
 	if !useECS {
 		return dns.RcodeSuccess
@@ -187,6 +190,9 @@ func (b *builder) replyOPT() *dns.OPT {
 			Address:       b.ecs.Address,
 		}}
 	}
+	if c := b.cookieOption(); c != nil {
+		o.Option = append(o.Option, c)
+	}
 	return o
 }
 
@@ -215,10 +221,14 @@ func sizeBound(m *dns.Msg) (n int, ok bool) {
 				n += len(x.Ns) + 1 + len(x.Mbox) + 1 + 20
 			case *dns.OPT:
 				for _, o := range x.Option {
-					if _, isECS := o.(*dns.EDNS0_SUBNET); !isECS {
+					switch c := o.(type) {
+					case *dns.EDNS0_SUBNET:
+						n += 4 + 4 + net.IPv6len
+					case *dns.EDNS0_COOKIE:
+						n += 4 + len(c.Cookie)/2
+					default:
 						return 0, false
 					}
-					n += 4 + 4 + net.IPv6len
 				}
 			default:
 				return 0, false

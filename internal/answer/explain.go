@@ -68,6 +68,7 @@ func (e Explanation) String() string {
 
 // Explain answers q from snap like Respond and says how the answer was chosen.
 func Explain(snap *catalog.Snapshot, opts Options, q Query) Explanation {
+	opts.Limit = nil // no client asked: nothing to limit
 	m, res := respond(snap, opts, q, false)
 	return Describe(snap, opts, q, m, res)
 }

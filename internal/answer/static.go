@@ -45,6 +45,7 @@ func staticAnswer(rrsets map[uint16][]dns.RR, record bool, qtype uint16) ([]dns.
 // set in authority and its glue in additional (RFC 1034 4.3.2): the static addresses of its
 // name servers, and the healthy backends of those that are GSLB records.
 func (b *builder) referral(d *catalog.Delegation) {
+	b.cut = d.Name
 	b.reply(dns.RcodeSuccess)
 	b.msg.Authoritative = false
 	b.msg.Ns = copyRRs(nil, d.NS)

@@ -50,6 +50,12 @@ type Options struct {
 	// Webhooks are the notifications of health transitions and override changes; off unless
 	// a URL is set.
 	Webhooks WebhookOptions
+	// RRL is response rate limiting; off unless RRL.Enable.
+	RRL RRLOptions
+	// Cookies are the DNS cookies; on unless turned off.
+	Cookies CookieOptions
+	// TLS is the certificate of the server block's tls:// and quic:// addresses.
+	TLS DNSTLSOptions
 }
 
 // FastPathOptions are the fast path's settings: Meridian's own UDP sockets on the server
@@ -103,5 +109,7 @@ func DefaultOptions() Options {
 			MaxAge:   DefaultStateMaxAge,
 		},
 		Webhooks: DefaultWebhookOptions(),
+		RRL:      defaultRRL(),
+		Cookies:  CookieOptions{Enable: true},
 	}
 }

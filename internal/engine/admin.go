@@ -206,7 +206,7 @@ func (e *Engine) Ready() bool { return e.Snapshot() != nil }
 // AnswerOptions returns the answer switches of the block.
 func (e *Engine) AnswerOptions() answer.Options {
 	return answer.Options{UseECS: e.opts.UseEDNSClientSubnet, EnableTXT: e.opts.EnableTXT, Count: e.opts.CoreDNSGSLBMetrics,
-		PeerKey: e.opts.Sites.TSIG != nil}
+		PeerKey: e.opts.Sites.TSIG != nil, Limit: e.sec.limiter, Cookies: e.sec.cookies, RequireCookie: e.opts.Cookies.Require}
 }
 
 // CatalogOverrides turns the override store's list into the engine's overrides at now:

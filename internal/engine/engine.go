@@ -67,6 +67,8 @@ type Engine struct {
 	stops []func()
 	// geo holds the GeoIP sources, nil when none are configured.
 	geo *geo.Store
+	// sec is the rate limiter, the cookie secrets and the DNS over TLS certificate.
+	sec security
 
 	// The engine's shares of the registry: its Corefile load, its health manager and its
 	// admin API (nil when the block does not enable it).
@@ -95,6 +97,7 @@ func Check(opts config.Options) (fileZones []*config.Zone, warnings []error, err
 	} else if st != nil {
 		_ = st.Sources().Close()
 	}
+	err = errors.Join(err, checkSecurity(opts))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -138,7 +141,14 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{opts: opts, log: log, geo: st, reg: r, corefileLoad: load}
+	sec, err := openSecurity(opts, r.cookieSecrets, log)
+	if err != nil {
+		if st != nil {
+			_ = st.Sources().Close()
+		}
+		return nil, err
+	}
+	e := &Engine{opts: opts, log: log, geo: st, sec: sec, reg: r, corefileLoad: load}
 	e.shared = r.acquireHealth(opts, log)
 	e.health = e.shared.manager
 	e.uses = r.acquireComponents(opts, e.shared, log)
@@ -375,6 +385,9 @@ func (e *Engine) Start() error {
 			return fmt.Errorf("watch geoip files: %w", err)
 		}
 		e.stops = append(e.stops, stop)
+	}
+	if err := e.watchSecurity(); err != nil {
+		return err
 	}
 	for _, u := range e.uses {
 		e.reg.startComponent(u) // before the probes: the publishers see the first transitions

@@ -54,8 +54,12 @@ type fastHandler struct {
 	observe FastObserver
 }
 
-// Fast implements fastpath.Handler.
+// Fast implements fastpath.Handler. With rate limiting on, every query takes the slow path,
+// which applies it.
 func (h fastHandler) Fast(dst, pkt []byte, src netip.Addr) ([]byte, bool) {
+	if h.opts.Limit != nil {
+		return dst, false
+	}
 	e := h.e
 	var start time.Time
 	if h.observe != nil {

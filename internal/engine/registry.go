@@ -7,6 +7,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/cluster"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/cookie"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 	"github.com/meridian-gslb/meridian/internal/statefile"
 )
@@ -40,6 +41,8 @@ type Registry struct {
 	// order they were registered; upgrades is done once SIGUSR2 is handled (PrepareUpgrades).
 	live     []*liveStop
 	upgrades sync.Once
+	// cookies is the random cookie secret of the blocks without a cookie_secret_file.
+	cookies *cookie.Secrets
 }
 
 // Default is the registry of the process, shared by every Corefile load.

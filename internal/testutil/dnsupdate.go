@@ -74,6 +74,18 @@ func StartBIND(t testing.TB, key TSIGKey, zones map[string][]string) *UpdateServ
 	return startUpdateServer(t, bindKind, key, zones)
 }
 
+// StartBINDWith is StartBIND with more statements in named.conf's options block, such as
+// `cookie-secret "..."; require-server-cookie yes;`.
+func StartBINDWith(t testing.TB, key TSIGKey, zones map[string][]string, options string) *UpdateServer {
+	t.Helper()
+	kind := bindKind
+	kind.config = func(dir string, port int, key TSIGKey, origins []string) string {
+		const anchor = "\tallow-query { any; };\n"
+		return strings.Replace(bindConfig(dir, port, key, origins), anchor, anchor+options+"\n", 1)
+	}
+	return startUpdateServer(t, kind, key, zones)
+}
+
 // StartKnot is StartBIND with Debian's Knot DNS (knotd): each zone takes updates signed with
 // key (an ACL of the key with action update), kept in a journal and written back to the zone
 // file in the temporary directory. The test is skipped when knotd is not installed (Debian

@@ -31,6 +31,19 @@ type Unbound struct {
 // installs it).
 func StartUnbound(t testing.TB, zone, auth string) *Unbound {
 	t.Helper()
+	return startUnbound(t, zone, auth, "")
+}
+
+// StartUnboundTLS is StartUnbound with the authoritative server asked over DNS over TLS
+// (stub-tls-upstream) at auth, its certificate verified against the CA certificate in caFile
+// for the name localhost, as a resolver that upgrades to TLS (RFC 9539) does.
+func StartUnboundTLS(t testing.TB, zone, auth, caFile string) *Unbound {
+	t.Helper()
+	return startUnbound(t, zone, auth, caFile)
+}
+
+// startUnbound starts unbound for StartUnbound, over TLS when caFile is set.
+func startUnbound(t testing.TB, zone, auth, caFile string) *Unbound {
 	bin, err := exec.LookPath("unbound")
 	if err != nil {
 		if _, statErr := os.Stat("/usr/sbin/unbound"); statErr != nil {
@@ -48,7 +61,7 @@ func StartUnbound(t testing.TB, zone, auth string) *Unbound {
 		port := FreePort(t)
 		u := &Unbound{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logPath: filepath.Join(dir, "unbound.log"), done: make(chan struct{})}
 		conf := filepath.Join(dir, "unbound.conf")
-		if err := os.WriteFile(conf, []byte(unboundConfig(dir, port, zone, authHost, authPort, u.logPath)), 0o644); err != nil {
+		if err := os.WriteFile(conf, []byte(unboundConfig(dir, port, zone, authHost, authPort, u.logPath, caFile)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		u.cmd = exec.Command(bin, "-d", "-c", conf)
@@ -70,7 +83,13 @@ func StartUnbound(t testing.TB, zone, auth string) *Unbound {
 	return nil
 }
 
-func unboundConfig(dir string, port int, zone, authHost, authPort, logPath string) string {
+// unboundConfig is unbound.conf; with caFile, the stub zone is asked over TLS.
+func unboundConfig(dir string, port int, zone, authHost, authPort, logPath, caFile string) string {
+	stubAddr, tls := authHost+"@"+authPort, ""
+	if caFile != "" {
+		stubAddr += "#localhost"
+		tls = fmt.Sprintf("\ttls-cert-bundle: %q\n", caFile)
+	}
 	return fmt.Sprintf(`server:
 	interface: 127.0.0.1
 	port: %d
@@ -94,10 +113,11 @@ func unboundConfig(dir string, port int, zone, authHost, authPort, logPath strin
 	max-client-subnet-ipv4: 24
 	max-client-subnet-ipv6: 56
 	cache-min-ttl: 0
-stub-zone:
+%sstub-zone:
 	name: %q
-	stub-addr: %s@%s
-`, port, dir, logPath, authHost, zone, authHost, authPort)
+	stub-addr: %s
+	stub-tls-upstream: %s
+`, port, dir, logPath, authHost, tls, zone, stubAddr, yesNo(caFile != ""))
 }
 
 // waitReady polls the resolver until it answers a query (any rcode), it exits, or timeout
@@ -169,4 +189,11 @@ func AddECS(m *dns.Msg, subnet string) error {
 	}
 	opt.Option = append(opt.Option, ecs)
 	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

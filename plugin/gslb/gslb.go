@@ -10,9 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/coredns/coredns/plugin/pkg/transport"
 	"github.com/coredns/coredns/plugin/transfer"
 	tsigplugin "github.com/coredns/coredns/plugin/tsig"
 	"github.com/miekg/dns"
@@ -44,6 +46,8 @@ func (g *GSLB) Name() string { return pluginName }
 // through to the next plugin, the writer that adds ECS to its reply).
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	src, tcp := ClientOf(w)
+	scheme := schemeOf(ctx)
+	tcp = tcp || scheme != transport.DNS
 	snap, q := g.Engine.Snapshot(), answer.Query{Msg: r, Source: src, TCP: tcp, Geo: g.Engine.Geo()}
 	var tsig *dns.TSIG
 	if g.PeerKey != "" {
@@ -64,6 +68,8 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		log.Debug(answer.Describe(snap, g.Answer, q, m, res).String())
 	}
 	switch res {
+	case answer.Dropped:
+		return dns.RcodeSuccess, nil // rate limiting: nothing is written
 	case answer.NotOurs:
 		return plugin.NextOrFailure(pluginName, g.Next, ctx, w, r)
 	case answer.NameError:
@@ -72,10 +78,36 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 			return plugin.NextOrFailure(pluginName, g.Next, ctx, answer.PassOnWriter(w, r, g.Answer), r)
 		}
 	}
+	if scheme == transport.QUIC {
+		if err := writeQUIC(w, r, m); err != nil {
+			return dns.RcodeServerFailure, plugin.Error(pluginName, err)
+		}
+		return dns.RcodeSuccess, nil
+	}
 	if err := writeOwnSize(w, r, m); err != nil {
 		return dns.RcodeServerFailure, plugin.Error(pluginName, err)
 	}
 	return dns.RcodeSuccess, nil
+}
+
+// writeQUIC writes m, the reply to r over DNS over QUIC, whole. CoreDNS's writer of DNS over
+// QUIC gives the client's address as UDP, and its ScrubWriter then truncates what does not fit
+// the client's UDP size (512 bytes without EDNS), which RFC 9250 has no use for: a reply that
+// may not fit is written as bytes past the ScrubWriter, and the stream closed as its
+// WriteMsg would (the plugins that record the reply, log and prometheus, then see its size but
+// not its rcode). The others go through WriteMsg.
+func writeQUIC(w dns.ResponseWriter, r, m *dns.Msg) error {
+	if m.Len() <= dns.MinMsgSize {
+		return writeOwnSize(w, r, m)
+	}
+	wire, err := m.Pack()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(wire); err != nil {
+		return err
+	}
+	return w.Close()
 }
 
 // writeOwnSize writes m, the reply to r, so that its OPT advertises Meridian's own UDP size as
@@ -109,6 +141,18 @@ func (g *GSLB) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 
 // Ready implements the ready plugin's Readiness: the plugin is ready once its zones are loaded.
 func (g *GSLB) Ready() bool { return g.Engine.Snapshot() != nil }
+
+// schemeOf returns the transport of the server the query came to: dns, or tls, quic, https...
+// Those others are streams, whose answers are never truncated nor rate-limited, though DNS
+// over QUIC's writer gives a UDP address.
+func schemeOf(ctx context.Context) string {
+	if s, ok := ctx.Value(dnsserver.Key{}).(*dnsserver.Server); ok {
+		if scheme, _, found := strings.Cut(s.Addr, "://"); found {
+			return scheme
+		}
+	}
+	return transport.DNS
+}
 
 // ClientOf returns the transport address of the client of w and whether it came over a stream.
 func ClientOf(w dns.ResponseWriter) (netip.Addr, bool) {

@@ -82,6 +82,10 @@ func Open(c *caddy.Controller, log engine.Logger) (Block, *engine.Engine, error)
 	if err != nil {
 		return block, nil, block.openError(err)
 	}
+	if err := serverTLS(c.ServerBlockKeys, cfg, eng, log); err != nil {
+		_ = eng.Stop()
+		return block, nil, block.errorAt(max(block.Written["tls_cert"], block.Line), err)
+	}
 	c.OnStartup(eng.Start)
 	c.OnStartup(prepareUpgrades)
 	onShutdown(c, eng.Stop)
@@ -168,6 +172,9 @@ func ParseBlock(c *caddy.Controller, root string, port int) (Block, error) {
 	}
 	if len(b.Options.Zones) == 0 {
 		return b, c.Err("no zones: use 'gslb FILE [ZONE]' or a 'zone ORIGIN FILE' line")
+	}
+	if err := b.checkSecurity(); err != nil {
+		return b, err
 	}
 	if err := engine.CheckAPIOptions(b.Options.API); err != nil {
 		return b, b.errorAt(max(b.apiLine, b.Line), err)
