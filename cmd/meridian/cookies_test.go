@@ -160,7 +160,11 @@ func TestCookieSecretRotation(t *testing.T) {
 	// Step 1 and 2 at once on the file (a new secret first, the old one accepted): every
 	// instance makes cookies with the new one once it read the file; the old ones still work.
 	write(newS, oldS)
-	testutil.Eventually(t, 10*time.Second, func() bool { return ask(newS) && ask(newS) }, "the instances do not make cookies with the new secret")
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		first := ask(newS)  // one instance
+		second := ask(newS) // the other
+		return first && second
+	}, "the instances do not make cookies with the new secret")
 	if rcode, _, _ := askWithCookie(t, site[1].Addr, "www.example.org", oldCookie); rcode != dns.RcodeSuccess {
 		t.Errorf("a cookie of the old secret during the rotation: %s", dns.RcodeToString[rcode])
 	}
