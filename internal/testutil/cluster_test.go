@@ -69,7 +69,8 @@ func TestClusterCrash(t *testing.T) {
 	select {} // until killed
 }
 
-// crash runs TestClusterCrash in a test process of its own and kills it once its pod runs.
+// crash runs TestClusterCrash in a test process of its own and kills it (SIGKILL) once its pod
+// runs.
 func crash(t *testing.T) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestClusterCrash$", "-test.v")
@@ -83,6 +84,10 @@ func crash(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer func() { // killed, also when the test fails here
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+	}()
 	ready := make(chan bool, 1)
 	var out syncBuffer
 	go func() {
@@ -99,14 +104,11 @@ func crash(t *testing.T) {
 	select {
 	case ok := <-ready:
 		if !ok {
-			_ = cmd.Wait()
 			t.Fatalf("the crashing test process ended before its pod ran:\n%s%s", out.String(), stderr.String())
 		}
-	case <-time.After(5 * time.Minute):
-		t.Fatalf("the crashing test process's pod did not run within 5 minutes:\n%s%s", out.String(), stderr.String())
+	case <-time.After(15 * time.Minute): // it may wait for another test process's cluster
+		t.Fatalf("the crashing test process's pod did not run within 15 minutes:\n%s%s", out.String(), stderr.String())
 	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
 }
 
 // appPod returns a pod of ClusterAppImage in namespace, labelled app=name, whose readiness

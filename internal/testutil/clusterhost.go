@@ -29,6 +29,8 @@ const (
 	clusterServiceCIDR = "10.37.1.0/24"
 	clusterRoutedCIDR  = "10.37.0.0/16"
 	clusterExternalNet = "10.37.2."
+	// clusterBridgeMAC is the bridge's MAC address, locally administered.
+	clusterBridgeMAC = "02:37:00:00:00:01"
 	// clusterNetwork is the CNI network's name.
 	clusterNetwork = "meridian-test"
 )
@@ -119,7 +121,9 @@ func prepareHost() error {
 		}
 	}
 	for _, args := range [][]string{
-		{"link", "add", clusterBridge, "type", "bridge"},
+		// A MAC address of its own: a bridge without one takes the lowest of its ports', and
+		// changes it (flushing the host's neighbour entries of the pods) as pods come and go.
+		{"link", "add", clusterBridge, "address", clusterBridgeMAC, "type", "bridge"},
 		{"addr", "add", clusterNodeIP + "/24", "dev", clusterBridge},
 		{"link", "set", clusterBridge, "up"},
 		{"route", "add", clusterRoutedCIDR, "dev", clusterBridge, "src", clusterNodeIP},
