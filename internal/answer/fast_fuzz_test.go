@@ -41,7 +41,7 @@ func FuzzAppendFast(f *testing.F) {
 		}
 		opts := Options{UseECS: useECS}
 		in := bytes.Clone(pkt)
-		out, handled := AppendFast(nil, snap, opts, pkt, src, sources)
+		out, handled := AppendFast(nil, snap, opts, pkt, src, false, sources)
 		if !bytes.Equal(in, pkt) {
 			t.Fatal("the query changed")
 		}
@@ -51,7 +51,7 @@ func FuzzAppendFast(f *testing.F) {
 			}
 			return
 		}
-		wire, ok := slowWire(t, snap, opts, pkt, src, sources)
+		wire, ok := slowWire(t, snap, opts, pkt, src, false, sources)
 		if !ok {
 			t.Fatalf("handled a query that miekg/dns does not unpack or Respond passes on: %x", pkt)
 		}
