@@ -25,12 +25,19 @@ var fastDeterministic = `
 soa: {mname: ns1.example.org., rname: hostmaster.example.org., ttl: 3600, minimum: 60}
 ns: [ns1.example.org.]
 static:
+  "@": ["MX 10 mail", "TXT \"v=spf1 -all\"", "CAA 0 issue \"letsencrypt.org\""]
   sub: ["NS ns1.sub"]
   ns1.sub: ["A 192.0.2.53"]
+  gsub: ["NS ns1.gsub", "NS gslb-ns", "NS ns.other.net."]
+  ns1.gsub: ["A 192.0.2.54", "AAAA 2001:db8::54"]
   www: ["TXT \"static text\""]
   mail: ["300 A 192.0.2.25", "300 A 192.0.2.26"]
   v6: ["AAAA 2001:db8::25", "AAAA 2001:db8::26"]
   alias: ["CNAME www"]
+  upper: ["CNAME Target.Example.NET."]
+  svc: ["HTTPS 1 . alpn=h2 port=8443", "SVCB 0 svc2.example.org."]
+  _sip._tcp: ["SRV 10 5 5060 sip.example.org."]
+  ptr: ["PTR host.example.org."]
 healthcheck_profiles:
   tcp80: {type: tcp, params: {port: 80}}
 records:
@@ -95,6 +102,22 @@ records:
     backends:
 ` + backendsYAML(20) + `
   localtargets-own.example.org.: {backends: [{address: 10.11.0.1}]}
+  gslb-ns.example.org.: {backends: [{address: 192.0.2.60}, {address: 192.0.2.61}, {address: "2001:db8::60"}]}
+  srv.example.org.:
+    mode: failover
+    backends:
+      - {address: 10.40.0.1, port: 443, priority: 1, weight: 5}
+      - {address: sip.example.net., port: 5060, priority: 2}
+      - {address: "2001:db8:40::1", port: 443, priority: 1}
+      - {address: 10.40.0.9, priority: 1}
+  hostlater.example.org.:
+    mode: failover
+    backends: [{address: 10.41.0.1, priority: 1}, {address: later.example.net., priority: 1}]
+  https.example.org.:
+    alpn: [h2, http/1.1]
+    backends: [{address: 10.42.0.1, port: 8443}, {address: 10.42.0.2}, {address: "2001:db8:42::1"}]
+  alias-https.example.org.:
+    backends: [{address: edge.example.net.}, {address: 10.43.0.1}]
   a.very.long.name.with.many.labels.to.fill.the.packet.example.org.: {backends: [{address: 10.12.0.1}]}
 `
 
@@ -604,7 +627,8 @@ func TestAppendFastCounts(t *testing.T) {
 }
 
 // TestAppendFastAllocatesNothing: answering allocates nothing when dst has room, counting
-// or not, with or without ECS and GeoIP, for drawn and rotated answers and static RRsets too.
+// or not, with or without ECS and GeoIP, for drawn and rotated answers, static RRsets, the
+// apex, denials, referrals, CNAME, SRV and HTTPS answers, over UDP and TCP.
 func TestAppendFastAllocatesNothing(t *testing.T) {
 	snap, sources := fastSnapshot(t, true)
 	dst := make([]byte, 0, advertisedUDPSize)
@@ -621,12 +645,24 @@ func TestAppendFastAllocatesNothing(t *testing.T) {
 		{qname: "chain.example.org.", qtype: dns.TypeA},
 		{qname: "specific.example.org.", qtype: dns.TypeA},
 		{qname: "a.very.long.name.with.many.labels.to.fill.the.packet.example.org.", qtype: dns.TypeA, edns: 1232},
+		{qname: "nope.example.org.", qtype: dns.TypeA},
+		{qname: "v4only.example.org.", qtype: dns.TypeAAAA, edns: 1232, do: true},
+		{qname: "foo.app.example.org.", qtype: dns.TypeA},
+		{qname: "www.example.org.", qtype: dns.TypeTXT},
+		{qname: "example.org.", qtype: dns.TypeSOA},
+		{qname: "example.org.", qtype: dns.TypeNS},
+		{qname: "x.gsub.example.org.", qtype: dns.TypeA},
+		{qname: "cdn.example.org.", qtype: dns.TypeA},
+		{qname: "closed.example.org.", qtype: dns.TypeA},
+		{qname: "srv.example.org.", qtype: dns.TypeSRV},
+		{qname: "https.example.org.", qtype: dns.TypeHTTPS},
+		{qname: "www.example.org.", qtype: dns.TypeA, tcp: true},
 	} {
 		pkt := c.packet(t)
 		for _, count := range []bool{false, true} {
 			opts := Options{UseECS: true, Count: count}
 			allocs := testing.AllocsPerRun(100, func() {
-				if _, handled := AppendFast(dst, snap, opts, pkt, c.client(), false, sources); !handled {
+				if _, handled := AppendFast(dst, snap, opts, pkt, c.client(), c.tcp, sources); !handled {
 					t.Fatalf("%s: not handled", c)
 				}
 			})
@@ -638,7 +674,8 @@ func TestAppendFastAllocatesNothing(t *testing.T) {
 }
 
 // BenchmarkAppendFast measures the fast path for a failover query and an ECS query of a geoip
-// record, among others (a weighted draw, a static RRset), with the reference (Respond, with unpacking and packing) beside them.
+// record, among others (a weighted draw, static RRsets, denials, a wildcard, a referral, TCP),
+// with the reference (Respond, with unpacking and packing) beside them.
 // "+count" counts the answers (coredns_gslb_metrics), which reads the clock twice.
 func BenchmarkAppendFast(b *testing.B) {
 	snap, sources := fastSnapshot(b, true)
@@ -655,6 +692,12 @@ func BenchmarkAppendFast(b *testing.B) {
 		{"ip-hash/A+ECS", fastCase{qname: "hashed.example.org.", qtype: dns.TypeA, ecs: subnet(1, 24, "198.51.100.0")}, false},
 		{"weighted/A", fastCase{qname: "weighted.example.org.", qtype: dns.TypeA}, false},
 		{"static/A", fastCase{qname: "mail.example.org.", qtype: dns.TypeA}, false},
+		{"static/TXT", fastCase{qname: "www.example.org.", qtype: dns.TypeTXT}, false},
+		{"NXDOMAIN", fastCase{qname: "nope.example.org.", qtype: dns.TypeA}, false},
+		{"NODATA/AAAA", fastCase{qname: "v4only.example.org.", qtype: dns.TypeAAAA}, false},
+		{"wildcard/A", fastCase{qname: "foo.app.example.org.", qtype: dns.TypeA}, false},
+		{"referral", fastCase{qname: "x.gsub.example.org.", qtype: dns.TypeA}, false},
+		{"failover/A+TCP", fastCase{qname: "www.example.org.", qtype: dns.TypeA, tcp: true}, false},
 	} {
 		pkt := c.q.packet(b)
 		opts := Options{UseECS: true, Count: c.count}
@@ -662,7 +705,7 @@ func BenchmarkAppendFast(b *testing.B) {
 			dst := make([]byte, 0, advertisedUDPSize)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, handled := AppendFast(dst, snap, opts, pkt, c.q.client(), false, sources); !handled {
+				if _, handled := AppendFast(dst, snap, opts, pkt, c.q.client(), c.q.tcp, sources); !handled {
 					b.Fatal("not handled")
 				}
 			}
@@ -670,7 +713,7 @@ func BenchmarkAppendFast(b *testing.B) {
 		b.Run(c.name+"/Respond+Pack", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, ok := slowWire(b, snap, opts, pkt, c.q.client(), false, sources); !ok {
+				if _, ok := slowWire(b, snap, opts, pkt, c.q.client(), c.q.tcp, sources); !ok {
 					b.Fatal("no answer")
 				}
 			}
