@@ -237,13 +237,10 @@ func (l *tcpLoop) open() int { return len(l.conns) - len(l.free) }
 func (l *tcpLoop) read(c *tcpConn, now time.Time) {
 	n := copy(l.in, c.partial)
 	r, err := unix.Read(c.fd, l.in[n:n+tcpReadSize])
-	switch {
-	case err == unix.EAGAIN || err == unix.EINTR:
+	if l.failed(c, err) {
 		return
-	case err != nil:
-		l.close(c)
-		return
-	case r == 0:
+	}
+	if r == 0 {
 		l.stopReading(c)
 		return
 	}
@@ -286,6 +283,18 @@ func (l *tcpLoop) read(c *tcpConn, now time.Time) {
 	if len(out) > 0 {
 		l.write(c, out, now)
 	}
+}
+
+// failed reports whether a read or write of c that returned err leaves the caller nothing to
+// do: none was possible now (EAGAIN, EINTR), or an error, which closes c.
+func (l *tcpLoop) failed(c *tcpConn, err error) bool {
+	if err == nil {
+		return false
+	}
+	if err != unix.EAGAIN && err != unix.EINTR {
+		l.close(c)
+	}
+	return true
 }
 
 // slow hands the query pkt of c to the slow path, as a connection of its own.
@@ -370,11 +379,7 @@ func (l *tcpLoop) write(c *tcpConn, b []byte, now time.Time) {
 // flush writes what c's socket did not take; once it has, c is read again.
 func (l *tcpLoop) flush(c *tcpConn, now time.Time) {
 	n, err := unix.Write(c.fd, c.pending)
-	switch {
-	case err == unix.EAGAIN || err == unix.EINTR:
-		return
-	case err != nil:
-		l.close(c)
+	if l.failed(c, err) {
 		return
 	}
 	if c.pending = c.pending[:copy(c.pending, c.pending[n:])]; len(c.pending) > 0 {
