@@ -3,10 +3,12 @@ package answer
 import (
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/cookie"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/published"
 )
@@ -30,8 +32,12 @@ import (
 // IN, of any type but DS, ANY, the transfers, OPT and the meta types, of a plain name
 // (letters, digits, hyphens and underscores, uncompressed) in a served zone and not below a
 // zone of opts.Exclude, with no trailing bytes and at most one additional record: an OPT
-// record of EDNS version 0 with no option or, with opts.UseECS, one valid Client Subnet
-// option. It answers:
+// record of EDNS version 0 with no option but a COOKIE option of 8 to 40 bytes and, with
+// opts.UseECS, one valid Client Subnet option. With opts.Cookies, the reply carries the
+// client cookie and a new server cookie made at now, and with opts.RequireCookie a UDP query
+// without a valid server cookie gets BADCOOKIE. With opts.Limit, a UDP response goes through
+// the rate limiter at now: when it drops it, AppendFast returns dst unchanged and true (send
+// nothing); when it slips, the slip replaces the response. It answers:
 //   - NXDOMAIN (but not for a name opts.Fallthrough covers, which the next plugin gets), and
 //     NODATA, with the zone's negative SOA;
 //   - the apex's SOA and NS, static RRsets of any type and static CNAMEs, referrals with
@@ -51,7 +57,7 @@ import (
 // It allocates nothing when dst has room for the response, except where Respond's selection
 // does too: more than 16 backends chosen, and a GeoIP database record decoded for the first
 // time (the sources cache it).
-func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, src netip.Addr, tcp bool, sources *geo.Sources) ([]byte, bool) {
+func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, src netip.Addr, tcp bool, sources *geo.Sources, now time.Time) ([]byte, bool) {
 	var a fastAnswer
 	q := &a.q
 	if snap == nil || !q.parse(pkt, opts.UseECS) {
@@ -62,12 +68,28 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 	if zone == nil || under(opts.Exclude, qname) || snap.Heartbeat() != nil && mayBePublished(qname) {
 		return dst, false
 	}
+	src = src.Unmap()
+	st := q.readCookie(opts.Cookies, src, now)
+	switch {
+	case st == cookie.Malformed:
+		return dst, false // FORMERR
+	case opts.RequireCookie && !tcp && st == cookie.ClientOnly:
+		return q.errorReply(dst, dns.RcodeBadCookie, false), true
+	}
 	q.limit = q.sizeLimit(tcp)
-	a.zone, a.opts, a.client, a.geo = zone, opts, src.Unmap(), sources
+	a.zone, a.opts, a.client, a.geo = zone, opts, src, sources
 	if q.ecsClient.IsValid() {
 		a.client = q.ecsClient
 	}
-	return a.answer(dst, qname)
+	if opts.Limit == nil || tcp {
+		return a.answer(dst, qname)
+	}
+	start := len(dst)
+	dst, ok := a.answer(dst, qname)
+	if !ok {
+		return dst, false
+	}
+	return a.limit(dst, start, opts.Limit, st, qname, src, now), true
 }
 
 // fastAnswer is one query that AppendFast answers. The query is part of it, not behind a
@@ -78,6 +100,8 @@ type fastAnswer struct {
 	opts   Options
 	client netip.Addr
 	geo    *geo.Sources
+	// cut is the delegation point of a referral, which rate limiting keeps accounts by.
+	cut string
 }
 
 // answer answers the query for qname as builder.answer does.
@@ -191,6 +215,7 @@ func (a *fastAnswer) referral(dst []byte, d *catalog.Delegation) ([]byte, bool) 
 	if q.qtype == dns.TypeDS || w == nil || len(d.GlueRecords) > maxGlueRecords {
 		return dst, false
 	}
+	a.cut = d.Name
 	r := q.base(dns.RcodeSuccess)
 	r.notAuth = true
 	r.addAuthority(w.NS.Count, q.sectionLen(w.NS))

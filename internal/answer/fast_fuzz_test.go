@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -53,6 +54,8 @@ func FuzzAppendFast(f *testing.F) {
 		f.Add(c.packet(f), false, true, true)
 	}
 	f.Add([]byte{}, false, true, false)
+	f.Add(guardPacket(f, "www.example.org.", dns.TypeA, []byte{1, 2, 3, 4, 5, 6, 7, 8}, true), true, false, false)
+	f.Add(guardPacket(f, "nope.example.org.", dns.TypeA, make([]byte, 24), false), false, true, false)
 	v4, v6 := testClient, netip.MustParseAddr("2001:db8:aa::1")
 	f.Fuzz(func(t *testing.T, pkt []byte, useECS, fromV6, tcp bool) {
 		src := v4
@@ -61,7 +64,7 @@ func FuzzAppendFast(f *testing.F) {
 		}
 		opts := Options{UseECS: useECS}
 		in := bytes.Clone(pkt)
-		out, handled := AppendFast(nil, snap, opts, pkt, src, tcp, sources)
+		out, handled := AppendFast(nil, snap, opts, pkt, src, tcp, sources, time.Time{})
 		if !bytes.Equal(in, pkt) {
 			t.Fatal("the query changed")
 		}

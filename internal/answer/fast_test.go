@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/cookie"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
@@ -375,7 +377,7 @@ func TestAppendFastMatchesRespond(t *testing.T) {
 			prefix := []byte("prefix")
 			fast, slow := map[string]bool{}, map[string]bool{}
 			for range trials {
-				out, handled := AppendFast(slices.Clone(prefix), snap, opts, pkt, tt.c.client(), tt.c.tcp, sources)
+				out, handled := AppendFast(slices.Clone(prefix), snap, opts, pkt, tt.c.client(), tt.c.tcp, sources, time.Time{})
 				if handled != tt.want {
 					t.Fatalf("handled %v, want %v", handled, tt.want)
 				}
@@ -501,9 +503,12 @@ func TestAppendFastLeavesQueriesToRespond(t *testing.T) {
 		{"two OPT records", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false); m.SetEdns0(1232, false) }), nil},
 		{"EDNS version 1", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false); m.IsEdns0().SetVersion(1) }), nil},
 		{"OPT not at the root", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false); m.IsEdns0().Hdr.Name = "example.org." }), nil},
-		{"cookie", query("www.example.org.", dns.TypeA, withOption(&dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0123456789abcdef"})), nil},
+		{"a cookie too short", query("www.example.org.", dns.TypeA, withOption(&dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "01234567"})), nil},
 		{"padding", query("www.example.org.", dns.TypeA, withOption(&dns.EDNS0_PADDING{Padding: make([]byte, 8)})), nil},
-		{"ECS and cookie", query("www.example.org.", dns.TypeA, withOption(subnet(1, 24, "198.51.100.0"), &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0123456789abcdef"})), nil},
+		{"two cookies", query("www.example.org.", dns.TypeA, withOption(&dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0123456789abcdef"}, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0123456789abcdef"})), nil},
+		{"a cookie too long", query("www.example.org.", dns.TypeA, withOption(&dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: strings.Repeat("ab", 41)})), func(o *Options) {
+			o.Cookies = cookie.NewJar(cookie.RandomSecrets())
+		}},
 		{"two ECS options", query("www.example.org.", dns.TypeA, withOption(subnet(1, 24, "198.51.100.0"), subnet(1, 24, "198.51.100.0"))), nil},
 		{"ECS bits beyond the prefix", edit(query("www.example.org.", dns.TypeA, withOption(subnet(1, 24, "198.51.100.0"))), func(b []byte) []byte {
 			b[len(b)-5] = 20 // a /20 of 198.51.100: FORMERR
@@ -544,7 +549,7 @@ func TestAppendFastLeavesQueriesToRespond(t *testing.T) {
 			}
 			pkt := tt.pkt(t)
 			dst := make([]byte, 3, 64)
-			if out, handled := AppendFast(dst, snap, opts, pkt, testClient, false, sources); handled || len(out) != 3 {
+			if out, handled := AppendFast(dst, snap, opts, pkt, testClient, false, sources, time.Time{}); handled || len(out) != 3 {
 				t.Fatalf("handled %v, %d bytes appended", handled, len(out)-3)
 			}
 			for _, rec := range snap.Records() {
@@ -567,7 +572,7 @@ func TestAppendFastKeepsTheRotation(t *testing.T) {
 	snap, sources := fastSnapshot(t, true)
 	first, _ := ask(snap, Options{}, "bigrr.example.org.", dns.TypeA)
 	pkt := fastCase{qname: "bigrr.example.org.", qtype: dns.TypeA}.packet(t)
-	if _, handled := AppendFast(nil, snap, Options{}, pkt, testClient, false, sources); handled {
+	if _, handled := AppendFast(nil, snap, Options{}, pkt, testClient, false, sources, time.Time{}); handled {
 		t.Fatal("handled a query whose answer may not fit")
 	}
 	second, _ := ask(snap, Options{}, "bigrr.example.org.", dns.TypeA)
@@ -596,7 +601,7 @@ func TestAppendFastCounts(t *testing.T) {
 	for _, c := range cases {
 		pkt := c.packet(t)
 		for range 3 {
-			if _, handled := AppendFast(nil, fastSnap, opts, pkt, testClient, false, sources); !handled {
+			if _, handled := AppendFast(nil, fastSnap, opts, pkt, testClient, false, sources, time.Time{}); !handled {
 				t.Fatalf("%s: not handled", c)
 			}
 			if _, ok := slowWire(t, slowSnap, opts, pkt, testClient, false, sources); !ok {
@@ -662,7 +667,7 @@ func TestAppendFastAllocatesNothing(t *testing.T) {
 		for _, count := range []bool{false, true} {
 			opts := Options{UseECS: true, Count: count}
 			allocs := testing.AllocsPerRun(100, func() {
-				if _, handled := AppendFast(dst, snap, opts, pkt, c.client(), c.tcp, sources); !handled {
+				if _, handled := AppendFast(dst, snap, opts, pkt, c.client(), c.tcp, sources, time.Time{}); !handled {
 					t.Fatalf("%s: not handled", c)
 				}
 			})
@@ -705,7 +710,7 @@ func BenchmarkAppendFast(b *testing.B) {
 			dst := make([]byte, 0, advertisedUDPSize)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, handled := AppendFast(dst, snap, opts, pkt, c.q.client(), c.q.tcp, sources); !handled {
+				if _, handled := AppendFast(dst, snap, opts, pkt, c.q.client(), c.q.tcp, sources, time.Time{}); !handled {
 					b.Fatal("not handled")
 				}
 			}
@@ -778,7 +783,7 @@ func TestAppendFastUnmapsTheClient(t *testing.T) {
 	snap, sources := fastSnapshot(t, false)
 	for _, name := range []string{"hashed.example.org.", "consistent.example.org.", "geo.example.org."} {
 		pkt := fastCase{qname: name, qtype: dns.TypeA}.packet(t)
-		fast, handled := AppendFast(nil, snap, Options{}, pkt, netip.AddrFrom16(sanJose.As16()), false, sources)
+		fast, handled := AppendFast(nil, snap, Options{}, pkt, netip.AddrFrom16(sanJose.As16()), false, sources, time.Time{})
 		slow, _ := slowWire(t, snap, Options{}, pkt, sanJose, false, sources)
 		if !handled || !bytes.Equal(fast, slow) {
 			t.Errorf("%s: handled %v,\n%s\nwant\n%s", name, handled, unpacked(string(fast)), unpacked(string(slow)))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -110,7 +111,7 @@ func TestAppendFastEveryKind(t *testing.T) {
 				}
 				fast, slow := map[string]bool{}, map[string]bool{}
 				for range trials {
-					out, handled := AppendFast(nil, snap, opts, pkt, c.client(), c.tcp, sources)
+					out, handled := AppendFast(nil, snap, opts, pkt, c.client(), c.tcp, sources, time.Time{})
 					wire, answered := slowWire(t, snap, opts, pkt, c.client(), c.tcp, sources)
 					if handled && !answered || !handled && mustHandle(c, wire, answered) {
 						t.Errorf("%s (%s): handled %v, answered by Respond %v:\n%s", c, v.name, handled, answered, unpacked(string(wire)))
@@ -191,7 +192,7 @@ func TestAppendFastDoesNotCompress(t *testing.T) {
 	snap, sources := fastSnapshot(t, false)
 	for _, name := range fastKindNames {
 		pkt := fastCase{qname: name, qtype: dns.TypeA, edns: 1232}.packet(t)
-		out, handled := AppendFast(nil, snap, Options{}, pkt, testClient, false, sources)
+		out, handled := AppendFast(nil, snap, Options{}, pkt, testClient, false, sources, time.Time{})
 		if !handled {
 			continue
 		}

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/cookie"
 )
 
 // Sizes and bits of the DNS wire format that the fast path reads and writes.
@@ -51,6 +53,13 @@ type fastQuery struct {
 	ecsSource uint8
 	ecsAddr   []byte
 	ecsClient netip.Addr
+	// cookie is the data of the query's COOKIE option, nil without one; with cookies on,
+	// replyCookie is the option data of the reply (the client cookie and a new server cookie),
+	// replyCookieLen long: 0 when the reply carries none. (An array, not a slice of one, so
+	// that the query stays on the stack.)
+	cookie         []byte
+	replyCookie    [cookie.OptionLen]byte
+	replyCookieLen int
 
 	// limit is the largest response the query may get (sizeLimit).
 	limit int
@@ -158,7 +167,8 @@ func (q *fastQuery) lowerName() string {
 func (q *fastQuery) owner() []byte { return q.lowerWire[:len(q.name)] }
 
 // parseOPT reads rr, the last record of the query, which must be an OPT record (RFC 6891 6.1.2)
-// of EDNS version 0, with no option or, with useECS, one Client Subnet option.
+// of EDNS version 0, with no option but one COOKIE option and, with useECS, one Client Subnet
+// option.
 func (q *fastQuery) parseOPT(rr []byte, useECS bool) bool {
 	if len(rr) < optFixedLen || rr[0] != 0 || binary.BigEndian.Uint16(rr[1:]) != dns.TypeOPT {
 		return false
@@ -172,14 +182,28 @@ func (q *fastQuery) parseOPT(rr []byte, useECS bool) bool {
 	if int(binary.BigEndian.Uint16(rr[9:])) != len(rdata) {
 		return false
 	}
-	if len(rdata) == 0 {
-		return true
+	for len(rdata) > 0 {
+		if len(rdata) < 4 {
+			return false
+		}
+		code, n := binary.BigEndian.Uint16(rdata), int(binary.BigEndian.Uint16(rdata[2:]))
+		if 4+n > len(rdata) {
+			return false
+		}
+		data := rdata[4 : 4+n]
+		rdata = rdata[4+n:]
+		switch {
+		case code == dns.EDNS0COOKIE && q.cookie == nil && n >= cookie.ClientLen:
+			q.cookie = data // a malformed one, or two, are the slow path's FORMERR
+		case code == dns.EDNS0SUBNET && useECS && !q.ecs:
+			if !q.parseECS(data) {
+				return false
+			}
+		default:
+			return false
+		}
 	}
-	if !useECS || len(rdata) < 4 || binary.BigEndian.Uint16(rdata) != dns.EDNS0SUBNET ||
-		int(binary.BigEndian.Uint16(rdata[2:])) != len(rdata)-4 {
-		return false
-	}
-	return q.parseECS(rdata[4:])
+	return true
 }
 
 // parseECS reads the data of a Client Subnet option and validates it as Respond does (ecsClient):

@@ -20,6 +20,7 @@ import (
 type fastReply struct {
 	rcode      int
 	notAuth    bool
+	truncated  bool
 	an, ns, ar int
 	size       int
 }
@@ -43,6 +44,9 @@ func (q *fastQuery) replyLen() int {
 	if q.ecs {
 		n += ecsFixedLen + len(q.ecsAddr)
 	}
+	if q.replyCookieLen > 0 {
+		n += 4 + q.replyCookieLen
+	}
 	return n
 }
 
@@ -56,6 +60,9 @@ func (q *fastQuery) appendHeader(dst []byte, r *fastReply) []byte {
 	if r.notAuth {
 		flags &^= flagAA
 	}
+	if r.truncated {
+		flags |= flagTC
+	}
 	dst = binary.BigEndian.AppendUint16(dst, q.id)
 	dst = binary.BigEndian.AppendUint16(dst, flags)
 	dst = binary.BigEndian.AppendUint16(dst, 1)
@@ -68,31 +75,45 @@ func (q *fastQuery) appendHeader(dst []byte, r *fastReply) []byte {
 // finish appends the reply's OPT record, if the query had one, with the ECS scope.
 func (q *fastQuery) finish(dst []byte, scope int) []byte {
 	if q.edns {
-		dst = q.appendOPT(dst, scope)
+		dst = q.appendOPT(dst, scope, 0, true)
 	}
 	return dst
 }
 
 // appendOPT appends the reply's OPT record as replyOPT builds it: Meridian's buffer size, the
-// query's DO bit, and its Client Subnet option echoed with the answer's scope.
-func (q *fastQuery) appendOPT(dst []byte, scope int) []byte {
-	var ttl uint32
+// upper bits of an extended rcode, the query's DO bit, its Client Subnet option echoed with
+// the answer's scope (with ecs: finishError's replies have none), and the reply's cookie.
+func (q *fastQuery) appendOPT(dst []byte, scope, rcode int, ecs bool) []byte {
+	ttl := uint32(rcode>>4) << 24
 	if q.do {
-		ttl = ednsDO
+		ttl |= ednsDO
 	}
 	dst = append(dst, 0) // the root
 	dst = binary.BigEndian.AppendUint16(dst, dns.TypeOPT)
 	dst = binary.BigEndian.AppendUint16(dst, advertisedUDPSize)
 	dst = binary.BigEndian.AppendUint32(dst, ttl)
-	if !q.ecs {
-		return binary.BigEndian.AppendUint16(dst, 0)
+	ecs = ecs && q.ecs
+	rdlength := 0
+	if ecs {
+		rdlength += ecsFixedLen + len(q.ecsAddr)
 	}
-	dst = binary.BigEndian.AppendUint16(dst, uint16(ecsFixedLen+len(q.ecsAddr)))
-	dst = binary.BigEndian.AppendUint16(dst, dns.EDNS0SUBNET)
-	dst = binary.BigEndian.AppendUint16(dst, uint16(ecsFixedLen-4+len(q.ecsAddr)))
-	dst = binary.BigEndian.AppendUint16(dst, q.ecsFamily)
-	dst = append(dst, q.ecsSource, echoScope(scope, q.ecsSource))
-	return append(dst, q.ecsAddr...)
+	if q.replyCookieLen > 0 {
+		rdlength += 4 + q.replyCookieLen
+	}
+	dst = binary.BigEndian.AppendUint16(dst, uint16(rdlength))
+	if ecs {
+		dst = binary.BigEndian.AppendUint16(dst, dns.EDNS0SUBNET)
+		dst = binary.BigEndian.AppendUint16(dst, uint16(ecsFixedLen-4+len(q.ecsAddr)))
+		dst = binary.BigEndian.AppendUint16(dst, q.ecsFamily)
+		dst = append(dst, q.ecsSource, echoScope(scope, q.ecsSource))
+		dst = append(dst, q.ecsAddr...)
+	}
+	if q.replyCookieLen > 0 {
+		dst = binary.BigEndian.AppendUint16(dst, dns.EDNS0COOKIE)
+		dst = binary.BigEndian.AppendUint16(dst, uint16(q.replyCookieLen))
+		dst = append(dst, q.replyCookie[:q.replyCookieLen]...)
+	}
+	return dst
 }
 
 // sectionLen is the size of s in the reply to q.

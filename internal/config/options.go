@@ -67,6 +67,10 @@ type FastPathOptions struct {
 	Loops int
 	// LogSample logs one fast-path query in LogSample (0: none): the log plugin sees none.
 	LogSample int
+	// TCPMaxConns and TCPMaxConnsPerClient bound the fast path's TCP connections open at once
+	// on an address, and those of one client (fastpath_tcp_max_connections,
+	// fastpath_tcp_max_connections_per_client); 0 for the fast path's defaults.
+	TCPMaxConns, TCPMaxConnsPerClient int
 }
 
 // StateOptions are the state file's settings (state_persist_*, state_max_age): the health of

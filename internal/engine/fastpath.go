@@ -79,20 +79,12 @@ type fastHandler struct {
 	observe FastObserver
 }
 
-// Fast implements fastpath.Handler. With rate limiting on, every UDP query takes the slow
-// path, which applies it.
-func (h fastHandler) Fast(dst, pkt []byte, src netip.Addr, tcp bool) ([]byte, bool) {
-	if h.opts.Limit != nil && !tcp {
-		return dst, false
-	}
+// Fast implements fastpath.Handler: a response that rate limiting dropped is no bytes.
+func (h fastHandler) Fast(dst, pkt []byte, src netip.Addr, tcp bool, now time.Time) ([]byte, bool) {
 	e := h.e
-	var start time.Time
-	if h.observe != nil {
-		start = time.Now() // the clock only for an observer: the metrics' duration
-	}
-	resp, ok := answer.AppendFast(dst, e.Snapshot(), h.opts, pkt, src, tcp, e.Geo())
-	if ok && h.observe != nil {
-		h.observe(pkt, resp[len(dst):], src, tcp, start)
+	resp, ok := answer.AppendFast(dst, e.Snapshot(), h.opts, pkt, src, tcp, e.Geo(), now)
+	if ok && h.observe != nil && len(resp) > len(dst) {
+		h.observe(pkt, resp[len(dst):], src, tcp, now)
 	}
 	return resp, ok
 }

@@ -22,23 +22,31 @@ import (
 // Handler answers packets in the loops.
 type Handler interface {
 	// Fast appends the response to the query pkt from src (over TCP with tcp, pkt without
-	// its length prefix, the response to be written without one) to dst and reports whether
-	// it answered it; when it did not, it must have done nothing, and the query goes to the
-	// slow path. It runs in a loop: it must not block, and should not allocate.
-	Fast(dst, pkt []byte, src netip.Addr, tcp bool) ([]byte, bool)
+	// its length prefix, the response to be written without one), read at now (the time of
+	// its batch), to dst and reports whether it answered it; when it did not, it must have
+	// done nothing, and the query goes to the slow path. An answer of no bytes (over UDP) is
+	// a response the handler drops (rate limiting): nothing is sent. It runs in a loop: it
+	// must not block, and should not allocate.
+	Fast(dst, pkt []byte, src netip.Addr, tcp bool, now time.Time) ([]byte, bool)
 }
 
 // Counts are a Server's queries, by path and transport.
 type Counts struct {
 	// Fast were answered in the loops; Slow handed to the slow path; Dropped read but not
-	// served: cut short by the buffer, or with the slow path's queue full.
-	Fast, Slow, Dropped atomic.Uint64
+	// served: cut short by the buffer, or with the slow path's queue full; Limited dropped by
+	// the handler (rate limiting).
+	Fast, Slow, Dropped, Limited atomic.Uint64
 	// TCPFast, TCPSlow and TCPDropped are the same for the queries of TCP connections.
 	TCPFast, TCPSlow, TCPDropped atomic.Uint64
 	// TCPConns are the open TCP connections; TCPRefused the connections closed at once
-	// because a loop had TCPConfig.MaxConns open.
-	TCPConns   atomic.Int64
-	TCPRefused atomic.Uint64
+	// because the server had TCPConfig.MaxConns open, TCPRefusedClient those closed because
+	// their client had TCPConfig.MaxConnsPerClient open.
+	TCPConns                     atomic.Int64
+	TCPRefused, TCPRefusedClient atomic.Uint64
+	// TCPTimedOut are the connections closed at a timeout: a query not whole within the read
+	// timeout (a client that sends nothing, or trickles its query), no query within the idle
+	// timeout, answers not read within the write timeout.
+	TCPReadTimeouts, TCPIdleTimeouts, TCPWriteTimeouts atomic.Uint64
 }
 
 // Config is how Listen makes a Server.
@@ -58,22 +66,26 @@ type Config struct {
 
 // TCPConfig are the limits of the TCP loops' connections (RFC 7766 6.2.3).
 type TCPConfig struct {
-	// ReadTimeout bounds the wait for a connection's first query; IdleTimeout the wait for
-	// each next one once the last was answered; WriteTimeout the wait for a client that does
-	// not read its answers. A connection that exceeds one is closed.
+	// ReadTimeout bounds the wait for a connection's first query, and for the rest of a query
+	// once its first bytes came (a client that trickles a query is closed at it, however
+	// often it sends a byte); IdleTimeout the wait for each next query once the last was
+	// answered; WriteTimeout the wait for a client that does not read its answers. A
+	// connection that exceeds one is closed.
 	ReadTimeout, IdleTimeout, WriteTimeout time.Duration
-	// MaxConns bounds the connections open at once on each loop: one more is closed as it is
-	// accepted (and counted).
-	MaxConns int
+	// MaxConns bounds the connections open at once on the server, all loops together;
+	// MaxConnsPerClient those of one client (an IPv4 address, an IPv6 /64). One more is closed
+	// as it is accepted, and counted.
+	MaxConns, MaxConnsPerClient int
 }
 
-// The TCP limits that a TCPConfig leaves zero: CoreDNS's server's timeouts, and
-// DefaultMaxConns connections per loop.
+// The TCP limits that a TCPConfig leaves zero: CoreDNS's server's timeouts, DefaultMaxConns
+// connections, DefaultMaxConnsPerClient of one client.
 const (
-	DefaultReadTimeout  = 3 * time.Second
-	DefaultIdleTimeout  = 10 * time.Second
-	DefaultWriteTimeout = 5 * time.Second
-	DefaultMaxConns     = 10000
+	DefaultReadTimeout       = 3 * time.Second
+	DefaultIdleTimeout       = 10 * time.Second
+	DefaultWriteTimeout      = 5 * time.Second
+	DefaultMaxConns          = 20000
+	DefaultMaxConnsPerClient = 64
 )
 
 // withDefaults returns c with the defaults in place of its zero limits.
@@ -88,6 +100,9 @@ func (c TCPConfig) withDefaults() TCPConfig {
 	}
 	if c.MaxConns <= 0 {
 		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxConnsPerClient <= 0 {
+		c.MaxConnsPerClient = DefaultMaxConnsPerClient
 	}
 	return c
 }
@@ -119,6 +134,8 @@ type Server struct {
 	tcp      TCPConfig
 	tcpLoops []*tcpLoop
 	tcpSlow  *slowListener
+	// clients counts the open TCP connections of each client, for MaxConnsPerClient.
+	clients *clientConns
 	// base is the count of the group's sockets that are not any fast path's (CoreDNS's);
 	// seq orders the fast paths of one address by when they bound.
 	base   int

@@ -21,7 +21,7 @@ import (
 // others go to the slow path, which serveSlow answers ("S" + the packet).
 type echo struct{}
 
-func (e *echo) Fast(dst, pkt []byte, _ netip.Addr, _ bool) ([]byte, bool) {
+func (e *echo) Fast(dst, pkt []byte, _ netip.Addr, _ bool, _ time.Time) ([]byte, bool) {
 	if len(pkt) == 0 || pkt[0] != 'f' {
 		return dst, false
 	}
@@ -160,7 +160,7 @@ func TestListenRefusesTheUnspecifiedAddress(t *testing.T) {
 // tagged answers every packet fast, with its tag first.
 type tagged byte
 
-func (t tagged) Fast(dst, pkt []byte, _ netip.Addr, _ bool) ([]byte, bool) {
+func (t tagged) Fast(dst, pkt []byte, _ netip.Addr, _ bool, _ time.Time) ([]byte, bool) {
 	return append(append(dst, byte(t)), pkt...), true
 }
 

@@ -43,7 +43,7 @@ func Listen(addr string, c Config, h Handler) (*Server, error) {
 		s.socks = append(s.socks, k)
 	}
 	if c.TCP != nil {
-		s.tcp = c.TCP.withDefaults()
+		s.tcp, s.clients = c.TCP.withDefaults(), newClientConns()
 		for range loops {
 			ln, err := bindListener(ap)
 			if err != nil {

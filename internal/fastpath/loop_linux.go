@@ -85,8 +85,9 @@ func (l *loop) run() {
 		// saw the socket's queue empty because this receive had taken it.
 		if e == 0 && n > 0 {
 			l.sock.received.Add(uint64(n))
-			l.serve(int(n))
-			if time.Since(yielded) >= yieldEvery {
+			now := time.Now() // one clock read a batch: the handler's time of its queries
+			l.serve(int(n), now)
+			if now.Sub(yielded) >= yieldEvery {
 				yield()
 				yielded = time.Now()
 			}
@@ -97,9 +98,9 @@ func (l *loop) run() {
 	}
 }
 
-// serve answers the n packets received: the fast ones into the out buffers, sent together;
-// the others handed to the slow path.
-func (l *loop) serve(n int) {
+// serve answers the n packets received at now: the fast ones into the out buffers, sent
+// together; the others handed to the slow path; those the handler drops, nowhere.
+func (l *loop) serve(n int, now time.Time) {
 	h, counts := l.s.handler, l.s.counts
 	k := 0
 	for i := range n {
@@ -117,8 +118,12 @@ func (l *loop) serve(n int) {
 			continue
 		}
 		pkt := l.in[i][:m.len]
-		resp, fast := h.Fast(l.out[k][:0], pkt, src.Addr(), false)
-		if !fast || len(resp) == 0 || len(resp) > bufSize || &resp[0] != &l.out[k][0] {
+		resp, fast := h.Fast(l.out[k][:0], pkt, src.Addr(), false, now)
+		if fast && len(resp) == 0 {
+			counts.Limited.Add(1)
+			continue
+		}
+		if !fast || len(resp) > bufSize || &resp[0] != &l.out[k][0] {
 			if l.s.slow.push(pkt, src) {
 				counts.Slow.Add(1)
 			} else {

@@ -13,7 +13,7 @@ import (
 // only add to atomics.
 var packetsDesc = prometheus.NewDesc(
 	prometheus.BuildFQName(config.MetricsNamespace, config.MetricsSubsystem, "fastpath_packets_total"),
-	"UDP packets of the fast path's addresses, by path: fast (answered in its loops), slow (served by CoreDNS's chain) or dropped (longer than its buffer, or the slow path's queue full). The count starts again when a Corefile reload makes new sockets.",
+	"UDP packets of the fast path's addresses, by path: fast (answered in its loops), slow (served by CoreDNS's chain), dropped (longer than its buffer, or the slow path's queue full) or limited (dropped by rate limiting). The count starts again when a Corefile reload makes new sockets.",
 	[]string{"address", "path"}, nil)
 
 // tcpQueriesDesc, tcpConnsDesc and tcpRefusedDesc are the TCP loops' queries by path, their
@@ -29,8 +29,12 @@ var (
 		[]string{"address"}, nil)
 	tcpRefusedDesc = prometheus.NewDesc(
 		prometheus.BuildFQName(config.MetricsNamespace, config.MetricsSubsystem, "fastpath_tcp_refused_total"),
-		"TCP connections the fast path closed as it accepted them, its loops having their limit of connections open.",
-		[]string{"address"}, nil)
+		"TCP connections the fast path closed as it accepted them, by reason: limit (the address had its limit of connections open), client (their client had its own limit open).",
+		[]string{"address", "reason"}, nil)
+	tcpTimeoutsDesc = prometheus.NewDesc(
+		prometheus.BuildFQName(config.MetricsNamespace, config.MetricsSubsystem, "fastpath_tcp_timeouts_total"),
+		"TCP connections the fast path closed at a timeout: read (a query not whole in time: nothing sent, or trickled), idle (no next query), write (answers not read).",
+		[]string{"address", "timeout"}, nil)
 )
 
 // live are the servers the collector reports, registered by Listen and taken out by Close.
@@ -51,6 +55,7 @@ func (collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- tcpQueriesDesc
 	ch <- tcpConnsDesc
 	ch <- tcpRefusedDesc
+	ch <- tcpTimeoutsDesc
 }
 
 // Collect implements prometheus.Collector. Two blocks' servers of one address (during a
@@ -58,12 +63,14 @@ func (collector) Describe(ch chan<- *prometheus.Desc) {
 func (collector) Collect(ch chan<- prometheus.Metric) {
 	live.Lock()
 	sums, tcp := map[[2]string]uint64{}, map[[2]string]uint64{}
-	conns, refused := map[string]int64{}, map[string]uint64{}
+	refused, timeouts := map[[2]string]uint64{}, map[[2]string]uint64{}
+	conns := map[string]int64{}
 	for s := range live.servers {
 		c := s.counts
 		sums[[2]string{s.addr, "fast"}] += c.Fast.Load()
 		sums[[2]string{s.addr, "slow"}] += c.Slow.Load()
 		sums[[2]string{s.addr, "dropped"}] += c.Dropped.Load()
+		sums[[2]string{s.addr, "limited"}] += c.Limited.Load()
 		if len(s.lns) == 0 {
 			continue
 		}
@@ -71,18 +78,23 @@ func (collector) Collect(ch chan<- prometheus.Metric) {
 		tcp[[2]string{s.addr, "slow"}] += c.TCPSlow.Load()
 		tcp[[2]string{s.addr, "dropped"}] += c.TCPDropped.Load()
 		conns[s.addr] += c.TCPConns.Load()
-		refused[s.addr] += c.TCPRefused.Load()
+		refused[[2]string{s.addr, "limit"}] += c.TCPRefused.Load()
+		refused[[2]string{s.addr, "client"}] += c.TCPRefusedClient.Load()
+		timeouts[[2]string{s.addr, "read"}] += c.TCPReadTimeouts.Load()
+		timeouts[[2]string{s.addr, "idle"}] += c.TCPIdleTimeouts.Load()
+		timeouts[[2]string{s.addr, "write"}] += c.TCPWriteTimeouts.Load()
 	}
 	live.Unlock()
-	for k, v := range sums {
-		ch <- prometheus.MustNewConstMetric(packetsDesc, prometheus.CounterValue, float64(v), k[0], k[1])
-	}
-	for k, v := range tcp {
-		ch <- prometheus.MustNewConstMetric(tcpQueriesDesc, prometheus.CounterValue, float64(v), k[0], k[1])
+	for _, m := range []struct {
+		desc *prometheus.Desc
+		v    map[[2]string]uint64
+	}{{packetsDesc, sums}, {tcpQueriesDesc, tcp}, {tcpRefusedDesc, refused}, {tcpTimeoutsDesc, timeouts}} {
+		for k, v := range m.v {
+			ch <- prometheus.MustNewConstMetric(m.desc, prometheus.CounterValue, float64(v), k[0], k[1])
+		}
 	}
 	for a, v := range conns {
 		ch <- prometheus.MustNewConstMetric(tcpConnsDesc, prometheus.GaugeValue, float64(v), a)
-		ch <- prometheus.MustNewConstMetric(tcpRefusedDesc, prometheus.CounterValue, float64(refused[a]), a)
 	}
 }
 

@@ -44,6 +44,8 @@ type tcpConn struct {
 	fd     int
 	slot   int32
 	remote netip.AddrPort
+	// client is the counter of the client's connections (Server.clients).
+	client uint32
 	// partial is the start of a query that the last read cut; pending is what the socket did
 	// not take of the answers (the loop reads no more until it has).
 	partial, pending []byte
@@ -205,15 +207,21 @@ func (l *tcpLoop) accept(now time.Time) {
 		}
 		l.ln.received.Add(1)
 		remote, ok := addrPortOf(sa)
-		if !ok || l.open() >= l.s.tcp.MaxConns {
+		if !ok || l.s.counts.TCPConns.Load() >= int64(l.s.tcp.MaxConns) {
 			l.s.counts.TCPRefused.Add(1)
+			unix.Close(fd)
+			continue
+		}
+		client := l.s.clients.slot(remote.Addr())
+		if !l.s.clients.take(client, int32(l.s.tcp.MaxConnsPerClient)) {
+			l.s.counts.TCPRefusedClient.Add(1)
 			unix.Close(fd)
 			continue
 		}
 		// Answers are written whole, often several in one write: Nagle's wait for the
 		// client's acknowledgement would only delay them.
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-		c := &tcpConn{fd: fd, remote: remote, deadline: now.Add(l.s.tcp.ReadTimeout)}
+		c := &tcpConn{fd: fd, remote: remote, client: client, deadline: now.Add(l.s.tcp.ReadTimeout)}
 		if n := len(l.free); n > 0 {
 			c.slot, l.free = l.free[n-1], l.free[:n-1]
 			l.conns[c.slot] = c
@@ -221,21 +229,22 @@ func (l *tcpLoop) accept(now time.Time) {
 			c.slot = int32(len(l.conns))
 			l.conns = append(l.conns, c)
 		}
+		l.s.counts.TCPConns.Add(1)
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: c.slot}
 		if unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &ev) != nil {
 			l.close(c)
-			continue
 		}
-		l.s.counts.TCPConns.Add(1)
 	}
 }
 
 // open returns the count of the loop's open connections.
 func (l *tcpLoop) open() int { return len(l.conns) - len(l.free) }
 
-// read reads what c holds and answers every whole query in it.
+// read reads what c holds and answers every whole query in it. A query begun in this read has
+// the read timeout to come whole; one that was begun before keeps its deadline.
 func (l *tcpLoop) read(c *tcpConn, now time.Time) {
 	n := copy(l.in, c.partial)
+	answered := c.queries
 	r, err := unix.Read(c.fd, l.in[n:n+tcpReadSize])
 	if l.failed(c, err) {
 		return
@@ -256,7 +265,7 @@ func (l *tcpLoop) read(c *tcpConn, now time.Time) {
 		data = data[2+size:]
 		c.queries++
 		start := len(out)
-		resp, fast := h.Fast(append(out, 0, 0), pkt, src, true)
+		resp, fast := h.Fast(append(out, 0, 0), pkt, src, true, now)
 		if fast && len(resp)-start-2 <= 0xffff && len(resp) > start+2 {
 			binary.BigEndian.PutUint16(resp[start:], uint16(len(resp)-start-2))
 			out = resp
@@ -279,7 +288,12 @@ func (l *tcpLoop) read(c *tcpConn, now time.Time) {
 	if len(c.partial) == 0 && cap(c.partial) > tcpReadSize {
 		c.partial = nil // a large query's buffer is not kept
 	}
-	c.deadline = now.Add(l.s.tcp.IdleTimeout)
+	switch {
+	case len(c.partial) == 0:
+		c.deadline = now.Add(l.s.tcp.IdleTimeout)
+	case n == 0 || c.queries != answered:
+		c.deadline = now.Add(l.s.tcp.ReadTimeout)
+	}
 	if len(out) > 0 {
 		l.write(c, out, now)
 	}
@@ -435,17 +449,25 @@ func (l *tcpLoop) close(c *tcpConn) {
 	l.free = append(l.free, c.slot)
 	c.partial, c.pending = nil, nil
 	l.s.counts.TCPConns.Add(-1)
+	l.s.clients.give(c.client)
 }
 
-// sweep closes the connections past their timeouts: idle (nothing to answer, no query since
-// their deadline) or not reading their answers.
+// sweep closes the connections past their timeouts: a query not whole by its deadline, idle
+// (nothing to answer, no query since their deadline), or not reading their answers.
 func (l *tcpLoop) sweep(now time.Time) {
+	counts := l.s.counts
 	for _, c := range l.conns {
 		switch {
 		case c == nil:
 		case len(c.pending) > 0 && now.After(c.writeDeadline):
+			counts.TCPWriteTimeouts.Add(1)
 			l.close(c)
 		case len(c.pending) == 0 && c.inflight == 0 && now.After(c.deadline):
+			if len(c.partial) > 0 || c.queries == 0 {
+				counts.TCPReadTimeouts.Add(1)
+			} else {
+				counts.TCPIdleTimeouts.Add(1)
+			}
 			l.close(c)
 		}
 	}

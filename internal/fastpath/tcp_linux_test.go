@@ -234,37 +234,100 @@ func TestTCPTimeouts(t *testing.T) {
 	testutil.Eventually(t, 2*time.Second, func() bool { return counts.TCPConns.Load() == 0 }, "%d connections open", counts.TCPConns.Load())
 }
 
-// TestTCPMaxConns: a loop with its limit of connections open closes the next one at once, and
-// counts it.
+// TestTCPMaxConns: a server with its limit of connections open, or a client with its own,
+// closes the next one at once, and counts it.
 func TestTCPMaxConns(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		cfg     TCPConfig
+		refused func(*Counts) uint64
+	}{
+		{"overall", TCPConfig{MaxConns: 2}, func(c *Counts) uint64 { return c.TCPRefused.Load() }},
+		{"per client", TCPConfig{MaxConnsPerClient: 2}, func(c *Counts) uint64 { return c.TCPRefusedClient.Load() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			addr := freeTCPAndUDP(t)
+			var slow atomic.Int32
+			s, counts := startTCP(t, addr, 0, c.cfg, &slow)
+			defer s.Close(nil)
+			var open []net.Conn
+			defer func() {
+				for _, c := range open {
+					c.Close()
+				}
+			}()
+			// Two connections are answered, the third is closed at once.
+			for i := range 3 {
+				conn, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				open = append(open, conn)
+				_, _ = conn.Write(frame(fmt.Appendf(nil, "f%d", i)))
+				_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+				_, err = readFrame(conn)
+				if i < 2 && err != nil {
+					t.Fatalf("connection %d: %v", i, err)
+				}
+				if i == 2 && err == nil {
+					t.Fatal("the third connection is answered")
+				}
+			}
+			if n := c.refused(counts); n != 1 {
+				t.Errorf("%d refused, want 1", n)
+			}
+			// Closing one makes room for one more.
+			open[0].Close()
+			testutil.Eventually(t, 2*time.Second, func() bool { return counts.TCPConns.Load() == 1 }, "%d connections open", counts.TCPConns.Load())
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			open = append(open, conn)
+			_, _ = conn.Write(frame([]byte("fagain")))
+			_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+			if _, err := readFrame(conn); err != nil {
+				t.Errorf("after a close: %v", err)
+			}
+		})
+	}
+}
+
+// TestTCPTrickleIsClosed: a client that sends its query a byte every 100 ms, never whole
+// within the read timeout, is closed at it, and counted as a read timeout.
+func TestTCPTrickleIsClosed(t *testing.T) {
 	addr := freeTCPAndUDP(t)
 	var slow atomic.Int32
-	s, counts := startTCP(t, addr, 0, TCPConfig{MaxConns: 1}, &slow)
+	cfg := TCPConfig{ReadTimeout: 500 * time.Millisecond, IdleTimeout: 5 * time.Second}
+	s, counts := startTCP(t, addr, 0, cfg, &slow)
 	defer s.Close(nil)
-	var open []net.Conn
-	defer func() {
-		for _, c := range open {
-			c.Close()
-		}
-	}()
-	// Two loops of one connection each: the third is refused, wherever it lands.
-	for i := range 3 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		open = append(open, c)
-		_, _ = c.Write(frame(fmt.Appendf(nil, "f%d", i)))
-		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-		if _, err := readFrame(c); err != nil {
-			if i < 2 && counts.TCPRefused.Load() == 0 {
-				t.Fatalf("connection %d: %v", i, err)
-			}
-		}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	testutil.Eventually(t, 2*time.Second, func() bool { return counts.TCPRefused.Load() >= 1 }, "no connection refused")
-	if n := counts.TCPConns.Load(); n > 2 {
-		t.Errorf("%d connections open, want at most 2", n)
+	defer conn.Close()
+	// A whole query first: the connection is then on its idle timeout, which the trickle must
+	// not extend.
+	if _, err := conn.Write(frame([]byte("ffirst"))); err != nil {
+		t.Fatal(err)
+	}
+	readAnswers(t, conn, 1)
+	query := frame(make([]byte, 200))
+	start := time.Now()
+	var werr error
+	for i := 0; werr == nil && i < len(query) && time.Since(start) < 3*time.Second; i++ {
+		_, werr = conn.Write(query[i : i+1])
+		time.Sleep(100 * time.Millisecond) // the client's pace: a byte every 100 ms
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Read(make([]byte, 1)); werr == nil && !errors.Is(err, io.EOF) {
+		t.Fatalf("the trickling connection is open after %v: %v", time.Since(start), err)
+	}
+	if took := time.Since(start); took > cfg.ReadTimeout+2*sweepEvery+time.Second {
+		t.Errorf("closed after %v, want about %v", took, cfg.ReadTimeout)
+	}
+	if n := counts.TCPReadTimeouts.Load(); n != 1 {
+		t.Errorf("%d read timeouts counted", n)
 	}
 }
 

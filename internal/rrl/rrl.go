@@ -19,6 +19,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -298,5 +299,7 @@ func (l *Limiter) logEvent(q Query, net [2]uint64, rate int, now time.Time) {
 	if q.Client.Unmap().Is4() {
 		addr, bits = addr.Unmap(), l.cfg.IPv4Prefix
 	}
-	l.log(Event{Network: netip.PrefixFrom(addr, bits), Kind: q.Kind, Name: q.Name, Qtype: q.Qtype, Rate: rate, LogOnly: l.cfg.LogOnly})
+	// A copy of the name: the caller's may be memory of its own (the fast path's query), which
+	// must not leave the call.
+	l.log(Event{Network: netip.PrefixFrom(addr, bits), Kind: q.Kind, Name: strings.Clone(q.Name), Qtype: q.Qtype, Rate: rate, LogOnly: l.cfg.LogOnly})
 }

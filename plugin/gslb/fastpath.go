@@ -92,7 +92,8 @@ func (f *fastPaths) serving(s *dnsserver.Server) {
 	answers.Exclude = otherZones(s, f.cfg.Zone)
 	srv, err := f.g.Engine.ListenFast(addr, engine.FastOptions{
 		Loops: f.opts.Loops, Others: max(f.cfg.NumSockets, 1), Steer: !upgrading, Observe: f.observer(metrics), Answer: answers,
-		TCP: &engine.FastTCP{ReadTimeout: s.ReadTimeout, IdleTimeout: s.IdleTimeout, WriteTimeout: s.WriteTimeout},
+		TCP: &engine.FastTCP{ReadTimeout: s.ReadTimeout, IdleTimeout: s.IdleTimeout, WriteTimeout: s.WriteTimeout,
+			MaxConns: f.opts.TCPMaxConns, MaxConnsPerClient: f.opts.TCPMaxConnsPerClient},
 	})
 	if err != nil {
 		log.Errorf("%v: the queries to %s take CoreDNS's path", err, addr)
