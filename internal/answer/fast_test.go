@@ -13,8 +13,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
-	"github.com/meridian-gslb/meridian/internal/cookie"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/cookie"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/published"
