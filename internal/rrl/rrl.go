@@ -22,6 +22,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/config"
 )
 
 // Kind is the kind of a response, which has its own rate and its own accounts.
@@ -85,24 +87,18 @@ type Config struct {
 	TableSize int
 }
 
-// Defaults of a Config.
-const (
-	DefaultRate       = 20
-	DefaultWindow     = 15 * time.Second
-	DefaultSlip       = 2
-	DefaultIPv4Prefix = 24
-	DefaultIPv6Prefix = 56
-	DefaultTableSize  = 1 << 18
-	// MaxDebt bounds rate × window (seconds): an account's balance is 20 bits wide.
-	MaxDebt = 1<<19 - 1
-)
+// MaxDebt bounds rate × window (seconds): an account's balance is 20 bits wide.
+const MaxDebt = 1<<19 - 1
 
-// DefaultConfig returns the defaults: 20 responses a second of each kind, a window of 15 s,
-// slip 2, /24 and /56, 2^18 accounts (2 MiB).
+// DefaultConfig returns the defaults of the rrl options (config.DefaultRRL*): 20 responses a
+// second of each kind, a window of 15 s, slip 2, /24 and /56, 2^18 accounts (2 MiB).
 func DefaultConfig() Config {
-	c := Config{Window: DefaultWindow, Slip: DefaultSlip, IPv4Prefix: DefaultIPv4Prefix, IPv6Prefix: DefaultIPv6Prefix, TableSize: DefaultTableSize}
+	c := Config{
+		Window: config.DefaultRRLWindow, Slip: config.DefaultRRLSlip, IPv4Prefix: config.DefaultRRLIPv4Prefix,
+		IPv6Prefix: config.DefaultRRLIPv6Prefix, TableSize: config.DefaultRRLTableSize,
+	}
 	for k := range c.Rates {
-		c.Rates[k] = DefaultRate
+		c.Rates[k] = config.DefaultRRLResponsesPerSecond
 	}
 	return c
 }

@@ -69,7 +69,7 @@ func TestFloodIsHeldToTheRate(t *testing.T) {
 		t.Errorf("another address of the flooding /24: %d allowed", a)
 	}
 	// Once the flood stops for the window, the account is whole again.
-	if a, _, _ := run(l, flood, t0.Add(20*time.Second+DefaultWindow+time.Second), 10); a != 10 {
+	if a, _, _ := run(l, flood, t0.Add(20*time.Second+DefaultConfig().Window+time.Second), 10); a != 10 {
 		t.Errorf("after the window: %d of 10 allowed", a)
 	}
 }
