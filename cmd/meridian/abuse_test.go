@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,30 +22,19 @@ import (
 // path: a flood from one address, a flood spoofed from a victim's address, 10,000 idle TCP
 // connections, a client that trickles its query.
 
-// abuseZone is staticWWW with big.example.org., whose 40 addresses make a large answer (the
-// amplifier a reflection attack asks for).
-func abuseZone() string {
-	var b strings.Builder
-	b.WriteString(staticWWW + "  big.example.org.:\n    backends:\n")
-	for i := 1; i <= 40; i++ {
-		fmt.Fprintf(&b, "      - {address: 10.2.0.%d}\n", i)
-	}
-	return b.String()
-}
-
 // abuseServer is a meridian for the abuse tests and its metrics page.
 type abuseServer struct {
 	*testutil.Server
 	metrics string
 }
 
-// startAbuse serves abuseZone on 127.0.0.1 with the gslb options extra and the server block's
+// startAbuse serves withBig(40) on 127.0.0.1 with the gslb options extra and the server block's
 // plugins plugins, with the fast path or without (whatever MERIDIAN_TEST_FASTPATH says).
 func startAbuse(t *testing.T, fast bool, extra, plugins string) *abuseServer {
 	t.Helper()
 	dir := t.TempDir()
 	zone := filepath.Join(dir, "zone.yml")
-	if err := os.WriteFile(zone, []byte(abuseZone()), 0o644); err != nil {
+	if err := os.WriteFile(zone, []byte(withBig(40)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if fast {
@@ -85,19 +73,7 @@ func TestAbuseFloodFromOneAddress(t *testing.T) {
 		s := startAbuse(t, fast, "  rrl\n  rrl_responses_per_second 10\n", "")
 		q := new(dns.Msg)
 		q.SetQuestion("www.example.org.", dns.TypeA)
-		other := make(chan floodResult, 1)
-		go func() {
-			var total floodResult
-			for range 10 {
-				r, err := flood("127.0.1.1", s.Addr, q.Copy(), 1, 200*time.Millisecond)
-				if err != nil {
-					t.Error(err)
-				}
-				total.sent++
-				total.answered += r.answered
-			}
-			other <- total
-		}()
+		other := askMeanwhile(t, "127.0.1.1", s.Addr, q)
 		got := mustFlood(t, "127.0.0.1", s.Addr, q.Copy(), 2000, 500*time.Millisecond)
 		o := <-other
 		t.Logf("flood of %d from 127.0.0.1 at 10/s: %d answered, %d slipped; another network: %d of %d", got.sent, got.answered, got.truncated, o.answered, o.sent)

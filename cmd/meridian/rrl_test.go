@@ -86,6 +86,27 @@ func mustFlood(t *testing.T, from, to string, query *dns.Msg, n int, wait time.D
 	return r
 }
 
+// askMeanwhile asks query 10 times from the address from, one at a time, each waiting up to
+// 200 ms for its answer, in the background: a legitimate client of another network while a
+// test floods. The channel gets the total.
+func askMeanwhile(t *testing.T, from, to string, query *dns.Msg) <-chan floodResult {
+	t.Helper()
+	other := make(chan floodResult, 1)
+	go func() {
+		var total floodResult
+		for range 10 {
+			r, err := flood(from, to, query.Copy(), 1, 200*time.Millisecond)
+			if err != nil {
+				t.Error(err)
+			}
+			total.sent++
+			total.answered += r.answered
+		}
+		other <- total
+	}()
+	return other
+}
+
 // TestRateLimitingHoldsAFlood floods a meridian with rrl from one address: that /24 gets its
 // rate and slips (TC, about one in two of the rest), while another network, TCP, and a
 // client with a valid server cookie are answered in full; the limiting is logged once and
@@ -105,19 +126,7 @@ func TestRateLimitingHoldsAFlood(t *testing.T) {
 	q.SetQuestion("www.example.org.", dns.TypeA)
 
 	// A legitimate client of another network, meanwhile: 5 queries a second.
-	other := make(chan floodResult, 1)
-	go func() {
-		var total floodResult
-		for range 10 {
-			r, err := flood("127.0.1.1", s.Addr, q.Copy(), 1, 200*time.Millisecond)
-			if err != nil {
-				t.Error(err)
-			}
-			total.sent++
-			total.answered += r.answered
-		}
-		other <- total
-	}()
+	other := askMeanwhile(t, "127.0.1.1", s.Addr, q)
 	got := mustFlood(t, "127.0.0.1", s.Addr, q.Copy(), 1000, 500*time.Millisecond)
 	t.Logf("flood of %d from 127.0.0.1 at 10/s: %d answered, %d truncated", got.sent, got.answered, got.truncated)
 	// The rate for a second and a half of flood at most (the flood may straddle a second).

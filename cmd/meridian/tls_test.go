@@ -21,12 +21,13 @@ import (
 	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
-// sixtyAddresses is a zone of www.example.org. (10.0.0.1) and big.example.org., whose 60
-// addresses do not fit a UDP answer without EDNS.
-func sixtyAddresses() string {
+// withBig is staticWWW (www.example.org., 10.0.0.1) with big.example.org., whose n addresses
+// (10.1.0.1 to 10.1.0.n, in random order) make a large answer: 60 do not fit a UDP answer
+// without EDNS; 40 are what a reflection attack asks for.
+func withBig(n int) string {
 	var b strings.Builder
 	b.WriteString(staticWWW + "  big.example.org.:\n    mode: random\n    backends:\n")
-	for i := 1; i <= 60; i++ {
+	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&b, "      - {address: 10.1.0.%d}\n", i)
 	}
 	return b.String()
@@ -71,7 +72,7 @@ func TestEncryptedTransports(t *testing.T) {
 	}
 	install(first)
 	zone := filepath.Join(dir, "zone.yml")
-	if err := os.WriteFile(zone, []byte(sixtyAddresses()), 0o644); err != nil {
+	if err := os.WriteFile(zone, []byte(withBig(60)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ports := testutil.FreePorts(t, 2)
