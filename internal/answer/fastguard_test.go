@@ -8,6 +8,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
+	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/cookie"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/rrl"
@@ -147,7 +148,7 @@ func TestAppendFastRateLimitingMatchesRespond(t *testing.T) {
 		}
 	}
 	// Over TCP, nothing is limited.
-	opts := Options{Limit: rrl.New(rrl.Config{Window: time.Second, Rates: [5]int{1, 1, 1, 1, 1}}, nil)}
+	opts := Options{Limit: rrl.New(rrl.Config{RRLAccounts: config.RRLAccounts{Window: time.Second}, Rates: [5]int{1, 1, 1, 1, 1}}, nil)}
 	for i := range 5 {
 		pkt := guardPacket(t, "www.example.org.", dns.TypeA, nil, false)
 		if out, handled := AppendFast(nil, snap, opts, pkt, testClient, true, sources, now); !handled || len(out) == 0 {

@@ -27,18 +27,29 @@ type RRLOptions struct {
 	// NoDataPerSecond, NXDomainsPerSecond, ReferralsPerSecond and ErrorsPerSecond are the
 	// other kinds' rates (rrl_nodata_per_second, ...); -1 when not set.
 	NoDataPerSecond, NXDomainsPerSecond, ReferralsPerSecond, ErrorsPerSecond int
-	// Window is how long an account's debt lasts (rrl_window).
+	RRLAccounts
+}
+
+// RRLAccounts are how response rate limiting keeps its accounts, beside the rates: the
+// options of the same names, and the settings of a limiter (rrl.Config).
+type RRLAccounts struct {
+	// Window is how long the debt of an account lasts (rrl_window): a client over the limit
+	// is answered again once its rate stayed under the limit for the window. At least a
+	// second.
 	Window time.Duration
-	// Slip sends one limited response in Slip truncated (rrl_slip; 0: none).
+	// Slip answers one limited response in Slip with a truncated one (rrl_slip; 0: none, 1:
+	// all).
 	Slip int
-	// IPv4Prefix and IPv6Prefix are the client networks that share accounts
+	// IPv4Prefix and IPv6Prefix are the client networks that share an account
 	// (rrl_ipv4_prefix_length, rrl_ipv6_prefix_length).
 	IPv4Prefix, IPv6Prefix int
 	// Exempt networks are never limited (rrl_exempt).
 	Exempt []netip.Prefix
-	// LogOnly logs and counts what would be limited, and sends everything (rrl_log_only).
+	// LogOnly counts and logs what would be limited, and sends every response
+	// (rrl_log_only).
 	LogOnly bool
-	// TableSize is the number of accounts, 8 bytes each (rrl_table_size).
+	// TableSize is the number of accounts, 8 bytes each (rrl_table_size); a limiter rounds
+	// it up to a power of two, at least 64.
 	TableSize int
 }
 
@@ -73,7 +84,15 @@ type DNSTLSOptions struct {
 func defaultRRL() RRLOptions {
 	return RRLOptions{
 		ResponsesPerSecond: DefaultRRLResponsesPerSecond, NoDataPerSecond: -1, NXDomainsPerSecond: -1, ReferralsPerSecond: -1,
-		ErrorsPerSecond: -1, Window: DefaultRRLWindow, Slip: DefaultRRLSlip, IPv4Prefix: DefaultRRLIPv4Prefix,
+		ErrorsPerSecond: -1, RRLAccounts: DefaultRRLAccounts(),
+	}
+}
+
+// DefaultRRLAccounts returns the defaults of RRLAccounts: a window of 15 s, slip 2, /24 and
+// /56, 2^18 accounts (2 MiB).
+func DefaultRRLAccounts() RRLAccounts {
+	return RRLAccounts{
+		Window: DefaultRRLWindow, Slip: DefaultRRLSlip, IPv4Prefix: DefaultRRLIPv4Prefix,
 		IPv6Prefix: DefaultRRLIPv6Prefix, TableSize: DefaultRRLTableSize,
 	}
 }

@@ -24,10 +24,7 @@ type security struct {
 
 // rrlConfig turns the rrl options into the limiter's settings.
 func rrlConfig(o config.RRLOptions) rrl.Config {
-	c := rrl.Config{
-		Window: o.Window, Slip: o.Slip, IPv4Prefix: o.IPv4Prefix, IPv6Prefix: o.IPv6Prefix,
-		Exempt: o.Exempt, LogOnly: o.LogOnly, TableSize: o.TableSize,
-	}
+	c := rrl.Config{RRLAccounts: o.RRLAccounts}
 	c.Rates[rrl.Positive] = o.ResponsesPerSecond
 	c.Rates[rrl.NoData] = o.Rate(o.NoDataPerSecond)
 	c.Rates[rrl.NXDomain] = o.Rate(o.NXDomainsPerSecond)

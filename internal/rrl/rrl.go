@@ -67,36 +67,20 @@ const (
 	Slip
 )
 
-// Config is a limiter's settings.
+// Config is a limiter's settings: the rates, and how it keeps its accounts.
 type Config struct {
 	// Rates are the responses per second each account allows, by kind; 0 for no limit.
 	Rates [numKinds]int
-	// Window is how long the debt of an account lasts: a client over the limit is answered
-	// again once its rate stayed under the limit for the window. At least a second.
-	Window time.Duration
-	// Slip answers one limited response in Slip with a truncated one (0: none, 1: all).
-	Slip int
-	// IPv4Prefix and IPv6Prefix are the client networks that share an account.
-	IPv4Prefix, IPv6Prefix int
-	// Exempt networks are never limited.
-	Exempt []netip.Prefix
-	// LogOnly counts and logs what would be limited, and sends every response.
-	LogOnly bool
-	// TableSize is the number of accounts (8 bytes each), rounded up to a power of two, at
-	// least 64.
-	TableSize int
+	config.RRLAccounts
 }
 
 // MaxDebt bounds rate × window (seconds): an account's balance is 20 bits wide.
 const MaxDebt = 1<<19 - 1
 
-// DefaultConfig returns the defaults of the rrl options (config.DefaultRRL*): 20 responses a
-// second of each kind, a window of 15 s, slip 2, /24 and /56, 2^18 accounts (2 MiB).
+// DefaultConfig returns the defaults of the rrl options: 20 responses a second of each kind
+// (config.DefaultRRLResponsesPerSecond) and config.DefaultRRLAccounts.
 func DefaultConfig() Config {
-	c := Config{
-		Window: config.DefaultRRLWindow, Slip: config.DefaultRRLSlip, IPv4Prefix: config.DefaultRRLIPv4Prefix,
-		IPv6Prefix: config.DefaultRRLIPv6Prefix, TableSize: config.DefaultRRLTableSize,
-	}
+	c := Config{RRLAccounts: config.DefaultRRLAccounts()}
 	for k := range c.Rates {
 		c.Rates[k] = config.DefaultRRLResponsesPerSecond
 	}

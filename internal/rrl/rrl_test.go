@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/config"
 )
 
 // run sends n responses of q spread evenly over one second from start and returns the
@@ -232,7 +234,7 @@ func TestConfigCheck(t *testing.T) {
 	if err := DefaultConfig().Check(); err != nil {
 		t.Error(err)
 	}
-	if l := New(Config{TableSize: 1000, Window: time.Second}, nil); l.Slots() != 1024 {
+	if l := New(Config{RRLAccounts: config.RRLAccounts{TableSize: 1000, Window: time.Second}}, nil); l.Slots() != 1024 {
 		t.Errorf("1000 slots rounded to %d", l.Slots())
 	}
 }

@@ -32,8 +32,10 @@ func TestParseSecurityOptions(t *testing.T) {
 }`, nil, "/etc/meridian", "")
 	want := config.RRLOptions{
 		Enable: true, ResponsesPerSecond: 50, NoDataPerSecond: -1, NXDomainsPerSecond: 5, ReferralsPerSecond: -1, ErrorsPerSecond: 0,
-		Window: 30 * time.Second, Slip: 1, IPv4Prefix: 28, IPv6Prefix: 48, LogOnly: true, TableSize: 1024,
-		Exempt: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("2001:db8::1/128"), netip.MustParsePrefix("198.51.100.7/32")},
+		RRLAccounts: config.RRLAccounts{
+			Window: 30 * time.Second, Slip: 1, IPv4Prefix: 28, IPv6Prefix: 48, LogOnly: true, TableSize: 1024,
+			Exempt: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("2001:db8::1/128"), netip.MustParsePrefix("198.51.100.7/32")},
+		},
 	}
 	if !reflect.DeepEqual(b.Options.RRL, want) {
 		t.Errorf("rrl options\n%+v, want\n%+v", b.Options.RRL, want)
