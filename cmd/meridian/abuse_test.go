@@ -193,8 +193,10 @@ func TestAbuseSpoofedVictim(t *testing.T) {
 	})
 }
 
-// TestAbuseIdleTCPConnections opens 10,000 TCP connections (from 200 addresses, fewer than the
-// per-client limit each) and leaves them idle: UDP and TCP queries are still answered at once.
+// TestAbuseIdleTCPConnections opens 10,000 TCP connections (10 from each of 1,000 addresses,
+// so that even the few addresses that share a counter of the fast path's table of clients stay
+// under its per-client limit of 64) and leaves them idle: UDP and TCP queries are still
+// answered at once.
 func TestAbuseIdleTCPConnections(t *testing.T) {
 	bothPaths(t, func(t *testing.T, fast bool) {
 		s := startAbuse(t, fast, "", " timeouts {\n  read 60s\n  idle 60s\n }\n")
@@ -206,7 +208,7 @@ func TestAbuseIdleTCPConnections(t *testing.T) {
 		}()
 		start := time.Now()
 		for i := range 10000 {
-			local := &net.TCPAddr{IP: net.IPv4(127, 0, 10+byte(i/50/250), byte(1+i/50%250))}
+			local := &net.TCPAddr{IP: net.IPv4(127, 0, 10+byte(i/10/250), byte(1+i/10%250))}
 			d := net.Dialer{LocalAddr: local, Timeout: 5 * time.Second}
 			c, err := d.Dial("tcp", s.Addr)
 			if err != nil {
@@ -224,7 +226,8 @@ func TestAbuseIdleTCPConnections(t *testing.T) {
 		}
 		if fast {
 			key := "coredns_gslb_fastpath_tcp_connections{address=127.0.0.1:" + portOf(s.Addr) + "}"
-			testutil.Eventually(t, 5*time.Second, func() bool { return s.series(t)[key] >= 10000 }, "%s = %v", key, s.series(t)[key])
+			refused := "coredns_gslb_fastpath_tcp_refused_total{address=127.0.0.1:" + portOf(s.Addr) + ",reason=client}"
+			testutil.Eventually(t, 5*time.Second, func() bool { return s.series(t)[key] >= 10000 }, "%s = %v (%v refused for their client)", key, s.series(t)[key], s.series(t)[refused])
 		}
 	})
 }
