@@ -44,10 +44,10 @@ func kdig(t *testing.T, args ...string) (string, error) {
 	return string(out), err
 }
 
-// TestEncryptedTransports serves a zone on plain DNS, DNS over TLS and DNS over QUIC from one
-// server block with tls_cert: kdig asks over TLS (verifying the certificate) and QUIC, unbound
-// forwards to it over TLS, answers are never truncated on the encrypted transports, and a
-// certificate replaced on disk is served from the next handshake.
+// TestEncryptedTransports serves a zone on plain DNS, DNS over TLS, QUIC and HTTPS from one
+// server block with tls_cert: kdig asks over TLS and HTTPS (verifying the certificate) and
+// QUIC, unbound forwards to it over TLS, answers are never truncated on the encrypted
+// transports, and a certificate replaced on disk is served from the next handshake.
 func TestEncryptedTransports(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -75,11 +75,11 @@ func TestEncryptedTransports(t *testing.T) {
 	if err := os.WriteFile(zone, []byte(withBig(60)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ports := testutil.FreePorts(t, 2)
+	ports := testutil.FreePorts(t, 3)
 	tlsAddr, quicAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	s := testutil.Start(t, dir, func(port int) string {
-		return fmt.Sprintf(".:%d tls://.:%d quic://.:%d {\n bind 127.0.0.1\n gslb {\n  zone example.org. %s\n  tls_cert %s\n  tls_key %s\n }\n}\n",
-			port, ports[0], ports[1], zone, certFile, keyFile)
+		return fmt.Sprintf(".:%d tls://.:%d quic://.:%d https://.:%d {\n bind 127.0.0.1\n gslb {\n  zone example.org. %s\n  tls_cert %s\n  tls_key %s\n }\n}\n",
+			port, ports[0], ports[1], ports[2], zone, certFile, keyFile)
 	})
 
 	// kdig over TLS, verifying the certificate (Out-Of-Band profile), without EDNS: the whole
@@ -108,6 +108,12 @@ func TestEncryptedTransports(t *testing.T) {
 		}
 	}
 
+	// kdig over HTTPS (DNS over HTTPS, RFC 8484), verifying the certificate: the whole answer.
+	out, err = kdig(t, "@127.0.0.1", "-p", fmt.Sprint(ports[2]), "+https", "+tls-ca="+ca1, "+tls-hostname=localhost", "+noedns", "big.example.org", "A")
+	if err != nil || !strings.Contains(out, "HTTP session") || strings.Count(out, "\tA\t10.1.0.") != 60 || strings.Contains(out, " tc") {
+		t.Errorf("kdig over HTTPS: %v\n%s", err, out)
+	}
+
 	// unbound, a resolver that talks to the authoritative over TLS.
 	u := testutil.StartUnboundTLS(t, "example.org.", tlsAddr, ca1)
 	c := &dns.Client{Net: "udp", Timeout: 5 * time.Second}
@@ -129,6 +135,9 @@ func TestEncryptedTransports(t *testing.T) {
 	}
 	if r := doqExchange(t, quicAddr, ca2, "www.example.org."); len(r.Answer) != 1 {
 		t.Errorf("DNS over QUIC with the new certificate: %v", r)
+	}
+	if out, err := kdig(t, "@127.0.0.1", "-p", fmt.Sprint(ports[2]), "+https", "+tls-ca="+ca2, "+tls-hostname=localhost", "www.example.org", "A"); err != nil || !strings.Contains(out, "10.0.0.1") {
+		t.Errorf("DNS over HTTPS with the new certificate: %v\n%s", err, out)
 	}
 }
 
