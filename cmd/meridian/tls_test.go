@@ -78,7 +78,7 @@ func TestEncryptedTransports(t *testing.T) {
 	ports := testutil.FreePorts(t, 3)
 	tlsAddr, quicAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	s := testutil.Start(t, dir, func(port int) string {
-		return fmt.Sprintf(".:%d tls://.:%d quic://.:%d https://.:%d {\n bind 127.0.0.1\n gslb {\n  zone example.org. %s\n  tls_cert %s\n  tls_key %s\n }\n}\n",
+		return fmt.Sprintf(".:%d tls://.:%d quic://.:%d https://.:%d {\n bind 127.0.0.1\n https {\n  max_connections 100\n }\n gslb {\n  zone example.org. %s\n  tls_cert %s\n  tls_key %s\n }\n}\n",
 			port, ports[0], ports[1], ports[2], zone, certFile, keyFile)
 	})
 
