@@ -27,6 +27,9 @@ type Options struct {
 	// PeerKey is set when the peers' exchanges are signed (peer_tsig): the names a site
 	// publishes for its peers are answered to signed queries only (Query.Signed).
 	PeerKey bool
+	// PluginSigns is set when a plugin before gslb signs its answers (CoreDNS's dnssec): the
+	// fast path leaves the queries with the DO bit to CoreDNS's path, where it runs.
+	PluginSigns bool
 }
 
 // Result tells the caller what to do with the response.
@@ -90,6 +93,9 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count bool) (*dns.Ms
 	if rcode := b.readEDNS(opts.UseECS); rcode != dns.RcodeSuccess {
 		return b.finishError(rcode), Answered
 	}
+	if b.opt != nil && zone.Signer() != nil {
+		b.signing, b.co = b.opt.Do(), b.opt.Hdr.Ttl&ednsCO != 0
+	}
 	if b.qtype == dns.TypeAXFR || b.qtype == dns.TypeIXFR {
 		// Answers are computed per query from health and the client; there is no zone to
 		// transfer, and a lone SOA would leave the client waiting for the rest.
@@ -102,9 +108,15 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count bool) (*dns.Ms
 		if b.msg.Rcode == dns.RcodeRefused {
 			return b.msg, Answered
 		}
+		if b.signing && !b.sign() {
+			return b.finishError(dns.RcodeServerFailure), Answered
+		}
 		return b.finish(q.TCP), Answered
 	}
 	result := b.answer(opts)
+	if b.signing && !b.sign() {
+		return b.finishError(dns.RcodeServerFailure), Answered
+	}
 	return b.finish(q.TCP), result
 }
 
@@ -130,6 +142,11 @@ type builder struct {
 	// reserve is room the caller adds to the response after it (its TSIG signature), which
 	// UDP answers leave free.
 	reserve int
+	// signing is set for a query with the DO bit in a signed zone: the response carries the
+	// signatures (sign.go); co when the query sets the Compact Answers OK flag.
+	signing, co bool
+	// found is what the query's name holds, once looked up.
+	found catalog.Found
 
 	msg *dns.Msg
 }
@@ -145,6 +162,7 @@ func (b *builder) reply(rcode int) {
 // answer fills in b.msg for the query.
 func (b *builder) answer(opts Options) Result {
 	found := b.zone.Find(b.qname)
+	b.found = found
 	if found.Cut != nil && (b.qname != found.Cut.Name || b.qtype != dns.TypeDS) {
 		b.referral(found.Cut)
 		return Answered
@@ -166,6 +184,8 @@ func (b *builder) answer(opts Options) Result {
 		for i, ns := range b.zone.NS {
 			b.msg.Answer[i] = copyRR(ns, "")
 		}
+		return Answered
+	case !wildcard && b.keyAnswer(apex):
 		return Answered
 	case b.static(found.Static, rec != nil):
 		return Answered

@@ -65,8 +65,8 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 	src = src.Unmap()
 	qname := q.lowerName()
 	zone := snap.Zone(qname)
-	if zone == nil || mayBePublished(qname) {
-		return dst, false
+	if zone == nil || mayBePublished(qname) || q.do && (opts.PluginSigns || zone.Signer() != nil) {
+		return dst, false // a DO query of a signed zone is signed in the slow path
 	}
 	found := zone.Find(qname)
 	rec := found.Record

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -46,6 +47,8 @@ type Zone struct {
 	changes atomic.Uint64
 	// static are the zone's static records, in file order.
 	static []dns.RR
+	// signing is how the zone is signed (DNSSEC, signed.go); nil for an unsigned zone.
+	signing *zoneSigning
 }
 
 // clone returns a copy of z with a name tree of its own, to relink records in.
@@ -78,7 +81,12 @@ func (z *Zone) Serial() uint32 { return z.serial.Load() }
 
 // SetSerial makes serial the zone's SOA serial: zone transfers raise it when what the zone
 // answers changed, so that secondaries transfer it again.
-func (z *Zone) SetSerial(serial uint32) { z.serial.Store(serial) }
+func (z *Zone) SetSerial(serial uint32) {
+	z.serial.Store(serial)
+	if z.signing != nil {
+		z.resignSOA(time.Now())
+	}
+}
 
 // Changes returns how many times one of the zone's records was refreshed: when it did not
 // move, neither did what the zone answers.

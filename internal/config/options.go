@@ -50,6 +50,9 @@ type Options struct {
 	// Webhooks are the notifications of health transitions and override changes; off unless
 	// a URL is set.
 	Webhooks WebhookOptions
+	// DNSSEC are the block's dnssec blocks: Meridian's own signer of its zones; none: the
+	// zones are not signed by gslb (CoreDNS's dnssec plugin may sign them).
+	DNSSEC []DNSSECOptions
 }
 
 // FastPathOptions are the fast path's settings: Meridian's own UDP sockets on the server

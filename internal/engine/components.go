@@ -7,6 +7,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/publish/externaldns"
+	"github.com/meridian-gslb/meridian/internal/publish/resigner"
 	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
@@ -115,6 +116,15 @@ var components = []component{
 		return notify.NewWebhooks(b.instance)
 	}, func(w *notify.Webhooks, e *Engine) {
 		w.Configure(e.opts.Webhooks, e.opts.Sites.Site, e.log)
+	}),
+
+	// The signer's rounds: the due signatures of the zones that dnssec blocks sign, made again
+	// off the query path, and their metrics. Each load has its own, with its own keys.
+	row(component{
+		name: "dnssec", roles: source.RolePublisher,
+		on: func(o config.Options) bool { return len(o.DNSSEC) > 0 },
+	}, func(*blockEnv) *resigner.Resigner { return resigner.New() }, func(r *resigner.Resigner, e *Engine) {
+		r.Configure(e.Snapshot, signerList(e.signers))
 	}),
 
 	row(component{

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 	"github.com/meridian-gslb/meridian/internal/publish"
 	"github.com/meridian-gslb/meridian/internal/source"
 )
@@ -215,6 +216,9 @@ func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 		ExternalDNS: config.ExternalDNSOptions{Parent: "org."}}
 	o.State = config.StateOptions{Enable: true, Path: filepath.Join(dir, "state.json")}
 	o.CoreDNSGSLBMetrics = true
+	d := config.DefaultDNSSECOptions()
+	d.Keys = []string{testutil.WriteKey(t, dir, testutil.KeySpec{Zone: "example.org"}).Base}
+	o.DNSSEC = []config.DNSSECOptions{d}
 
 	before := goroutineIDs()
 	r := NewRegistry()

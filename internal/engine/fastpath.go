@@ -22,10 +22,11 @@ type FastObserver func(pkt, resp []byte, src netip.Addr, start time.Time)
 
 // ListenFast starts the fast path of the engine's zones on addr (host:port) with loops sockets
 // (0: one per CPU) after the address's first others sockets of its SO_REUSEPORT group
-// (CoreDNS's), telling observe (nil: nobody) of each answer. With steer, the address's packets
-// go to its sockets at once; without, only after Resteer (fastpath.Listen).
-func (e *Engine) ListenFast(addr string, loops, others int, steer bool, observe FastObserver) (*FastPath, error) {
-	srv, err := fastpath.Listen(addr, loops, others, steer, fastHandler{e: e, opts: e.AnswerOptions(), observe: observe}, &fastpath.Counts{})
+// (CoreDNS's), answering with the switches answers, telling observe (nil: nobody) of each
+// answer. With steer, the address's packets go to its sockets at once; without, only after
+// Resteer (fastpath.Listen).
+func (e *Engine) ListenFast(addr string, loops, others int, steer bool, answers answer.Options, observe FastObserver) (*FastPath, error) {
+	srv, err := fastpath.Listen(addr, loops, others, steer, fastHandler{e: e, opts: answers, observe: observe}, &fastpath.Counts{})
 	if err != nil {
 		return nil, err
 	}

@@ -194,7 +194,7 @@ key %q {
 // t.TempDir under /tmp does: Go cuts the test name in it to 64 bytes.
 func knotConfig(dir string, port int, key TSIGKey, origins []string) string {
 	var b strings.Builder
-	b.WriteString(knotServerConfig(dir, port))
+	b.WriteString(knotServerConfig(dir, fmt.Sprintf("127.0.0.1@%d", port)))
 	fmt.Fprintf(&b, `key:
   - id: %s
     algorithm: %s
@@ -216,14 +216,14 @@ zone:
 	return b.String()
 }
 
-// knotServerConfig is the start of a knot.conf for a server in dir on port: one worker of each
-// kind, the rundir, storage (zone files, journal, timers) and control socket in dir, logs to
-// stderr.
-func knotServerConfig(dir string, port int) string {
+// knotServerConfig is the start of a knot.conf for a server in dir listening on listen
+// ("127.0.0.1@5300"): one worker of each kind, the rundir, storage (zone files, journal,
+// timers) and control socket in dir, logs to stderr.
+func knotServerConfig(dir string, listen string) string {
 	return fmt.Sprintf(`server:
     rundir: %q
     pidfile: %q
-    listen: 127.0.0.1@%d
+    listen: %s
     udp-workers: 1
     tcp-workers: 1
     background-workers: 1
@@ -234,7 +234,7 @@ control:
 log:
   - target: stderr
     any: info
-`, dir, filepath.Join(dir, "knot.pid"), port, dir, filepath.Join(dir, "knot.sock"))
+`, dir, filepath.Join(dir, "knot.pid"), listen, dir, filepath.Join(dir, "knot.sock"))
 }
 
 // waitReady polls the server until it answers every origin's SOA with NOERROR (its zones are

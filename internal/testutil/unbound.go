@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,35 @@ type Unbound struct {
 // installs it).
 func StartUnbound(t testing.TB, zone, auth string) *Unbound {
 	t.Helper()
+	authHost, authPort, err := net.SplitHostPort(auth)
+	if err != nil {
+		t.Fatalf("unbound: authoritative address %q: %v", auth, err)
+	}
+	return startUnbound(t, func(dir string, port int, logPath string) string {
+		return unboundConfig(dir, port, zone, authHost, authPort, logPath)
+	})
+}
+
+// StartValidator runs Debian's unbound as a validating resolver for the test on a free
+// 127.0.0.1 port: it resolves from h's root (root hints) and validates from the root's key
+// (trust anchor), with the EDNS Client Subnet cache as StartUnbound's, sending the client
+// subnet to the addresses ecs (none: to no server). Its log says why an answer is bogus
+// (val-log-level 2).
+func StartValidator(t testing.TB, h *Hierarchy, ecs ...string) *Unbound {
+	t.Helper()
+	return startUnbound(t, func(dir string, port int, logPath string) string {
+		hints := filepath.Join(dir, "root.hints")
+		if err := os.WriteFile(hints, []byte(h.RootHints()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return validatorConfig(dir, port, logPath, hints, h.Anchor, h.TLD, ecs)
+	})
+}
+
+// startUnbound runs unbound with the configuration config returns for its directory, port
+// and log file, retrying on another port when it does not come up.
+func startUnbound(t testing.TB, config func(dir string, port int, logPath string) string) *Unbound {
+	t.Helper()
 	bin, err := exec.LookPath("unbound")
 	if err != nil {
 		if _, statErr := os.Stat("/usr/sbin/unbound"); statErr != nil {
@@ -38,17 +68,13 @@ func StartUnbound(t testing.TB, zone, auth string) *Unbound {
 		}
 		bin = "/usr/sbin/unbound"
 	}
-	authHost, authPort, err := net.SplitHostPort(auth)
-	if err != nil {
-		t.Fatalf("unbound: authoritative address %q: %v", auth, err)
-	}
 	dir := t.TempDir()
 	var lastLog string
 	for attempt := 0; attempt < 3; attempt++ {
 		port := FreePort(t)
 		u := &Unbound{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logPath: filepath.Join(dir, "unbound.log"), done: make(chan struct{})}
 		conf := filepath.Join(dir, "unbound.conf")
-		if err := os.WriteFile(conf, []byte(unboundConfig(dir, port, zone, authHost, authPort, u.logPath)), 0o644); err != nil {
+		if err := os.WriteFile(conf, []byte(config(dir, port, u.logPath)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		u.cmd = exec.Command(bin, "-d", "-c", conf)
@@ -68,6 +94,41 @@ func StartUnbound(t testing.TB, zone, auth string) *Unbound {
 	}
 	t.Fatalf("unbound did not start:\n%s", lastLog)
 	return nil
+}
+
+// validatorConfig is the configuration of a validating unbound in dir on port, resolving from
+// the root hints file hints with the trust anchor anchor, sending ECS to the addresses ecs. The
+// TLD tld is resolved, even one of unbound's default local zones (test.).
+func validatorConfig(dir string, port int, logPath, hints, anchor, tld string, ecs []string) string {
+	var send strings.Builder
+	for _, a := range ecs {
+		fmt.Fprintf(&send, "\tsend-client-subnet: %s\n", a)
+	}
+	return fmt.Sprintf(`server:
+	interface: 127.0.0.1
+	port: %d
+	do-ip6: no
+	do-daemonize: no
+	username: ""
+	chroot: ""
+	directory: %q
+	pidfile: ""
+	use-syslog: no
+	logfile: %q
+	verbosity: 1
+	val-log-level: 2
+	num-threads: 1
+	so-reuseport: no
+	access-control: 127.0.0.0/8 allow
+	do-not-query-localhost: no
+	module-config: "subnetcache validator iterator"
+%s	max-client-subnet-ipv4: 24
+	max-client-subnet-ipv6: 56
+	cache-min-ttl: 0
+	root-hints: %q
+	trust-anchor: %q
+	local-zone: %q nodefault
+`, port, dir, logPath, send.String(), hints, anchor, tld)
 }
 
 func unboundConfig(dir string, port int, zone, authHost, authPort, logPath string) string {

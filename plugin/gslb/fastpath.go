@@ -87,7 +87,11 @@ func (f *fastPaths) serving(s *dnsserver.Server) {
 	// In a binary upgrade, the parent's fast path serves the address until it leaves: the
 	// sockets steer to this process's only then.
 	upgrading := parentServes()
-	srv, err := f.g.Engine.ListenFast(addr, f.opts.Loops, max(f.cfg.NumSockets, 1), !upgrading, f.observer(metrics))
+	answers := f.g.Answer
+	// CoreDNS's dnssec plugin signs the answers to the queries with the DO bit: they take its
+	// path.
+	answers.PluginSigns = f.cfg.Handler("dnssec") != nil
+	srv, err := f.g.Engine.ListenFast(addr, f.opts.Loops, max(f.cfg.NumSockets, 1), !upgrading, answers, f.observer(metrics))
 	if err != nil {
 		log.Errorf("%v: the queries to %s take CoreDNS's path", err, addr)
 		return
