@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/meridian-gslb/meridian/internal/config"
-	"github.com/meridian-gslb/meridian/internal/testutil"
 	"github.com/meridian-gslb/meridian/internal/publish"
 	"github.com/meridian-gslb/meridian/internal/source"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 // sourceHelpers are the packages under internal/source that are no input of their own but a
