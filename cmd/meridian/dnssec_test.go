@@ -19,7 +19,8 @@ import (
 const (
 	dsRoot           = "127.0.39.1"
 	dsNS1, dsNS2     = "127.0.39.2", "127.0.39.3"
-	dsPluginNS       = "127.0.39.4"
+	dsPluginRoot     = "127.0.39.21"
+	dsPluginNS       = "127.0.39.22"
 	dsRolloverRoot   = "127.0.39.11"
 	dsRolloverNS     = "127.0.39.12"
 	validatorTimeout = 20 * time.Second
@@ -103,6 +104,19 @@ func validated(t *testing.T, u *testutil.Unbound, r *dns.Msg, want int) []string
 	return addresses(r)
 }
 
+// among checks that the addresses got are some of want: none when want is nil.
+func among(t *testing.T, got, want []string) {
+	t.Helper()
+	for _, a := range got {
+		if !slices.Contains(want, a) {
+			t.Errorf("answer %v, want among %v", got, want)
+		}
+	}
+	if want != nil && len(got) == 0 {
+		t.Errorf("no answer, want among %v", want)
+	}
+}
+
 // TestSignedAnswersValidate runs a signed hierarchy (the root and test. in BIND, signed, the
 // root's key the resolver's trust anchor) delegating gslb.test to two meridians signing with
 // the same keys (a KSK and a ZSK, key files as dnssec-keygen writes them), and a validating
@@ -113,7 +127,7 @@ func TestSignedAnswersValidate(t *testing.T) {
 	ksk := testutil.WriteKey(t, dir, testutil.KeySpec{Zone: "gslb.test", KSK: true, Algorithm: dns.ECDSAP256SHA256})
 	zsk := testutil.WriteKey(t, dir, testutil.KeySpec{Zone: "gslb.test", Algorithm: dns.ECDSAP256SHA256})
 	h := testutil.StartHierarchy(t, dsRoot, "test",
-		testutil.ChildZone{Zone: "gslb.test", NS: map[string]string{"ns1.gslb.test": dsNS1, "ns2.gslb.test": dsNS2}, DS: []string{ksk.DS()}})
+		testutil.ChildZone{Zone: "gslb.test", NS: map[string]string{"ns1.gslb.test": dsNS1, "ns2.gslb.test": dsNS2}, DS: []string{ksk.DS(60)}})
 	primary, pport := listener(t, "127.0.0.1")
 	_, sport := listener(t, "127.0.0.2")
 	zone := filepath.Join(dir, "gslb.test.yml")
@@ -163,15 +177,7 @@ func TestSignedAnswersValidate(t *testing.T) {
 	} {
 		t.Run(dns.TypeToString[tt.qtype]+" "+tt.name+" "+tt.subnet, func(t *testing.T) {
 			for range 4 { // either instance may answer
-				got := validated(t, u, askValidator(t, u, tt.name, tt.qtype, tt.subnet), tt.rcode)
-				for _, a := range got {
-					if !slices.Contains(tt.want, a) {
-						t.Errorf("answer %v, want among %v", got, tt.want)
-					}
-				}
-				if tt.want != nil && len(got) == 0 {
-					t.Errorf("no answer, want among %v", tt.want)
-				}
+				among(t, validated(t, u, askValidator(t, u, tt.name, tt.qtype, tt.subnet), tt.rcode), tt.want)
 			}
 		})
 	}
@@ -184,4 +190,136 @@ func TestSignedAnswersValidate(t *testing.T) {
 		primary.Close()
 		testutil.Eventually(t, validatorTimeout, func() bool { return slices.Equal(answer(), []string{"127.0.0.2"}) }, "no failover: %v\n%s", answer, servers[0].Logs)
 	})
+}
+
+// TestDNSSECPluginSignsGSLB: CoreDNS-GSLB's deployment, CoreDNS's dnssec plugin (a CSK from
+// a BIND key file) beside gslb in the server block, serves gslb's answers signed on the fly,
+// the DNSKEY RRset and NSEC black lies, which a validating resolver accepts.
+func TestDNSSECPluginSignsGSLB(t *testing.T) {
+	dir := t.TempDir()
+	csk := testutil.WriteKey(t, dir, testutil.KeySpec{Zone: "cg.test", KSK: true, Algorithm: dns.ECDSAP256SHA256})
+	h := testutil.StartHierarchy(t, dsPluginRoot, "test",
+		testutil.ChildZone{Zone: "cg.test", NS: map[string]string{"ns1.cg.test": dsPluginNS}, DS: []string{csk.DS(60)}})
+	_, pport := listener(t, "127.0.0.1")
+	_, sport := listener(t, "127.0.0.2")
+	zone := filepath.Join(dir, "cg.test.yml")
+	if err := os.WriteFile(zone, []byte(signedZone("cg.test.", dsPluginNS, dsPluginNS, pport, sport)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testutil.StartAt(t, dir, dsPluginNS+":53", fmt.Sprintf(`cg.test {
+    bind %s
+    dnssec {
+        key file %s
+    }
+    gslb {
+        zone cg.test. %s
+    }
+}
+`, dsPluginNS, csk.Base, zone), 15*time.Second)
+	u := testutil.StartValidator(t, h)
+	for _, tt := range []struct {
+		name  string
+		qtype uint16
+		want  []string
+	}{
+		{"www.cg.test", dns.TypeA, []string{"192.0.2.10", "192.0.2.11"}},
+		{"app.cg.test", dns.TypeA, []string{"127.0.0.1"}},
+		{"foo.apps.cg.test", dns.TypeA, []string{"192.0.2.40", "192.0.2.41"}},
+		{"v4only.cg.test", dns.TypeAAAA, nil},
+		{"nope.cg.test", dns.TypeA, nil},
+		{"mail.cg.test", dns.TypeA, []string{"192.0.2.25"}},
+		{"cg.test", dns.TypeDNSKEY, nil},
+	} {
+		t.Run(dns.TypeToString[tt.qtype]+" "+tt.name, func(t *testing.T) {
+			among(t, validated(t, u, askValidator(t, u, tt.name, tt.qtype, ""), dns.RcodeSuccess), tt.want)
+		})
+	}
+}
+
+// TestRolloverUnderValidator rolls every key of a zone (a KSK with its DS at the parent, kept
+// by the heartbeats' delegation keeper from the CDS, and a ZSK by pre-publication) by their
+// timing metadata, while a validating resolver asks for every kind of answer: none fails to
+// validate, and the parent's DS and the DNSKEY RRset end with the new keys alone.
+func TestRolloverUnderValidator(t *testing.T) {
+	const (
+		activate = 12 * time.Second // the new keys sign, the old retire, the old DS goes
+		remove   = 24 * time.Second // the old keys leave the DNSKEY RRset
+	)
+	dir := t.TempDir()
+	t0 := time.Now().Truncate(time.Second).Add(time.Second)
+	ksk1 := testutil.WriteKey(t, dir, testutil.KeySpec{Zone: "gslb.test", KSK: true, Inactive: t0.Add(activate), SyncDelete: t0.Add(activate), Delete: t0.Add(remove)})
+	ksk2 := testutil.WriteKey(t, dir, testutil.KeySpec{Zone: "gslb.test", KSK: true, Publish: t0, Activate: t0.Add(activate), SyncPublish: t0})
+	zsk1 := testutil.WriteKey(t, dir, testutil.KeySpec{Zone: "gslb.test", Inactive: t0.Add(activate), Delete: t0.Add(remove)})
+	zsk2 := testutil.WriteKey(t, dir, testutil.KeySpec{Zone: "gslb.test", Publish: t0, Activate: t0.Add(activate)})
+	h := testutil.StartHierarchy(t, dsRolloverRoot, "test",
+		testutil.ChildZone{Zone: "gslb.test", NS: map[string]string{"ns1.gslb.test": dsRolloverNS}, DS: []string{ksk1.DS(2)}})
+	_, pport := listener(t, "127.0.0.1")
+	_, sport := listener(t, "127.0.0.2")
+	zone := filepath.Join(dir, "gslb.test.yml")
+	if err := os.WriteFile(zone, []byte(signedZone("gslb.test.", dsRolloverNS, dsRolloverNS, pport, sport)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := testutil.StartAt(t, dir, dsRolloverNS+":53", fmt.Sprintf(`gslb.test {
+    bind %[1]s
+    gslb {
+        zone gslb.test. %[2]s
+        site eu-1
+        region europe
+        heartbeat_zone local test. %[3]s
+        heartbeat_tsig %[4]s hmac-sha256 %[5]s
+        heartbeat_interval 500ms
+        local_healthy_duration 2s
+        delegation test. %[3]s
+        delegation_ns ns1.gslb.test. %[1]s
+        dnssec {
+            key file %[6]s %[7]s %[8]s %[9]s
+            dnskey_ttl 2s
+        }
+    }
+}
+`, dsRolloverNS, zone, dsRolloverRoot, h.Key.Name, h.Key.Secret, ksk1.Base, ksk2.Base, zsk1.Base, zsk2.Base), 15*time.Second)
+	u := testutil.StartValidator(t, h)
+
+	queries := []struct {
+		name  string
+		qtype uint16
+	}{
+		{"www.gslb.test", dns.TypeA}, {"nope.gslb.test", dns.TypeA}, {"v4only.gslb.test", dns.TypeAAAA},
+		{"foo.apps.gslb.test", dns.TypeA}, {"gslb.test", dns.TypeMX}, {"gslb.test", dns.TypeDNSKEY},
+	}
+	asked := 0
+	for time.Since(t0) < remove+4*time.Second {
+		for _, q := range queries {
+			r := askValidator(t, u, q.name, q.qtype, "")
+			asked++
+			if r.Rcode != dns.RcodeSuccess || !r.AuthenticatedData {
+				t.Fatalf("at t0%+.1fs, %s %s: %s AD=%v\nunbound:\n%s\nmeridian:\n%s", time.Since(t0).Seconds(), q.name, dns.TypeToString[q.qtype],
+					dns.RcodeToString[r.Rcode], r.AuthenticatedData, tail(u.Log()), tail(s.Logs()))
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("%d validated answers through the rollover", asked)
+	tags := func(rrs []dns.RR) []uint16 {
+		var out []uint16
+		for _, rr := range rrs {
+			switch x := rr.(type) {
+			case *dns.DS:
+				out = append(out, x.KeyTag)
+			case *dns.DNSKEY:
+				out = append(out, x.KeyTag())
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, want := tags(h.Query(t, "gslb.test", dns.TypeDS).Answer), []uint16{ksk2.DNSKEY.KeyTag()}; !slices.Equal(got, want) {
+		t.Errorf("the parent's DS: keys %v, want %v", got, want)
+	}
+	keys := askValidator(t, u, "gslb.test", dns.TypeDNSKEY, "")
+	want := []uint16{ksk2.DNSKEY.KeyTag(), zsk2.DNSKEY.KeyTag()}
+	slices.Sort(want)
+	if got := tags(keys.Answer); !slices.Equal(got, want) {
+		t.Errorf("DNSKEY RRset: keys %v, want %v", got, want)
+	}
 }

@@ -67,6 +67,7 @@ var components = []component{
 		return heartbeats.NewKeeper(b.opts.Sites.Site, b.opts.Heartbeats, b.manager, b.log)
 	}, func(k *heartbeats.Keeper, e *Engine) {
 		k.Configure(e.opts.Heartbeats, e.opts.ZoneOrigins(), func() ([]netip.Addr, int) { return heartbeats.Summary(e.Snapshot()) }, e.log)
+		k.KeepDS(e.parentDS)
 	}),
 
 	row(component{

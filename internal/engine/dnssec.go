@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/dnssec"
 )
@@ -100,4 +102,14 @@ func signerList(signers map[string]*dnssec.Signer) []*dnssec.Signer {
 		return 0
 	})
 	return out
+}
+
+// parentDS returns the DS set the parent should hold for origin, and whether the engine signs
+// it (the heartbeats' delegation keeper keeps it).
+func (e *Engine) parentDS(origin string) ([]*dns.DS, bool) {
+	s := e.signers[origin]
+	if s == nil {
+		return nil, false
+	}
+	return s.Keys().DS(origin, s.Options().KeyTTL, time.Now()), true
 }

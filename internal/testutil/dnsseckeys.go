@@ -70,7 +70,10 @@ func WriteKey(t testing.TB, dir string, spec KeySpec) *Key {
 	return &Key{Base: base, DNSKEY: k}
 }
 
-// DS returns the key's DS record (SHA-256) in zone file form, for a parent zone.
-func (k *Key) DS() string {
-	return strings.ReplaceAll(k.DNSKEY.ToDS(dns.SHA256).String(), "\t", " ")
+// DS returns the key's DS record (SHA-256) with the TTL ttl in zone file form, for a parent
+// zone.
+func (k *Key) DS(ttl uint32) string {
+	ds := k.DNSKEY.ToDS(dns.SHA256)
+	ds.Hdr.Ttl = ttl
+	return strings.ReplaceAll(ds.String(), "\t", " ")
 }
