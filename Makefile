@@ -63,7 +63,7 @@ deps:
 	command -v knotd >/dev/null || [ -x /usr/sbin/knotd ] || missing="$$missing knot"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v zonemaster-cli >/dev/null || missing="$$missing zonemaster-cli"; \
-	command -v dnsviz >/dev/null || missing="$$missing dnsviz"; \
+	command -v dnsviz >/dev/null && /usr/bin/python3 -c "import pygraphviz" 2>/dev/null || missing="$$missing dnsviz python3-pygraphviz"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
