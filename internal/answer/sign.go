@@ -9,6 +9,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/dnssec"
+	"github.com/meridian-gslb/meridian/internal/published"
 )
 
 // The slow path of a signed zone (docs/dnssec.md): a query with the DO bit gets each RRset of
@@ -160,6 +161,9 @@ func (b *builder) prepared(rrset []dns.RR) *catalog.SignedRRset {
 			}
 		}
 	}
+	if s := b.preparedPublished(owner, rrset); s != nil {
+		return s
+	}
 	sz := b.zone.Signed()
 	if sz == nil {
 		return nil
@@ -187,6 +191,32 @@ func (b *builder) prepared(rrset []dns.RR) *catalog.SignedRRset {
 	}
 	if s != nil && sameRRs(s.RRs, rrset) {
 		return s
+	}
+	return nil
+}
+
+// preparedPublished returns the prepared signatures of rrset when it is a name a site
+// publishes of a record (localtargets-<record>, localrtt-<record>), nil otherwise.
+func (b *builder) preparedPublished(owner string, rrset []dns.RR) *catalog.SignedRRset {
+	name, targets := strings.CutPrefix(owner, published.LocalTargetsPrefix)
+	if !targets {
+		var rtts bool
+		if name, rtts = strings.CutPrefix(owner, published.LocalRTTPrefix); !rtts {
+			return nil
+		}
+	}
+	rec := b.zone.Find(name).Record
+	if rec == nil {
+		return nil
+	}
+	sv := rec.View().Extra().Signed
+	if sv == nil {
+		return nil
+	}
+	for _, s := range []*catalog.SignedRRset{&sv.Published[catalog.IPv4], &sv.Published[catalog.IPv6], &sv.PublishedRTTs} {
+		if len(s.RRs) > 0 && sameRRs(s.RRs, rrset) {
+			return s
+		}
 	}
 	return nil
 }

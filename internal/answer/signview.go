@@ -58,13 +58,20 @@ func (s ViewSigner) SignView(r *catalog.Record, v *catalog.View, prev *catalog.S
 	name := r.Name()
 	types := append(z.OwnTypes(name), recordTypes(r, answered, s.EnableTXT)...)
 	nsec := dnssec.NSEC(name, z.NSECNext(name), types, z.NegativeSOA.Hdr.Ttl)
-	var old *catalog.SignedRRset
-	if prev != nil {
-		old = &prev.NSEC
-	}
 	var err error
-	out.NSEC, err = z.Reuse(old, []dns.RR{nsec}, now)
+	out.NSEC, err = z.Reuse(prevPart(prev, func(p *catalog.SignedView) *catalog.SignedRRset { return &p.NSEC }), []dns.RR{nsec}, now)
 	errs = append(errs, err)
+	x := v.Extra()
+	for f := catalog.IPv4; f <= catalog.IPv6; f++ {
+		if len(x.Published[f]) > 0 {
+			out.Published[f], err = z.Reuse(prevPart(prev, func(p *catalog.SignedView) *catalog.SignedRRset { return &p.Published[f] }), x.Published[f], now)
+			errs = append(errs, err)
+		}
+	}
+	if len(x.PublishedRTTs) > 0 {
+		out.PublishedRTTs, err = z.Reuse(prevPart(prev, func(p *catalog.SignedView) *catalog.SignedRRset { return &p.PublishedRTTs }), x.PublishedRTTs, now)
+		errs = append(errs, err)
+	}
 	out.Due = now // a signature that failed is due at once
 	if errors.Join(errs...) == nil {
 		out.Due = due(out)
@@ -72,16 +79,22 @@ func (s ViewSigner) SignView(r *catalog.Record, v *catalog.View, prev *catalog.S
 	return out
 }
 
+// prevPart returns part of prev, nil when prev is nil.
+func prevPart(prev *catalog.SignedView, part func(*catalog.SignedView) *catalog.SignedRRset) *catalog.SignedRRset {
+	if prev == nil {
+		return nil
+	}
+	return part(prev)
+}
+
 // due returns when the first signature of sv must be made again.
 func due(sv *catalog.SignedView) time.Time {
 	d := sv.NSEC.Due
-	for f := range sv.Sets {
-		for _, s := range sv.Sets[f] {
-			if s.Due.Before(d) {
-				d = s.Due
-			}
+	sv.Each(func(s *catalog.SignedRRset) {
+		if s.Signed != nil && s.Due.Before(d) {
+			d = s.Due
 		}
-	}
+	})
 	return d
 }
 

@@ -53,6 +53,10 @@ type SignedView struct {
 	// NSEC is the record's NSEC record (the types its name answers now), signed: the proof of
 	// NODATA at the name and, for a wildcard, of the names the wildcard answers.
 	NSEC SignedRRset
+	// Published are, per family, the record's localtargets-<record> answer, and PublishedRTTs
+	// its localrtt-<record> answer, signed (empty when it publishes none).
+	Published     [2]SignedRRset
+	PublishedRTTs SignedRRset
 	// Due is when the earliest of them must be made again; Epoch the keyset's epoch they
 	// were made in.
 	Due   time.Time
@@ -80,14 +84,19 @@ func (s *SignedView) Set(f Family, key uint64) *SignedSet {
 	return &sets[i]
 }
 
-// each calls fn with every signed RRset of the view.
-func (s *SignedView) each(fn func(*SignedRRset)) {
+// Each calls fn with every signed RRset of the view.
+func (s *SignedView) Each(fn func(*SignedRRset)) {
 	for f := range s.Sets {
 		for i := range s.Sets[f] {
 			fn(&s.Sets[f][i].SignedRRset)
 		}
 	}
 	fn(&s.NSEC)
+	for _, p := range []*SignedRRset{&s.Published[IPv4], &s.Published[IPv6], &s.PublishedRTTs} {
+		if len(p.RRs) > 0 {
+			fn(p)
+		}
+	}
 }
 
 // answerSeed keys AnswerKey's hashes; fixed for the process, as the keys live in views.

@@ -138,12 +138,14 @@ func (r *Record) View() *View { return r.view.Load() }
 
 // Refresh rebuilds the record's candidate sets from the current health words and publishes
 // them. Call it after any of the record's backends changed state.
-func (r *Record) Refresh() {
+func (r *Record) Refresh() { r.refresh(time.Now()) }
+
+// refresh is Refresh at now.
+func (r *Record) refresh(now time.Time) {
 	r.refreshMu.Lock()
 	defer r.refreshMu.Unlock()
 	v := &View{}
 	var x ViewExtra
-	now := time.Now()
 	var rampNext time.Time // the next step of a slow start, zero when none ramps
 	for f := IPv4; f <= IPv6; f++ {
 		stale := r.onlyStale(f)

@@ -57,9 +57,13 @@ func (z *Zone) signZone(prev *SignedZone, now time.Time) error {
 			sz.NSEC[name] = &signed
 		}
 	}
+	err := errors.Join(errs...)
 	sz.Due = sz.due()
+	if err != nil {
+		sz.Due = now // what failed is made again by the next pass
+	}
 	s.signed.Store(sz)
-	return errors.Join(errs...)
+	return err
 }
 
 // reuse returns rrs signed: old's signatures when old signs the same records and is still
@@ -156,10 +160,10 @@ func (s *Snapshot) Resign(now time.Time) map[string]dnssec.ServedStats {
 				continue
 			}
 			if sv := r.View().Extra().Signed; sv == nil || !now.Before(sv.Due) || sv.Epoch != epoch {
-				r.Refresh()
+				r.refresh(now)
 			}
 			if sv := r.View().Extra().Signed; sv != nil {
-				sv.each(func(r *SignedRRset) { st.Add(r.Signed) })
+				sv.Each(func(r *SignedRRset) { st.Add(r.Signed) })
 			}
 		}
 		st.Took = time.Since(start)

@@ -124,7 +124,7 @@ var components = []component{
 	row(component{
 		name: "dnssec", roles: source.RolePublisher,
 		on: func(o config.Options) bool { return len(o.DNSSEC) > 0 },
-	}, func(*blockEnv) *resigner.Resigner { return resigner.New() }, func(r *resigner.Resigner, e *Engine) {
+	}, func(b *blockEnv) *resigner.Resigner { return resigner.New(b.log) }, func(r *resigner.Resigner, e *Engine) {
 		r.Configure(e.Snapshot, signerList(e.signers))
 	}),
 

@@ -19,17 +19,31 @@ import (
 // maxRound is the longest time between two rounds.
 const maxRound = time.Minute
 
+// Logger is where the resigner reports the keys' changes of state and the moments without a
+// key to sign. CoreDNS's plugin logger is one.
+type Logger interface {
+	Infof(format string, args ...any)
+	Errorf(format string, args ...any)
+}
+
 // Resigner is the publisher of a signed block.
 type Resigner struct {
 	loop periodic.Loop
+	log  Logger
 
 	mu      sync.Mutex
 	served  publish.Served
 	signers []*dnssec.Signer
+	// states are the keys' states last logged, by signer and key; keyless the signers that
+	// had a moment without an active key at the last round.
+	states  map[*dnssec.Signer]map[*dnssec.Key]dnssec.State
+	keyless map[*dnssec.Signer]bool
 }
 
-// New returns a resigner that does nothing until configured.
-func New() *Resigner { return &Resigner{} }
+// New returns a resigner that logs to log and does nothing until configured.
+func New(log Logger) *Resigner {
+	return &Resigner{log: log, states: map[*dnssec.Signer]map[*dnssec.Key]dnssec.State{}, keyless: map[*dnssec.Signer]bool{}}
+}
 
 // Name implements publish.Publisher.
 func (r *Resigner) Name() string { return "dnssec" }
@@ -66,6 +80,9 @@ func (r *Resigner) Round(now time.Time) {
 	if snap == nil {
 		return
 	}
+	for _, s := range signers {
+		r.logKeys(s, now)
+	}
 	stats := snap.Resign(now)
 	for _, s := range signers {
 		s.ReportKeys(now)
@@ -73,6 +90,30 @@ func (r *Resigner) Round(now time.Time) {
 			s.ReportServed(st)
 		}
 	}
+}
+
+// logKeys logs each change of state of s's keys since the last round, and an error while some
+// RRsets have no active key to sign them (they are answered SERVFAIL to DO queries).
+func (r *Resigner) logKeys(s *dnssec.Signer, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	states := r.states[s]
+	if states == nil {
+		states = map[*dnssec.Key]dnssec.State{}
+		r.states[s] = states
+	}
+	for _, k := range s.Keys().Keys() {
+		st := k.StateAt(now)
+		if old, seen := states[k]; seen && old != st {
+			r.log.Infof("dnssec: zone %s: key %d (%s %s) is now %s", s.Zone(), k.Tag, s.Keys().Role(k), k.Algorithm(), st)
+		}
+		states[k] = st
+	}
+	err := s.Keys().Check(now)
+	if err != nil && !r.keyless[s] {
+		r.log.Errorf("dnssec: zone %s: %v: its answers to DO queries are SERVFAIL until a key is active", s.Zone(), err)
+	}
+	r.keyless[s] = err != nil
 }
 
 // next returns the time to the next round: maxRound, or a quarter of the shortest
