@@ -117,7 +117,7 @@ func firstRR(text, file string) (dns.RR, error) {
 func (k *Key) checkPair() error {
 	probe := &dns.TXT{Hdr: dns.RR_Header{Name: k.DNSKEY.Hdr.Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 1}, Txt: []string{"probe"}}
 	sig := &dns.RRSIG{Algorithm: k.DNSKEY.Algorithm, KeyTag: k.Tag, SignerName: k.DNSKEY.Hdr.Name, Inception: 1, Expiration: 2}
-	if err := sig.Sign(k.signer, []dns.RR{probe}); err != nil {
+	if err := signRRset(k.signer, sig, []dns.RR{probe}); err != nil {
 		return fmt.Errorf("signing with the private key: %w", err)
 	}
 	if err := sig.Verify(k.DNSKEY, []dns.RR{probe}); err != nil {

@@ -114,7 +114,7 @@ func (s *Signer) Sign(rrset []dns.RR, now time.Time) (*Signed, error) {
 			Inception:  uint32(inception.Unix()),
 			Expiration: uint32(expiration.Unix()),
 		}
-		if err := sig.Sign(k.signer, rrset); err != nil {
+		if err := signRRset(k.signer, sig, rrset); err != nil {
 			return nil, fmt.Errorf("dnssec: signing %s %s with key %d: %w", rrset[0].Header().Name, dns.TypeToString[rrset[0].Header().Rrtype], k.Tag, err)
 		}
 		s.made.Inc()
