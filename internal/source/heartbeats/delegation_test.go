@@ -26,7 +26,7 @@ func TestKeepDS(t *testing.T) {
 		srv := start(t, key, map[string][]string{"example.": parent})
 		t.Run(srv.Kind, func(t *testing.T) {
 			opts := config.HeartbeatOptions{Local: &config.HeartbeatZone{Zone: "hb.example."}, Interval: time.Second,
-				TSIG: &config.TSIGKey{Name: key.Name, Algorithm: key.Algorithm, Secret: key.Secret},
+				TSIG:       &config.TSIGKey{Name: key.Name, Algorithm: key.Algorithm, Secret: key.Secret},
 				Delegation: &config.Delegation{Parent: "example.", Servers: []string{srv.Addr}, NS: "ns1.gslb.example."}}
 			k := NewKeeper("eu-1", opts, recorder{}, nil)
 			log := &testutil.Log{}
