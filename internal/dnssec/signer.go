@@ -57,8 +57,8 @@ type Signer struct {
 	// made counts signatures; onDemand the on-demand lookups by result (hit, signed, limited).
 	made     prometheus.Counter
 	onDemand [3]prometheus.Counter
-	// series are the signer's key series (ReportKeys).
-	series keySeries
+	// served are the stats of the last pass over the zone's signatures (ReportServed).
+	served servedStats
 }
 
 // NewSigner returns the signer of zone (lower case, fully qualified) with keys.

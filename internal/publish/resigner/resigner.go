@@ -55,8 +55,15 @@ func (r *Resigner) Configure(served publish.Served, signers []*dnssec.Signer) {
 	r.served, r.signers = served, signers
 }
 
-// Start implements publish.Publisher: the rounds start.
-func (r *Resigner) Start() { r.loop.Start(func(context.Context) { r.Round(time.Now()) }, r.next) }
+// Start implements publish.Publisher: the rounds start, and the zones' metrics with them.
+func (r *Resigner) Start() {
+	r.mu.Lock()
+	for _, s := range r.signers {
+		s.Track()
+	}
+	r.mu.Unlock()
+	r.loop.Start(func(context.Context) { r.Round(time.Now()) }, r.next)
+}
 
 // Stop implements publish.Publisher: the rounds end, and the zones' metrics with them.
 func (r *Resigner) Stop() {
@@ -64,7 +71,7 @@ func (r *Resigner) Stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range r.signers {
-		s.Forget()
+		s.Untrack()
 	}
 }
 
@@ -85,7 +92,6 @@ func (r *Resigner) Round(now time.Time) {
 	}
 	stats := snap.Resign(now)
 	for _, s := range signers {
-		s.ReportKeys(now)
 		if st, ok := stats[s.Zone()]; ok {
 			s.ReportServed(st)
 		}
