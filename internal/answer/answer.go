@@ -28,8 +28,17 @@ type Options struct {
 	// publishes for its peers are answered to signed queries only (Query.Signed).
 	PeerKey bool
 	// PluginSigns is set when a plugin before gslb signs its answers (CoreDNS's dnssec): the
-	// fast path leaves the queries with the DO bit to CoreDNS's path, where it runs.
+	// fast path leaves the queries with the DO bit, and DNSKEY's, to CoreDNS's path, where it
+	// runs.
 	PluginSigns bool
+	// Fallthrough are the zones of the fallthrough option (lower case, fully qualified; "."
+	// for every name): NXDOMAIN for a name at or below one goes to the next plugin. Only the
+	// fast path reads it; the plugin passes Respond's NameError on itself.
+	Fallthrough []string
+	// Exclude are zones (lower case, fully qualified) whose names the fast path leaves to
+	// CoreDNS's server: those of the other server blocks of the address that lie within the
+	// gslb block's, which the server routes to them.
+	Exclude []string
 }
 
 // Result tells the caller what to do with the response.
@@ -94,7 +103,8 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count bool) (*dns.Ms
 		return b.finishError(rcode), Answered
 	}
 	if b.opt != nil && zone.Signer() != nil {
-		b.signing, b.co = b.opt.Do(), b.opt.Hdr.Ttl&ednsCO != 0
+		b.signing = b.opt.Do()
+		b.co = b.signing && b.opt.Hdr.Ttl&ednsCO != 0 // RFC 9824: CO means nothing without DO
 	}
 	if b.qtype == dns.TypeAXFR || b.qtype == dns.TypeIXFR {
 		// Answers are computed per query from health and the client; there is no zone to

@@ -353,36 +353,27 @@ func TestOnDemandRateRefuses(t *testing.T) {
 	}
 }
 
-// TestFastPathLeavesDOToSlowPath: the fast path answers a signed zone's queries without the DO
-// bit, and leaves those with it to the slow path, which signs; so does it for every zone when
-// a plugin before gslb signs (CoreDNS's dnssec).
+// TestFastPathLeavesDOToSlowPath: when a plugin before gslb signs (CoreDNS's dnssec), the fast
+// path answers the queries without the DO bit, over UDP and TCP, and leaves those with it, and
+// DNSKEY queries (which the plugin answers), to the slow path. TestAppendFastEveryKindSigned
+// holds it to the same in a zone Meridian's signer signs.
 func TestFastPathLeavesDOToSlowPath(t *testing.T) {
-	signed, _ := signedSnapshot(t, zoneYAML, signerOf(t, testSigning))
 	plain, _ := testSnapshot(t)
-	query := func(do bool) []byte {
-		m := new(dns.Msg)
-		m.SetQuestion("www.example.org.", dns.TypeA)
-		m.SetEdns0(1232, do)
-		wire, err := m.Pack()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return wire
-	}
 	for _, tt := range []struct {
 		what string
-		snap *catalog.Snapshot
+		c    fastCase
 		opts Options
-		do   bool
 		fast bool
 	}{
-		{"signed zone, DO", signed, Options{}, true, false},
-		{"signed zone, no DO", signed, Options{}, false, true},
-		{"plugin signs, DO", plain, Options{PluginSigns: true}, true, false},
-		{"plugin signs, no DO", plain, Options{PluginSigns: true}, false, true},
-		{"unsigned, DO", plain, Options{}, true, true},
+		{"plugin signs, DO", fastCase{qname: "www.example.org.", qtype: dns.TypeA, edns: 1232, do: true}, Options{PluginSigns: true}, false},
+		{"plugin signs, DO over TCP", fastCase{qname: "www.example.org.", qtype: dns.TypeA, edns: 1232, do: true, tcp: true}, Options{PluginSigns: true}, false},
+		{"plugin signs, DNSKEY without DO", fastCase{qname: "example.org.", qtype: dns.TypeDNSKEY}, Options{PluginSigns: true}, false},
+		{"plugin signs, no DO", fastCase{qname: "www.example.org.", qtype: dns.TypeA, edns: 1232}, Options{PluginSigns: true}, true},
+		{"plugin signs, no DO over TCP", fastCase{qname: "www.example.org.", qtype: dns.TypeA, tcp: true}, Options{PluginSigns: true}, true},
+		{"unsigned, DO", fastCase{qname: "www.example.org.", qtype: dns.TypeA, edns: 1232, do: true}, Options{}, true},
+		{"unsigned, DNSKEY", fastCase{qname: "example.org.", qtype: dns.TypeDNSKEY}, Options{}, true},
 	} {
-		if _, ok := AppendFast(nil, tt.snap, tt.opts, query(tt.do), testClient, nil); ok != tt.fast {
+		if _, ok := AppendFast(nil, plain, tt.opts, tt.c.packet(t), testClient, tt.c.tcp, nil); ok != tt.fast {
 			t.Errorf("%s: answered by the fast path: %v, want %v", tt.what, ok, tt.fast)
 		}
 	}

@@ -49,12 +49,15 @@ type Zone struct {
 	static []dns.RR
 	// signing is how the zone is signed (DNSSEC, signed.go); nil for an unsigned zone.
 	signing *zoneSigning
+	// wire are the zone's templates (wire.go), packed again when the serial changes.
+	wire atomic.Pointer[ZoneWire]
 }
 
 // clone returns a copy of z with a name tree of its own, to relink records in.
 func (z *Zone) clone() *Zone {
 	c := &Zone{Origin: z.Origin, SOA: z.SOA, NegativeSOA: z.NegativeSOA, NS: z.NS, nodes: maps.Clone(z.nodes), static: z.static}
 	c.serial.Store(z.serial.Load())
+	c.wire.Store(z.wire.Load())
 	return c
 }
 
@@ -82,9 +85,11 @@ func (z *Zone) Serial() uint32 { return z.serial.Load() }
 // SetSerial makes serial the zone's SOA serial: zone transfers raise it when what the zone
 // answers changed, so that secondaries transfer it again.
 func (z *Zone) SetSerial(serial uint32) {
-	z.serial.Store(serial)
-	if z.signing != nil {
-		z.resignSOA(time.Now())
+	if z.serial.Swap(serial) != serial {
+		z.buildWire()
+		if z.signing != nil {
+			z.resignSOA(time.Now())
+		}
 	}
 }
 
@@ -164,6 +169,7 @@ func newZone(zc *config.Zone) *Zone {
 			Ns:  ns,
 		})
 	}
+	z.buildWire()
 	return z
 }
 
