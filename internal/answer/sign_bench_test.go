@@ -10,29 +10,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
-	"github.com/meridian-gslb/meridian/internal/dnssec"
 	"github.com/meridian-gslb/meridian/internal/health"
-	"github.com/meridian-gslb/meridian/internal/testutil"
 )
-
-// benchSigner returns a signer of example.org. with a KSK and a ZSK of algorithm alg.
-func benchSigner(b *testing.B, alg uint8) *dnssec.Signer {
-	b.Helper()
-	dir := b.TempDir()
-	var keys []*dnssec.Key
-	for _, ksk := range []bool{true, false} {
-		k, err := dnssec.ReadKey(testutil.WriteKey(b, dir, testutil.KeySpec{Zone: "example.org", KSK: ksk, Algorithm: alg}).Base)
-		if err != nil {
-			b.Fatal(err)
-		}
-		keys = append(keys, k)
-	}
-	ks, err := dnssec.NewKeyset(keys)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return dnssec.NewSigner("example.org.", ks, testSigning)
-}
 
 // bigSignedZone is a zone of n records of the shape record (a YAML record body with %d for
 // the record's number).
@@ -62,7 +41,7 @@ func BenchmarkResignZone(b *testing.B) {
 	for _, alg := range []uint8{dns.ECDSAP256SHA256, dns.ED25519} {
 		for _, shape := range []struct{ name, record string }{{"failover-pair", failoverPair}, {"dual-stack-roundrobin", dualStackRR}} {
 			b.Run(fmt.Sprintf("%s/%s", dns.AlgorithmToString[alg], shape.name), func(b *testing.B) {
-				snap, _ := signedSnapshot(b, bigSignedZone(10000, shape.record), benchSigner(b, alg))
+				snap, _ := signedSnapshot(b, bigSignedZone(10000, shape.record), signerOfAlgorithm(b, alg, testSigning))
 				at := time.Now()
 				b.ResetTimer()
 				start := cpuTime(b)
@@ -91,7 +70,7 @@ records:
       - {address: 10.0.0.2, healthchecks: [{type: tcp, params: {port: 80}}]}
       - {address: 10.0.0.3, healthchecks: [{type: tcp, params: {port: 80}}]}
       - {address: "2001:db8::1", healthchecks: [{type: tcp, params: {port: 80}}]}
-`, benchSigner(b, alg))
+`, signerOfAlgorithm(b, alg, testSigning))
 			rec := snap.Records()[0]
 			var word *health.State
 			for _, be := range rec.Backends {

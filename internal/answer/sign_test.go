@@ -19,10 +19,16 @@ import (
 // signerOf returns a signer of example.org. with a KSK and a ZSK (Ed25519) and opts.
 func signerOf(t testing.TB, opts dnssec.Options) *dnssec.Signer {
 	t.Helper()
+	return signerOfAlgorithm(t, 0, opts)
+}
+
+// signerOfAlgorithm is signerOf with keys of algorithm alg (0: WriteKey's default).
+func signerOfAlgorithm(t testing.TB, alg uint8, opts dnssec.Options) *dnssec.Signer {
+	t.Helper()
 	dir := t.TempDir()
 	var keys []*dnssec.Key
 	for _, ksk := range []bool{true, false} {
-		k, err := dnssec.ReadKey(testutil.WriteKey(t, dir, testutil.KeySpec{Zone: "example.org", KSK: ksk}).Base)
+		k, err := dnssec.ReadKey(testutil.WriteKey(t, dir, testutil.KeySpec{Zone: "example.org", KSK: ksk, Algorithm: alg}).Base)
 		if err != nil {
 			t.Fatal(err)
 		}

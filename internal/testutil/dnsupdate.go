@@ -188,14 +188,10 @@ key %q {
 	return b.String()
 }
 
-// knotConfig is knot.conf for a server in dir on port: one worker of each kind, the rundir,
-// storage (zone files, journal, timers) and control socket in dir, updates allowed by an ACL
-// of the key. The socket's path must fit a Unix socket address (107 bytes), which a
-// t.TempDir under /tmp does: Go cuts the test name in it to 64 bytes.
-func knotConfig(dir string, port int, key TSIGKey, origins []string) string {
-	var b strings.Builder
-	b.WriteString(knotServerConfig(dir, fmt.Sprintf("127.0.0.1@%d", port)))
-	fmt.Fprintf(&b, `key:
+// knotUpdateACL is the key and the ACL "update" of knot.conf that allow the updates signed
+// with key.
+func knotUpdateACL(key TSIGKey) string {
+	return fmt.Sprintf(`key:
   - id: %s
     algorithm: %s
     secret: %s
@@ -203,13 +199,24 @@ acl:
   - id: update
     key: %s
     action: update
-template:
+`, key.Name, tsigAlgorithm(key), key.Secret, key.Name)
+}
+
+// knotConfig is knot.conf for a server in dir on port: one worker of each kind, the rundir,
+// storage (zone files, journal, timers) and control socket in dir, updates allowed by an ACL
+// of the key. The socket's path must fit a Unix socket address (107 bytes), which a
+// t.TempDir under /tmp does: Go cuts the test name in it to 64 bytes.
+func knotConfig(dir string, port int, key TSIGKey, origins []string) string {
+	var b strings.Builder
+	b.WriteString(knotServerConfig(dir, fmt.Sprintf("127.0.0.1@%d", port)))
+	b.WriteString(knotUpdateACL(key))
+	fmt.Fprintf(&b, `template:
   - id: default
     storage: %q
     file: "%%s.zone"
     acl: update
 zone:
-`, key.Name, tsigAlgorithm(key), key.Secret, key.Name, dir)
+`, dir)
 	for _, origin := range origins {
 		fmt.Fprintf(&b, "  - domain: %s\n    file: %q\n", origin, zoneFileName(origin))
 	}

@@ -107,22 +107,15 @@ func StartHierarchy(t testing.TB, ip, tld string, children ...ChildZone) *Hierar
 func hierarchyConfig(dir, ip string, key TSIGKey, origins []string) string {
 	var b strings.Builder
 	b.WriteString(knotServerConfig(dir, ip+"@53"))
-	fmt.Fprintf(&b, `key:
-  - id: %s
-    algorithm: %s
-    secret: %s
-acl:
-  - id: update
-    key: %s
-    action: update
-template:
+	b.WriteString(knotUpdateACL(key))
+	fmt.Fprintf(&b, `template:
   - id: default
     storage: %q
     acl: update
     dnssec-signing: on
     zonefile-sync: -1
 zone:
-`, key.Name, tsigAlgorithm(key), key.Secret, key.Name, dir)
+`, dir)
 	for _, origin := range origins {
 		fmt.Fprintf(&b, "  - domain: %q\n    file: %q\n", origin, zoneFileName(origin))
 	}

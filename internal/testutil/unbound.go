@@ -104,23 +104,7 @@ func validatorConfig(dir string, port int, logPath, hints, anchor, tld string, e
 	for _, a := range ecs {
 		fmt.Fprintf(&send, "\tsend-client-subnet: %s\n", a)
 	}
-	return fmt.Sprintf(`server:
-	interface: 127.0.0.1
-	port: %d
-	do-ip6: no
-	do-daemonize: no
-	username: ""
-	chroot: ""
-	directory: %q
-	pidfile: ""
-	use-syslog: no
-	logfile: %q
-	verbosity: 1
-	val-log-level: 2
-	num-threads: 1
-	so-reuseport: no
-	access-control: 127.0.0.0/8 allow
-	do-not-query-localhost: no
+	return unboundServer(dir, port, logPath) + fmt.Sprintf(`	val-log-level: 2
 	module-config: "subnetcache validator iterator"
 %s	max-client-subnet-ipv4: 24
 	max-client-subnet-ipv6: 56
@@ -128,10 +112,12 @@ func validatorConfig(dir string, port int, logPath, hints, anchor, tld string, e
 	root-hints: %q
 	trust-anchor: %q
 	local-zone: %q nodefault
-`, port, dir, logPath, send.String(), hints, anchor, tld)
+`, send.String(), hints, anchor, tld)
 }
 
-func unboundConfig(dir string, port int, zone, authHost, authPort, logPath string) string {
+// unboundServer is the start of the server clause of every unbound the tests run: in the
+// foreground, as this user, in dir, on 127.0.0.1:port, logging to logPath.
+func unboundServer(dir string, port int, logPath string) string {
 	return fmt.Sprintf(`server:
 	interface: 127.0.0.1
 	port: %d
@@ -148,7 +134,11 @@ func unboundConfig(dir string, port int, zone, authHost, authPort, logPath strin
 	so-reuseport: no
 	access-control: 127.0.0.0/8 allow
 	do-not-query-localhost: no
-	outgoing-interface: 127.0.0.1
+`, port, dir, logPath)
+}
+
+func unboundConfig(dir string, port int, zone, authHost, authPort, logPath string) string {
+	return unboundServer(dir, port, logPath) + fmt.Sprintf(`	outgoing-interface: 127.0.0.1
 	qname-minimisation: no
 	module-config: "subnetcache iterator"
 	send-client-subnet: %s
@@ -158,7 +148,7 @@ func unboundConfig(dir string, port int, zone, authHost, authPort, logPath strin
 stub-zone:
 	name: %q
 	stub-addr: %s@%s
-`, port, dir, logPath, authHost, zone, authHost, authPort)
+`, authHost, zone, authHost, authPort)
 }
 
 // waitReady polls the resolver until it answers a query (any rcode), it exits, or timeout

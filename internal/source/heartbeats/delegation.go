@@ -136,13 +136,7 @@ func addNS(d config.Delegation, origin string) *dns.Msg {
 func removeNS(d config.Delegation, origin, name string, ns []*dns.NS) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetUpdate(d.Parent)
-	prereq := make([]dns.RR, len(ns))
-	for i, r := range ns {
-		c := *r
-		c.Hdr.Ttl = 0
-		prereq[i] = &c
-	}
-	m.Used(prereq)
+	m.Used(prerequisite(ns))
 	m.Remove([]dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET}, Ns: name}})
 	if dns.IsSubDomain(d.Parent, name) {
 		m.RemoveRRset([]dns.RR{
@@ -151,6 +145,18 @@ func removeNS(d config.Delegation, origin, name string, ns []*dns.NS) *dns.Msg {
 		})
 	}
 	return m
+}
+
+// prerequisite returns copies of rrs with TTL 0, as an UPDATE's prerequisite that the RRset
+// is exactly rrs (RFC 2136 2.4.2).
+func prerequisite[R dns.RR](rrs []R) []dns.RR {
+	out := make([]dns.RR, len(rrs))
+	for i, r := range rrs {
+		c := dns.Copy(r)
+		c.Header().Ttl = 0
+		out[i] = c
+	}
+	return out
 }
 
 // keepDS replaces the parent's DS set of origin by want when it differs, on the condition
@@ -165,13 +171,7 @@ func (k *Keeper) keepDS(ctx context.Context, u updater, c *exchange.Client, d co
 	if len(have) == 0 {
 		m.RRsetNotUsed([]dns.RR{&dns.DS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeDS, Class: dns.ClassINET}}})
 	} else {
-		prereq := make([]dns.RR, len(have))
-		for i, ds := range have {
-			c := *ds
-			c.Hdr.Ttl = 0
-			prereq[i] = &c
-		}
-		m.Used(prereq)
+		m.Used(prerequisite(have))
 		m.RemoveRRset([]dns.RR{&dns.DS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeDS, Class: dns.ClassINET}}})
 	}
 	add := make([]dns.RR, len(want))
