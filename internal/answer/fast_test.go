@@ -646,9 +646,24 @@ func TestAppendFastCounts(t *testing.T) {
 
 // TestAppendFastAllocatesNothing: answering allocates nothing when dst has room, counting
 // or not, with or without ECS and GeoIP, for drawn and rotated answers, static RRsets, the
-// apex, denials, referrals, CNAME, SRV and HTTPS answers, over UDP and TCP.
+// apex, denials, referrals, CNAME, SRV and HTTPS answers, over UDP and TCP; in the zone
+// signed by Meridian's signer too, where it leaves the DO queries to Respond, also without
+// allocating.
 func TestAppendFastAllocatesNothing(t *testing.T) {
-	snap, sources := fastSnapshot(t, true)
+	plain, sources := fastSnapshot(t, true)
+	signed, _ := fastSnapshotSigned(t, true, signerOf(t, testSigning))
+	for _, zone := range []struct {
+		name string
+		snap *catalog.Snapshot
+	}{{"unsigned", plain}, {"signed", signed}} {
+		t.Run(zone.name, func(t *testing.T) {
+			fastAllocatesNothing(t, zone.snap, sources, zone.snap == signed)
+		})
+	}
+}
+
+// fastAllocatesNothing is TestAppendFastAllocatesNothing in snap (signed: a signed zone).
+func fastAllocatesNothing(t *testing.T, snap *catalog.Snapshot, sources *geo.Sources, signed bool) {
 	dst := make([]byte, 0, advertisedUDPSize)
 	for _, c := range []fastCase{
 		{qname: "weighted.example.org.", qtype: dns.TypeA},
@@ -680,8 +695,8 @@ func TestAppendFastAllocatesNothing(t *testing.T) {
 		for _, count := range []bool{false, true} {
 			opts := Options{UseECS: true, Count: count}
 			allocs := testing.AllocsPerRun(100, func() {
-				if _, handled := AppendFast(dst, snap, opts, pkt, c.client(), c.tcp, sources); !handled {
-					t.Fatalf("%s: not handled", c)
+				if _, handled := AppendFast(dst, snap, opts, pkt, c.client(), c.tcp, sources); handled != !(signed && c.do) {
+					t.Fatalf("%s: handled %v", c, handled)
 				}
 			})
 			if allocs != 0 {
