@@ -31,7 +31,10 @@ type StatusError struct {
 	Code int
 	// Message is the API's error message.
 	Message string
-	body    []byte
+	// Breaches are, in a refusal of the drain guard (409), the records the change would
+	// have left below their guard.
+	Breaches []Breach
+	body     []byte
 }
 
 func (e *StatusError) Error() string {
@@ -83,7 +86,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		e := &StatusError{Code: resp.StatusCode, body: data}
 		var eb ErrorBody
 		if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
-			e.Message = eb.Error
+			e.Message, e.Breaches = eb.Error, eb.Breaches
 		} else {
 			e.Message = strings.TrimSpace(string(data))
 		}

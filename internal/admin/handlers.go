@@ -110,6 +110,9 @@ func errorf(code int, format string, args ...any) *apiError {
 // ErrorBody is the JSON body of every error response.
 type ErrorBody struct {
 	Error string `json:"error"`
+	// Breaches are, in a refusal of the drain guard (409), the records the change would have
+	// left below their guard.
+	Breaches []Breach `json:"breaches,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -129,8 +132,13 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, ErrorBody{Error: msg})
 }
 
-// fail answers err: its own status for an apiError, 500 otherwise.
+// fail answers err: its own status for an apiError, 409 with the breaches for a refusal of
+// the drain guard, 500 otherwise.
 func fail(w http.ResponseWriter, err error) {
+	if g, ok := errors.AsType[*GuardError](err); ok {
+		writeJSON(w, http.StatusConflict, ErrorBody{Error: g.Error(), Breaches: g.Breaches})
+		return
+	}
 	if e, ok := errors.AsType[*apiError](err); ok {
 		writeError(w, e.code, e.msg)
 		return

@@ -25,6 +25,7 @@ func (e *Engine) Status() []admin.Zone {
 	snap := e.Snapshot()
 	details := e.health.Details()
 	votes := e.health.Votes()
+	held := e.Held()
 	var discovered map[string]discovery.Status
 	if d, ok := viewOf[*discovery.Source](e); ok {
 		discovered = d.Statuses()
@@ -46,8 +47,10 @@ func (e *Engine) Status() []admin.Zone {
 		}
 		rec.TTL, rec.TTLReason = recordTTL(v)
 		rec.FailoverBudget = adminBudget(r.Config.FailoverBudget(e.opts))
+		rec.Guard = admin.NewDrainGuard(r.Config.Settings().Guard)
 		for _, b := range r.Backends {
 			ab := adminBackend(b, details, votes[b.Key()])
+			ab.Held = held[ab.Key]
 			if ab.Healthy {
 				rec.Healthy++
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/meridian-gslb/meridian/internal/notify"
+	"github.com/meridian-gslb/meridian/internal/overlay"
 	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/files"
@@ -54,6 +55,12 @@ type Engine struct {
 	// drains the starts of their scheduled drains.
 	overrides map[string]catalog.Override
 	drains    map[string]time.Time
+	// list is the overrides store's list applied last; held the scheduled drains of it held
+	// by the drain guard at their start, by backend key, with why; heldTimer checks them
+	// again (guard.go). All three with reloadMu.
+	list      []overlay.Override
+	held      map[string]string
+	heldTimer *time.Timer
 	// notified is what the webhooks were last told of the overrides store.
 	notified notify.Baseline
 	// ttl refreshes the records whose TTL changes by time alone (a drain ahead), with reloadMu.
@@ -156,7 +163,10 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 			return nil, &APIError{err}
 		}
 		list, now := e.api.store.List(), time.Now()
-		e.overrides, e.drains = CatalogOverrides(list, now), DrainStarts(list, now)
+		e.overrides, e.drains, e.list = CatalogOverrides(list, now), DrainStarts(list, now), list
+		for k := range r.heldDrains() {
+			delete(e.overrides, k) // still held: checked again when the engine starts
+		}
 		e.notified.Reset(list, now)
 	}
 	if err := e.load(); err != nil {
@@ -325,13 +335,24 @@ func (e *Engine) publish(snap *catalog.Snapshot) {
 // backend its configuration disables and an override enables must be probed first: such a
 // change reloads the configuration, which starts its probes.
 func (e *Engine) SetOverrides(overrides map[string]catalog.Override) error {
-	return e.setOverrides(overrides, nil)
+	return e.setOverrides(overrides, nil, nil, time.Time{})
 }
 
-// setOverrides is SetOverrides, with the starts of the scheduled drains (DrainStarts).
-func (e *Engine) setOverrides(overrides map[string]catalog.Override, drains map[string]time.Time) error {
+// setOverrides is SetOverrides, with the starts of the scheduled drains (DrainStarts) and,
+// when overrides are those of list at now, the drain guard's check of the drains that start:
+// those it holds are left out.
+func (e *Engine) setOverrides(overrides map[string]catalog.Override, drains map[string]time.Time, list []overlay.Override, now time.Time) error {
+	overrides = maps.Clone(overrides)
 	e.reloadMu.Lock()
-	e.overrides, e.drains = maps.Clone(overrides), maps.Clone(drains)
+	if list != nil {
+		held := e.holdDrains(startingDrains(list, now, e.overrides))
+		for k := range held {
+			delete(overrides, k)
+		}
+		e.list = list
+		e.noteHeld(held, list)
+	}
+	e.overrides, e.drains = overrides, maps.Clone(drains)
 	reprobe := false
 	scheduled := applyDrainStarts(e.Snapshot().Records(), drains)
 	var buf [128]byte
@@ -394,7 +415,7 @@ func (e *Engine) Start() error {
 func (e *Engine) applyOverrides() {
 	e.notifyOverrides()
 	list, now := e.api.store.List(), time.Now()
-	if err := e.setOverrides(CatalogOverrides(list, now), DrainStarts(list, now)); err != nil {
+	if err := e.setOverrides(CatalogOverrides(list, now), DrainStarts(list, now), list, now); err != nil {
 		e.log.Errorf("applying overrides: %v", err)
 	}
 }

@@ -52,6 +52,9 @@ const (
 	ChangeExpired = "expired"
 	// ChangeStarted: a scheduled drain started.
 	ChangeStarted = "started"
+	// ChangeHeld: a scheduled drain is held at its start, because it would leave records
+	// below their drain guard (Reason says which); it starts when the guard allows.
+	ChangeHeld = "held"
 )
 
 // Event is the JSON body of one delivery. Type says which of the optional fields are set:
@@ -71,7 +74,7 @@ type Event struct {
 	// From and To are a transition's statuses (up, down, unknown, stale).
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
-	// Change is what happened to an override (set, cleared, expired, started); Action is
+	// Change is what happened to an override (set, cleared, expired, started, held); Action is
 	// the override's action (enable, disable, drain, force-up): for cleared and expired, the
 	// one it had.
 	Change string `json:"change,omitempty"`
@@ -80,6 +83,10 @@ type Event struct {
 	Reason string `json:"reason,omitempty"`
 	// By is who set the override, when the admin API knows.
 	By string `json:"by,omitempty"`
+	// Forced is set on an override forced past the drain guard, Breaches the records it left
+	// below their guard when it was set.
+	Forced   bool     `json:"forced,omitempty"`
+	Breaches []string `json:"breaches,omitempty"`
 	// Expires and Starts are the override's expiry and scheduled start, Set when it was set.
 	Expires time.Time `json:"expires,omitzero"`
 	Starts  time.Time `json:"starts,omitzero"`

@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -56,8 +58,20 @@ type Override struct {
 	Reason string `json:"reason,omitempty"`
 	// By is who set the override: the API user, or empty when the API has no authentication.
 	By string `json:"by,omitempty"`
+	// Forced is set when the override was forced past the drain guard of records it leaves
+	// below their guard (drain_guard); Breaches says which, as they were when it was set.
+	// A forced override always has a Reason.
+	Forced   bool     `json:"forced,omitempty"`
+	Breaches []string `json:"breaches,omitempty"`
 	// Set is when the override was set.
 	Set time.Time `json:"set"`
+}
+
+// Same reports whether o and p are the same override, set at the same time (their times
+// compared as instants).
+func (o Override) Same(p Override) bool {
+	return o.Key == p.Key && o.Action == p.Action && o.Expires.Equal(p.Expires) && o.Starts.Equal(p.Starts) &&
+		o.Reason == p.Reason && o.By == p.By && o.Set.Equal(p.Set) && o.Forced == p.Forced && slices.Equal(o.Breaches, p.Breaches)
 }
 
 // expired reports whether o has an expiry and it is not after now.
@@ -80,11 +94,16 @@ type Change struct {
 	Starts time.Time
 	Reason string
 	By     string
+	// Forced and Breaches are kept with the override (Override.Forced); Forced requires a
+	// Reason.
+	Forced   bool
+	Breaches []string
 }
 
 // override returns the override that c sets, set at now.
 func (c Change) override(now time.Time) Override {
-	return Override{Key: c.Key, Action: c.Action, Expires: c.Expires, Starts: c.Starts, Reason: c.Reason, By: c.By, Set: now}
+	return Override{Key: c.Key, Action: c.Action, Expires: c.Expires, Starts: c.Starts, Reason: c.Reason, By: c.By,
+		Forced: c.Forced, Breaches: c.Breaches, Set: now}
 }
 
 // ErrInvalid is wrapped by the errors of Apply about the changes themselves (as opposed to a
@@ -154,6 +173,8 @@ func validate(changes []Change, now time.Time) error {
 			return fmt.Errorf("%w: backend %s: only a drain takes a start time, not %s", ErrInvalid, c.Key, c.Action)
 		case !c.Starts.IsZero() && !c.Starts.After(now):
 			return fmt.Errorf("%w: backend %s: drain start %s is not in the future", ErrInvalid, c.Key, c.Starts.Format(time.RFC3339))
+		case c.Forced && strings.TrimSpace(c.Reason) == "":
+			return fmt.Errorf("%w: backend %s: a forced change needs a reason", ErrInvalid, c.Key)
 		case !c.Starts.IsZero() && !c.Expires.IsZero() && !c.Starts.Before(c.Expires):
 			return fmt.Errorf("%w: backend %s: drain start %s is not before its expiry %s", ErrInvalid, c.Key, c.Starts.Format(time.RFC3339), c.Expires.Format(time.RFC3339))
 		}
