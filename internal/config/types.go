@@ -401,6 +401,10 @@ type Checks struct {
 	Timeout time.Duration
 	Rise    int
 	Fall    int
+	// LocalInterval is how often the site's own (local) balancer checks the servers behind
+	// the backend (local_interval), when the operator declares it; 0 when not. Nothing is
+	// probed by it: meridian check compares it with scrape_interval (package lint).
+	LocalInterval time.Duration
 }
 
 // noChecks are the checks of a backend that was given none.
@@ -425,7 +429,7 @@ func (b Backend) WithChecks(c Checks) Backend {
 // or written at the same place) in the same order, with the same timeout, thresholds and
 // capacity.
 func (c *Checks) equal(o *Checks) bool {
-	return c.Timeout == o.Timeout && c.Rise == o.Rise && c.Fall == o.Fall && c.Capacity == o.Capacity &&
+	return c.Timeout == o.Timeout && c.Rise == o.Rise && c.Fall == o.Fall && c.Capacity == o.Capacity && c.LocalInterval == o.LocalInterval &&
 		slices.EqualFunc(c.HealthChecks, o.HealthChecks, func(a, b HealthCheck) bool {
 			return a.Pos == b.Pos && a.Profile == b.Profile && a.Type == b.Type && a.Rise == b.Rise &&
 				a.Fall == b.Fall && reflect.ValueOf(a.Params).UnsafePointer() == reflect.ValueOf(b.Params).UnsafePointer()
