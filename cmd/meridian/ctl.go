@@ -23,6 +23,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/drill"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 )
 
@@ -43,6 +44,11 @@ Commands:
   explain  NAME [-type A] [-client IP] [-ecs PREFIX] [-down SEL] [-drained SEL]
                     the answer to a query, and how it was chosen; -down and -drained (a
                     backend key, an address, site:NAME or location:NAME; repeatable) ask what it would be
+  drills   the drills, their next runs and last results
+  drill    [NAME] [-down SEL] [-drained SEL] [-primaries]
+                    run a drill now (a live one drains for real), or a what-if over every record;
+                    prints what each record touched would answer, its failover time against its
+                    target and whether it breaks its drain guard; exits 1 when it fails
   reload   reload the YAML files
   validate FILE [-zone ZONE] [-strict]              check a zone file, without a running meridian
 
@@ -85,6 +91,10 @@ func ctlCommandNamed(name string) ctlCommand {
 		return ctlExplain
 	case "reload":
 		return ctlReload
+	case "drills":
+		return ctlDrills
+	case "drill":
+		return ctlDrill
 	}
 	return nil
 }
@@ -443,6 +453,10 @@ func printResult(w io.Writer, res any, output string) error {
 		printAction(tw, v)
 	case []admin.Breach:
 		printBreaches(tw, v)
+	case []drill.Status:
+		printDrills(tw, v)
+	case drill.Report:
+		printDrillReport(tw, v)
 	case admin.Explanation:
 		printExplanation(tw, v)
 	case admin.ReloadResult:

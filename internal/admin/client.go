@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/meridian-gslb/meridian/internal/drill"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 )
 
@@ -150,4 +151,16 @@ func (c *Client) Reload(ctx context.Context) (ReloadResult, error) {
 		}
 	}
 	return out, err
+}
+
+// Drills returns every block's drills, with their next runs and last reports.
+func (c *Client) Drills(ctx context.Context) ([]drill.Status, error) {
+	var out []drill.Status
+	return out, c.do(ctx, http.MethodGet, "/api/v1/drills", nil, nil, &out)
+}
+
+// RunDrill runs a drill by name, or a hypothesis, now, and returns its report.
+func (c *Client) RunDrill(ctx context.Context, req DrillRequest) (drill.Report, error) {
+	var out drill.Report
+	return out, c.do(ctx, http.MethodPost, "/api/v1/drills/run", nil, req, &out)
 }

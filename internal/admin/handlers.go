@@ -57,6 +57,8 @@ func (s *Server) apiRoutes() []route {
 		{"GET /api/v1/transitions", s.transitions},
 		{"GET /api/v1/explain", s.explain},
 		{"GET /api/v1/sites", s.sites},
+		{"GET /api/v1/drills", s.drills},
+		{"POST /api/v1/drills/run", s.runDrill},
 		{"POST /api/v1/reload", s.reload},
 	}
 }

@@ -21,14 +21,15 @@ type WebhookOptions struct {
 	Secret string
 	// Timeout bounds each attempt.
 	Timeout time.Duration
-	// Transitions and Overrides say which events are sent: health transitions, override changes.
-	Transitions, Overrides bool
+	// Transitions, Overrides and Drills say which events are sent: health transitions,
+	// override changes, failed drills.
+	Transitions, Overrides, Drills bool
 }
 
 // DefaultWebhookOptions returns the webhook options of a block that sets none: no URL, the
-// default timeout, both kinds of event.
+// default timeout, every kind of event.
 func DefaultWebhookOptions() WebhookOptions {
-	return WebhookOptions{Timeout: DefaultWebhookTimeout, Transitions: true, Overrides: true}
+	return WebhookOptions{Timeout: DefaultWebhookTimeout, Transitions: true, Overrides: true, Drills: true}
 }
 
 // Enabled reports whether the block sends webhooks: it names a URL.
@@ -37,7 +38,7 @@ func (o WebhookOptions) Enabled() bool { return len(o.URLs) > 0 }
 // Equal reports whether o and p are the same options.
 func (o WebhookOptions) Equal(p WebhookOptions) bool {
 	return slices.Equal(o.URLs, p.URLs) && o.Secret == p.Secret && o.Timeout == p.Timeout &&
-		o.Transitions == p.Transitions && o.Overrides == p.Overrides
+		o.Transitions == p.Transitions && o.Overrides == p.Overrides && o.Drills == p.Drills
 }
 
 // CheckWebhookURL returns an error unless u is an absolute http or https URL with a host.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/cgmetrics"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/drill"
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/publish/externaldns"
 	"github.com/meridian-gslb/meridian/internal/published"
@@ -115,6 +116,16 @@ var components = []component{
 		return notify.NewWebhooks(b.instance)
 	}, func(w *notify.Webhooks, e *Engine) {
 		w.Configure(e.opts.Webhooks, e.opts.Sites.Site, e.log)
+	}),
+
+	// The drills: what-if runs on a schedule, reported to the webhooks; a live drill drains
+	// through the admin API (the drain guard on). Their last reports outlive reloads.
+	row(component{
+		name: "drills", roles: source.RolePublisher,
+		on:       func(o config.Options) bool { return len(o.Safety.Drills) > 0 },
+		survives: true,
+	}, func(*blockEnv) *drill.Runner { return drill.NewRunner() }, func(d *drill.Runner, e *Engine) {
+		d.Configure(e.opts, e.Snapshot, e.changer(), e.reportDrill, e.log)
 	}),
 
 	row(component{

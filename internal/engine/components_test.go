@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/publish"
@@ -200,13 +201,14 @@ func goroutineIDs() map[string]string {
 }
 
 // TestOpeningABlockStartsNoGoroutine: opening a block (what a Corefile's setup does) with
-// webhooks, sites, heartbeats, a delegation, Kubernetes with its delegation through
+// webhooks, drills, sites, heartbeats, a delegation, Kubernetes with its delegation through
 // ExternalDNS and the admin API configured starts
 // nothing that runs on: Start does.
 func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 	dir := t.TempDir()
 	o := withAPI(t, blockOptions(t, dir, "example.org."), dir)
 	o.Webhooks = config.WebhookOptions{URLs: []string{"http://127.0.0.1:1/hook"}, Transitions: true, Overrides: true}
+	o.Safety.Drills = []config.Drill{{Name: "eu", Every: time.Hour, Down: []string{"site:eu"}}}
 	o.Sites = config.SitesOptions{Site: "eu", Peers: []string{"127.0.0.1:1"}}
 	zone := &config.HeartbeatZone{Zone: "hb.example.net.", Servers: []string{"127.0.0.1:1"}}
 	o.Heartbeats = config.HeartbeatOptions{Local: zone, Global: zone, Delegation: &config.Delegation{

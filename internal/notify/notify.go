@@ -40,6 +40,8 @@ const (
 	TypeTransition = "transition"
 	// TypeOverride is a change of a backend's override.
 	TypeOverride = "override"
+	// TypeDrill is a practice drill that failed.
+	TypeDrill = "drill"
 )
 
 // The changes of an override event (Event.Change).
@@ -59,7 +61,8 @@ const (
 
 // Event is the JSON body of one delivery. Type says which of the optional fields are set:
 // From, To and Reason for a transition; Change, Action, Reason, By, Expires, Starts and Set
-// for an override. The notifier sets ID, and Instance and Site from its Options.
+// for an override; Drill, Reason (the summary) and Findings for a drill, which names no
+// backend. The notifier sets ID, and Instance and Site from its Options.
 type Event struct {
 	Type     string    `json:"type"`
 	ID       string    `json:"id"`
@@ -70,7 +73,7 @@ type Event struct {
 	// ("record|address|port", as the admin API lists it).
 	Record  string `json:"record,omitempty"`
 	Backend string `json:"backend,omitempty"`
-	Key     string `json:"key"`
+	Key     string `json:"key,omitempty"`
 	// From and To are a transition's statuses (up, down, unknown, stale).
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
@@ -91,6 +94,9 @@ type Event struct {
 	Expires time.Time `json:"expires,omitzero"`
 	Starts  time.Time `json:"starts,omitzero"`
 	Set     time.Time `json:"set,omitzero"`
+	// Drill is the drill's name; Findings say, one a line, what failed in each record.
+	Drill    string   `json:"drill,omitempty"`
+	Findings []string `json:"findings,omitempty"`
 }
 
 // Defaults of Options.

@@ -115,6 +115,14 @@ func (w *Webhooks) Transition(tr health.Transition) {
 	}
 }
 
+// Drill queues the event of a failed drill when the webhooks send drills. It never blocks.
+func (w *Webhooks) Drill(ev Event) {
+	if h := w.hook.Load(); h != nil && h.opts.Drills {
+		ev.Type = TypeDrill
+		h.n.Notify(ev)
+	}
+}
+
 // Overrides queues events when the webhooks send override changes. It never blocks.
 func (w *Webhooks) Overrides(events []Event) {
 	if h := w.hook.Load(); h != nil && h.opts.Overrides {

@@ -308,6 +308,7 @@ async function refresh() {
   render();
   renderTransitions(t);
   renderSites(s);
+  await refreshSafety(); // safety.js: drills
   $("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
 }
 

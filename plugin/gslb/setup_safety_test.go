@@ -1,0 +1,43 @@
+package gslb
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+func TestParseDrills(t *testing.T) {
+	const head = "gslb {\n zone example.org. a.yml\n"
+	tests := []struct {
+		name    string
+		lines   string
+		want    []config.Drill
+		wantErr string
+	}{
+		{name: "none"},
+		{name: "two", lines: " drill eu-down 24h down site:eu down 192.0.2.9\n drill primaries 168h primaries drained location:us\n",
+			want: []config.Drill{{Name: "eu-down", Every: 24 * time.Hour, Down: []string{"site:eu", "192.0.2.9"}},
+				{Name: "primaries", Every: 168 * time.Hour, Primaries: true, Drained: []string{"location:us"}}}},
+		{name: "live", lines: " api_enable\n drill eu-live 1h drained site:eu live 5m\n",
+			want: []config.Drill{{Name: "eu-live", Every: time.Hour, Drained: []string{"site:eu"}, Live: 5 * time.Minute}}},
+		{name: "live without the API", lines: " drill eu-live 1h drained site:eu live 5m\n", wantErr: "Testfile:3 - Error during parsing: drill eu-live is live: it drains through the admin API, which needs api_enable"},
+		{name: "live that drains nothing", lines: " api_enable\n drill x 1h down site:eu live 5m\n", wantErr: "live drill x drains nothing"},
+		{name: "live as long as the interval", lines: " api_enable\n drill x 1h drained site:eu live 1h\n", wantErr: "lasts 1h0m0s, not less than its interval"},
+		{name: "supposes nothing", lines: " drill x 1h\n", wantErr: "drill: want NAME EVERY and what to suppose"},
+		{name: "an unknown word", lines: " drill x 1h sideways site:eu\n", wantErr: `drill: unknown word "sideways"`},
+		{name: "a word without its value", lines: " drill x 1h down\n", wantErr: "drill: down: want a value after it"},
+		{name: "too often", lines: " drill x 10ms down site:eu\n", wantErr: `every "10ms": want a duration of at least 1s`},
+		{name: "a bad name", lines: " drill EU 1h down site:eu\n", wantErr: `name "EU"`},
+		{name: "twice", lines: " drill x 1h down a\n drill x 2h down b\n", wantErr: "Testfile:4 - Error during parsing: drill: x is given twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, ok := parseBlockWant(t, head+tt.lines+"}", nil, "", tt.wantErr)
+			if ok && !slices.EqualFunc(b.Options.Safety.Drills, tt.want, func(a, b config.Drill) bool { return a.String() == b.String() }) {
+				t.Errorf("drills %v, want %v", b.Options.Safety.Drills, tt.want)
+			}
+		})
+	}
+}
