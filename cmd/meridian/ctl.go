@@ -49,6 +49,12 @@ Commands:
                     run a drill now (a live one drains for real), or a what-if over every record;
                     prints what each record touched would answer, its failover time against its
                     target and whether it breaks its drain guard; exits 1 when it fails
+  shift    -record NAME -from SEL -to SEL [-steps 10,25,50,100] [-every 5m]
+           [-signal failure_rate|metric|prometheus [-query PROMQL] -above X|-below X] [-reason TEXT]
+                    move the record's weight from the -from backends to the -to ones in steps,
+                    rolling back to the last good step by itself when the signal degrades
+  shifts   the shifts, their steps and states
+  shift-cancel ID   end a shift: the record's configured weights serve again
   reload   reload the YAML files
   validate FILE [-zone ZONE] [-strict]              check a zone file, without a running meridian
 
@@ -95,6 +101,12 @@ func ctlCommandNamed(name string) ctlCommand {
 		return ctlDrills
 	case "drill":
 		return ctlDrill
+	case "shift":
+		return ctlShift
+	case "shifts":
+		return ctlShifts
+	case "shift-cancel":
+		return ctlShiftCancel
 	}
 	return nil
 }
@@ -457,6 +469,10 @@ func printResult(w io.Writer, res any, output string) error {
 		printDrills(tw, v)
 	case drill.Report:
 		printDrillReport(tw, v)
+	case []admin.ShiftStatus:
+		printShifts(tw, v)
+	case admin.ShiftStatus:
+		printShift(tw, v)
 	case admin.Explanation:
 		printExplanation(tw, v)
 	case admin.ReloadResult:

@@ -36,6 +36,17 @@ records:
 // guardKey is the key of the i-th (from 1) backend of guardedZone.
 func guardKey(i int) string { return fmt.Sprintf("www.example.org.|127.0.0.%d|0", i) }
 
+// ctlWant runs meridian ctl in the built binary with env, fails the test unless it exits 0
+// when wantOK (and 1 or 2 otherwise), and returns its output.
+func ctlWant(t *testing.T, env []string, wantOK bool, args ...string) string {
+	t.Helper()
+	out, err := ctlBinary(t, env, args...)
+	if (err == nil) != wantOK {
+		t.Fatalf("ctl %v: %v\n%s", args, err, out)
+	}
+	return out
+}
+
 // TestDrainGuardThroughTheBinary drains through meridian ctl against real backends: a drain
 // that leaves the record at its guard passes, one that would leave it below is refused with
 // the record named, then forced with a reason, which the override keeps. A scheduled drain
@@ -49,14 +60,7 @@ func TestDrainGuardThroughTheBinary(t *testing.T) {
 		s.waitState(t, guardKey(i+1), admin.StateUp)
 	}
 	env := []string{"MERIDIAN_API=" + s.url}
-	run := func(wantOK bool, args ...string) string {
-		t.Helper()
-		out, err := ctlBinary(t, env, args...)
-		if (err == nil) != wantOK {
-			t.Fatalf("ctl %v: %v\n%s", args, err, out)
-		}
-		return out
-	}
+	run := func(wantOK bool, args ...string) string { t.Helper(); return ctlWant(t, env, wantOK, args...) }
 	run(true, "drain", "-key", guardKey(1), "-for", "1h", "-reason", "first")
 	out := run(false, "drain", "-key", guardKey(2), "-for", "1h")
 	for _, want := range []string{"refused by the drain guard", "www.example.org.", "1 of 3", "min_healthy 2"} {

@@ -180,5 +180,5 @@ func untilText(t time.Time) string {
 }
 
 func (s *Server) overrides(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.settings.Load().store.List())
+	writeJSON(w, http.StatusOK, slices.DeleteFunc(s.settings.Load().store.List(), overlay.Override.IsShift))
 }

@@ -164,3 +164,21 @@ func (c *Client) RunDrill(ctx context.Context, req DrillRequest) (drill.Report, 
 	var out drill.Report
 	return out, c.do(ctx, http.MethodPost, "/api/v1/drills/run", nil, req, &out)
 }
+
+// StartShift starts a staged shift.
+func (c *Client) StartShift(ctx context.Context, req ShiftRequest) (ShiftStatus, error) {
+	var out ShiftStatus
+	return out, c.do(ctx, http.MethodPost, "/api/v1/shifts", nil, req, &out)
+}
+
+// Shifts lists the staged shifts.
+func (c *Client) Shifts(ctx context.Context) ([]ShiftStatus, error) {
+	var out []ShiftStatus
+	return out, c.do(ctx, http.MethodGet, "/api/v1/shifts", nil, nil, &out)
+}
+
+// CancelShift ends the shift id: its record's configured weights serve again.
+func (c *Client) CancelShift(ctx context.Context, id string) error {
+	var out map[string]string
+	return c.do(ctx, http.MethodPost, "/api/v1/shifts/"+url.PathEscape(id)+"/cancel", nil, struct{}{}, &out)
+}

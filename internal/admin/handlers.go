@@ -59,6 +59,9 @@ func (s *Server) apiRoutes() []route {
 		{"GET /api/v1/sites", s.sites},
 		{"GET /api/v1/drills", s.drills},
 		{"POST /api/v1/drills/run", s.runDrill},
+		{"GET /api/v1/shifts", s.shifts},
+		{"POST /api/v1/shifts", s.startShift},
+		{"POST /api/v1/shifts/{id}/cancel", s.cancelShift},
 		{"POST /api/v1/reload", s.reload},
 	}
 }

@@ -8,10 +8,14 @@ import (
 )
 
 // SafetyOptions are the options of the tools that make changes of traffic safe: the drills
-// (drill). The drain guard is the records' own (DrainGuard).
+// (drill) and the Prometheus server that staged shifts query (prometheus). The drain guard is
+// the records' own (DrainGuard).
 type SafetyOptions struct {
 	// Drills are the scheduled what-if runs of the block, in Corefile order.
 	Drills []Drill
+	// Prometheus is the base URL of the Prometheus server whose queries the shifts' signals
+	// may be (http://127.0.0.1:9090); empty for none.
+	Prometheus string
 }
 
 // Check reports what the safety options need of the rest of the block: a live drill drains

@@ -21,15 +21,15 @@ type WebhookOptions struct {
 	Secret string
 	// Timeout bounds each attempt.
 	Timeout time.Duration
-	// Transitions, Overrides and Drills say which events are sent: health transitions,
-	// override changes, failed drills.
-	Transitions, Overrides, Drills bool
+	// Transitions, Overrides, Drills and Shifts say which events are sent: health
+	// transitions, override changes, failed drills, the steps and rollbacks of shifts.
+	Transitions, Overrides, Drills, Shifts bool
 }
 
 // DefaultWebhookOptions returns the webhook options of a block that sets none: no URL, the
 // default timeout, every kind of event.
 func DefaultWebhookOptions() WebhookOptions {
-	return WebhookOptions{Timeout: DefaultWebhookTimeout, Transitions: true, Overrides: true, Drills: true}
+	return WebhookOptions{Timeout: DefaultWebhookTimeout, Transitions: true, Overrides: true, Drills: true, Shifts: true}
 }
 
 // Enabled reports whether the block sends webhooks: it names a URL.
@@ -38,7 +38,7 @@ func (o WebhookOptions) Enabled() bool { return len(o.URLs) > 0 }
 // Equal reports whether o and p are the same options.
 func (o WebhookOptions) Equal(p WebhookOptions) bool {
 	return slices.Equal(o.URLs, p.URLs) && o.Secret == p.Secret && o.Timeout == p.Timeout &&
-		o.Transitions == p.Transitions && o.Overrides == p.Overrides && o.Drills == p.Drills
+		o.Transitions == p.Transitions && o.Overrides == p.Overrides && o.Drills == p.Drills && o.Shifts == p.Shifts
 }
 
 // CheckWebhookURL returns an error unless u is an absolute http or https URL with a host.

@@ -9,6 +9,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/publish/externaldns"
 	"github.com/meridian-gslb/meridian/internal/published"
+	"github.com/meridian-gslb/meridian/internal/shift"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/files"
@@ -126,6 +127,16 @@ var components = []component{
 		survives: true,
 	}, func(*blockEnv) *drill.Runner { return drill.NewRunner() }, func(d *drill.Runner, e *Engine) {
 		d.Configure(e.opts, e.Snapshot, e.changer(), e.reportDrill, e.log)
+	}),
+
+	// The staged shifts' controller: it reads their signals and writes their steps and
+	// rollbacks through the admin API, where the shifts are made (without it, it has nothing to
+	// do); their weights are applied with the overrides.
+	row(component{
+		name: "shifts", roles: source.RolePublisher,
+		on: always, survives: true,
+	}, func(*blockEnv) *shift.Controller { return shift.NewController() }, func(c *shift.Controller, e *Engine) {
+		c.Configure(e.shiftSetup())
 	}),
 
 	row(component{

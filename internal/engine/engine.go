@@ -289,13 +289,17 @@ func (e *Engine) build(zones []*config.Zone) (*catalog.Snapshot, error) {
 	if h, ok := instanceOf[interface{ Heartbeat() *published.Served }](e); ok {
 		snap.SetHeartbeat(h.Heartbeat()) // the sites source's: every snapshot serves the same
 	}
-	if len(e.overrides) > 0 || len(e.drains) > 0 {
+	weights := shiftWeights(snap, e.list)
+	if len(e.overrides) > 0 || len(e.drains) > 0 || len(weights) > 0 {
 		var buf [128]byte
 		for _, r := range snap.Records() {
 			for _, b := range r.Backends {
 				key := b.AppendKey(buf[:0]) // read from the maps without a string of its own
 				b.SetOverride(e.overrides[string(key)])
 				b.SetDrainAt(e.drains[string(key)])
+				if w, ok := weights[string(key)]; ok {
+					b.SetShiftWeight(w)
+				}
 			}
 		}
 	}
@@ -355,14 +359,24 @@ func (e *Engine) setOverrides(overrides map[string]catalog.Override, drains map[
 	e.overrides, e.drains = overrides, maps.Clone(drains)
 	reprobe := false
 	scheduled := applyDrainStarts(e.Snapshot().Records(), drains)
+	var weights map[string]int // the shifts' weights, when the overrides are the store's
+	if list != nil {
+		weights = shiftWeights(e.Snapshot(), list)
+	}
 	var buf [128]byte
 	for _, r := range e.Snapshot().Records() {
 		changed := scheduled[r]
 		for _, b := range r.Backends {
+			key := b.AppendKey(buf[:0])
 			wasWanted := enabledOrForced(b)
-			if b.SetOverride(overrides[string(b.AppendKey(buf[:0]))]) {
+			if b.SetOverride(overrides[string(key)]) {
 				changed = true
 				reprobe = reprobe || enabledOrForced(b) != wasWanted
+			}
+			if w, ok := weights[string(key)]; list != nil && !ok {
+				changed = b.SetShiftWeight(-1) || changed
+			} else if ok {
+				changed = b.SetShiftWeight(w) || changed
 			}
 		}
 		if changed {

@@ -5,8 +5,12 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/drill"
+	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/notify"
+	"github.com/meridian-gslb/meridian/internal/overlay"
+	"github.com/meridian-gslb/meridian/internal/shift"
 )
 
 // The tools of safe changes in the engine: the components that change the overrides do it
@@ -59,4 +63,75 @@ func (e *Engine) RunDrill(ctx context.Context, name string, h drill.Hypothesis) 
 		r.Configure(e.opts, e.Snapshot, nil, nil, nil)
 	}
 	return r.Run(ctx, name, h)
+}
+
+// shiftSetup returns what the block's shift controller works with.
+func (e *Engine) shiftSetup() shift.Setup {
+	s := shift.Setup{Served: e.Snapshot, Apply: shift.Apply(e.changer()), Results: e.checkResults,
+		Prometheus: e.opts.Safety.Prometheus, Report: e.reportShift, Log: e.log}
+	if e.api != nil {
+		s.List = e.api.store.List
+	}
+	return s
+}
+
+// checkResults counts the health-check results of the backends keys names since a time, and
+// how many failed, from the block's health history (30-second buckets: the one that holds
+// since counts whole).
+func (e *Engine) checkResults(keys []string, since time.Time) (results, failures int) {
+	now := time.Now()
+	hs := e.health.History(now)
+	for _, k := range keys {
+		h, ok := hs[k]
+		if !ok {
+			continue
+		}
+		for i, s := range h.Samples {
+			if end := h.Start.Add(time.Duration(i+1) * health.HistoryBucket); end.After(since) {
+				results, failures = results+s.Results, failures+s.Failures
+			}
+		}
+	}
+	return results, failures
+}
+
+// reportShift sends a shift's change to the block's webhooks.
+func (e *Engine) reportShift(s *shift.Shift, change string) {
+	if hooks, ok := instanceOf[*notify.Webhooks](e); ok {
+		share := s.Share()
+		hooks.Shift(notify.Event{Time: time.Now(), Shift: s.ID, Record: s.Record, Change: change, Share: &share, Reason: s.Why, By: s.By})
+	}
+}
+
+// shiftWeights returns the weights the shifts of list give the backends of snap, by key.
+func shiftWeights(snap *catalog.Snapshot, list []overlay.Override) map[string]int {
+	out := map[string]int{}
+	for _, s := range shift.FromOverrides(list) {
+		if r := shift.Record(snap, s.Record); r != nil {
+			for b, w := range s.Weights(r) {
+				out[b.Key()] = w
+			}
+		}
+	}
+	return out
+}
+
+var _ admin.ShiftProvider = (*Engine)(nil)
+
+// CheckShift implements admin.ShiftProvider: whether the block serves the shift's record, and
+// what is wrong with the shift for it.
+func (e *Engine) CheckShift(s *shift.Shift) (bool, error) {
+	r := shift.Record(e.Snapshot(), s.Record)
+	if r == nil {
+		return false, nil
+	}
+	return true, s.Check(r, e.opts.Safety.Prometheus != "")
+}
+
+// ShiftNotes implements admin.ShiftProvider.
+func (e *Engine) ShiftNotes() map[string]string {
+	if c, ok := instanceOf[*shift.Controller](e); ok {
+		return c.Notes()
+	}
+	return nil
 }

@@ -42,6 +42,8 @@ const (
 	TypeOverride = "override"
 	// TypeDrill is a practice drill that failed.
 	TypeDrill = "drill"
+	// TypeShift is a step, a rollback or the completion of a staged shift.
+	TypeShift = "shift"
 )
 
 // The changes of an override event (Event.Change).
@@ -62,7 +64,7 @@ const (
 // Event is the JSON body of one delivery. Type says which of the optional fields are set:
 // From, To and Reason for a transition; Change, Action, Reason, By, Expires, Starts and Set
 // for an override; Drill, Reason (the summary) and Findings for a drill, which names no
-// backend. The notifier sets ID, and Instance and Site from its Options.
+// backend; Shift, Record, Change, Share and Reason for a shift. The notifier sets ID, and Instance and Site from its Options.
 type Event struct {
 	Type     string    `json:"type"`
 	ID       string    `json:"id"`
@@ -97,6 +99,10 @@ type Event struct {
 	// Drill is the drill's name; Findings say, one a line, what failed in each record.
 	Drill    string   `json:"drill,omitempty"`
 	Findings []string `json:"findings,omitempty"`
+	// Shift is a shift's id, Share the share of its weight on its to backends from now on;
+	// Change says what happened (step, rolled-back, completed), Reason why, Record its record.
+	Shift string   `json:"shift,omitempty"`
+	Share *float64 `json:"share,omitempty"`
 }
 
 // Defaults of Options.

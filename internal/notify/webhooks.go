@@ -123,6 +123,14 @@ func (w *Webhooks) Drill(ev Event) {
 	}
 }
 
+// Shift queues the event of a shift's change when the webhooks send shifts. It never blocks.
+func (w *Webhooks) Shift(ev Event) {
+	if h := w.hook.Load(); h != nil && h.opts.Shifts {
+		ev.Type = TypeShift
+		h.n.Notify(ev)
+	}
+}
+
 // Overrides queues events when the webhooks send override changes. It never blocks.
 func (w *Webhooks) Overrides(events []Event) {
 	if h := w.hook.Load(); h != nil && h.opts.Overrides {

@@ -8,10 +8,13 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 )
 
-// safetyOptions is the table of the options of safe changes (drill), which set o.
+// safetyOptions is the table of the options of safe changes (drill, prometheus), which set o.
 func safetyOptions(o *config.SafetyOptions) optionTable {
 	return optionTable{
 		"drill": func(c *caddy.Controller) error { return drillOption(c, o) },
+		"prometheus": setParsed(&o.Prometheus, func(v string) (string, error) {
+			return v, config.CheckWebhookURL(v) // an http(s) URL with a host, as a webhook's
+		}),
 	}
 }
 

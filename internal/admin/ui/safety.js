@@ -1,10 +1,40 @@
 "use strict";
 // The dashboard's sections of safe changes, refreshed with the rest of the page (app.js calls
-// refreshSafety): the drills, each with its last result and a button that runs it now.
+// refreshSafety): the staged shifts, each with its step and a button that cancels it, and the
+// drills, each with its last result and a button that runs it now.
 
-// refreshSafety fetches and shows the drills.
+// refreshSafety fetches and shows the shifts and the drills.
 async function refreshSafety() {
-  renderDrills(await api("/api/v1/drills"));
+  const [shifts, drills] = await Promise.all([api("/api/v1/shifts"), api("/api/v1/drills")]);
+  renderShifts(shifts);
+  renderDrills(drills);
+}
+
+// renderShifts shows the Shifts section while there are shifts.
+function renderShifts(list) {
+  const box = $("shifts");
+  box.hidden = !list.length;
+  if (!list.length) return;
+  const pct = (f) => `${Math.round(f * 1000) / 10}%`;
+  box.replaceChildren(el("h2", {}, "Shifts"), table(["Record", "From", "To", "Step", "On to", "State", "Why", ""],
+    list.map((s) => el("tr", { "data-shift": s.id, title: (s.history || []).map((h) => `${localTime(h.time)} ${pct(h.share)} ${h.what}`).join("\n") },
+      el("td", {}, s.record), el("td", {}, s.from.join(", ")), el("td", {}, s.to.join(", ")),
+      el("td", {}, `${s.step + 1} of ${s.steps.length} (${s.steps.map(pct).join(", ")} every ${s.every})`),
+      el("td", { "data-field": "share" }, pct(s.share)),
+      el("td", { "data-field": "state", class: s.state === "rolled-back" ? "drill-failed" : "" }, s.state),
+      el("td", { "data-field": "why" }, s.why || s.note || ""),
+      el("td", {}, el("button", { "data-action": "cancel-shift", onclick: () => cancelShift(s.id) }, "Cancel"))))));
+}
+
+// cancelShift ends a shift: the record's configured weights serve again.
+async function cancelShift(id) {
+  try {
+    await api(`/api/v1/shifts/${encodeURIComponent(id)}/cancel`, {});
+    message(`shift ${id} cancelled: the configured weights serve again`);
+    await refresh();
+  } catch (e) {
+    if (!(e instanceof SignInRequired)) message(`cancelling shift ${id} failed: ${e.message}`, true);
+  }
 }
 
 // drillResult says what a drill's last run found, for its row.
