@@ -44,6 +44,9 @@ const (
 	TypeDrill = "drill"
 	// TypeShift is a step, a rollback or the completion of a staged shift.
 	TypeShift = "shift"
+	// TypeCanary is a mismatch a canary found: a resolver or a parent server answers other
+	// than this instance.
+	TypeCanary = "canary"
 )
 
 // The changes of an override event (Event.Change).
@@ -64,7 +67,8 @@ const (
 // Event is the JSON body of one delivery. Type says which of the optional fields are set:
 // From, To and Reason for a transition; Change, Action, Reason, By, Expires, Starts and Set
 // for an override; Drill, Reason (the summary) and Findings for a drill, which names no
-// backend; Shift, Record, Change, Share and Reason for a shift. The notifier sets ID, and Instance and Site from its Options.
+// backend; Shift, Record, Change, Share and Reason for a shift; Canary, Record, Change and
+// Reason for a canary. The notifier sets ID, and Instance and Site from its Options.
 type Event struct {
 	Type     string    `json:"type"`
 	ID       string    `json:"id"`
@@ -103,6 +107,9 @@ type Event struct {
 	// Change says what happened (step, rolled-back, completed), Reason why, Record its record.
 	Shift string   `json:"shift,omitempty"`
 	Share *float64 `json:"share,omitempty"`
+	// Canary is the resolver or parent server (host:port) a canary asked; Record the name
+	// (or zone), Change the kind of mismatch, Reason what differs.
+	Canary string `json:"canary,omitempty"`
 }
 
 // Defaults of Options.

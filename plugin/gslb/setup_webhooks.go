@@ -37,14 +37,14 @@ func webhookURL(c *caddy.Controller, o *config.WebhookOptions) error {
 	return nil
 }
 
-// webhookEvents reads "webhook_events transitions|overrides|drills|shifts...": the events
-// sent, in place of all.
+// webhookEvents reads "webhook_events transitions|overrides|drills|shifts|canaries...": the
+// events sent, in place of all.
 func webhookEvents(c *caddy.Controller, o *config.WebhookOptions) error {
 	args := c.RemainingArgs()
 	if len(args) == 0 {
-		return c.Err("webhook_events: want one or more of transitions, overrides, drills, shifts")
+		return c.Err("webhook_events: want one or more of transitions, overrides, drills, shifts, canaries")
 	}
-	o.Transitions, o.Overrides, o.Drills, o.Shifts = false, false, false, false
+	o.Transitions, o.Overrides, o.Drills, o.Shifts, o.Canaries = false, false, false, false, false
 	for _, a := range args {
 		switch a {
 		case "transitions":
@@ -55,8 +55,10 @@ func webhookEvents(c *caddy.Controller, o *config.WebhookOptions) error {
 			o.Drills = true
 		case "shifts":
 			o.Shifts = true
+		case "canaries":
+			o.Canaries = true
 		default:
-			return c.Errf("webhook_events: unknown event %q (valid: transitions, overrides, drills, shifts)", a)
+			return c.Errf("webhook_events: unknown event %q (valid: transitions, overrides, drills, shifts, canaries)", a)
 		}
 	}
 	return nil

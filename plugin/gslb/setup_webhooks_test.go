@@ -15,7 +15,7 @@ func TestParseWebhookOptions(t *testing.T) {
 		want    config.WebhookOptions
 		wantErr string
 	}{
-		{name: "defaults", want: config.WebhookOptions{Timeout: 5 * time.Second, Transitions: true, Overrides: true, Drills: true, Shifts: true}},
+		{name: "defaults", want: config.WebhookOptions{Timeout: 5 * time.Second, Transitions: true, Overrides: true, Drills: true, Shifts: true, Canaries: true}},
 		{
 			name:  "every option",
 			lines: " webhook https://hooks.example.net/meridian?token=x\n webhook http://127.0.0.1:9000/\n webhook_secret \"s3 cret\"\n webhook_timeout 2s\n webhook_events overrides\n",
@@ -35,7 +35,7 @@ func TestParseWebhookOptions(t *testing.T) {
 		{name: "timeout too short", lines: " webhook_timeout 1ms\n", wantErr: "Testfile:3 - Error during parsing: webhook_timeout: 1ms is shorter than 10ms"},
 		{name: "timeout not a duration", lines: " webhook_timeout soon\n", wantErr: "webhook_timeout:"},
 		{name: "unknown event", lines: " webhook_events transitions reloads\n", wantErr: `webhook_events: unknown event "reloads"`},
-		{name: "no event", lines: " webhook_events\n", wantErr: "webhook_events: want one or more of transitions, overrides, drills, shifts"},
+		{name: "no event", lines: " webhook_events\n", wantErr: "webhook_events: want one or more of transitions, overrides, drills, shifts, canaries"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
