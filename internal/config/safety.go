@@ -1,8 +1,11 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -16,17 +19,61 @@ type SafetyOptions struct {
 	// Prometheus is the base URL of the Prometheus server whose queries the shifts' signals
 	// may be (http://127.0.0.1:9090); empty for none.
 	Prometheus string
+	// Canary is what the canaries ask, and of whom (canary_*).
+	Canary CanaryOptions
+}
+
+// DefaultResolverCanaryInterval is how often the canaries through resolvers ask unless
+// canary_interval says otherwise. (The canaries of cluster mode's quorum are another thing.)
+const DefaultResolverCanaryInterval = time.Minute
+
+// CanaryOptions are the canaries of a block (canary_resolver, canary_name, canary_ecs,
+// canary_parent, canary_interval): each round, every resolver is asked every name, without
+// and with each ECS subnet, and every parent server the delegation of every zone, and what
+// they answer is compared with what this instance answers.
+type CanaryOptions struct {
+	// Resolvers are recursive resolvers we do not control, host:port.
+	Resolvers []string
+	// Names are the names asked (canonical), in the block's zones.
+	Names []string
+	// ECS are the client subnets sent, one query each, beside the query without.
+	ECS []netip.Prefix
+	// Parents are the servers of the zones' parent, host:port, asked for the delegations.
+	Parents []string
+	// Interval is how often (DefaultResolverCanaryInterval when 0).
+	Interval time.Duration
+}
+
+// Enabled reports whether the block has canaries.
+func (o CanaryOptions) Enabled() bool { return len(o.Resolvers) > 0 || len(o.Parents) > 0 }
+
+// check reports canary options that ask nothing, or names outside the block's zones.
+func (o CanaryOptions) check(zones []string) error {
+	switch {
+	case len(o.Resolvers) > 0 && len(o.Names) == 0:
+		return errors.New("canary_resolver asks no name: give canary_name")
+	case len(o.Names) > 0 && len(o.Resolvers) == 0:
+		return errors.New("canary_name is asked of no resolver: give canary_resolver")
+	case len(o.ECS) > 0 && len(o.Resolvers) == 0:
+		return errors.New("canary_ecs is sent to no resolver: give canary_resolver")
+	}
+	for _, n := range o.Names {
+		if !slices.ContainsFunc(zones, func(z string) bool { return inZone(n, z) }) {
+			return fmt.Errorf("canary_name %s is in none of the block's zones", n)
+		}
+	}
+	return nil
 }
 
 // Check reports what the safety options need of the rest of the block: a live drill drains
-// through the admin API, which must be on (apiEnabled).
-func (o SafetyOptions) Check(apiEnabled bool) error {
+// through the admin API, which must be on (apiEnabled); the canaries ask names of its zones.
+func (o SafetyOptions) Check(apiEnabled bool, zones []string) error {
 	for _, d := range o.Drills {
 		if d.Live > 0 && !apiEnabled {
 			return fmt.Errorf("drill %s is live: it drains through the admin API, which needs api_enable", d.Name)
 		}
 	}
-	return nil
+	return o.Canary.check(zones)
 }
 
 // MinDrillInterval is the shortest interval of a scheduled drill.

@@ -3,6 +3,7 @@ package engine
 import (
 	"net/netip"
 
+	"github.com/meridian-gslb/meridian/internal/canary"
 	"github.com/meridian-gslb/meridian/internal/cgmetrics"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/drill"
@@ -137,6 +138,16 @@ var components = []component{
 		on: always, survives: true,
 	}, func(*blockEnv) *shift.Controller { return shift.NewController() }, func(c *shift.Controller, e *Engine) {
 		c.Configure(e.shiftSetup())
+	}),
+
+	// The canaries: resolvers and parent servers asked what they answer, against this
+	// instance's answers; mismatches go to the metrics, the API and the webhooks.
+	row(component{
+		name: "canaries", roles: source.RolePublisher,
+		on:       func(o config.Options) bool { return o.Safety.Canary.Enabled() },
+		survives: true,
+	}, func(*blockEnv) *canary.Runner { return canary.NewRunner() }, func(r *canary.Runner, e *Engine) {
+		r.Configure(e.canarySetup())
 	}),
 
 	row(component{

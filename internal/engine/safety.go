@@ -2,9 +2,16 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
+	"slices"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/answer"
+	"github.com/meridian-gslb/meridian/internal/canary"
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/drill"
 	"github.com/meridian-gslb/meridian/internal/health"
@@ -134,4 +141,88 @@ func (e *Engine) ShiftNotes() map[string]string {
 		return c.Notes()
 	}
 	return nil
+}
+
+// canarySetup returns what the block's canaries work with.
+func (e *Engine) canarySetup() canary.Setup {
+	return canary.Setup{Options: e.opts.Safety.Canary, NS: e.zoneNS, Expect: e.expect, Report: e.reportCanary, Log: e.log}
+}
+
+// zoneNS returns the block's zones with their name servers.
+func (e *Engine) zoneNS() map[string][]string {
+	out := map[string][]string{}
+	snap := e.Snapshot()
+	for _, origin := range e.opts.ZoneOrigins() {
+		if z := snap.Zone(origin); z != nil && z.Origin == origin {
+			for _, ns := range z.NS {
+				out[origin] = append(out[origin], ns.Ns)
+			}
+		}
+	}
+	return out
+}
+
+// expect implements canary.Expect: what the block answers name/qtype for a client at client,
+// or behind ecs, and every address it may answer now.
+func (e *Engine) expect(name string, qtype uint16, client netip.Addr, ecs netip.Prefix) (canary.Expected, error) {
+	snap := e.Snapshot()
+	if !client.IsValid() {
+		client = netip.IPv4Unspecified()
+	}
+	ex := answer.Explain(snap, e.AnswerOptions(), answer.Query{Msg: answer.ExplainQuery(name, qtype, ecs), Source: client, Geo: e.Geo()})
+	out := canary.Expected{Rcode: ex.Rcode, Answer: []string{}, Scope: ex.Scope}
+	for _, line := range ex.Answer {
+		rr, err := dns.NewRR(line)
+		if err != nil {
+			return out, fmt.Errorf("the answer %q: %w", line, err)
+		}
+		switch v := rr.(type) {
+		case *dns.A:
+			out.Answer = append(out.Answer, v.A.String())
+		case *dns.AAAA:
+			out.Answer = append(out.Answer, v.AAAA.String())
+		default:
+			continue
+		}
+		out.TTL = max(out.TTL, rr.Header().Ttl)
+	}
+	out.Candidates = slices.Clone(out.Answer)
+	f, _ := catalog.FamilyOf(qtype)
+	if z := snap.Zone(name); z != nil {
+		if r, _, _ := z.Lookup(name); r != nil {
+			out.TTL = max(out.TTL, r.Config.TTL)
+			for _, b := range r.View().Healthy[f] {
+				if a := b.Config.IP; a.IsValid() && !slices.Contains(out.Candidates, a.String()) {
+					out.Candidates = append(out.Candidates, a.String())
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// reportCanary sends a mismatch the canaries found to the block's webhooks.
+func (e *Engine) reportCanary(f canary.Found) {
+	if hooks, ok := instanceOf[*notify.Webhooks](e); ok {
+		reason := f.Text
+		if f.ECS != "" {
+			reason = "ECS " + f.ECS + ": " + reason
+		}
+		hooks.Canary(notify.Event{Time: time.Now(), Canary: f.Target, Record: f.Name, Change: f.Kind, Reason: reason})
+	}
+}
+
+var _ admin.CanaryProvider = (*Engine)(nil)
+
+// Canaries implements admin.CanaryProvider: the last round of the block's canaries, and
+// whether it has any.
+func (e *Engine) Canaries(ctx context.Context, now bool) (canary.Report, bool) {
+	r, ok := instanceOf[*canary.Runner](e)
+	if !ok {
+		return canary.Report{}, false
+	}
+	if now {
+		return r.Round(ctx), true
+	}
+	return r.Last(), true
 }

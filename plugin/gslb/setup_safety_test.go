@@ -1,6 +1,7 @@
 package gslb
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -37,6 +38,40 @@ func TestParseDrills(t *testing.T) {
 			b, ok := parseBlockWant(t, head+tt.lines+"}", nil, "", tt.wantErr)
 			if ok && !slices.EqualFunc(b.Options.Safety.Drills, tt.want, func(a, b config.Drill) bool { return a.String() == b.String() }) {
 				t.Errorf("drills %v, want %v", b.Options.Safety.Drills, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseCanaries(t *testing.T) {
+	const head = "gslb {\n zone example.org. a.yml\n"
+	tests := []struct {
+		name    string
+		lines   string
+		want    string // the options, %+v
+		wantErr string
+	}{
+		{name: "none", want: "{Resolvers:[] Names:[] ECS:[] Parents:[] Interval:0s}"},
+		{name: "every option", lines: " canary_resolver 9.9.9.9 [2001:db8::53]:5353\n canary_resolver resolver.example.net\n canary_name www.example.org WWW2.example.org.\n" +
+			" canary_ecs 198.51.100.7/24\n canary_parent 192.0.2.1\n canary_interval 30s\n",
+			want: "{Resolvers:[9.9.9.9:53 [2001:db8::53]:5353 resolver.example.net:53] Names:[www.example.org. www2.example.org.] ECS:[198.51.100.0/24] Parents:[192.0.2.1:53] Interval:30s}"},
+		{name: "a parent alone", lines: " canary_parent 192.0.2.1\n", want: "{Resolvers:[] Names:[] ECS:[] Parents:[192.0.2.1:53] Interval:0s}"},
+		{name: "a name asked of no resolver", lines: " canary_name www.example.org\n", wantErr: "canary_name is asked of no resolver"},
+		{name: "a resolver asked nothing", lines: " canary_resolver 9.9.9.9\n", wantErr: "canary_resolver asks no name"},
+		{name: "a name of another zone", lines: " canary_resolver 9.9.9.9\n canary_name www.example.net\n", wantErr: "canary_name www.example.net. is in none of the block's zones"},
+		{name: "a bad subnet", lines: " canary_ecs 198.51.100.7\n", wantErr: `canary_ecs: "198.51.100.7" is not a prefix`},
+		{name: "a bad address", lines: " canary_resolver 2001:db8::53\n", wantErr: "canary_resolver: \"2001:db8::53\": not ADDRESS[:PORT]"},
+		{name: "too often", lines: " canary_interval 10ms\n", wantErr: "canary_interval: 10ms is shorter than 1s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, ok := parseBlockWant(t, head+tt.lines+"}", nil, "", tt.wantErr)
+			if ok {
+				o := b.Options.Safety.Canary
+				got := fmt.Sprintf("{Resolvers:%v Names:%v ECS:%v Parents:%v Interval:%v}", o.Resolvers, o.Names, o.ECS, o.Parents, o.Interval)
+				if got != tt.want {
+					t.Errorf("canaries %s, want %s", got, tt.want)
+				}
 			}
 		})
 	}
