@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/canary"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/drill"
 	"github.com/meridian-gslb/meridian/internal/overlay"
@@ -55,6 +56,8 @@ Commands:
                     rolling back to the last good step by itself when the signal degrades
   shifts   the shifts, their steps and states
   shift-cancel ID   end a shift: the record's configured weights serve again
+  canaries [-run]   what the resolvers and parent servers the canaries ask answer, against this
+                    instance (the last round, or one now); exits 1 on a mismatch
   reload   reload the YAML files
   validate FILE [-zone ZONE] [-strict]              check a zone file, without a running meridian
 
@@ -107,6 +110,8 @@ func ctlCommandNamed(name string) ctlCommand {
 		return ctlShifts
 	case "shift-cancel":
 		return ctlShiftCancel
+	case "canaries":
+		return ctlCanaries
 	}
 	return nil
 }
@@ -473,6 +478,8 @@ func printResult(w io.Writer, res any, output string) error {
 		printShifts(tw, v)
 	case admin.ShiftStatus:
 		printShift(tw, v)
+	case canary.Report:
+		printCanaries(tw, v)
 	case admin.Explanation:
 		printExplanation(tw, v)
 	case admin.ReloadResult:

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/meridian-gslb/meridian/internal/canary"
 	"github.com/meridian-gslb/meridian/internal/drill"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 )
@@ -181,4 +182,13 @@ func (c *Client) Shifts(ctx context.Context) ([]ShiftStatus, error) {
 func (c *Client) CancelShift(ctx context.Context, id string) error {
 	var out map[string]string
 	return c.do(ctx, http.MethodPost, "/api/v1/shifts/"+url.PathEscape(id)+"/cancel", nil, struct{}{}, &out)
+}
+
+// Canaries returns the canaries' last round or, with now, runs one.
+func (c *Client) Canaries(ctx context.Context, now bool) (canary.Report, error) {
+	var out canary.Report
+	if now {
+		return out, c.do(ctx, http.MethodPost, "/api/v1/canaries/run", nil, struct{}{}, &out)
+	}
+	return out, c.do(ctx, http.MethodGet, "/api/v1/canaries", nil, nil, &out)
 }

@@ -62,6 +62,8 @@ func (s *Server) apiRoutes() []route {
 		{"GET /api/v1/shifts", s.shifts},
 		{"POST /api/v1/shifts", s.startShift},
 		{"POST /api/v1/shifts/{id}/cancel", s.cancelShift},
+		{"GET /api/v1/canaries", s.canaries},
+		{"POST /api/v1/canaries/run", s.runCanaries},
 		{"POST /api/v1/reload", s.reload},
 	}
 }

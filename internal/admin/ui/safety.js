@@ -3,11 +3,38 @@
 // refreshSafety): the staged shifts, each with its step and a button that cancels it, and the
 // drills, each with its last result and a button that runs it now.
 
-// refreshSafety fetches and shows the shifts and the drills.
+// refreshSafety fetches and shows the shifts, the drills and the canaries.
 async function refreshSafety() {
-  const [shifts, drills] = await Promise.all([api("/api/v1/shifts"), api("/api/v1/drills")]);
+  const [shifts, drills, canaries] = await Promise.all([api("/api/v1/shifts"), api("/api/v1/drills"), api("/api/v1/canaries")]);
   renderShifts(shifts);
   renderDrills(drills);
+  renderCanaries(canaries);
+}
+
+// canaryResult is a canary row's result cell: ok, or its mismatches' kinds (hover for them).
+function canaryResult(mismatches) {
+  const ms = mismatches || [];
+  return el("td", { "data-field": "result", class: ms.length ? "drill-failed" : "drill-passed",
+    title: ms.map((m) => `${m.kind}: ${m.text}`).join("\n") }, ms.length ? ms.map((m) => m.kind).join(", ") : "ok");
+}
+
+// renderCanaries shows the Canaries section when the block asks resolvers or parents.
+function renderCanaries(rep) {
+  const box = $("canaries");
+  const checks = rep.checks || [], delegations = rep.delegations || [];
+  box.hidden = !checks.length && !delegations.length;
+  if (box.hidden) return;
+  box.replaceChildren(el("h2", {}, "Canaries ", el("span", { class: "muted" }, `(asked ${localTime(rep.time)})`)),
+    table(["Resolver", "Name", "ECS", "Answer", "TTL", "Scope", "This instance", "Result"],
+      checks.map((c) => el("tr", { "data-canary": `${c.resolver} ${c.name} ${c.ecs || ""}`.trim() },
+        el("td", {}, c.resolver), el("td", {}, c.name), el("td", {}, c.ecs || "-"),
+        el("td", {}, (c.answer || []).join(" ") || c.rcode || "-"), el("td", {}, String(c.ttl)),
+        el("td", {}, c.scope >= 0 ? `/${c.scope}` : "-"),
+        el("td", {}, `${(c.expected.answer || []).join(" ")} (TTL ${c.expected.ttl})`), canaryResult(c.mismatches)))),
+    delegations.length ? table(["Parent", "Zone", "Delegated to", "The zone's NS", "Result"],
+      delegations.map((d) => el("tr", { "data-delegation": `${d.parent} ${d.zone}` },
+        el("td", {}, d.parent), el("td", {}, d.zone), el("td", {}, (d.ns || []).join(" ")),
+        el("td", {}, (d.expected_ns || []).join(" ")), canaryResult(d.mismatches)))) : "");
 }
 
 // renderShifts shows the Shifts section while there are shifts.
