@@ -201,7 +201,7 @@ func goroutineIDs() map[string]string {
 }
 
 // TestOpeningABlockStartsNoGoroutine: opening a block (what a Corefile's setup does) with
-// webhooks, drills, sites, heartbeats, a delegation, Kubernetes with its delegation through
+// webhooks, drills, canaries, sites, heartbeats, a delegation, Kubernetes with its delegation through
 // ExternalDNS and the admin API configured starts
 // nothing that runs on: Start does.
 func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
@@ -209,6 +209,7 @@ func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 	o := withAPI(t, blockOptions(t, dir, "example.org."), dir)
 	o.Webhooks = config.WebhookOptions{URLs: []string{"http://127.0.0.1:1/hook"}, Transitions: true, Overrides: true}
 	o.Safety.Drills = []config.Drill{{Name: "eu", Every: time.Hour, Down: []string{"site:eu"}}}
+	o.Safety.Canary = config.CanaryOptions{Resolvers: []string{"127.0.0.1:1"}, Names: []string{"www.example.org."}, Parents: []string{"127.0.0.1:1"}}
 	o.Sites = config.SitesOptions{Site: "eu", Peers: []string{"127.0.0.1:1"}}
 	zone := &config.HeartbeatZone{Zone: "hb.example.net.", Servers: []string{"127.0.0.1:1"}}
 	o.Heartbeats = config.HeartbeatOptions{Local: zone, Global: zone, Delegation: &config.Delegation{
