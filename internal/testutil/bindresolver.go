@@ -37,31 +37,16 @@ func StartBINDResolver(t testing.TB, zone, auth string, minTTL int) *BINDResolve
 	dir := t.TempDir()
 	port := FreePort(t)
 	conf := filepath.Join(dir, "named.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`options {
-	directory %q;
-	pid-file %q;
-	session-keyfile %q;
-	managed-keys-directory %q;
-	bindkeys-file %q;
-	geoip-directory none;
-	listen-on port %d { 127.0.0.1; };
-	listen-on-v6 { none; };
-	query-source address 127.0.0.1;
+	if err := os.WriteFile(conf, []byte(bindOptions(dir, port, fmt.Sprintf(`query-source address 127.0.0.1;
 	recursion yes;
 	allow-recursion { 127.0.0.0/8; };
 	allow-query { 127.0.0.0/8; };
-	dnssec-validation no;
-	min-cache-ttl %d;
-	notify no;
-};
-controls { };
-zone %q {
+	min-cache-ttl %d;`, minTTL))+fmt.Sprintf(`zone %q {
 	type forward;
 	forward only;
 	forwarders { %s port %s; };
 };
-`, dir, filepath.Join(dir, "named.pid"), filepath.Join(dir, "session.key"), dir, filepath.Join(dir, "bind.keys"), port, minTTL,
-		dns.Fqdn(zone), authHost, authPort)), 0o644); err != nil {
+`, dns.Fqdn(zone), authHost, authPort)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := &BINDResolver{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
