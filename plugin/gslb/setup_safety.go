@@ -1,6 +1,7 @@
 package gslb
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 	"time"
@@ -18,8 +19,8 @@ func safetyOptions(o *config.SafetyOptions) optionTable {
 	return optionTable{
 		"canary_resolver": func(c *caddy.Controller) error { return addAddrs(c, &o.Canary.Resolvers) },
 		"canary_parent":   func(c *caddy.Controller) error { return addAddrs(c, &o.Canary.Parents) },
-		"canary_name":     func(c *caddy.Controller) error { return canaryNames(c, &o.Canary) },
-		"canary_ecs":      func(c *caddy.Controller) error { return canaryECS(c, &o.Canary) },
+		"canary_name":     addParsed(&o.Canary.Names, "NAME", canaryName),
+		"canary_ecs":      addParsed(&o.Canary.ECS, "PREFIX", canaryECS),
 		"canary_interval": setDuration(&o.Canary.Interval, time.Second),
 		"drill":           func(c *caddy.Controller) error { return drillOption(c, o) },
 		"prometheus": setParsed(&o.Prometheus, func(v string) (string, error) {
@@ -49,33 +50,38 @@ func addAddrs(c *caddy.Controller, dst *[]string) error {
 	return err
 }
 
-// canaryNames reads "canary_name NAME...", which adds to the lines before.
-func canaryNames(c *caddy.Controller, o *config.CanaryOptions) error {
-	args := c.RemainingArgs()
-	if len(args) == 0 {
-		return c.Err("canary_name: want at least one NAME")
-	}
-	for _, a := range args {
-		if _, ok := dns.IsDomainName(a); !ok {
-			return c.Errf("canary_name: %q is not a domain name", a)
+// addParsed is the row of an option "OPTION ARG...", which adds each argument, parsed, to
+// the lines before; what names the arguments in the error of an option without any.
+func addParsed[T any](dst *[]T, what string, parse func(arg string) (T, error)) optionFunc {
+	return func(c *caddy.Controller) error {
+		name, args := c.Val(), c.RemainingArgs()
+		if len(args) == 0 {
+			return c.Errf("%s: want at least one %s", name, what)
 		}
-		o.Names = append(o.Names, config.CanonicalName(a))
+		for _, a := range args {
+			v, err := parse(a)
+			if err != nil {
+				return c.Errf("%s: %q %v", name, a, err)
+			}
+			*dst = append(*dst, v)
+		}
+		return nil
 	}
-	return nil
 }
 
-// canaryECS reads "canary_ecs PREFIX...", which adds to the lines before.
-func canaryECS(c *caddy.Controller, o *config.CanaryOptions) error {
-	args := c.RemainingArgs()
-	if len(args) == 0 {
-		return c.Err("canary_ecs: want at least one PREFIX")
+// canaryName parses a name of canary_name.
+func canaryName(a string) (string, error) {
+	if _, ok := dns.IsDomainName(a); !ok {
+		return "", errors.New("is not a domain name")
 	}
-	for _, a := range args {
-		p, err := netip.ParsePrefix(a)
-		if err != nil {
-			return c.Errf("canary_ecs: %q is not a prefix such as 198.51.100.0/24", a)
-		}
-		o.ECS = append(o.ECS, p.Masked())
+	return config.CanonicalName(a), nil
+}
+
+// canaryECS parses a client subnet of canary_ecs.
+func canaryECS(a string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(a)
+	if err != nil {
+		return p, errors.New("is not a prefix such as 198.51.100.0/24")
 	}
-	return nil
+	return p.Masked(), nil
 }
