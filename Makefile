@@ -76,6 +76,7 @@ deps:
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v zonemaster-cli >/dev/null || missing="$$missing zonemaster-cli"; \
 	command -v dnsviz >/dev/null && /usr/bin/python3 -c "import pygraphviz" 2>/dev/null || missing="$$missing dnsviz python3-pygraphviz"; \
+	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

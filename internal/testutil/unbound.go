@@ -32,12 +32,27 @@ type Unbound struct {
 // installs it).
 func StartUnbound(t testing.TB, zone, auth string) *Unbound {
 	t.Helper()
+	return StartUnboundWith(t, zone, auth, UnboundOptions{})
+}
+
+// UnboundOptions make an unbound misbehave, as resolvers Meridian does not control do.
+type UnboundOptions struct {
+	// CacheMinTTL is cache-min-ttl: a TTL floor, in seconds (0: none).
+	CacheMinTTL int
+	// NoECS turns EDNS Client Subnet off: no subnetcache module, no subnet sent to the
+	// authoritative server, none in the replies.
+	NoECS bool
+}
+
+// StartUnboundWith is StartUnbound with o.
+func StartUnboundWith(t testing.TB, zone, auth string, o UnboundOptions) *Unbound {
+	t.Helper()
 	authHost, authPort, err := net.SplitHostPort(auth)
 	if err != nil {
 		t.Fatalf("unbound: authoritative address %q: %v", auth, err)
 	}
 	return startUnbound(t, func(dir string, port int, logPath string) string {
-		return unboundConfig(dir, port, zone, authHost, authPort, logPath)
+		return unboundConfig(dir, port, zone, authHost, authPort, logPath, o)
 	})
 }
 
@@ -96,6 +111,24 @@ func startUnbound(t testing.TB, config func(dir string, port int, logPath string
 	return nil
 }
 
+func unboundConfig(dir string, port int, zone, authHost, authPort, logPath string, o UnboundOptions) string {
+	ecs := fmt.Sprintf(`module-config: "subnetcache iterator"
+	send-client-subnet: %s
+	max-client-subnet-ipv4: 24
+	max-client-subnet-ipv6: 56`, authHost)
+	if o.NoECS {
+		ecs = `module-config: "iterator"`
+	}
+	return unboundServer(dir, port, logPath) + fmt.Sprintf(`	outgoing-interface: 127.0.0.1
+	qname-minimisation: no
+	%s
+	cache-min-ttl: %d
+stub-zone:
+	name: %q
+	stub-addr: %s@%s
+`, ecs, o.CacheMinTTL, zone, authHost, authPort)
+}
+
 // validatorConfig is the configuration of a validating unbound in dir on port, resolving from
 // the root hints file hints with the trust anchor anchor, sending ECS to the addresses ecs. The
 // TLD tld is resolved, even one of unbound's default local zones (test.).
@@ -135,20 +168,6 @@ func unboundServer(dir string, port int, logPath string) string {
 	access-control: 127.0.0.0/8 allow
 	do-not-query-localhost: no
 `, port, dir, logPath)
-}
-
-func unboundConfig(dir string, port int, zone, authHost, authPort, logPath string) string {
-	return unboundServer(dir, port, logPath) + fmt.Sprintf(`	outgoing-interface: 127.0.0.1
-	qname-minimisation: no
-	module-config: "subnetcache iterator"
-	send-client-subnet: %s
-	max-client-subnet-ipv4: 24
-	max-client-subnet-ipv6: 56
-	cache-min-ttl: 0
-stub-zone:
-	name: %q
-	stub-addr: %s@%s
-`, authHost, zone, authHost, authPort)
 }
 
 // waitReady polls the resolver until it answers a query (any rcode), it exits, or timeout
