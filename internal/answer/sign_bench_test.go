@@ -61,16 +61,7 @@ func BenchmarkResignZone(b *testing.B) {
 func BenchmarkHealthChangeResigns(b *testing.B) {
 	for _, alg := range []uint8{dns.ECDSAP256SHA256, dns.ED25519} {
 		b.Run(dns.AlgorithmToString[alg], func(b *testing.B) {
-			snap, _ := signedSnapshot(b, `
-records:
-  rr.example.org.:
-    mode: roundrobin
-    backends:
-      - {address: 10.0.0.1, healthchecks: [{type: tcp, params: {port: 80}}]}
-      - {address: 10.0.0.2, healthchecks: [{type: tcp, params: {port: 80}}]}
-      - {address: 10.0.0.3, healthchecks: [{type: tcp, params: {port: 80}}]}
-      - {address: "2001:db8::1", healthchecks: [{type: tcp, params: {port: 80}}]}
-`, signerOfAlgorithm(b, alg, testSigning))
+			snap, _ := signedSnapshot(b, roundRobinZone, signerOfAlgorithm(b, alg, testSigning))
 			rec := snap.Records()[0]
 			var word *health.State
 			for _, be := range rec.Backends {

@@ -288,11 +288,8 @@ func TestUnsignedWithoutDO(t *testing.T) {
 	}
 }
 
-// TestPreparedSignaturesServed: an address answer's signature is the one its view prepared
-// (for every variant of a roundrobin record, and after a health change), not one made for the
-// query; a NODATA answer's NSEC is the view's.
-func TestPreparedSignaturesServed(t *testing.T) {
-	snap, hs := signedSnapshot(t, `
+// roundRobinZone is a zone of one round robin of three checked backends.
+const roundRobinZone = `
 records:
   rr.example.org.:
     mode: roundrobin
@@ -300,7 +297,13 @@ records:
       - {address: 10.0.0.1, healthchecks: [{type: tcp, params: {port: 80}}]}
       - {address: 10.0.0.2, healthchecks: [{type: tcp, params: {port: 80}}]}
       - {address: 10.0.0.3, healthchecks: [{type: tcp, params: {port: 80}}]}
-`, signerOf(t, testSigning))
+`
+
+// TestPreparedSignaturesServed: an address answer's signature is the one its view prepared
+// (for every variant of a roundrobin record, and after a health change), not one made for the
+// query; a NODATA answer's NSEC is the view's.
+func TestPreparedSignaturesServed(t *testing.T) {
+	snap, hs := signedSnapshot(t, roundRobinZone, signerOf(t, testSigning))
 	for _, a := range []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"} {
 		hs.set(t, snap, "rr.example.org.", a, health.Up)
 	}
