@@ -57,13 +57,14 @@ var Version = "dev"
 
 // directives is the plugin chain order: CoreDNS's own order for the plugins compiled in, with
 // gslb and gslb_proxy inserted right before cache (gslb_proxy rewrites what forward answers),
-// and transfer (which hands gslb's zones to secondaries) before them. quic, https and timeouts
-// only set the limits of the server block's DNS over QUIC, HTTPS, TCP and TLS servers; the
-// certificate of tls://, quic:// and https:// addresses is gslb's tls_cert, read again when it
-// changes (CoreDNS's tls plugin, with its ACME client, is not compiled in).
+// and transfer (which hands gslb's zones to secondaries) and dnssec (which signs their answers
+// on the fly, as in CoreDNS-GSLB's builds) before them. quic, https and timeouts only set the
+// limits of the server block's DNS over QUIC, HTTPS, TCP and TLS servers; the certificate of
+// tls://, quic:// and https:// addresses is gslb's tls_cert, read again when it changes
+// (CoreDNS's tls plugin, with its ACME client, is not compiled in).
 var directives = []string{
 	"root", "quic", "https", "timeouts", "multisocket", "reload", "bind", "debug", "ready", "health", "pprof", "prometheus",
-	"errors", "log", "any", "loadbalance", "tsig", "rewrite", "acl", "transfer", "gslb", "gslb_proxy", "cache", "dnssec",
+	"errors", "log", "any", "loadbalance", "tsig", "rewrite", "acl", "transfer", "dnssec", "gslb", "gslb_proxy", "cache",
 	"template", "file", "forward", "whoami",
 }
 

@@ -176,6 +176,15 @@ func identityOf(ctx context.Context) Identity {
 // userOf returns who made the request, as authenticated; empty without authentication.
 func userOf(ctx context.Context) string { return identityOf(ctx).Name }
 
+// withUser returns ctx as a request of user makes it, with the role and authentication of
+// ctx's identity: the components of a block that change the overrides act as users of their
+// own.
+func withUser(ctx context.Context, user string) context.Context {
+	id := identityOf(ctx)
+	id.Name = user
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
 // authenticate lets a request through to next when it carries valid credentials, or when the
 // server has none. A server without credentials (on loopback, or allowed explicitly) answers
 // only requests addressed to an IP address or localhost unless allowed explicitly, so that a web

@@ -67,6 +67,13 @@ func (s *Server) apiRoutes() []route {
 		read("GET /api/v1/transitions", s.transitions),
 		read("GET /api/v1/explain", s.explain),
 		read("GET /api/v1/sites", s.sites),
+		read("GET /api/v1/drills", s.drills),
+		change("POST /api/v1/drills/run", RoleOperate, "drill", s.runDrill),
+		read("GET /api/v1/shifts", s.shifts),
+		change("POST /api/v1/shifts", RoleOperate, "shift", s.startShift),
+		change("POST /api/v1/shifts/{id}/cancel", RoleOperate, "shift-cancel", s.cancelShift),
+		read("GET /api/v1/canaries", s.canaries),
+		{pattern: "POST /api/v1/canaries/run", role: RoleOperate, handler: s.runCanaries},
 		read("GET /api/v1/whoami", s.whoami),
 		{pattern: "GET /api/v1/audit", role: RoleOperate, handler: s.auditList},
 		change("POST /api/v1/reload", RoleAdmin, "reload", s.reload),
@@ -131,6 +138,9 @@ func errorf(code int, format string, args ...any) *apiError {
 // ErrorBody is the JSON body of every error response.
 type ErrorBody struct {
 	Error string `json:"error"`
+	// Breaches are, in a refusal of the drain guard (409), the records the change would have
+	// left below their guard.
+	Breaches []Breach `json:"breaches,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -150,8 +160,13 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, ErrorBody{Error: msg})
 }
 
-// fail answers err: its own status for an apiError, 500 otherwise.
+// fail answers err: its own status for an apiError, 409 with the breaches for a refusal of
+// the drain guard, 500 otherwise.
 func fail(w http.ResponseWriter, err error) {
+	if g, ok := errors.AsType[*GuardError](err); ok {
+		writeJSON(w, http.StatusConflict, ErrorBody{Error: g.Error(), Breaches: g.Breaches})
+		return
+	}
 	if e, ok := errors.AsType[*apiError](err); ok {
 		writeError(w, e.code, e.msg)
 		return

@@ -56,6 +56,11 @@ type Options struct {
 	Cookies CookieOptions
 	// TLS is the certificate of the server block's tls:// and quic:// addresses.
 	TLS DNSTLSOptions
+	// DNSSEC are the block's dnssec blocks: Meridian's own signer of its zones; none: the
+	// zones are not signed by gslb (CoreDNS's dnssec plugin may sign them).
+	DNSSEC []DNSSECOptions
+	// Safety are the drills (and the other tools of safe changes); none unless set.
+	Safety SafetyOptions
 }
 
 // FastPathOptions are the fast path's settings: Meridian's own UDP sockets on the server

@@ -169,11 +169,29 @@ func zoneFileName(origin string) string {
 func tsigAlgorithm(key TSIGKey) string { return strings.TrimSuffix(key.Algorithm, ".") }
 
 // bindConfig is named.conf for a server in dir on port: no recursion, no NOTIFY, no rndc
-// control channel, every path in dir (a bindkeys-file that does not exist, so that named takes
-// its built-in trust anchors rather than reading /etc/bind; it validates nothing anyway).
+// control channel (bindOptions), updates of origins allowed with key.
 func bindConfig(dir string, port int, key TSIGKey, origins []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `options {
+	b.WriteString(bindOptions(dir, port, `recursion no;
+	allow-query { any; };`))
+	fmt.Fprintf(&b, `key %q {
+	algorithm %s;
+	secret %q;
+};
+`, key.Name, tsigAlgorithm(key), key.Secret)
+	for _, origin := range origins {
+		fmt.Fprintf(&b, "zone %q {\n\ttype primary;\n\tfile %q;\n\tupdate-policy { grant %q zonesub ANY; };\n};\n",
+			origin, filepath.Join(dir, zoneFileName(origin)), key.Name)
+	}
+	return b.String()
+}
+
+// bindOptions is the options and controls of a named.conf for a server in dir listening on
+// 127.0.0.1 port, with the options more (a tab before each line but the first): no NOTIFY,
+// no DNSSEC validation, no rndc control channel, every path in dir (a bindkeys-file that does
+// not exist, so that named takes its built-in trust anchors rather than reading /etc/bind).
+func bindOptions(dir string, port int, more string) string {
+	return fmt.Sprintf(`options {
 	directory %q;
 	pid-file %q;
 	session-keyfile %q;
@@ -182,22 +200,26 @@ func bindConfig(dir string, port int, key TSIGKey, origins []string) string {
 	geoip-directory none;
 	listen-on port %d { 127.0.0.1; };
 	listen-on-v6 { none; };
-	recursion no;
 	notify no;
 	dnssec-validation no;
-	allow-query { any; };
+	%s
 };
 controls { };
-key %q {
-	algorithm %s;
-	secret %q;
-};
-`, dir, filepath.Join(dir, "named.pid"), filepath.Join(dir, "session.key"), dir, filepath.Join(dir, "bind.keys"), port, key.Name, tsigAlgorithm(key), key.Secret)
-	for _, origin := range origins {
-		fmt.Fprintf(&b, "zone %q {\n\ttype primary;\n\tfile %q;\n\tupdate-policy { grant %q zonesub ANY; };\n};\n",
-			origin, filepath.Join(dir, zoneFileName(origin)), key.Name)
-	}
-	return b.String()
+`, dir, filepath.Join(dir, "named.pid"), filepath.Join(dir, "session.key"), dir, filepath.Join(dir, "bind.keys"), port, more)
+}
+
+// knotUpdateACL is the key and the ACL "update" of knot.conf that allow the updates signed
+// with key.
+func knotUpdateACL(key TSIGKey) string {
+	return fmt.Sprintf(`key:
+  - id: %s
+    algorithm: %s
+    secret: %s
+acl:
+  - id: update
+    key: %s
+    action: update
+`, key.Name, tsigAlgorithm(key), key.Secret, key.Name)
 }
 
 // knotConfig is knot.conf for a server in dir on port: one worker of each kind, the rundir,
@@ -206,36 +228,29 @@ key %q {
 // t.TempDir under /tmp does: Go cuts the test name in it to 64 bytes.
 func knotConfig(dir string, port int, key TSIGKey, origins []string) string {
 	var b strings.Builder
-	b.WriteString(knotServerConfig(dir, port))
-	fmt.Fprintf(&b, `key:
-  - id: %s
-    algorithm: %s
-    secret: %s
-acl:
-  - id: update
-    key: %s
-    action: update
-template:
+	b.WriteString(knotServerConfig(dir, fmt.Sprintf("127.0.0.1@%d", port)))
+	b.WriteString(knotUpdateACL(key))
+	fmt.Fprintf(&b, `template:
   - id: default
     storage: %q
     file: "%%s.zone"
     acl: update
 zone:
-`, key.Name, tsigAlgorithm(key), key.Secret, key.Name, dir)
+`, dir)
 	for _, origin := range origins {
 		fmt.Fprintf(&b, "  - domain: %s\n    file: %q\n", origin, zoneFileName(origin))
 	}
 	return b.String()
 }
 
-// knotServerConfig is the start of a knot.conf for a server in dir on port: one worker of each
-// kind, the rundir, storage (zone files, journal, timers) and control socket in dir, logs to
-// stderr.
-func knotServerConfig(dir string, port int) string {
+// knotServerConfig is the start of a knot.conf for a server in dir listening on listen
+// ("127.0.0.1@5300"): one worker of each kind, the rundir, storage (zone files, journal,
+// timers) and control socket in dir, logs to stderr.
+func knotServerConfig(dir string, listen string) string {
 	return fmt.Sprintf(`server:
     rundir: %q
     pidfile: %q
-    listen: 127.0.0.1@%d
+    listen: %s
     udp-workers: 1
     tcp-workers: 1
     background-workers: 1
@@ -246,7 +261,7 @@ control:
 log:
   - target: stderr
     any: info
-`, dir, filepath.Join(dir, "knot.pid"), port, dir, filepath.Join(dir, "knot.sock"))
+`, dir, filepath.Join(dir, "knot.pid"), listen, dir, filepath.Join(dir, "knot.sock"))
 }
 
 // waitReady polls the server until it answers every origin's SOA with NOERROR (its zones are
