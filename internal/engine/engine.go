@@ -47,9 +47,7 @@ type Engine struct {
 	// health is the block's health manager: the store of health words that the catalog's
 	// backends read, the local probes, and the verdicts the judges report.
 	health *health.Manager
-	// specs are what the current snapshot gave the health manager (which points into them).
-	specs []health.Spec
-	snap  atomic.Pointer[catalog.Snapshot]
+	snap   atomic.Pointer[catalog.Snapshot]
 	// overrides are the operators' overrides by backend key, applied to every snapshot;
 	// drains the starts of their scheduled drains.
 	overrides map[string]catalog.Override
@@ -203,7 +201,14 @@ func (e *Engine) Resync() error {
 	e.configure()
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
-	e.health.Sync(e.specs, backendKeys(e.Snapshot()))
+	// The specs are compiled again: the manager keeps none, and neither does the engine (tens
+	// of megabytes of a big zone's, for a rare failure). Probers equal to running ones are
+	// released at once.
+	specs, err := healthSpecs(e.Snapshot())
+	if err != nil {
+		return fmt.Errorf("resync: %w", err)
+	}
+	e.health.Sync(specs, backendKeys(e.Snapshot()))
 	for _, r := range e.Snapshot().Records() {
 		r.Refresh()
 	}
@@ -300,7 +305,6 @@ func (e *Engine) syncVerdicts(snap *catalog.Snapshot) error {
 		return err
 	}
 	e.health.Sync(specs, backendKeys(snap))
-	e.specs = specs
 	for _, j := range e.judges {
 		j.ReportAll()
 	}

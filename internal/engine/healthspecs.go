@@ -32,7 +32,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 			}
 		}
 	}
-	specs := make([]health.Spec, 0, n) // kept for the engine's life: no append slack
+	specs := make([]health.Spec, 0, n)
 	var errs []error
 	compiler := probe.NewCompiler()
 	for _, rec := range snap.Records() {
@@ -67,7 +67,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 				External:    bc.External,
 				MeasureOnly: bc.MeasureOnly,
 			}
-			if bc.Passive || bc.Remote && !bc.MeasureOnly {
+			if !checkedHere(bc) {
 				specs = append(specs, spec)
 				continue
 			}
@@ -112,6 +112,11 @@ func backendKeys(snap *catalog.Snapshot) map[string]bool {
 	}
 	return keep
 }
+
+// checkedHere reports whether the checks of a specified backend b run here: not passive (the
+// fleet reports its results), and not another site's (that site runs them) unless this site
+// measures it.
+func checkedHere(b *config.Backend) bool { return !b.Passive && !(b.Remote && !b.MeasureOnly) }
 
 // specified reports whether b gets a health spec: it is to be served at all, and its
 // configuration has it probed (or reported by a source).

@@ -229,7 +229,7 @@ func (m *Manager) History(now time.Time) map[string]History {
 			continue
 		}
 		h := b.history.view(now)
-		h.Record, h.Backend = b.spec.Record, b.spec.Backend
+		h.Record, h.Backend = b.record, b.name
 		out[key] = h
 	}
 	return out

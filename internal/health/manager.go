@@ -2,7 +2,6 @@ package health
 
 import (
 	"cmp"
-	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -108,7 +107,7 @@ type Manager struct {
 	mu       sync.Mutex
 	states   map[string]*State
 	backends map[string]*backend
-	jobs     map[string]*job
+	// queue holds every job, by when it runs next: it is the manager's list of jobs too.
 	queue    timequeue.Queue[*job]
 	activity map[*atomic.Bool]*recordActivity
 	started  bool
@@ -125,12 +124,22 @@ type Manager struct {
 	seed    map[string]Status // Options.Seed until the first Sync
 }
 
-// backend is one probed backend and its checks' damping machines.
+// backend is one probed backend and its checks' damping machines. It keeps what the manager
+// needs of its Spec, not the Spec: a big zone has hundreds of thousands of them.
 type backend struct {
-	spec   *Spec // the caller's, see Sync
-	state  *State
-	subs   []*subscription // one per check, in spec order
-	status Status
+	state *State
+	// record and name are the Spec's Record and Backend.
+	record, name string
+	// subs are its checks' subscriptions, in spec order: one's storage for a backend of one
+	// check (the common case), a slice of their own for more.
+	subs []subscription
+	one  [1]subscription
+	// onChange, onMeasure and capacity are the Spec's.
+	onChange, onMeasure func()
+	capacity            float64
+	status              Status
+	external            bool // Spec.External
+	measureOnly         bool // Spec.MeasureOnly
 	// details holds the last result and change.
 	details lastResult
 	// report is, on an External backend, what its source last said (Report): Unknown before
@@ -148,9 +157,10 @@ type backend struct {
 // subscription is one backend's view of one (possibly shared) check.
 type subscription struct {
 	backend *backend
-	machine machine
+	job     *job // the job that runs the check
 	// stats counts the results probed here, for CheckStats; nil unless Options.CheckStats.
-	stats *CheckStats
+	stats   *CheckStats
+	machine machine
 }
 
 // recordActivity is when a record was last queried, and the flag its queries set.
@@ -171,7 +181,6 @@ func NewManager(opts Options) *Manager {
 		opts:     opts,
 		states:   make(map[string]*State),
 		backends: make(map[string]*backend),
-		jobs:     make(map[string]*job),
 		activity: make(map[*atomic.Bool]*recordActivity),
 		inFlight: make(chan struct{}, opts.MaxInFlight),
 		wake:     make(chan struct{}, 1),
@@ -206,13 +215,15 @@ func (m *Manager) stateLocked(key string) *State {
 // Sync makes specs the set of probed backends. Backends whose checks (and whether they are
 // External) are unchanged keep their state and schedule; changed ones start over as unknown;
 // new checks are probed at once (or, before Start, spread over the start-up stagger); checks
-// nobody uses any more stop. States of keys not in keep are forgotten. The manager keeps pointers to the elements of specs (tens of
-// thousands of backends would otherwise be held twice): the caller must not change them.
+// nobody uses any more stop. States of keys not in keep are forgotten. The manager keeps
+// nothing of specs but the probers of their checks.
 func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
 	backends := make(map[string]*backend, len(specs))
+	activity := make(map[*atomic.Bool]*recordActivity, len(m.activity))
+	jobs := m.newJobs(len(specs))
 	for i := range specs {
 		spec := &specs[i]
 		if spec.Passive {
@@ -221,11 +232,11 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 			}
 		}
 		b := m.backends[spec.Key]
-		if b != nil && b.spec.External == spec.External && b.spec.MeasureOnly == spec.MeasureOnly && sameChecks(b.spec.Checks, spec.Checks) {
-			for _, s := range b.subs {
-				s.machine.rise, s.machine.fall = max(spec.Rise, 1), max(spec.Fall, 1)
+		if b != nil && b.external == spec.External && b.measureOnly == spec.MeasureOnly && b.sameChecks(spec.Checks) {
+			for j := range b.subs {
+				b.subs[j].machine.setThresholds(spec.Rise, spec.Fall)
 			}
-			b.spec = spec
+			b.update(spec)
 		} else {
 			old := b
 			b = m.newBackend(spec)
@@ -235,10 +246,19 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 			}
 		}
 		backends[spec.Key] = b
-		if spec.Activity != nil && m.activity[spec.Activity] == nil {
-			m.activity[spec.Activity] = &recordActivity{flag: spec.Activity, last: now}
+		if spec.Activity != nil {
+			a := activity[spec.Activity]
+			if a == nil {
+				if a = m.activity[spec.Activity]; a == nil {
+					a = &recordActivity{flag: spec.Activity, last: now}
+				}
+				activity[spec.Activity] = a
+			}
+			b.activity = a
+		} else {
+			b.activity = nil
 		}
-		b.activity = m.activity[spec.Activity]
+		jobs.add(b, spec)
 	}
 	m.keepHistories(specs, backends, now)
 	for key, old := range m.backends {
@@ -250,14 +270,14 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 		}
 	}
 	m.backends = backends
+	m.activity = activity
 	m.seed = nil
-	m.rebuildJobs(now)
+	m.replaceJobs(jobs, now)
 	for key := range m.states {
 		if !keep[key] {
 			delete(m.states, key)
 		}
 	}
-	m.pruneActivity()
 	m.poke()
 }
 
@@ -294,7 +314,8 @@ func (m *Manager) keepHistories(specs []Spec, backends map[string]*backend, now 
 // machines too, except that a stale one (a stale report over up checks, see withReport) starts
 // its machines up.
 func (m *Manager) newBackend(spec *Spec) *backend {
-	b := &backend{spec: spec, state: m.stateLocked(spec.Key)}
+	b := &backend{state: m.stateLocked(spec.Key), external: spec.External, measureOnly: spec.MeasureOnly}
+	b.update(spec)
 	if spec.External {
 		b.report = &report{}
 		if len(spec.Checks) > 0 {
@@ -303,7 +324,7 @@ func (m *Manager) newBackend(spec *Spec) *backend {
 	}
 	if st := m.seed[spec.Key]; st != Unknown && (len(spec.Checks) > 0 || spec.External) && (st != Stale || spec.External) {
 		b.status = st
-		b.details.Reason = restored
+		b.details.reason = restored
 		if b.report != nil {
 			*b.report = report{status: st, reason: restored}
 		}
@@ -315,10 +336,13 @@ func (m *Manager) newBackend(spec *Spec) *backend {
 	if checks == Stale {
 		checks = Up
 	}
+	b.subs = b.one[:0]
+	if len(spec.Checks) > 1 {
+		b.subs = make([]subscription, 0, len(spec.Checks))
+	}
 	for range spec.Checks {
-		mach := newMachine(spec.Rise, spec.Fall)
-		mach.status = checks
-		sub := &subscription{backend: b, machine: mach}
+		sub := subscription{backend: b, machine: newMachine(spec.Rise, spec.Fall)}
+		sub.machine.status = checks
 		if m.opts.CheckStats {
 			sub.stats = new(CheckStats)
 		}
@@ -327,53 +351,19 @@ func (m *Manager) newBackend(spec *Spec) *backend {
 	return b
 }
 
-func sameChecks(a, b []*probe.Compiled) bool {
-	return slices.EqualFunc(a, b, func(x, y *probe.Compiled) bool { return x.Key == y.Key })
+// update takes what may change of b's spec without starting it over: its names, callbacks
+// and capacity.
+func (b *backend) update(spec *Spec) {
+	b.record, b.name = spec.Record, spec.Backend
+	b.onChange, b.onMeasure, b.capacity = spec.OnChange, spec.OnMeasure, spec.Capacity
 }
 
-// rebuildJobs regroups the backends' checks into jobs, one per distinct check and schedule.
-func (m *Manager) rebuildJobs(now time.Time) {
-	jobs := make(map[string]*job)
-	var fresh []*job
-	for _, key := range slices.Sorted(maps.Keys(m.backends)) {
-		b := m.backends[key]
-		for i, c := range b.spec.Checks {
-			jk := jobKey(c, b.spec)
-			j := jobs[jk]
-			if j == nil {
-				if j = m.jobs[jk]; j != nil {
-					j.subs, j.activity = j.subs[:0], j.activity[:0]
-				} else {
-					j = newJob(jk, c, b.spec)
-					j.prober = probe.WithInstanceSources(j.prober, j.typ, m.opts.ProbeSources)
-					fresh = append(fresh, j)
-				}
-				jobs[jk] = j
-			}
-			// (a job's prober may carry the instance's probe_source, see probe.WithInstanceSources)
-			if probe.WithoutInstanceSources(j.prober) != c.Prober {
-				probe.Release(c.Prober) // an identical check already runs this probe
-			}
-			j.subs = append(j.subs, b.subs[i])
-			if !slices.Contains(j.activity, b.activity) {
-				j.activity = append(j.activity, b.activity)
-			}
-		}
-	}
-	for jk, j := range m.jobs {
-		if jobs[jk] == nil {
-			m.queue.Remove(j.index)
-			j.removed = true
-			if !j.running {
-				probe.Release(j.prober)
-			}
-		}
-	}
-	if m.cluster != nil {
-		fresh = m.syncCluster(jobs, fresh, now) // seeds new checks from the fleet before they run
-	}
-	m.schedule(fresh, now)
-	m.jobs = jobs
+// key returns b's key, its State's.
+func (b *backend) key() string { return b.state.key }
+
+// sameChecks reports whether checks are the checks b's subscriptions run, in order.
+func (b *backend) sameChecks(checks []*probe.Compiled) bool {
+	return slices.EqualFunc(b.subs, checks, func(s subscription, c *probe.Compiled) bool { return s.job.check == c.Key })
 }
 
 // schedule queues new jobs: at once while running, spread in batches at start-up.
@@ -390,19 +380,6 @@ func (m *Manager) schedule(fresh []*job, now time.Time) {
 	for i, j := range fresh {
 		j.next = now.Add(time.Duration(i/m.opts.BatchSizeStart) * spacing)
 		m.queue.Push(j)
-	}
-}
-
-// pruneActivity forgets the activity flags of records no backend refers to any more.
-func (m *Manager) pruneActivity() {
-	used := make(map[*atomic.Bool]bool)
-	for _, b := range m.backends {
-		used[b.spec.Activity] = true
-	}
-	for flag := range m.activity {
-		if !used[flag] {
-			delete(m.activity, flag)
-		}
 	}
 }
 
@@ -442,7 +419,7 @@ func (m *Manager) Stop() {
 	m.wg.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, j := range m.jobs {
+	for j := range m.queue.All() {
 		probe.Release(j.prober)
 	}
 	// The counts by state, which every manager adds to, give back this manager's share.

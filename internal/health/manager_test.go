@@ -61,6 +61,18 @@ func spec(key string, p probe.Prober, checkKey string, interval time.Duration) S
 	}
 }
 
+// jobOf returns m's job of identity k, nil when it has none.
+func jobOf(m *Manager, k jobIdentity) *job {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for j := range m.queue.All() {
+		if j.key() == k {
+			return j
+		}
+	}
+	return nil
+}
+
 func keys(specs ...Spec) map[string]bool {
 	k := map[string]bool{}
 	for _, s := range specs {

@@ -264,9 +264,9 @@ func (m *Manager) healthySeries() []healthySeries {
 	for _, b := range m.backends {
 		switch b.status {
 		case Up:
-			out = append(out, healthySeries{b.spec.Record, b.spec.Backend, 1})
+			out = append(out, healthySeries{b.record, b.name, 1})
 		case Down, Stale:
-			out = append(out, healthySeries{b.spec.Record, b.spec.Backend, 0})
+			out = append(out, healthySeries{b.record, b.name, 0})
 		}
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,33 @@ func namedBudget(rest, timeout time.Duration) time.Duration {
 		return timeout
 	}
 	return max(rest.Round(time.Millisecond), time.Millisecond)
+}
+
+// dialTarget is where a connection-oriented probe connects: the target's address and port,
+// or, for a target named by a host name, host:port. A probe of an address keeps no string
+// (tens of thousands of probers would each keep one): dial makes it when a goroutine dials.
+type dialTarget struct {
+	ap netip.AddrPort // the target's address for the poller; invalid for host names
+	// host is host:port when the target is a host name, or its address is spelled otherwise
+	// than ap's String; nil otherwise.
+	host *string
+}
+
+// newDialTarget returns the dialTarget of port on t.
+func newDialTarget(t Target, port int) dialTarget {
+	d := dialTarget{ap: netip.AddrPortFrom(t.IP, uint16(port))}
+	if hp := t.HostPort(port); !d.ap.Addr().IsValid() || hp != d.ap.String() {
+		d.host = &hp
+	}
+	return d
+}
+
+// hostPort returns the host:port a goroutine dials.
+func (d dialTarget) hostPort() string {
+	if d.host != nil {
+		return *d.host
+	}
+	return d.ap.String()
 }
 
 // connDialer returns the dialer of a probe, built per probe rather than kept by thousands of

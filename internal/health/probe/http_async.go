@@ -33,7 +33,7 @@ func (hp *httpProbe) startAsync(p *Poller, sources []netip.Addr, deadline time.T
 // takeIdleFD returns the kept-alive connection of the poller, if it is still open, or -1.
 func (hp *httpProbe) takeIdleFD() int {
 	hp.mu.Lock()
-	fd := hp.idleFD
+	fd := int(hp.idleFD)
 	hp.idleFD = -1
 	hp.mu.Unlock()
 	if fd >= 0 && !alive(fd) {
@@ -47,7 +47,7 @@ func (hp *httpProbe) takeIdleFD() int {
 func (hp *httpProbe) putIdleFD(fd int) {
 	hp.mu.Lock()
 	if hp.idleFD < 0 && !hp.closed {
-		hp.idleFD, fd = fd, -1
+		hp.idleFD, fd = int32(fd), -1
 	}
 	hp.mu.Unlock()
 	if fd >= 0 {

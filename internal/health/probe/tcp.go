@@ -16,8 +16,7 @@ const tcpExpectLimit = connReadSize
 // tcpProbe is a compiled tcp check: connect, optionally write send, optionally read until
 // expect matches, then close. Connections are not reused. It is safe for concurrent use.
 type tcpProbe struct {
-	addr    string
-	ap      netip.AddrPort // the target's address for the poller; invalid for host names
+	dialTarget
 	send    []byte         // written after connecting; nil for none
 	expect  *regexp.Regexp // matched on the answer; nil for none
 	timeout time.Duration
@@ -30,10 +29,9 @@ func newTCPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 		p.Errorf("port", "required: the target has no port")
 	}
 	tp := &tcpProbe{
-		addr:    t.HostPort(port),
-		ap:      netip.AddrPortFrom(t.IP, uint16(port)),
-		expect:  p.Regexp("expect"),
-		timeout: timeout,
+		dialTarget: newDialTarget(t, port),
+		expect:     p.Regexp("expect"),
+		timeout:    timeout,
 	}
 	if s := p.String("send", ""); s != "" {
 		tp.send = []byte(s)
@@ -49,7 +47,7 @@ func (tp *tcpProbe) Probe(ctx context.Context) Result {
 		return Fail("%s", connTimeoutReason(budget))
 	}
 	dialer := connDialer(tp.timeout)
-	conn, err := dialer.DialContext(ctx, "tcp", tp.addr)
+	conn, err := dialer.DialContext(ctx, "tcp", tp.hostPort())
 	if err != nil {
 		return Result{Reason: connReason(ctx, err, budget)}
 	}

@@ -4,6 +4,7 @@
 package timequeue
 
 import (
+	"iter"
 	"time"
 )
 
@@ -28,6 +29,18 @@ type queued[T Item] struct {
 
 // Len returns the number of items queued.
 func (q Queue[T]) Len() int { return len(q) }
+
+// All returns every item queued, in no particular order. The queue must not change while
+// they are read.
+func (q Queue[T]) All() iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for _, e := range q {
+			if !yield(e.item) {
+				return
+			}
+		}
+	}
+}
 
 // First returns the item due first; the queue must not be empty.
 func (q Queue[T]) First() T { return q[0].item }
