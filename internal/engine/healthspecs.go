@@ -44,11 +44,8 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 				continue
 			}
 			target := probe.Target{
-				Host: strings.TrimSuffix(bc.Address, "."), IP: bc.IP, Port: bc.Port,
+				Host: hostOf(bc), IP: bc.IP, Port: bc.Port,
 				Record: rec.Name(), Priority: int(bc.Priority),
-			}
-			if bc.IP.IsValid() {
-				target.Host = bc.IP.String()
 			}
 			name := target.Host
 			if bc.Port != 0 {
@@ -88,6 +85,21 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 		return nil, errors.Join(errs...)
 	}
 	return specs, nil
+}
+
+// hostOf returns the host of the probes of bc: its address as netip spells it (one spelling
+// however the file wrote it) or its host name without the trailing dot. The configuration's
+// own string is returned when it is that spelling: the parser gives repeated addresses one
+// string, which the health manager then keeps as the backend's name instead of a copy.
+func hostOf(bc *config.Backend) string {
+	if !bc.IP.IsValid() {
+		return strings.TrimSuffix(bc.Address, ".")
+	}
+	var buf [64]byte
+	if string(bc.IP.AppendTo(buf[:0])) == bc.Address {
+		return bc.Address
+	}
+	return bc.IP.String()
 }
 
 // backendKeys returns the keys of the backends of snap whose health words the manager keeps:

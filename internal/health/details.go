@@ -96,7 +96,7 @@ func (m *Manager) Details() map[string]Details {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(map[string]Details, len(m.backends))
-	for key, b := range m.backends {
+	for _, b := range m.backends {
 		r := b.details
 		d := Details{Record: b.record, Backend: b.name, Status: b.status, LastCheck: fromUnixNano(r.checked),
 			LastOK: r.ok, Reason: r.reason, Latency: r.latency, LastChange: fromUnixNano(r.changed)}
@@ -104,7 +104,7 @@ func (m *Manager) Details() map[string]Details {
 			r := b.report
 			d.LastCheck, d.LastOK, d.Reason, d.Latency = r.at, r.status == Up, r.reason, 0
 		}
-		out[key] = d
+		out[b.key()] = d
 	}
 	return out
 }

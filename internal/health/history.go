@@ -224,13 +224,13 @@ func (m *Manager) History(now time.Time) map[string]History {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(map[string]History, len(m.backends))
-	for key, b := range m.backends {
+	for _, b := range m.backends {
 		if b.history == nil {
 			continue
 		}
 		h := b.history.view(now)
 		h.Record, h.Backend = b.record, b.name
-		out[key] = h
+		out[b.key()] = h
 	}
 	return out
 }

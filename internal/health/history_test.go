@@ -281,9 +281,9 @@ func TestManagerWithoutHistory(t *testing.T) {
 	if h := m.History(time.Now()); len(h) != 0 {
 		t.Fatalf("history kept without Options.History: %v", h)
 	}
-	for key, b := range m.backends {
+	for _, b := range m.backends {
 		if b.history != nil {
-			t.Fatalf("backend %s has a history", key)
+			t.Fatalf("backend %s has a history", b.key())
 		}
 	}
 }

@@ -104,9 +104,14 @@ const DefaultMaxInFlight = 20000
 type Manager struct {
 	opts Options
 
-	mu       sync.Mutex
-	states   map[string]*State
-	backends map[string]*backend
+	mu sync.Mutex
+	// states are the health words by key; a probed backend is its state's (State.b), so that
+	// no second map by key is kept.
+	states map[string]*State
+	// backends are the probed backends, in the order of the specs of the last Sync; gen
+	// counts the Syncs, which mark the backends they keep.
+	backends []*backend
+	gen      uint16
 	// queue holds every job, by when it runs next: it is the manager's list of jobs too.
 	queue    timequeue.Queue[*job]
 	activity map[*atomic.Bool]*recordActivity
@@ -138,8 +143,9 @@ type backend struct {
 	onChange, onMeasure func()
 	capacity            float64
 	status              Status
-	external            bool // Spec.External
-	measureOnly         bool // Spec.MeasureOnly
+	external            bool   // Spec.External
+	measureOnly         bool   // Spec.MeasureOnly
+	gen                 uint16 // the Manager.gen of the last Sync that kept it
 	// details holds the last result and change.
 	details lastResult
 	// report is, on an External backend, what its source last said (Report): Unknown before
@@ -180,7 +186,6 @@ func NewManager(opts Options) *Manager {
 	m := &Manager{
 		opts:     opts,
 		states:   make(map[string]*State),
-		backends: make(map[string]*backend),
 		activity: make(map[*atomic.Bool]*recordActivity),
 		inFlight: make(chan struct{}, opts.MaxInFlight),
 		wake:     make(chan struct{}, 1),
@@ -203,6 +208,14 @@ func (m *Manager) State(key string) *State {
 	return m.stateLocked(key)
 }
 
+// backendLocked returns the probed backend with key, nil when there is none.
+func (m *Manager) backendLocked(key string) *backend {
+	if s := m.states[key]; s != nil {
+		return s.b
+	}
+	return nil
+}
+
 func (m *Manager) stateLocked(key string) *State {
 	s, ok := m.states[key]
 	if !ok {
@@ -221,7 +234,8 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
-	backends := make(map[string]*backend, len(specs))
+	m.gen++
+	backends := make([]*backend, 0, len(specs))
 	activity := make(map[*atomic.Bool]*recordActivity, len(m.activity))
 	jobs := m.newJobs(len(specs))
 	for i := range specs {
@@ -231,7 +245,10 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 				continue
 			}
 		}
-		b := m.backends[spec.Key]
+		b := m.backendLocked(spec.Key)
+		if b != nil && b.gen == m.gen {
+			b = nil // a key given twice: the last spec wins
+		}
 		if b != nil && b.external == spec.External && b.measureOnly == spec.MeasureOnly && b.sameChecks(spec.Checks) {
 			for j := range b.subs {
 				b.subs[j].machine.setThresholds(spec.Rise, spec.Fall)
@@ -245,7 +262,8 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 				b.history = old.history.restart(now, b.status)
 			}
 		}
-		backends[spec.Key] = b
+		b.gen, b.state.b = m.gen, b
+		backends = append(backends, b)
 		if spec.Activity != nil {
 			a := activity[spec.Activity]
 			if a == nil {
@@ -260,16 +278,16 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 		}
 		jobs.add(b, spec)
 	}
-	m.keepHistories(specs, backends, now)
-	for key, old := range m.backends {
-		switch {
-		case backends[key] == nil:
+	for _, old := range m.backends {
+		if old.gen != m.gen { // gone, or started over as unknown (new checks)
 			forgetBackend(old.status)
-		case backends[key] != old: // same backend, new checks: it started over as unknown
-			backendsByState.WithLabelValues(old.status.String()).Dec()
+			if old.state.b == old {
+				old.state.b = nil
+			}
 		}
 	}
 	m.backends = backends
+	m.keepHistories(now)
 	m.activity = activity
 	m.seed = nil
 	m.replaceJobs(jobs, now)
@@ -281,23 +299,19 @@ func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 	m.poke()
 }
 
-// keepHistories gives a history to the first backends of specs, in their order, up to the
-// limit (Options.MaxHistories), and takes it from the others: a new backend's starts at now,
-// one that was kept goes on.
-func (m *Manager) keepHistories(specs []Spec, backends map[string]*backend, now time.Time) {
+// keepHistories gives a history to the first backends, in the order of the specs they were
+// synced from, up to the limit (Options.MaxHistories), and takes it from the others: a new
+// backend's starts at now, one that was kept goes on.
+func (m *Manager) keepHistories(now time.Time) {
 	if !m.opts.History {
-		for _, b := range backends {
+		for _, b := range m.backends {
 			b.history = nil // none is kept (SetHistory turned it off)
 		}
 		return
 	}
 	limit := cmp.Or(m.opts.MaxHistories, DefaultMaxHistories)
 	kept := 0
-	for i := range specs {
-		b := backends[specs[i].Key]
-		if b == nil {
-			continue // a passive backend that was not accepted
-		}
+	for _, b := range m.backends {
 		if kept == limit {
 			b.history = nil
 			continue
@@ -425,8 +439,9 @@ func (m *Manager) Stop() {
 	// The counts by state, which every manager adds to, give back this manager's share.
 	for _, b := range m.backends {
 		backendsByState.WithLabelValues(b.status.String()).Dec()
+		b.state.b = nil
 	}
-	m.backends = map[string]*backend{}
+	m.backends = nil
 }
 
 func (m *Manager) poke() {

@@ -214,7 +214,7 @@ func (b *backend) noteStatus(next Status, now time.Time) {
 // manager's lock, when they moved enough to announce. The map must not be written after.
 func (m *Manager) ReportRTTs(key string, rtts map[string]time.Duration) bool {
 	m.mu.Lock()
-	b := m.backends[key]
+	b := m.backendLocked(key)
 	if b == nil {
 		m.mu.Unlock()
 		return false

@@ -279,7 +279,7 @@ func ptr[T any](v T) *T { return &v }
 func TestReportRTTs(t *testing.T) {
 	ms := time.Millisecond
 	x := newMeasured(t)
-	b := x.m.backends["a"]
+	b := x.m.backendLocked("a")
 	if x.m.ReportRTTs("nobody", map[string]time.Duration{"us": ms}) {
 		t.Error("ReportRTTs accepted an unknown key")
 	}

@@ -131,7 +131,7 @@ func (m *Manager) updateLocked(b *backend, reason, by string) func() {
 // status changed.
 func (m *Manager) Report(key string, next Status, reason string) bool {
 	m.mu.Lock()
-	b := m.backends[key]
+	b := m.backendLocked(key)
 	if b == nil || !b.external {
 		m.mu.Unlock()
 		return false
