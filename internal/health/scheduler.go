@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/health/probe"
@@ -247,20 +248,56 @@ func (m *Manager) run(j *job) {
 // runAsync probes j on the poller, retrying failures within the same timeout. It reports
 // false when the probe cannot run there.
 func (m *Manager) runAsync(j *job) bool {
-	start := time.Now()
-	deadline := start.Add(j.timeout)
-	attempts := 0
-	var done func(probe.Result)
-	done = func(res probe.Result) {
-		if !res.OK && attempts < int(j.retries) && time.Until(deadline) > 0 && !m.stopping.Load() {
-			attempts++
-			if m.poller.Run(j.prober, deadline, done) {
-				return
-			}
-		}
-		m.finish(j, res, start)
+	r := asyncRuns.Get().(*asyncRun)
+	r.m, r.j, r.start, r.attempts = m, j, time.Now(), 0
+	r.deadline = r.start.Add(j.timeout)
+	if m.poller.Run(j.prober, r.deadline, r.done) {
+		return true
 	}
-	return m.poller.Run(j.prober, deadline, done)
+	r.release()
+	return false
+}
+
+// asyncRun is one probe of a job on the poller, its retries included. Runs are reused
+// (asyncRuns), and with them the function the poller calls, made once per run: thousands of
+// probes a second would otherwise each allocate both.
+type asyncRun struct {
+	m               *Manager
+	j               *job
+	start, deadline time.Time
+	attempts        int
+	done            func(probe.Result) // r.finish
+}
+
+// asyncRuns are the runs not in use.
+var asyncRuns sync.Pool
+
+func init() {
+	asyncRuns.New = func() any {
+		r := &asyncRun{}
+		r.done = r.finish
+		return r
+	}
+}
+
+// finish retries a failure while the deadline allows, or records the result.
+func (r *asyncRun) finish(res probe.Result) {
+	m, j := r.m, r.j
+	if !res.OK && r.attempts < int(j.retries) && time.Until(r.deadline) > 0 && !m.stopping.Load() {
+		r.attempts++
+		if m.poller.Run(j.prober, r.deadline, r.done) {
+			return
+		}
+	}
+	start := r.start
+	r.release()
+	m.finish(j, res, start)
+}
+
+// release gives r back to asyncRuns.
+func (r *asyncRun) release() {
+	r.m, r.j = nil, nil
+	asyncRuns.Put(r)
 }
 
 // finish records a probe's result and frees its in-flight slot. Results that arrive while the

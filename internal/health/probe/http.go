@@ -239,7 +239,7 @@ func (rs *httpRequestSpec) build(method, uri string) []byte {
 func (hp *httpProbe) Probe(ctx context.Context) Result {
 	deadline, budget := connDeadline(ctx, hp.timeout)
 	if ctx.Err() != nil {
-		return Fail("%s", connTimeoutReason(budget))
+		return Result{Reason: connTimeoutReason(budget)}
 	}
 	req, readReq := hp.req, httpReadRequest(hp.head)
 	var cur *url.URL // the current URL once a redirect was followed

@@ -44,7 +44,7 @@ func newTCPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 func (tp *tcpProbe) Probe(ctx context.Context) Result {
 	deadline, budget := connDeadline(ctx, tp.timeout)
 	if ctx.Err() != nil {
-		return Fail("%s", connTimeoutReason(budget))
+		return Result{Reason: connTimeoutReason(budget)}
 	}
 	dialer := connDialer(tp.timeout)
 	conn, err := dialer.DialContext(ctx, "tcp", tp.hostPort())
@@ -109,7 +109,7 @@ func (tp *tcpProbe) startAsync(p *Poller, sources []netip.Addr, deadline time.Ti
 	if !tp.ap.Addr().IsValid() {
 		return false
 	}
-	p.start(tp.ap, -1, sources, tp.send, tcpExpectLimit, deadline, tp.timeout, tcpExchange{tp}, func(res Result, _ int) { done(res) })
+	p.start(tp.ap, -1, sources, tp.send, tcpExpectLimit, deadline, tp.timeout, tcpExchange{tp}, done)
 	return true
 }
 
@@ -131,8 +131,11 @@ func (x tcpExchange) expired(in []byte, timeout string) Result {
 	if len(in) > 0 {
 		return Fail("tcp: expect %q not matched", x.tp.expect.String())
 	}
-	return Fail("%s", timeout)
+	return Result{Reason: timeout}
 }
+
+// ended does nothing: a tcp probe keeps no connection.
+func (x tcpExchange) ended(int) {}
 
 func (x tcpExchange) received(in []byte, eof bool) (Result, bool, bool) {
 	if x.tp.expect.Match(in) {
