@@ -19,7 +19,6 @@ import (
 	"github.com/meridian-gslb/meridian/internal/gctune"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
-	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source"
@@ -106,15 +105,11 @@ func Check(opts config.Options) (fileZones []*config.Zone, warnings []error, err
 	if err != nil {
 		return nil, warnings, fmt.Errorf("compile zones: %w", err)
 	}
-	specs, err := healthSpecs(snap)
-	for _, s := range specs {
-		for _, c := range s.Checks {
-			probe.Release(c.Prober)
-		}
-	}
+	ps, err := compileProbes(snap)
 	if err != nil {
 		return nil, warnings, err
 	}
+	ps.release()
 	return fileZones, warnings, nil
 }
 
@@ -204,11 +199,11 @@ func (e *Engine) Resync() error {
 	// The specs are compiled again: the manager keeps none, and neither does the engine (tens
 	// of megabytes of a big zone's, for a rare failure). Probers equal to running ones are
 	// released at once.
-	specs, err := healthSpecs(e.Snapshot())
+	ps, err := compileProbes(e.Snapshot())
 	if err != nil {
 		return fmt.Errorf("resync: %w", err)
 	}
-	e.health.Sync(specs, backendKeys(e.Snapshot()))
+	ps.sync(e.health)
 	for _, r := range e.Snapshot().Records() {
 		r.Refresh()
 	}
@@ -300,11 +295,11 @@ func (e *Engine) build(zones []*config.Zone) (*catalog.Snapshot, error) {
 // syncVerdicts gives the health manager the backends of snap, and has every input that
 // judges backends report again: the new ones start unknown.
 func (e *Engine) syncVerdicts(snap *catalog.Snapshot) error {
-	specs, err := healthSpecs(snap)
+	ps, err := compileProbes(snap)
 	if err != nil {
 		return err
 	}
-	e.health.Sync(specs, backendKeys(snap))
+	ps.sync(e.health)
 	for _, j := range e.judges {
 		j.ReportAll()
 	}

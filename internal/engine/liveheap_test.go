@@ -113,25 +113,25 @@ func liveHeapOfLoad(b *testing.B, data []byte, n, probed int) {
 			b.Fatal(err)
 		}
 		built := live()
-		specs, err := healthSpecs(snap)
+		ps, err := compileProbes(snap)
 		if err != nil {
 			b.Fatal(err)
 		}
 		compiled := live()
-		m.Sync(specs, backendKeys(snap))
-		specs = nil // the engine keeps none, nor does the manager
+		ps.sync(m)
+		ps = nil // the engine keeps none, nor does the manager
 		synced := live()
 		for _, r := range snap.Records() {
 			r.Refresh()
 		}
 		viewed := live()
 		m.SetHistory(true)
-		m.Sync(mustSpecs(b, snap), backendKeys(snap))
+		mustProbes(b, snap).sync(m)
 		histories := live()
 		b.ReportMetric((parsed-before)/float64(n), "config-B/record")
 		b.ReportMetric((built-parsed)/float64(n), "catalog-B/record")
 		b.ReportMetric((viewed-synced)/float64(n), "views-B/record")
-		b.ReportMetric((compiled-built)/float64(probed), "specs-B/backend")
+		b.ReportMetric((compiled-built)/float64(probed), "checks-B/backend")
 		b.ReportMetric((synced-built)/float64(probed), "health-B/backend")
 		b.ReportMetric((histories-viewed)/min(float64(probed), health.DefaultMaxHistories), "history-B/backend")
 		b.ReportMetric((histories-before)/1e6, "total-MB")
@@ -141,13 +141,13 @@ func liveHeapOfLoad(b *testing.B, data []byte, n, probed int) {
 	runtime.KeepAlive(data)
 }
 
-// mustSpecs returns the health specs of snap.
-func mustSpecs(b *testing.B, snap *catalog.Snapshot) []health.Spec {
-	specs, err := healthSpecs(snap)
+// mustProbes returns the compiled checks of snap.
+func mustProbes(b *testing.B, snap *catalog.Snapshot) *probeSet {
+	ps, err := compileProbes(snap)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return specs
+	return ps
 }
 
 // BenchmarkLoadMixedZone runs the steps of a load of bench/bigzone.sh's mixed zone of 100,000
@@ -167,11 +167,7 @@ func BenchmarkLoadMixedZone(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		specs, err := healthSpecs(snap)
-		if err != nil {
-			b.Fatal(err)
-		}
-		m.Sync(specs, backendKeys(snap))
+		mustProbes(b, snap).sync(m)
 		for _, r := range snap.Records() {
 			r.Refresh()
 		}

@@ -2,6 +2,7 @@ package health
 
 import (
 	"cmp"
+	"iter"
 	"net/netip"
 	"slices"
 	"sync"
@@ -231,15 +232,27 @@ func (m *Manager) stateLocked(key string) *State {
 // nobody uses any more stop. States of keys not in keep are forgotten. The manager keeps
 // nothing of specs but the probers of their checks.
 func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
+	m.SyncSeq(len(specs), func(yield func(*Spec) bool) {
+		for i := range specs {
+			if !yield(&specs[i]) {
+				return
+			}
+		}
+	}, keep)
+}
+
+// SyncSeq is Sync with the specs that specs yields, about n of them, in order: a caller with
+// hundreds of thousands of backends makes each spec as it is asked for, and may reuse it for
+// the next one.
+func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
 	m.gen++
-	backends := make([]*backend, 0, len(specs))
+	backends := make([]*backend, 0, n)
 	activity := make(map[*atomic.Bool]*recordActivity, len(m.activity))
-	jobs := m.newJobs(len(specs))
-	for i := range specs {
-		spec := &specs[i]
+	jobs := m.newJobs(n)
+	for spec := range specs {
 		if spec.Passive {
 			if spec = m.acceptPassive(spec); spec == nil {
 				continue

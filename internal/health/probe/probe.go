@@ -135,6 +135,9 @@ type Compiler struct {
 	// each entry keeps its map, so that no other map takes its address during the load.
 	canonical map[unsafe.Pointer]canonicalParams
 	key       []byte // checkKey's buffer
+	// compiled is where the next Compiled are made, a few hundred at a time: a load compiles
+	// hundreds of thousands, which live until the health manager has their probers.
+	compiled []Compiled
 }
 
 // canonicalParams is a parameters map and its canonical form.
@@ -189,7 +192,11 @@ func (c *Compiler) Compile(hc config.HealthCheck, t Target, defaultTimeout time.
 	}
 	// Kept as a digest: tens of thousands of checks would otherwise each keep a long key.
 	sum := sha256.Sum256(key)
-	return &Compiled{Prober: withCheckSource(prober, source), Type: hc.Type, Timeout: timeout, Key: string(sum[:16])}, nil
+	if len(c.compiled) == cap(c.compiled) {
+		c.compiled = make([]Compiled, 0, min(max(2*cap(c.compiled), 8), 256))
+	}
+	c.compiled = append(c.compiled, Compiled{Prober: withCheckSource(prober, source), Type: hc.Type, Timeout: timeout, Key: string(sum[:16])})
+	return &c.compiled[len(c.compiled)-1], nil
 }
 
 // checkKey returns the identity of a check, in c's buffer (valid until the next call): two
