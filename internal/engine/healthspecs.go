@@ -118,7 +118,7 @@ func (ps *probeSet) specs() iter.Seq[*health.Spec] {
 					Key: b.Key(), Record: rec.Name(), Backend: name,
 					Rise: checks.Rise, Fall: checks.Fall,
 					Interval: rc.Settings().ScrapeInterval, Retries: rc.Settings().ScrapeRetries,
-					Activity:    &rec.Queried,
+					Activity:    &rec.Activity,
 					OnChange:    refresh,
 					OnMeasure:   refresh, // RTT and load: the answers change, not the health others see
 					Capacity:    checks.Capacity,

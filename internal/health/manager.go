@@ -34,7 +34,7 @@ type Spec struct {
 	Retries  int
 	// Activity is set by queries of the backend's record; records left unqueried for the idle
 	// timeout are probed less often. Nil means always active.
-	Activity *atomic.Bool
+	Activity *Activity
 	// OnChange is called, outside the manager's lock, after the backend's status changed.
 	OnChange func()
 	// OnMeasure is called, outside the manager's lock, after the backend's RTT or load moved
@@ -114,9 +114,8 @@ type Manager struct {
 	backends []*backend
 	gen      uint16
 	// queue holds every job, by when it runs next: it is the manager's list of jobs too.
-	queue    timequeue.Queue[*job]
-	activity map[*atomic.Bool]*recordActivity
-	started  bool
+	queue   timequeue.Queue[*job]
+	started bool
 
 	poller   *probe.Poller // nil where epoll is unavailable: every probe runs on a goroutine
 	stopping atomic.Bool
@@ -152,8 +151,8 @@ type backend struct {
 	// report is, on an External backend, what its source last said (Report): Unknown before
 	// the first report, or the seeded status. It is nil on the others.
 	report *report
-	// activity is when the backend's record was last queried (nil: always active).
-	activity *recordActivity
+	// activity is whether the backend's record was queried lately (nil: always active).
+	activity *Activity
 	// measures are its RTT and load, and whether it was down (measure.go).
 	measures measures
 	// history is its last hour of results and status changes (history.go); nil without
@@ -170,12 +169,6 @@ type subscription struct {
 	machine machine
 }
 
-// recordActivity is when a record was last queried, and the flag its queries set.
-type recordActivity struct {
-	flag *atomic.Bool
-	last time.Time
-}
-
 // NewManager returns a manager that probes nothing until Sync and Start.
 func NewManager(opts Options) *Manager {
 	if opts.MaxInFlight <= 0 {
@@ -187,7 +180,6 @@ func NewManager(opts Options) *Manager {
 	m := &Manager{
 		opts:     opts,
 		states:   make(map[string]*State),
-		activity: make(map[*atomic.Bool]*recordActivity),
 		inFlight: make(chan struct{}, opts.MaxInFlight),
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
@@ -250,7 +242,6 @@ func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 	now := time.Now()
 	m.gen++
 	backends := make([]*backend, 0, n)
-	activity := make(map[*atomic.Bool]*recordActivity, len(m.activity))
 	jobs := m.newJobs(n)
 	for spec := range specs {
 		if spec.Passive {
@@ -277,17 +268,8 @@ func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 		}
 		b.gen, b.state.b = m.gen, b
 		backends = append(backends, b)
-		if spec.Activity != nil {
-			a := activity[spec.Activity]
-			if a == nil {
-				if a = m.activity[spec.Activity]; a == nil {
-					a = &recordActivity{flag: spec.Activity, last: now}
-				}
-				activity[spec.Activity] = a
-			}
-			b.activity = a
-		} else {
-			b.activity = nil
+		if b.activity = spec.Activity; b.activity != nil {
+			b.activity.start(now)
 		}
 		jobs.add(b, spec)
 	}
@@ -301,7 +283,6 @@ func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 	}
 	m.backends = backends
 	m.keepHistories(now)
-	m.activity = activity
 	m.seed = nil
 	m.replaceJobs(jobs, now)
 	for key := range m.states {

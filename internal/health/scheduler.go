@@ -199,17 +199,11 @@ func (m *Manager) nextRun(j *job, now time.Time) time.Time {
 }
 
 // idle reports whether none of the records behind j was queried within the idle timeout.
-// Activity is tracked per configured record: a query sets the record's flag, read here.
+// Activity is tracked per configured record: a query marks the record, taken here.
 func (m *Manager) idle(j *job, now time.Time) bool {
 	for _, sub := range j.subs {
 		a := sub.backend.activity
-		if a == nil {
-			return false
-		}
-		if a.flag.Load() && a.flag.Swap(false) { // no write while nobody queries
-			a.last = now
-		}
-		if now.Sub(a.last) < m.opts.IdleTimeout {
+		if a == nil || a.idleFor(now) < m.opts.IdleTimeout { // no write while nobody queries
 			return false
 		}
 	}
