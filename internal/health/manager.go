@@ -243,13 +243,15 @@ func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 	m.gen++
 	backends := make([]*backend, 0, n)
 	jobs := m.newJobs(n)
+	var counts stateCounts // the backends_by_state changes, made once at the end
 	for spec := range specs {
 		if spec.Passive {
 			if spec = m.acceptPassive(spec); spec == nil {
 				continue
 			}
 		}
-		b := m.backendLocked(spec.Key)
+		st := m.stateLocked(spec.Key)
+		b := st.b
 		if b != nil && b.gen == m.gen {
 			b = nil // a key given twice: the last spec wins
 		}
@@ -260,7 +262,8 @@ func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 			b.update(spec)
 		} else {
 			old := b
-			b = m.newBackend(spec)
+			b = m.newBackend(spec, st)
+			counts[b.status]++
 			if old != nil {
 				b.measures.wasDown = old.measures.wasDown // coming up after a reload is still a recovery
 				b.history = old.history.restart(now, b.status)
@@ -275,13 +278,14 @@ func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 	}
 	for _, old := range m.backends {
 		if old.gen != m.gen { // gone, or started over as unknown (new checks)
-			forgetBackend(old.status)
+			counts[old.status]--
 			if old.state.b == old {
 				old.state.b = nil
 			}
 		}
 	}
 	m.backends = backends
+	counts.add()
 	m.keepHistories(now)
 	m.seed = nil
 	m.replaceJobs(jobs, now)
@@ -321,8 +325,8 @@ func (m *Manager) keepHistories(now time.Time) {
 // A seeded External backend with checks starts with its report at that status and its checks'
 // machines too, except that a stale one (a stale report over up checks, see withReport) starts
 // its machines up.
-func (m *Manager) newBackend(spec *Spec) *backend {
-	b := &backend{state: m.stateLocked(spec.Key), external: spec.External, measureOnly: spec.MeasureOnly}
+func (m *Manager) newBackend(spec *Spec, st *State) *backend {
+	b := &backend{state: st, external: spec.External, measureOnly: spec.MeasureOnly}
 	b.update(spec)
 	if spec.External {
 		b.report = &report{}
@@ -339,7 +343,6 @@ func (m *Manager) newBackend(spec *Spec) *backend {
 	}
 	b.state.Set(b.status)
 	b.resetMeasures() // what other checks measured does not stand for these
-	backendsByState.WithLabelValues(b.status.String()).Inc()
 	checks := b.status
 	if checks == Stale {
 		checks = Up
@@ -431,10 +434,12 @@ func (m *Manager) Stop() {
 		probe.Release(j.prober)
 	}
 	// The counts by state, which every manager adds to, give back this manager's share.
+	var counts stateCounts
 	for _, b := range m.backends {
-		backendsByState.WithLabelValues(b.status.String()).Dec()
+		counts[b.status]--
 		b.state.b = nil
 	}
+	counts.add()
 	m.backends = nil
 }
 

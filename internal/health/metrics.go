@@ -145,9 +145,17 @@ func recordTransition(from, to Status) {
 	transitionsTotal.WithLabelValues(to.String()).Inc()
 }
 
-// forgetBackend gives back the count of a backend that is no longer probed.
-func forgetBackend(st Status) {
-	backendsByState.WithLabelValues(st.String()).Dec()
+// stateCounts are changes of the counts of backends by state, added to the gauges at once:
+// a Sync of hundreds of thousands of backends would otherwise look a series up for each.
+type stateCounts [Stale + 1]float64
+
+// add adds c to the gauges of backends by state.
+func (c *stateCounts) add() {
+	for st, n := range c {
+		if n != 0 {
+			backendsByState.WithLabelValues(Status(st).String()).Add(n)
+		}
+	}
 }
 
 // backendHealthy exports coredns_gslb_backend_healthy{record, backend}: 1 for a probed backend
