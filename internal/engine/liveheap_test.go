@@ -9,6 +9,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 // mixedZone returns bench/bigzone.sh's mixed zone of n records: 16 in 20 failover with two
@@ -93,13 +94,7 @@ func BenchmarkLiveHeapChecks(b *testing.B) {
 // liveHeapOfLoad reports the live heap of the steps of a load of the zone data of n records
 // and probed backends.
 func liveHeapOfLoad(b *testing.B, data []byte, n, probed int) {
-	live := func() float64 {
-		var m runtime.MemStats
-		runtime.GC()
-		runtime.GC() // what sync.Pools held until the last collection too
-		runtime.ReadMemStats(&m)
-		return float64(m.HeapAlloc)
-	}
+	live := testutil.LiveHeap
 	for b.Loop() {
 		before := live()
 		z, err := config.ParseZone("zone.yml", data, "bench.test.", nil, 1)
