@@ -27,10 +27,7 @@ func BenchmarkLiveHeapPerRecord(b *testing.B) {
 	live := testutil.LiveHeap
 	for b.Loop() {
 		before := live()
-		z, err := config.ParseZone("zone.yml", data, "bench.test.", nil, 1)
-		if err != nil {
-			b.Fatal(err)
-		}
+		z := testutil.ParseBenchZone(b, data)
 		parsed := live()
 		s, err := Build([]*config.Zone{z}, states{})
 		if err != nil {

@@ -97,10 +97,7 @@ func liveHeapOfLoad(b *testing.B, data []byte, n, probed int) {
 	live := testutil.LiveHeap
 	for b.Loop() {
 		before := live()
-		z, err := config.ParseZone("zone.yml", data, "bench.test.", nil, 1)
-		if err != nil {
-			b.Fatal(err)
-		}
+		z := testutil.ParseBenchZone(b, data)
 		parsed := live()
 		m := health.NewManager(health.Options{})
 		snap, err := catalog.BuildUnviewed([]*config.Zone{z}, m)
@@ -153,10 +150,7 @@ func BenchmarkLoadMixedZone(b *testing.B) {
 	data, _ := mixedZone(100000)
 	b.ReportAllocs()
 	for b.Loop() {
-		z, err := config.ParseZone("zone.yml", data, "bench.test.", nil, 1)
-		if err != nil {
-			b.Fatal(err)
-		}
+		z := testutil.ParseBenchZone(b, data)
 		m := health.NewManager(health.Options{History: true})
 		snap, err := catalog.BuildUnviewed([]*config.Zone{z}, m)
 		if err != nil {
