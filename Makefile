@@ -75,6 +75,7 @@ deps:
 	command -v knotd >/dev/null || [ -x /usr/sbin/knotd ] || missing="$$missing knot"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v zonemaster-cli >/dev/null || missing="$$missing zonemaster-cli"; \
+	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
