@@ -12,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/publish"
 	"github.com/meridian-gslb/meridian/internal/source"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 // sourceHelpers are the packages under internal/source that are no input of their own but a
@@ -218,6 +219,9 @@ func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 		ExternalDNS: config.ExternalDNSOptions{Parent: "org."}}
 	o.State = config.StateOptions{Enable: true, Path: filepath.Join(dir, "state.json")}
 	o.CoreDNSGSLBMetrics = true
+	d := config.DefaultDNSSECOptions()
+	d.Keys = []string{testutil.WriteKey(t, dir, testutil.KeySpec{Zone: "example.org"}).Base}
+	o.DNSSEC = []config.DNSSECOptions{d}
 
 	before := goroutineIDs()
 	r := NewRegistry()

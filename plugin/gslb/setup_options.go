@@ -47,6 +47,7 @@ func (b *Block) optionGroups(root string) []optionGroup {
 		{table: safetyOptions(&o.Safety)},
 		{table: sitesOptions(&o.Sites, b.port), sites: true},
 		{table: heartbeatOptions(&o.Heartbeats), sites: true},
+		{table: dnssecOptions(o, root)},
 	}
 }
 
