@@ -1,17 +1,26 @@
 package health
 
+import "math"
+
 // machine is the rise/fall damping of one check of one backend. The first result sets the
 // status directly; after that it takes rise consecutive successes to go up and fall
 // consecutive failures to go down.
 type machine struct {
-	rise, fall int
+	rise, fall int32 // from 1 to math.MaxInt32, as the configuration allows
 	status     Status
-	successes  int // consecutive, while not up
-	failures   int // consecutive, while not down
+	successes  int32 // consecutive, while not up (counting stops at the most rise can be)
+	failures   int32 // consecutive, while not down (likewise)
 }
 
 func newMachine(rise, fall int) machine {
-	return machine{rise: max(rise, 1), fall: max(fall, 1)}
+	var m machine
+	m.setThresholds(rise, fall)
+	return m
+}
+
+// setThresholds sets rise and fall, at least 1 and at most math.MaxInt32.
+func (m *machine) setThresholds(rise, fall int) {
+	m.rise, m.fall = int32(min(max(rise, 1), math.MaxInt32)), int32(min(max(fall, 1), math.MaxInt32))
 }
 
 // observe applies one raw result and reports whether the status changed.
@@ -19,13 +28,13 @@ func (m *machine) observe(ok bool) (changed bool) {
 	before := m.status
 	if ok {
 		m.failures = 0
-		m.successes++
+		m.successes = min(m.successes, math.MaxInt32-1) + 1
 		if m.status == Unknown || m.successes >= m.rise {
 			m.status = Up
 		}
 	} else {
 		m.successes = 0
-		m.failures++
+		m.failures = min(m.failures, math.MaxInt32-1) + 1
 		if m.status == Unknown || m.failures >= m.fall {
 			m.status = Down
 		}
