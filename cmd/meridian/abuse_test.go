@@ -77,10 +77,16 @@ func TestAbuseFloodFromOneAddress(t *testing.T) {
 		got := mustFlood(t, "127.0.0.1", s.Addr, q.Copy(), 2000, 500*time.Millisecond)
 		o := <-other
 		t.Logf("flood of %d from 127.0.0.1 at 10/s: %d answered, %d slipped; another network: %d of %d", got.sent, got.answered, got.truncated, o.answered, o.sent)
-		if got.answered < 10 || got.answered > 20 || got.truncated < 600 || got.truncated > 1400 || o.answered != o.sent {
+		if got.answered < 10 || got.answered > 20 || got.truncated == 0 || o.answered != o.sent {
 			t.Errorf("flood: %+v; another network: %+v", got, o)
 		}
+		// Slip 2: about half of the limited responses slip. The server's counts, since a loaded
+		// machine drops some of the flood's datagrams at the sockets.
 		m := s.series(t)
+		slipped, dropped := m["coredns_gslb_rrl_responses_total{decision=slipped,kind=positive}"], m["coredns_gslb_rrl_responses_total{decision=dropped,kind=positive}"]
+		if limited := slipped + dropped; limited < 500 || slipped < 0.3*limited || slipped > 0.7*limited {
+			t.Errorf("the server limited %v responses and slipped %v of them", limited, slipped)
+		}
 		if limited := m["coredns_gslb_fastpath_packets_total{address=127.0.0.1:"+portOf(s.Addr)+",path=limited}"]; fast != (limited > 0) {
 			t.Errorf("the fast path's limited packets: %v", limited)
 		}
