@@ -77,6 +77,7 @@ testbins:
 	$(GO) run ./internal/testutil/kubebuild
 	$(GO) run ./internal/testutil/helmbuild
 	$(GO) run ./internal/testutil/externaldnsbuild
+	$(GO) run ./internal/testutil/dnstapbuild
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

@@ -5,6 +5,7 @@
 //	meridian -version              print Meridian's and CoreDNS's versions
 //	meridian check -conf Corefile  validate a Corefile and the YAML files it names, then exit
 //	meridian ctl COMMAND ...       query and steer a running meridian through its admin API
+//	meridian answers FILE...       print the responses of an answer log (dnstap) with their decisions
 //	meridian help [-man] [OPTION]  the commands and the Corefile options (-man: the man page)
 //
 // SIGUSR1 reloads the Corefile; SIGUSR2 replaces the running binary by the one at its path
@@ -25,12 +26,14 @@ import (
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/debug"
 	_ "github.com/coredns/coredns/plugin/dnssec"
+	_ "github.com/coredns/coredns/plugin/dnstap"
 	_ "github.com/coredns/coredns/plugin/errors"
 	_ "github.com/coredns/coredns/plugin/file"
 	_ "github.com/coredns/coredns/plugin/forward"
 	_ "github.com/coredns/coredns/plugin/health"
 	_ "github.com/coredns/coredns/plugin/loadbalance"
 	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/metadata"
 	_ "github.com/coredns/coredns/plugin/metrics"
 	_ "github.com/coredns/coredns/plugin/multisocket"
 	_ "github.com/coredns/coredns/plugin/pprof"
@@ -56,8 +59,8 @@ var Version = "dev"
 // gslb and gslb_proxy inserted right before cache (gslb_proxy rewrites what forward answers),
 // and transfer (which hands gslb's zones to secondaries) before them.
 var directives = []string{
-	"root", "multisocket", "reload", "bind", "debug", "ready", "health", "pprof", "prometheus",
-	"errors", "log", "any", "loadbalance", "tsig", "rewrite", "acl", "transfer", "gslb", "gslb_proxy", "cache", "dnssec",
+	"root", "metadata", "multisocket", "reload", "bind", "debug", "ready", "health", "pprof", "prometheus",
+	"errors", "log", "dnstap", "any", "loadbalance", "tsig", "rewrite", "acl", "transfer", "gslb", "gslb_proxy", "cache", "dnssec",
 	"template", "file", "forward", "whoami",
 }
 
@@ -76,6 +79,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "help" {
 		os.Exit(runHelp(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "answers" {
+		os.Exit(runAnswers(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "ctl" {
 		os.Exit(runCtl(os.Args[2:], os.Getenv, os.Stdout, os.Stderr))

@@ -17,6 +17,9 @@ type Options struct {
 	UseEDNSClientSubnet bool
 	// FastPath is the fast path's settings (fastpath, fastpath_log_sample): off unless set.
 	FastPath FastPathOptions
+	// AnswerLog is the answer log's settings (answer_log, answer_log_sample,
+	// answer_log_queue): off unless AnswerLog.Enable.
+	AnswerLog AnswerLogOptions
 	// EnableTXT turns on the per-backend TXT debug answer (off by default: it discloses inventory).
 	EnableTXT bool
 	// CoreDNSGSLBMetrics exports CoreDNS-GSLB's metrics (gslb_*) beside Meridian's own, and
@@ -63,6 +66,24 @@ type FastPathOptions struct {
 	LogSample int
 }
 
+// AnswerLogOptions are the answer log's settings: the fast path's answers written as dnstap
+// frames to the server block's dnstap plugins, as those plugins write the plugin chain's, each
+// carrying Meridian's decision (docs/configuration.md, "Answer log").
+type AnswerLogOptions struct {
+	Enable bool
+	// Sample writes each fast-path answer with a chance of one in Sample (1: every answer).
+	Sample int
+	// Queue is how many fast-path answers wait to be written; an answer that finds it full is
+	// dropped and counted.
+	Queue int
+}
+
+// The answer log's defaults.
+const (
+	DefaultAnswerLogSample = 1
+	DefaultAnswerLogQueue  = 16384
+)
+
 // StateOptions are the state file's settings (state_persist_*, state_max_age): the health of
 // every probed backend, written periodically and at shutdown, read at start so that a
 // restarted instance answers from the last known health instead of from unknown.
@@ -102,6 +123,7 @@ func DefaultOptions() Options {
 			Interval: DefaultStatePersistInterval,
 			MaxAge:   DefaultStateMaxAge,
 		},
-		Webhooks: DefaultWebhookOptions(),
+		Webhooks:  DefaultWebhookOptions(),
+		AnswerLog: AnswerLogOptions{Sample: DefaultAnswerLogSample, Queue: DefaultAnswerLogQueue},
 	}
 }

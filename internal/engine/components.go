@@ -3,6 +3,7 @@ package engine
 import (
 	"net/netip"
 
+	"github.com/meridian-gslb/meridian/internal/answerlog"
 	"github.com/meridian-gslb/meridian/internal/cgmetrics"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/notify"
@@ -116,6 +117,14 @@ var components = []component{
 	}, func(w *notify.Webhooks, e *Engine) {
 		w.Configure(e.opts.Webhooks, e.opts.Sites.Site, e.log)
 	}),
+
+	// The fast path's answer log: the adapter attaches the server block's dnstap plugins to it
+	// (Engine.AnswerLog) and hands it the fast path's answers; the plugin chain's are the
+	// dnstap plugins' own.
+	row(component{
+		name: "answer log", roles: source.RolePublisher,
+		on: func(o config.Options) bool { return o.AnswerLog.Enable && o.FastPath.Enable },
+	}, func(b *blockEnv) *answerlog.Log { return answerlog.New(b.opts.AnswerLog) }, nil),
 
 	row(component{
 		name: "coredns-gslb metrics", roles: source.RolePublisher,

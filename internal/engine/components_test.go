@@ -201,7 +201,7 @@ func goroutineIDs() map[string]string {
 
 // TestOpeningABlockStartsNoGoroutine: opening a block (what a Corefile's setup does) with
 // webhooks, sites, heartbeats, a delegation, Kubernetes with its delegation through
-// ExternalDNS and the admin API configured starts
+// ExternalDNS, the answer log and the admin API configured starts
 // nothing that runs on: Start does.
 func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 	dir := t.TempDir()
@@ -215,6 +215,7 @@ func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 		ExternalDNS: config.ExternalDNSOptions{Parent: "org."}}
 	o.State = config.StateOptions{Enable: true, Path: filepath.Join(dir, "state.json")}
 	o.CoreDNSGSLBMetrics = true
+	o.FastPath.Enable, o.AnswerLog.Enable = true, true
 
 	before := goroutineIDs()
 	r := NewRegistry()

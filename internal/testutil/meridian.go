@@ -219,7 +219,7 @@ const FastPathEnv = "MERIDIAN_TEST_FASTPATH"
 var gslbDirective = regexp.MustCompile(`(?m)^(\s*)gslb(\s[^\n]*)?$`)
 
 // fastPathBypassed matches the directives the fastpath option refuses in a server block.
-var fastPathBypassed = regexp.MustCompile(`(?m)^\s*(acl|any|loadbalance|rewrite|tsig)(\s|$)`)
+var fastPathBypassed = regexp.MustCompile(`(?m)^\s*(acl|any|dnstap|loadbalance|rewrite|tsig)(\s|$)`)
 
 // NoFastPath is a Corefile comment that keeps WithFastPath away: a test that compares the two
 // paths writes it in the Corefile of the server without the fast path.
