@@ -55,6 +55,7 @@ func (s *Server) apiRoutes() []route {
 		{"POST /api/v1/backends/{action}", s.act},
 		{"GET /api/v1/overrides", s.overrides},
 		{"GET /api/v1/transitions", s.transitions},
+		{"GET /api/v1/timelines", s.timelines},
 		{"GET /api/v1/explain", s.explain},
 		{"GET /api/v1/sites", s.sites},
 		{"POST /api/v1/reload", s.reload},

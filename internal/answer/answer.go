@@ -60,11 +60,12 @@ type Query struct {
 // Respond answers q from snap and, with opts.Count, counts the answer in the record's and the
 // backends' query counts (catalog.Record.CountAnswer).
 func Respond(snap *catalog.Snapshot, opts Options, q Query) (*dns.Msg, Result) {
-	return respond(snap, opts, q, opts.Count)
+	return respond(snap, opts, q, opts.Count, false)
 }
 
-// respond is Respond; count is false for answers that no client asked for (Explain).
-func respond(snap *catalog.Snapshot, opts Options, q Query, count bool) (*dns.Msg, Result) {
+// respond is Respond; count is false for answers that no client asked for (Explain), and
+// explaining is set for them: they are not the first answer of a change (catalog.AnswerWatch).
+func respond(snap *catalog.Snapshot, opts Options, q Query, count, explaining bool) (*dns.Msg, Result) {
 	req := q.Msg
 	if req.Response || (req.Opcode != dns.OpcodeQuery && req.Opcode != dns.OpcodeNotify) || len(req.Question) != 1 {
 		return nil, NotOurs
@@ -86,7 +87,7 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count bool) (*dns.Ms
 		return m, Answered
 	}
 
-	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, geo: q.Geo, count: count}
+	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, geo: q.Geo, count: count, explaining: explaining}
 	if rcode := b.readEDNS(opts.UseECS); rcode != dns.RcodeSuccess {
 		return b.finishError(rcode), Answered
 	}
@@ -127,6 +128,9 @@ type builder struct {
 	geo *geo.Sources
 	// count makes address answers count in the record's and the backends' query counts.
 	count bool
+	// explaining is set for an answer no client asked for (Explain, Decide): it does not note
+	// the first answer of a change on the record's AnswerWatch.
+	explaining bool
 	// reserve is room the caller adds to the response after it (its TSIG signature), which
 	// UDP answers leave free.
 	reserve int

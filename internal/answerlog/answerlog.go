@@ -11,9 +11,9 @@
 package answerlog
 
 import (
+	"context"
 	"math/rand/v2"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,9 +23,10 @@ import (
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/geo"
+	"github.com/meridian-gslb/meridian/internal/periodic"
 )
 
-// drainEvery is how long the writer sleeps when it finds the queue empty.
+// drainEvery is how long the writer sleeps once it emptied the queue.
 const drainEvery = 10 * time.Millisecond
 
 // Entry is one answer of the fast path, as the sink gets it. Its slices belong to the log:
@@ -50,9 +51,8 @@ type Log struct {
 	queue  *ring
 	sink   atomic.Pointer[Sink]
 
-	mu      sync.Mutex // serialises Start and Stop
-	stop    chan struct{}
-	stopped chan struct{}
+	// writer drains the queue every drainEvery.
+	writer periodic.Loop
 }
 
 // New returns the answer log that o asks for (its Sample and Queue, config's defaults when
@@ -102,41 +102,13 @@ func (l *Log) Observe(snap *catalog.Snapshot, pkt, resp []byte, src netip.Addr, 
 
 // Start starts the writer.
 func (l *Log) Start() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stop != nil {
-		return
-	}
-	l.stop, l.stopped = make(chan struct{}), make(chan struct{})
-	go l.write(l.stop, l.stopped)
+	l.writer.Start(func(context.Context) { l.drain() }, func() time.Duration { return drainEvery })
 }
 
 // Stop stops the writer once it has written what was queued.
 func (l *Log) Stop() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stop == nil {
-		return
-	}
-	close(l.stop)
-	<-l.stopped
-	l.stop = nil
-}
-
-// write hands the queued entries to the sink until stop is closed, then the last ones.
-func (l *Log) write(stop <-chan struct{}, stopped chan<- struct{}) {
-	defer close(stopped)
-	tick := time.NewTicker(drainEvery)
-	defer tick.Stop()
-	for {
-		l.drain()
-		select {
-		case <-stop:
-			l.drain()
-			return
-		case <-tick.C:
-		}
-	}
+	l.writer.Stop()
+	l.drain() // the writer is stopped: this is the one consumer now
 }
 
 // drain hands every queued entry to the sink, or drops it when none is attached.

@@ -46,6 +46,8 @@ type Zone struct {
 	changes atomic.Uint64
 	// static are the zone's static records, in file order.
 	static []dns.RR
+	// watches are the AnswerWatches set on its records (Record.Watch).
+	watches watches
 }
 
 // clone returns a copy of z with a name tree of its own, to relink records in.

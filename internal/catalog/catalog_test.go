@@ -482,6 +482,8 @@ func TestViewExtraSeesEveryField(t *testing.T) {
 			f.Set(reflect.ValueOf(time.Unix(1, 0)))
 		case f.Kind() == reflect.Slice:
 			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		case f.Kind() == reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
 		case f.Kind() == reflect.Array && f.Type().Elem().Kind() == reflect.Pointer:
 			f.Index(0).Set(reflect.New(f.Type().Elem().Elem()))
 		case f.Kind() == reflect.Array && f.Type().Elem().Kind() == reflect.Slice:

@@ -68,6 +68,8 @@ type ViewExtra struct {
 	// NextTTLChange is the next instant at which the TTL changes by time alone (a scheduled
 	// drain's lead-in or one of its steps); zero for none. The record must be refreshed then.
 	NextTTLChange time.Time
+	// Watch follows a change of the record to its first answer (Record.Watch); nil for none.
+	Watch *AnswerWatch
 }
 
 // noExtra is the extra part of the views that have none.
@@ -89,7 +91,7 @@ func (x *ViewExtra) empty() bool {
 			return false
 		}
 	}
-	return len(x.PublishedRTTs) == 0 && x.NextTTLChange.IsZero()
+	return len(x.PublishedRTTs) == 0 && x.NextTTLChange.IsZero() && x.Watch == nil
 }
 
 // FallbackApplies reports whether family f must be answered by the fallback policy: no backend
@@ -202,11 +204,15 @@ func (r *Record) Refresh() {
 		}
 		r.chooseTTL(v, &x, f, now)
 	}
+	x.Watch = r.watch()
 	if x.PublishedRTTs = r.publishedRTTs(); !x.empty() {
 		extra := x // x itself stays on the stack
 		v.extra = &extra
 	}
 	r.view.Store(v)
+	if x.Watch != nil {
+		x.Watch.swapped.CompareAndSwap(0, time.Now().UnixNano())
+	}
 	r.Zone.changes.Add(1)
 	r.scheduleRamp(now, rampNext)
 }

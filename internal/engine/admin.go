@@ -17,6 +17,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
 	"github.com/meridian-gslb/meridian/internal/source/sites"
+	"github.com/meridian-gslb/meridian/internal/timeline"
 )
 
 // Status implements admin.Provider: every zone, record and backend of the current snapshot
@@ -226,4 +227,41 @@ func CatalogOverrides(list []overlay.Override, now time.Time) map[string]catalog
 		}
 	}
 	return m
+}
+
+var _ admin.TimelineProvider = (*Engine)(nil)
+
+// Timelines implements admin.TimelineProvider: the block's failover timelines of record (every
+// record's when empty), the newest first, at most limit.
+func (e *Engine) Timelines(record string, limit int) []admin.Timeline {
+	k, ok := instanceOf[*timeline.Keeper](e)
+	if !ok {
+		return nil
+	}
+	ts := k.Timelines(record, limit)
+	out := make([]admin.Timeline, len(ts))
+	for i := range ts {
+		out[i] = adminTimeline(&ts[i])
+	}
+	return out
+}
+
+// adminTimeline returns t as the admin API shows it.
+func adminTimeline(t *timeline.Timeline) admin.Timeline {
+	at := func(x time.Time) *time.Time {
+		if x.IsZero() {
+			return nil
+		}
+		return &x
+	}
+	out := admin.Timeline{Record: t.Record, Backend: t.Backend, Key: t.Key, From: admin.State(t.From.String()),
+		To: admin.State(t.To.String()), Reason: t.Reason, Detected: t.Detected, Changed: t.Changed,
+		Swapped: at(t.Swapped), Answered: at(t.Answered), Target: admin.Millis(t.Target), Superseded: t.Superseded}
+	if m := t.Measured(); m > 0 {
+		out.Measured = admin.Millis(m)
+	}
+	for _, l := range t.Learned {
+		out.Learned = append(out.Learned, admin.Learned{By: l.By, At: l.At})
+	}
+	return out
 }

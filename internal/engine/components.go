@@ -15,6 +15,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
 	"github.com/meridian-gslb/meridian/internal/source/kubernetes"
 	"github.com/meridian-gslb/meridian/internal/source/sites"
+	"github.com/meridian-gslb/meridian/internal/timeline"
 )
 
 // components is the constructor table: every input and publisher a gslb block may have, each
@@ -116,6 +117,14 @@ var components = []component{
 		return notify.NewWebhooks(b.instance)
 	}, func(w *notify.Webhooks, e *Engine) {
 		w.Configure(e.opts.Webhooks, e.opts.Sites.Site, e.log)
+	}),
+
+	// The failover timelines follow the health manager's transitions to the first answers.
+	row(component{
+		name: "failover timelines", roles: source.RolePublisher,
+		on: always, survives: true,
+	}, func(*blockEnv) *timeline.Keeper { return timeline.New() }, func(k *timeline.Keeper, e *Engine) {
+		k.Configure(e.Snapshot, e.fleet())
 	}),
 
 	// The fast path's answer log: the adapter attaches the server block's dnstap plugins to it

@@ -124,8 +124,8 @@ func TestReloadRules(t *testing.T) {
 		{"another peer", func(o *config.Options) { o.Sites.Peers = []string{"127.0.0.1:1"} }, true, nil},
 		{"another site", func(o *config.Options) { o.Sites.Site = "us" }, true, []string{"sites"}},
 		{"a kubeconfig", func(o *config.Options) { o.Kubernetes.Kubeconfig = kubeconfig(t) }, true, []string{"kubernetes"}},
-		{"max_stagger_start", func(o *config.Options) { o.MaxStaggerStart /= 2 }, false, []string{"discovery", "kubernetes", "sites", "webhooks"}},
-		{"coredns_gslb_metrics", func(o *config.Options) { o.CoreDNSGSLBMetrics = true }, false, []string{"discovery", "kubernetes", "sites", "webhooks"}},
+		{"max_stagger_start", func(o *config.Options) { o.MaxStaggerStart /= 2 }, false, []string{"discovery", "kubernetes", "sites", "webhooks", "failover timelines"}},
+		{"coredns_gslb_metrics", func(o *config.Options) { o.CoreDNSGSLBMetrics = true }, false, []string{"discovery", "kubernetes", "sites", "webhooks", "failover timelines"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

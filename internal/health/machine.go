@@ -8,24 +8,32 @@ type machine struct {
 	status     Status
 	successes  int // consecutive, while not up
 	failures   int // consecutive, while not down
+	// since is when the first result of the current run of successes or failures began (Unix
+	// nanoseconds): once the run changes the status, when the evidence for the change began.
+	since int64
 }
 
 func newMachine(rise, fall int) machine {
 	return machine{rise: max(rise, 1), fall: max(fall, 1)}
 }
 
-// observe applies one raw result and reports whether the status changed.
-func (m *machine) observe(ok bool) (changed bool) {
+// observe applies one raw result, of a probe that started at (Unix nanoseconds), and reports
+// whether the status changed.
+func (m *machine) observe(ok bool, at int64) (changed bool) {
 	before := m.status
 	if ok {
 		m.failures = 0
-		m.successes++
+		if m.successes++; m.successes == 1 {
+			m.since = at
+		}
 		if m.status == Unknown || m.successes >= m.rise {
 			m.status = Up
 		}
 	} else {
 		m.successes = 0
-		m.failures++
+		if m.failures++; m.failures == 1 {
+			m.since = at
+		}
 		if m.status == Unknown || m.failures >= m.fall {
 			m.status = Down
 		}
