@@ -62,6 +62,8 @@ deps:
 	command -v named >/dev/null || [ -x /usr/sbin/named ] || missing="$$missing bind9"; \
 	command -v knotd >/dev/null || [ -x /usr/sbin/knotd ] || missing="$$missing knot"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v dnstap-read >/dev/null || missing="$$missing bind9-dnsutils"; \
+	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
 	command -v zonemaster-cli >/dev/null || missing="$$missing zonemaster-cli"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \

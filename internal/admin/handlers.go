@@ -56,6 +56,7 @@ func (s *Server) apiRoutes() []route {
 		{"GET /api/v1/overrides", s.overrides},
 		{"GET /api/v1/transitions", s.transitions},
 		{"GET /api/v1/timelines", s.timelines},
+		{"GET /api/v1/shares", s.shares},
 		{"GET /api/v1/explain", s.explain},
 		{"GET /api/v1/sites", s.sites},
 		{"POST /api/v1/reload", s.reload},

@@ -113,6 +113,12 @@ func (r *builder) pick(f catalog.Family, dst []*catalog.Backend) selection {
 	var loc geo.Location
 	r.geo.Lookup(r.client, &loc)
 	c.geo, c.loc = r.geo, &loc
+	if r.count {
+		r.country = loc.Country.Country
+		if !loc.Country.Found {
+			r.country = loc.City.Country
+		}
+	}
 	return selectFamily(r.rec, c, f, dst)
 }
 
@@ -124,6 +130,7 @@ func (r *builder) timedPick(f catalog.Family, dst []*catalog.Backend) (selection
 	}
 	start := time.Now()
 	sel := r.pick(f, dst)
+	r.ttl = sel.ttl // for selected
 	return sel, time.Since(start)
 }
 
@@ -159,10 +166,11 @@ func withTTL(rr dns.RR, ttl uint32) dns.RR {
 	return rr
 }
 
-// selected counts be in the answer, when the answer counts.
+// selected counts be in the answer, when the answer counts: with the answer's TTL and, when
+// the selection looked the client up, its country (traffic_shares).
 func (r *builder) selected(be *catalog.Backend) {
 	if r.count {
-		r.rec.CountSelected(be)
+		r.rec.CountSelected(be, r.ttl, r.country)
 	}
 }
 

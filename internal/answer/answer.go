@@ -22,7 +22,9 @@ type Options struct {
 	// EnableTXT answers TXT queries of record names with one line per backend.
 	EnableTXT bool
 	// Count counts address answers in the record's and the backends' query counts and times
-	// their selection (catalog.Record.CountAnswer), for CoreDNS-GSLB's metrics.
+	// their selection (catalog.Record.CountAnswer), for CoreDNS-GSLB's metrics and the
+	// traffic shares (each backend's answers weighted by their TTL, by client country where
+	// the selection looked it up).
 	Count bool
 	// PeerKey is set when the peers' exchanges are signed (peer_tsig): the names a site
 	// publishes for its peers are answered to signed queries only (Query.Signed).
@@ -131,6 +133,10 @@ type builder struct {
 	// explaining is set for an answer no client asked for (Explain, Decide): it does not note
 	// the first answer of a change on the record's AnswerWatch.
 	explaining bool
+	// ttl and country are, while an answer counts, its TTL and its client's country (when the
+	// selection looked it up), for the traffic counts (catalog.Record.CountSelected).
+	ttl     uint32
+	country string
 	// reserve is room the caller adds to the response after it (its TSIG signature), which
 	// UDP answers leave free.
 	reserve int

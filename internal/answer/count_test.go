@@ -1,6 +1,8 @@
 package answer
 
 import (
+	"fmt"
+	"net/netip"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -95,5 +97,31 @@ func TestAnswerCountsAllocateNothing(t *testing.T) {
 	}
 	if ok, _ := recordNamed(t, snap, "www.example.org.").Answers(); ok < 400 {
 		t.Errorf("www.example.org. counted %d answers of at least 400", ok)
+	}
+}
+
+// TestTrafficCounts: a counted answer adds its TTL to the traffic of each backend it carries,
+// by either path, and for a geo record to the client's country's.
+func TestTrafficCounts(t *testing.T) {
+	snap, _ := geoSnapshot(t)
+	src := geoSources(t)
+	rec := recordNamed(t, snap, "single.example.org.")
+	opts := Options{Count: true}
+	q := new(dns.Msg)
+	q.SetQuestion("single.example.org.", dns.TypeA)
+	Respond(snap, opts, Query{Msg: q, Source: netip.MustParseAddr("198.51.100.7"), Geo: src})
+	if _, ok := AppendFast(nil, snap, opts, pack(t, q), netip.MustParseAddr("203.0.113.9"), src); !ok {
+		t.Fatal("the fast path did not answer")
+	}
+	ttl := uint64(rec.View().TTL[catalog.IPv4])
+	if got := rec.Traffic(rec.Backends[0]); got != 2*ttl {
+		t.Errorf("traffic %d, want two answers of TTL %d", got, ttl)
+	}
+	var got []string
+	rec.TrafficByCountry(func(country string, _ *catalog.Backend, seconds uint64) {
+		got = append(got, fmt.Sprintf("%s %d", country, seconds))
+	})
+	if want := fmt.Sprintf("[FR %d US %d]", ttl, ttl); fmt.Sprint(got) != want {
+		t.Errorf("by country %v, want %s", got, want)
 	}
 }

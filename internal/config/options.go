@@ -17,6 +17,9 @@ type Options struct {
 	UseEDNSClientSubnet bool
 	// FastPath is the fast path's settings (fastpath, fastpath_log_sample): off unless set.
 	FastPath FastPathOptions
+	// TrafficShares counts each backend's answers weighted by their TTL, by client country for
+	// the geo modes, and measures the shares of traffic (traffic_shares; off by default).
+	TrafficShares bool
 	// AnswerLog is the answer log's settings (answer_log, answer_log_sample,
 	// answer_log_queue): off unless AnswerLog.Enable.
 	AnswerLog AnswerLogOptions

@@ -14,6 +14,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 	"github.com/meridian-gslb/meridian/internal/published"
+	"github.com/meridian-gslb/meridian/internal/shares"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
 	"github.com/meridian-gslb/meridian/internal/source/sites"
@@ -206,7 +207,7 @@ func (e *Engine) Ready() bool { return e.Snapshot() != nil }
 
 // AnswerOptions returns the answer switches of the block.
 func (e *Engine) AnswerOptions() answer.Options {
-	return answer.Options{UseECS: e.opts.UseEDNSClientSubnet, EnableTXT: e.opts.EnableTXT, Count: e.opts.CoreDNSGSLBMetrics,
+	return answer.Options{UseECS: e.opts.UseEDNSClientSubnet, EnableTXT: e.opts.EnableTXT, Count: e.opts.CoreDNSGSLBMetrics || e.opts.TrafficShares,
 		PeerKey: e.opts.Sites.TSIG != nil}
 }
 
@@ -262,6 +263,39 @@ func adminTimeline(t *timeline.Timeline) admin.Timeline {
 	}
 	for _, l := range t.Learned {
 		out.Learned = append(out.Learned, admin.Learned{By: l.By, At: l.At})
+	}
+	return out
+}
+
+var _ admin.SharesProvider = (*Engine)(nil)
+
+// Shares implements admin.SharesProvider: where the traffic of the block's records went, with
+// traffic_shares; nil without.
+func (e *Engine) Shares(now time.Time) []admin.RecordShares {
+	k, ok := instanceOf[*shares.Keeper](e)
+	if !ok {
+		return nil
+	}
+	var out []admin.RecordShares
+	for _, r := range k.Shares(now) {
+		rs := admin.RecordShares{Record: r.Name, Mode: r.Mode, Start: r.Start, BucketSeconds: int(shares.Bucket / time.Second)}
+		for _, s := range r.Backends {
+			bs := admin.BackendShare{Key: s.Key, Backend: s.Backend, Family: s.Family, Configured: s.Configured,
+				Series: admin.Shares(s.Series), TTLSeconds: s.Seconds}
+			if s.Actual >= 0 {
+				actual := s.Actual
+				bs.Actual = &actual
+			}
+			rs.Backends = append(rs.Backends, bs)
+		}
+		for _, c := range r.Countries {
+			cs := admin.CountryShares{Country: c.Country, TTLSeconds: c.Seconds, Shares: map[string]float64{}}
+			for key, n := range c.Backends {
+				cs.Shares[key] = float64(n) / float64(c.Seconds)
+			}
+			rs.Countries = append(rs.Countries, cs)
+		}
+		out = append(out, rs)
 	}
 	return out
 }

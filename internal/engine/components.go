@@ -9,6 +9,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/publish/externaldns"
 	"github.com/meridian-gslb/meridian/internal/published"
+	"github.com/meridian-gslb/meridian/internal/shares"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/files"
@@ -125,6 +126,15 @@ var components = []component{
 		on: always, survives: true,
 	}, func(*blockEnv) *timeline.Keeper { return timeline.New() }, func(k *timeline.Keeper, e *Engine) {
 		k.Configure(e.Snapshot, e.fleet())
+	}),
+
+	// Where traffic goes: samples the records' traffic counts (which traffic_shares has the
+	// answers count) into the last hour; it keeps it across reloads.
+	row(component{
+		name: "traffic shares", roles: source.RolePublisher,
+		on: func(o config.Options) bool { return o.TrafficShares }, survives: true,
+	}, func(*blockEnv) *shares.Keeper { return shares.New() }, func(k *shares.Keeper, e *Engine) {
+		k.Configure(e.Snapshot)
 	}),
 
 	// The fast path's answer log: the adapter attaches the server block's dnstap plugins to it

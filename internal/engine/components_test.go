@@ -215,7 +215,7 @@ func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 		ExternalDNS: config.ExternalDNSOptions{Parent: "org."}}
 	o.State = config.StateOptions{Enable: true, Path: filepath.Join(dir, "state.json")}
 	o.CoreDNSGSLBMetrics = true
-	o.FastPath.Enable, o.AnswerLog.Enable = true, true
+	o.FastPath.Enable, o.AnswerLog.Enable, o.TrafficShares = true, true, true
 
 	before := goroutineIDs()
 	r := NewRegistry()

@@ -1,6 +1,7 @@
-// Meridian dashboard, its pictures of what the block decided (GET /api/v1/timelines): each
-// record's last failovers, drawn from the evidence to the first answer, beside its
-// failover_target. It uses el and svg of app.js, which calls it when it renders.
+// Meridian dashboard, its pictures of what the block decided: each record's last failovers
+// (GET /api/v1/timelines), drawn from the evidence to the first answer beside its
+// failover_target, and where its traffic went (GET /api/v1/shares). It uses el, svg and table
+// of app.js, which calls it when it renders.
 "use strict";
 
 // failoverTimelines returns the record's last failover timelines (newest first) in a details
@@ -51,3 +52,46 @@ function failoverTimelines(name, list) {
 
 // openFailovers are the records whose failover timelines are open.
 const openFailovers = new Set();
+
+// trafficShares returns where the record's traffic went (GET /api/v1/shares) in a details
+// element: each backend's share of its family's traffic over the last hour (a line each, a gap
+// where there was none), a table of the share each is configured for against the share it got
+// over the last five minutes, and for a geo record the shares by client country.
+function trafficShares(name, rs) {
+  if (!rs || !rs.backends || !rs.backends.length) return "";
+  const LABEL = 160, W = 480, H = 60;
+  const pct = (v) => (v === null || v === undefined ? "-" : `${Math.round(v * 100)}%`);
+  const lines = rs.backends.map((b, i) => {
+    const n = b.series.length, runs = [];
+    let run = [];
+    b.series.forEach((v, j) => {
+      if (v === null) { if (run.length) runs.push(run); run = []; return; }
+      run.push(`${(LABEL + (j + 0.5) / n * W).toFixed(1)},${(H - v * (H - 4) - 2).toFixed(1)}`);
+    });
+    if (run.length) runs.push(run);
+    return svg("g", { class: `share share-${i % 6}`, "data-key": b.key },
+      svg("title", {}, `${b.backend}: ${pct(b.actual)} of the ${b.family} traffic over the last five minutes, configured ${pct(b.configured)}`),
+      svg("text", { x: 0, y: 10 + i * 11 }, `${b.backend} ${pct(b.actual)}`),
+      runs.map((r) => svg("polyline", { points: r.join(" ") })));
+  });
+  const axis = [[0, "-60 min"], [1, "now"]].map(([f, text]) =>
+    svg("text", { class: "axis", x: LABEL + f * W, y: H + 10, "text-anchor": f === 0 ? "start" : "end" }, text));
+  const H2 = Math.max(H + 12, rs.backends.length * 11 + 4);
+  const table1 = table(["Backend", "Family", "Configured", "Last 5 min"], rs.backends.map((b) =>
+    el("tr", { "data-key": b.key }, el("td", {}, b.backend), el("td", {}, b.family),
+      el("td", { "data-field": "configured" }, pct(b.configured)),
+      el("td", { "data-field": "actual", class: b.actual !== null && Math.abs(b.actual - b.configured) > 0.1 ? "served-no" : "" }, pct(b.actual)))));
+  const byCountry = rs.countries && rs.countries.length ? table(["Country", "Traffic (TTL s)", ...rs.backends.map((b) => b.backend)],
+    rs.countries.map((c) => el("tr", { "data-country": c.country }, el("td", {}, c.country), el("td", {}, String(c.ttl_seconds)),
+      ...rs.backends.map((b) => el("td", {}, c.shares[b.key] ? pct(c.shares[b.key]) : ""))))) : "";
+  const latest = rs.backends.filter((b) => b.actual !== null).map((b) => `${b.backend} ${pct(b.actual)}`).join(", ");
+  return el("details", { class: "timeline", "data-field": "shares", open: openShares.has(name),
+    ontoggle: (ev) => (ev.target.open ? openShares.add(name) : openShares.delete(name)) },
+  el("summary", {}, `traffic: ${latest || "none in the last five minutes"}`),
+  svg("svg", { width: LABEL + W, height: H2, viewBox: `0 0 ${LABEL + W} ${H2}`, role: "img", "aria-label": `${name} traffic shares over the last hour: ${latest}` },
+    svg("rect", { class: "share-frame", x: LABEL, y: 0, width: W, height: H }), lines, axis),
+  table1, byCountry);
+}
+
+// openShares are the records whose traffic shares are open.
+const openShares = new Set();
