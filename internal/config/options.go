@@ -20,6 +20,9 @@ type Options struct {
 	// TrafficShares counts each backend's answers weighted by their TTL, by client country for
 	// the geo modes, and measures the shares of traffic (traffic_shares; off by default).
 	TrafficShares bool
+	// Traces is the OpenTelemetry traces' exporter (traces_endpoint, traces_insecure,
+	// traces_service): off unless Traces.Endpoint is set.
+	Traces TracesOptions
 	// AnswerLog is the answer log's settings (answer_log, answer_log_sample,
 	// answer_log_queue): off unless AnswerLog.Enable.
 	AnswerLog AnswerLogOptions
@@ -79,6 +82,27 @@ type AnswerLogOptions struct {
 	// Queue is how many fast-path answers wait to be written; an answer that finds it full is
 	// dropped and counted.
 	Queue int
+}
+
+// TracesOptions are where OpenTelemetry traces go: an OTLP/gRPC collector.
+type TracesOptions struct {
+	// Endpoint is the collector's host:port; empty: no traces.
+	Endpoint string
+	// Insecure sends them without TLS.
+	Insecure bool
+	// Service is the service.name of the spans; empty: DefaultTracesService.
+	Service string
+}
+
+// DefaultTracesService is the service.name of Meridian's spans.
+const DefaultTracesService = "meridian"
+
+// ServiceName returns the service.name of the spans.
+func (o TracesOptions) ServiceName() string {
+	if o.Service == "" {
+		return DefaultTracesService
+	}
+	return o.Service
 }
 
 // The answer log's defaults.

@@ -17,6 +17,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/source/kubernetes"
 	"github.com/meridian-gslb/meridian/internal/source/sites"
 	"github.com/meridian-gslb/meridian/internal/timeline"
+	"github.com/meridian-gslb/meridian/internal/traces"
 )
 
 // components is the constructor table: every input and publisher a gslb block may have, each
@@ -136,6 +137,14 @@ var components = []component{
 	}, func(*blockEnv) *shares.Keeper { return shares.New() }, func(k *shares.Keeper, e *Engine) {
 		k.Configure(e.Snapshot)
 	}),
+
+	// The OpenTelemetry traces: the process's tracer provider while a block asks for it.
+	row(component{
+		name: "traces", roles: source.RolePublisher,
+		on:       func(o config.Options) bool { return o.Traces.Endpoint != "" },
+		survives: true,
+		restart:  func(o config.Options) any { return o.Traces }, restartOptions: "traces_endpoint, traces_insecure, traces_service",
+	}, func(b *blockEnv) *traces.Exporter { return traces.New(b.opts.Traces, b.log) }, nil),
 
 	// The fast path's answer log: the adapter attaches the server block's dnstap plugins to it
 	// (Engine.AnswerLog) and hands it the fast path's answers; the plugin chain's are the

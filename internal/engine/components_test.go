@@ -216,6 +216,7 @@ func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 	o.State = config.StateOptions{Enable: true, Path: filepath.Join(dir, "state.json")}
 	o.CoreDNSGSLBMetrics = true
 	o.FastPath.Enable, o.AnswerLog.Enable, o.TrafficShares = true, true, true
+	o.Traces = config.TracesOptions{Endpoint: "127.0.0.1:1", Insecure: true}
 
 	before := goroutineIDs()
 	r := NewRegistry()

@@ -289,6 +289,7 @@ func (k *Keeper) close(now time.Time) {
 		if !t.Answered.IsZero() {
 			observe(t)
 		}
+		traceTimeline(t)
 		ts := append(k.done[t.Record], *t)
 		if len(ts) > PerRecord {
 			ts = slices.Delete(ts, 0, len(ts)-PerRecord)

@@ -46,7 +46,7 @@ func (b *Block) optionGroups(root string) []optionGroup {
 		{table: webhookOptions(&o.Webhooks)},
 		{table: sitesOptions(&o.Sites, b.port), sites: true},
 		{table: heartbeatOptions(&o.Heartbeats), sites: true},
-		{table: observeOptions(&o.AnswerLog, &o.TrafficShares)},
+		{table: observeOptions(&o.AnswerLog, &o.TrafficShares, &o.Traces)},
 	}
 }
 
