@@ -478,6 +478,7 @@ function renderSites(blocks) {
       ", heartbeat ", el("span", { "data-field": "seq", title: `boot ${v.heartbeat.boot}` }, `seq ${v.heartbeat.seq}`),
       el("span", { class: "muted" }, ` (zones ${(v.zones || []).join(", ")}; peer interval ${seconds(v.peer_interval_ns)}, ` +
         `split-brain threshold ${seconds(v.split_brain_threshold_ns)})`)),
+    sitesMap(v),
     table(["Site", "State", "Heartbeat age", "Heard at", "Silent since", "Last 10 min", "Targets"],
       (v.sites || []).length ? v.sites.map((s) => siteRow(v, s)) : [el("tr", {}, el("td", { colspan: 7, class: "muted" }, "no other site"))]),
     table(["Peer", "Site", "Last answer", "Errors", "Targets"],

@@ -1,7 +1,8 @@
 // Meridian dashboard, its pictures of what the block decided: each record's last failovers
 // (GET /api/v1/timelines), drawn from the evidence to the first answer beside its
-// failover_target, and where its traffic went (GET /api/v1/shares). It uses el, svg and table
-// of app.js, which calls it when it renders.
+// failover_target, and where its traffic went (GET /api/v1/shares); and the map of the sites a
+// block reads, by freshness (GET /api/v1/sites). It uses el, svg and table of app.js, which
+// calls it when it renders.
 "use strict";
 
 // failoverTimelines returns the record's last failover timelines (newest first) in a details
@@ -95,3 +96,30 @@ function trafficShares(name, rs) {
 
 // openShares are the records whose traffic shares are open.
 const openShares = new Set();
+
+// sitesMap draws a block's view of the sites (GET /api/v1/sites): this site in the middle, each
+// other site around it coloured by its freshness (fresh, stale, unknown), joined by a line that
+// is dashed while it is not fresh and labelled with its heartbeat's age.
+function sitesMap(v) {
+  const others = v.sites || [];
+  const W = 360, H = others.length > 1 ? 200 : 90, cx = W / 2, cy = H / 2, R = Math.min(W, H) / 2 - 22;
+  const at = (i) => {
+    const a = others.length === 1 ? 0 : (2 * Math.PI * i) / others.length - Math.PI / 2;
+    return [cx + (others.length === 1 ? R * 1.6 : R * 1.4) * Math.cos(a), cy + R * Math.sin(a)];
+  };
+  const nodes = others.map((s, i) => {
+    const [x, y] = at(i), heard = s.state !== "unknown";
+    const age = heard ? `${s.heartbeat_age_seconds.toFixed(1)} s` : "never heard";
+    return svg("g", { class: "site", "data-site": s.name, "data-state": s.state },
+      svg("title", {}, `${s.name}: ${s.state}, heartbeat ${age}${s.peer ? `, heard at ${s.peer}` : ""}`),
+      svg("line", { class: `link link-${s.state}`, x1: cx, y1: cy, x2: x.toFixed(1), y2: y.toFixed(1) }),
+      svg("text", { class: "axis", x: ((cx + x) / 2).toFixed(1), y: ((cy + y) / 2 - 3).toFixed(1), "text-anchor": "middle" }, age),
+      svg("circle", { class: `st-${s.state}`, cx: x.toFixed(1), cy: y.toFixed(1), r: 9 }),
+      svg("text", { x: x.toFixed(1), y: (y + 21).toFixed(1), "text-anchor": "middle" }, s.name));
+  });
+  const label = `${v.site} and the sites it reads: ` + (others.map((s) => `${s.name} ${s.state}`).join(", ") || "none");
+  return svg("svg", { class: "sitemap", width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": label },
+    svg("title", {}, label), nodes,
+    svg("g", { class: "site self", "data-site": v.site, "data-state": "self" },
+      svg("circle", { class: "self", cx, cy, r: 11 }), svg("text", { x: cx, y: cy + 24, "text-anchor": "middle" }, v.site)));
+}
