@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,16 +23,7 @@ func TestTracesEndToEnd(t *testing.T) {
 	collector := testutil.StartOTLPReceiver(t)
 	primary, secondary := startSite(t, "127.0.0.1"), startSite(t, "127.0.0.2")
 	zone := strings.Replace(wwwZone(primary, secondary), "        fall: 1\n", "        fall: 2\n", 1)
-	dir, api := t.TempDir(), testutil.FreePort(t)
-	if err := os.WriteFile(filepath.Join(dir, "zone.yml"), []byte(zone), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	srv := testutil.Start(t, dir, func(port int) string {
-		return fmt.Sprintf(".:%d {\n bind 127.0.0.1\n gslb {\n  zone example.org. %s\n  api_enable\n  api_listen_port %d\n  api_overrides_file %s\n  traces_endpoint %s\n  traces_insecure\n }\n}\n",
-			port, filepath.Join(dir, "zone.yml"), api, filepath.Join(dir, "overrides.json"), collector.Addr)
-	})
-	s := &apiServer{Server: srv, url: fmt.Sprintf("http://127.0.0.1:%d", api)}
-	s.client = &admin.Client{BaseURL: s.url, HTTP: &http.Client{Timeout: 5 * time.Second}}
+	s := startWithAPI(t, zone, filepath.Join(t.TempDir(), "overrides.json"), "traces_endpoint "+collector.Addr, "traces_insecure")
 	s.waitState(t, primaryKey, admin.StateUp)
 	s.waitState(t, secondaryKey, admin.StateUp)
 	primary.fail()

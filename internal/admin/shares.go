@@ -59,18 +59,9 @@ type Shares []float64
 
 // MarshalJSON writes the series, with null for negative values and three decimals.
 func (s Shares) MarshalJSON() ([]byte, error) {
-	out := append(make([]byte, 0, 2+len(s)*6), '[')
-	for i, v := range s {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		if v < 0 {
-			out = append(out, "null"...)
-		} else {
-			out = strconv.AppendFloat(out, math.Round(v*1000)/1000, 'f', -1, 64)
-		}
-	}
-	return append(out, ']'), nil
+	return appendSeries(s, func(b []byte, v float64) []byte {
+		return strconv.AppendFloat(b, math.Round(v*1000)/1000, 'f', -1, 64)
+	}), nil
 }
 
 // shares answers GET /api/v1/shares[?record=NAME]: where the traffic of each record went, by
