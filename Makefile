@@ -10,7 +10,7 @@ LDFLAGS      := -X main.Version=$(VERSION)
 # Tests that need the built binary find it here; it is built once per run.
 export MERIDIAN_BIN := $(CURDIR)/$(BIN)
 
-.PHONY: build run test space deps testbins lint unit fuzz bench clean deb deb-only release
+.PHONY: build run test space deps testbins lint unit fuzz bench clean deb deb-only release image deps-k8s kubebins test-k8s
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/meridian
@@ -47,6 +47,18 @@ release:
 	done
 	cd $(DIST) && sha256sum $(addprefix meridian-linux-,$(RELEASE_ARCHES)) > SHA256SUMS
 
+# The container image without Docker: an OCI image layout archive, $(IMAGE), of the Dockerfile's
+# final stage (internal/ociimage): a static meridian (the Dockerfile's build command), its
+# port-53 file capability, the CA bundle, user 65532, /var/lib/meridian, /etc/meridian and the
+# entrypoint. Load it with `ctr images import`, `podman load -i` or `skopeo copy oci-archive:`.
+IMAGE        ?= $(DIST)/meridian-image.tar
+IMAGE_REF    ?= ghcr.io/meridian-gslb/meridian:$(VERSION)
+image:
+	@mkdir -p $(DIST)/image
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(DIST)/image/meridian ./cmd/meridian
+	$(GO) run ./internal/ociimage/imagebuild -binary $(DIST)/image/meridian -ref '$(IMAGE_REF)' \
+		-version '$(VERSION)' -o $(IMAGE)
+
 # Serve the quick start on 127.0.0.1:1053.
 run: build
 	$(BIN) -conf examples/quickstart/Corefile
@@ -80,6 +92,40 @@ testbins:
 	$(GO) run ./internal/testutil/helmbuild
 	$(GO) run ./internal/testutil/externaldnsbuild
 	$(GO) run ./internal/testutil/dnstapbuild
+
+# What the real-cluster tests need from Debian, installed only when missing (as root; without
+# root, or when apt cannot install them, the tests skip and say why).
+deps-k8s:
+	@missing=""; \
+	command -v containerd >/dev/null || missing="$$missing containerd"; \
+	command -v runc >/dev/null || missing="$$missing runc"; \
+	[ -x /usr/lib/cni/bridge ] || missing="$$missing containernetworking-plugins"; \
+	command -v iptables >/dev/null || missing="$$missing iptables"; \
+	command -v conntrack >/dev/null || missing="$$missing conntrack"; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "deps-k8s: not root, cannot install$$missing"; \
+		else \
+			echo "installing:$$missing"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing \
+				|| echo "deps-k8s: could not install$$missing"; \
+		fi; \
+	fi
+
+# Every program of the one-node cluster, built from k8s.io/kubernetes in one module with one
+# build cache, kept under the user's cache directory (meridian-test/kubernetes-VERSION, about
+# 5 GB): after `make testbins` (etcd, kube-apiserver) about seven more minutes on two cores.
+kubebins:
+	nice -n 10 $(GO) run ./internal/testutil/kubebuild -cluster
+
+# The real-cluster tests (docs/kubernetes.md, "Tested in a real cluster"): the image of `make
+# image` and the chart in a one-node cluster on this machine's containerd. They need root and
+# the whole host's network and cgroups for their run, so `make test` leaves them out; CI (.ci/run)
+# runs both. One package at a time: each runs its clusters, one per machine.
+test-k8s: space deps-k8s image kubebins
+	MERIDIAN_TEST_K8S=1 MERIDIAN_IMAGE=$(CURDIR)/$(IMAGE) $(GO) test -race -count=1 -p 1 -timeout 30m -v \
+		-run '^(TestCluster|TestChartInCluster)' ./internal/testutil ./deploy/realcluster
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

@@ -495,9 +495,6 @@ perf() {
 	awk -v a="$t0" -v b="$t1" -v w0="$w0" -v w1="$w1" -v hz="$BENCH_CLK_TCK" 'BEGIN { printf "%.3f %.3f\n", w1 - w0, (b - a) / hz }'
 }
 
-field() { awk -v k="$1" 'index($0, k) { sub(/^.*: */, ""); print $1; exit }' "$2"; } # "Key:" file
-
-lost_pct() { awk -v s="$(field 'Queries sent:' "$1")" -v l="$(field 'Queries lost:' "$1")" 'BEGIN { printf "%.2f", (s > 0 ? 100 * l / s : 100) }'; }
 
 # measure_max phase server round [kind]: one max-qps run of the query list of kind (none: the
 # list of KIND), DURATION s (a kind's own: KIND_DURATION s); records qps, cores, qps per core
@@ -510,14 +507,14 @@ measure_max() {
 	out="$WORK/$phase.$s.$r.${pfx}max.txt"
 	res="$(perf "$phase" "$s" "$out" "$queries" -l "$seconds" -q "$OUTSTANDING" -t "$TIMEOUT")"
 	read -r wall cpu <<<"$res"
-	qps="$(field 'Queries per second:' "$out")"
-	done_q="$(field 'Queries completed:' "$out")"
+	qps="$(bench_field 'Queries per second:' "$out")"
+	done_q="$(bench_field 'Queries completed:' "$out")"
 	record "$phase" "$s" "${pfx}qps" "$(printf '%.0f' "$qps")"
 	# Cores used: over dnsperf's sending time, not its start and its wait for the last answers
 	# (the server is idle then).
-	record "$phase" "$s" "${pfx}cores" "$(awk -v c="$cpu" -v w="$(field 'Run time (s):' "$out")" 'BEGIN { printf "%.2f", (w > 0 ? c / w : 0) }')"
+	record "$phase" "$s" "${pfx}cores" "$(awk -v c="$cpu" -v w="$(bench_field 'Run time (s):' "$out")" 'BEGIN { printf "%.2f", (w > 0 ? c / w : 0) }')"
 	record "$phase" "$s" "${pfx}qpscore" "$(awk -v n="$done_q" -v c="$cpu" 'BEGIN { printf "%.0f", (c > 0 ? n / c : 0) }')"
-	record "$phase" "$s" "${pfx}lost" "$(lost_pct "$out")"
+	record "$phase" "$s" "${pfx}lost" "$(bench_lost_pct "$out")"
 	bench_log "$phase round $r $s${kind:+ ($kind)}: $qps qps, server CPU ${cpu}s over ${wall}s"
 }
 
@@ -525,8 +522,8 @@ measure_max() {
 measure_rate() {
 	local phase=$1 s=$2 r=$3 rate=$4 out="$WORK/$1.$2.$3.q$4.txt"
 	perf "$phase" "$s" "$out" "$WORK/queries.txt" -l "$LAT_DURATION" -q "$LAT_OUTSTANDING" -Q "$rate" -t "$TIMEOUT" -v >/dev/null
-	record "$phase" "$s" "q$rate.qps" "$(printf '%.0f' "$(field 'Queries per second:' "$out")")"
-	record "$phase" "$s" "q$rate.lost" "$(lost_pct "$out")"
+	record "$phase" "$s" "q$rate.qps" "$(printf '%.0f' "$(bench_field 'Queries per second:' "$out")")"
+	record "$phase" "$s" "q$rate.lost" "$(bench_lost_pct "$out")"
 	# Per-query lines: "> RCODE NAME TYPE LATENCY_SECONDS"; kept in microseconds, pooled over
 	# the rounds.
 	awk '$1 == ">" && NF == 5 { printf "%.0f\n", $5 * 1e6 }' "$out" >>"$WORK/res/$phase.$s.q$rate.lat"

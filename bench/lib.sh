@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared shell functions of the bench/ scripts (run.sh, fastpath.sh). Source it; it defines
+# Shared shell functions of the bench/ scripts (run.sh, fastpath.sh, answers.sh). Source it; it defines
 # functions and a few read-only settings, and runs nothing else.
 #
 #   bench_log MSG...            "== MSG" on stderr
@@ -16,7 +16,12 @@
 #                               writes to FILE a Corefile that serves the zone file ZONE as
 #                               bench.test. on 127.0.0.1:DNS, with the admin API on port API
 #   bench_cpu_ticks PID         utime + stime of the process (all its threads), in clock ticks
+#   bench_tree_pids PID         PID and its descendants' PIDs, one a line
+#   bench_tree_ticks PID        bench_cpu_ticks of PID and its descendants, added up
 #   bench_median N...           the median (mean of the middle two for an even count)
+#   bench_field KEY FILE        the first word after "KEY" on the first line of FILE holding it
+#                               (dnsperf's report: "Queries per second:")
+#   bench_lost_pct FILE         the queries a dnsperf report counts lost, in % of those sent
 
 # shellcheck disable=SC2034 # used by the scripts that source this file
 BENCH_CLK_TCK="$(getconf CLK_TCK)"
@@ -181,7 +186,30 @@ bench_api_corefile() {
 COREFILE
 }
 
-bench_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# The fields after the process name, which may hold spaces and parentheses (NSD names its
+# processes "nsd: main", "nsd: server 1"): utime and stime are the 12th and 13th after it.
+bench_cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+
+bench_tree_pids() {
+	local p children=("$1")
+	while ((${#children[@]})); do
+		printf '%s\n' "${children[@]}"
+		# shellcheck disable=SC2046
+		read -ra children <<<"$(for p in "${children[@]}"; do cat "/proc/$p/task/"*/children 2>/dev/null; done | tr '\n' ' ')"
+	done
+}
+
+bench_tree_ticks() {
+	local p n=0
+	for p in $(bench_tree_pids "$1"); do n=$((n + $(bench_cpu_ticks "$p" 2>/dev/null || echo 0))); done
+	echo "$n"
+}
+
+bench_field() { awk -v k="$1" 'index($0, k) { sub(/^.*: */, ""); print $1; exit }' "$2"; }
+
+bench_lost_pct() {
+	awk -v s="$(bench_field 'Queries sent:' "$1")" -v l="$(bench_field 'Queries lost:' "$1")" 'BEGIN { printf "%.2f", (s > 0 ? 100 * l / s : 100) }'
+}
 
 bench_median() {
 	printf '%s\n' "$@" | sort -g |

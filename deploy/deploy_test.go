@@ -226,10 +226,10 @@ func (c container) containerPort(name, protocol string) int {
 	return 0
 }
 
-// pluginPort returns the port of the Corefile's `plugin [HOST]:PORT` or `option PORT` line, or 0
+// pluginPort returns the port of the Corefile's `plugin [HOST]:PORT [{]` or `option PORT` line, or 0
 // when it has none.
 func pluginPort(corefile, plugin string) int {
-	m := regexp.MustCompile(`(?m)^\s*` + plugin + `\s+(?:[^\s:]*:)?(\d+)\s*$`).FindStringSubmatch(corefile)
+	m := regexp.MustCompile(`(?m)^\s*` + plugin + `\s+(?:[^\s:]*:)?(\d+)\s*\{?\s*$`).FindStringSubmatch(corefile)
 	if m == nil {
 		return 0
 	}
@@ -241,6 +241,8 @@ func pluginPort(corefile, plugin string) int {
 const (
 	fullname  = "gslb-meridian"
 	apiSecret = fullname + "-api"
+	// clusterName names the cluster-wide objects: the ClusterRole and its binding.
+	clusterName = "dns-" + fullname
 )
 
 // k8gbFlags turn k8gb on, as the site eu among us and za, serving the zone cloud.example.com.
@@ -432,7 +434,7 @@ var gslbResources = []string{"k8gb.io/gslbs", "k8gb.absa.oss/gslbs", "k8gb.io/gs
 func (m manifests) grants(t *testing.T) map[string]string {
 	t.Helper()
 	var role clusterRole
-	m.get(t, "ClusterRole", fullname, &role)
+	m.get(t, "ClusterRole", clusterName, &role)
 	granted := map[string]string{}
 	for _, r := range role.Rules {
 		for _, g := range r.APIGroups {
@@ -978,6 +980,17 @@ func joinContinuations(text string) []string {
 // stays ${VERSION}.
 func makeRecipe(t *testing.T, path, target string) string {
 	t.Helper()
+	recipe := makeRecipeLines(t, path, target)
+	if len(recipe) != 1 {
+		t.Fatalf("%s: target %s has %d commands, want one: %q", path, target, len(recipe), recipe)
+	}
+	return recipe[0]
+}
+
+// makeRecipeLines returns the commands of the Makefile's target, their continuation lines
+// joined and their variables expanded as makeRecipe does, without the silent ones (@...).
+func makeRecipeLines(t *testing.T, path, target string) []string {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -985,17 +998,27 @@ func makeRecipe(t *testing.T, path, target string) string {
 	vars := map[string]string{"VERSION": "${VERSION}"}
 	assign := regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\s*(?:\?=|:=|=)\s*(.*)$`)
 	var recipe []string
-	in := false
+	in, continued, silent := false, false, false
 	for _, line := range strings.Split(string(data), "\n") {
 		switch {
 		case strings.HasPrefix(line, "\t"):
-			if in {
-				recipe = append(recipe, strings.TrimSpace(line))
+			text := strings.TrimSpace(line)
+			more := strings.HasSuffix(text, "\\")
+			text = strings.TrimSpace(strings.TrimSuffix(text, "\\"))
+			switch {
+			case !in:
+			case silent || (!continued && strings.HasPrefix(text, "@")):
+				silent = more
+			case continued:
+				recipe[len(recipe)-1] += " " + text
+			default:
+				recipe = append(recipe, text)
 			}
+			continued = more
 		case strings.HasPrefix(line, target+":"):
-			in = true
+			in, continued, silent = true, false, false
 		default:
-			in = false
+			in, continued, silent = false, false, false
 			if m := assign.FindStringSubmatch(line); m != nil {
 				if _, set := vars[m[1]]; !set {
 					vars[m[1]] = m[2]
@@ -1003,21 +1026,20 @@ func makeRecipe(t *testing.T, path, target string) string {
 			}
 		}
 	}
-	if len(recipe) != 1 {
-		t.Fatalf("%s: target %s has %d commands, want one: %q", path, target, len(recipe), recipe)
-	}
 	ref := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
-	cmd := recipe[0]
-	for range 10 { // variables referring to variables
-		cmd = ref.ReplaceAllStringFunc(cmd, func(r string) string {
-			v, ok := vars[ref.FindStringSubmatch(r)[1]]
-			if !ok {
-				t.Fatalf("%s: %s uses %s, which the Makefile does not set", path, target, r)
-			}
-			return v
-		})
+	for i, cmd := range recipe {
+		for range 10 { // variables referring to variables
+			cmd = ref.ReplaceAllStringFunc(cmd, func(r string) string {
+				v, ok := vars[ref.FindStringSubmatch(r)[1]]
+				if !ok {
+					t.Fatalf("%s: %s uses %s, which the Makefile does not set", path, target, r)
+				}
+				return v
+			})
+		}
+		recipe[i] = cmd
 	}
-	return cmd
+	return recipe
 }
 
 // equalWords reports whether two shell commands are the same words, after quoting is removed.

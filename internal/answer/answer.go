@@ -29,6 +29,14 @@ type Options struct {
 	// PeerKey is set when the peers' exchanges are signed (peer_tsig): the names a site
 	// publishes for its peers are answered to signed queries only (Query.Signed).
 	PeerKey bool
+	// Fallthrough are the zones of the fallthrough option (lower case, fully qualified; "."
+	// for every name): NXDOMAIN for a name at or below one goes to the next plugin. Only the
+	// fast path reads it; the plugin passes Respond's NameError on itself.
+	Fallthrough []string
+	// Exclude are zones (lower case, fully qualified) whose names the fast path leaves to
+	// CoreDNS's server: those of the other server blocks of the address that lie within the
+	// gslb block's, which the server routes to them.
+	Exclude []string
 }
 
 // Result tells the caller what to do with the response.

@@ -9,9 +9,10 @@ import (
 )
 
 // FuzzAppendFast feeds arbitrary packets to the fast path, over the zone of deterministic
-// records (the random ones could not be compared): it never panics, and whatever it answers
+// records (the random ones could not be compared), over UDP or TCP, with or without
+// use_edns_csubnet, from an IPv4 or IPv6 client: it never panics, and whatever it answers
 // miekg/dns unpacks, and Respond answers with the same bytes. The seeds are queries of every
-// kind the differential test asks.
+// kind TestAppendFastEveryKind asks.
 func FuzzAppendFast(f *testing.F) {
 	snap, sources := fastSnapshot(f, false)
 	seeds := []fastCase{
@@ -26,22 +27,41 @@ func FuzzAppendFast(f *testing.F) {
 		{qname: "specific.example.org.", qtype: dns.TypeAAAA},
 		{qname: "many.example.org.", qtype: dns.TypeA, edns: 1232},
 		{qname: "cdn.example.org.", qtype: dns.TypeA},
+		{qname: "cdn.example.org.", qtype: dns.TypeCNAME},
+		{qname: "specificcname.example.org.", qtype: dns.TypeA},
+		{qname: "closed.example.org.", qtype: dns.TypeA, edns: 1232},
 		{qname: "foo.app.example.org.", qtype: dns.TypeA},
+		{qname: "app.example.org.", qtype: dns.TypeTXT},
 		{qname: "host.sub.example.org.", qtype: dns.TypeA},
+		{qname: "x.gsub.example.org.", qtype: dns.TypeAAAA, edns: 1232, do: true},
+		{qname: "nope.example.org.", qtype: dns.TypeA},
+		{qname: "v4only.example.org.", qtype: dns.TypeAAAA, ecs: subnet(1, 24, "198.51.100.0")},
+		{qname: "example.org.", qtype: dns.TypeSOA},
+		{qname: "example.org.", qtype: dns.TypeNS, edns: 512},
+		{qname: "example.org.", qtype: dns.TypeMX},
+		{qname: "www.example.org.", qtype: dns.TypeTXT},
+		{qname: "upper.example.org.", qtype: dns.TypeA},
+		{qname: "svc.example.org.", qtype: dns.TypeHTTPS},
+		{qname: "_sip._tcp.example.org.", qtype: dns.TypeSRV},
+		{qname: "srv.example.org.", qtype: dns.TypeSRV, edns: 1232},
+		{qname: "https.example.org.", qtype: dns.TypeHTTPS},
+		{qname: "alias-https.example.org.", qtype: dns.TypeSVCB},
+		{qname: "www.example.org.", qtype: 65280},
 	}
 	for _, c := range seeds {
-		f.Add(c.packet(f), true, false)
+		f.Add(c.packet(f), true, false, false)
+		f.Add(c.packet(f), false, true, true)
 	}
-	f.Add([]byte{}, false, true)
+	f.Add([]byte{}, false, true, false)
 	v4, v6 := testClient, netip.MustParseAddr("2001:db8:aa::1")
-	f.Fuzz(func(t *testing.T, pkt []byte, useECS, fromV6 bool) {
+	f.Fuzz(func(t *testing.T, pkt []byte, useECS, fromV6, tcp bool) {
 		src := v4
 		if fromV6 {
 			src = v6
 		}
 		opts := Options{UseECS: useECS}
 		in := bytes.Clone(pkt)
-		out, handled := AppendFast(nil, snap, opts, pkt, src, sources)
+		out, handled := AppendFast(nil, snap, opts, pkt, src, tcp, sources)
 		if !bytes.Equal(in, pkt) {
 			t.Fatal("the query changed")
 		}
@@ -51,7 +71,7 @@ func FuzzAppendFast(f *testing.F) {
 			}
 			return
 		}
-		wire, ok := slowWire(t, snap, opts, pkt, src, sources)
+		wire, ok := slowWire(t, snap, opts, pkt, src, tcp, sources)
 		if !ok {
 			t.Fatalf("handled a query that miekg/dns does not unpack or Respond passes on: %x", pkt)
 		}

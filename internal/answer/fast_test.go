@@ -25,12 +25,19 @@ var fastDeterministic = `
 soa: {mname: ns1.example.org., rname: hostmaster.example.org., ttl: 3600, minimum: 60}
 ns: [ns1.example.org.]
 static:
+  "@": ["MX 10 mail", "TXT \"v=spf1 -all\"", "CAA 0 issue \"letsencrypt.org\""]
   sub: ["NS ns1.sub"]
   ns1.sub: ["A 192.0.2.53"]
+  gsub: ["NS ns1.gsub", "NS gslb-ns", "NS ns.other.net."]
+  ns1.gsub: ["A 192.0.2.54", "AAAA 2001:db8::54"]
   www: ["TXT \"static text\""]
   mail: ["300 A 192.0.2.25", "300 A 192.0.2.26"]
   v6: ["AAAA 2001:db8::25", "AAAA 2001:db8::26"]
   alias: ["CNAME www"]
+  upper: ["CNAME Target.Example.NET."]
+  svc: ["HTTPS 1 . alpn=h2 port=8443", "SVCB 0 svc2.example.org."]
+  _sip._tcp: ["SRV 10 5 5060 sip.example.org."]
+  ptr: ["PTR host.example.org."]
 healthcheck_profiles:
   tcp80: {type: tcp, params: {port: 80}}
 records:
@@ -95,6 +102,22 @@ records:
     backends:
 ` + backendsYAML(20) + `
   localtargets-own.example.org.: {backends: [{address: 10.11.0.1}]}
+  gslb-ns.example.org.: {backends: [{address: 192.0.2.60}, {address: 192.0.2.61}, {address: "2001:db8::60"}]}
+  srv.example.org.:
+    mode: failover
+    backends:
+      - {address: 10.40.0.1, port: 443, priority: 1, weight: 5}
+      - {address: sip.example.net., port: 5060, priority: 2}
+      - {address: "2001:db8:40::1", port: 443, priority: 1}
+      - {address: 10.40.0.9, priority: 1}
+  hostlater.example.org.:
+    mode: failover
+    backends: [{address: 10.41.0.1, priority: 1}, {address: later.example.net., priority: 1}]
+  https.example.org.:
+    alpn: [h2, http/1.1]
+    backends: [{address: 10.42.0.1, port: 8443}, {address: 10.42.0.2}, {address: "2001:db8:42::1"}]
+  alias-https.example.org.:
+    backends: [{address: edge.example.net.}, {address: 10.43.0.1}]
   a.very.long.name.with.many.labels.to.fill.the.packet.example.org.: {backends: [{address: 10.12.0.1}]}
 `
 
@@ -178,6 +201,7 @@ type fastCase struct {
 	do, cd bool
 	ecs    *dns.EDNS0_SUBNET
 	useECS bool
+	tcp    bool
 	src    netip.Addr // testClient when not set
 }
 
@@ -200,6 +224,9 @@ func (c fastCase) String() string {
 	}
 	if c.src.IsValid() {
 		s += " from " + c.src.String()
+	}
+	if c.tcp {
+		s += " tcp"
 	}
 	return s
 }
@@ -239,15 +266,17 @@ func pack(t testing.TB, m *dns.Msg) []byte {
 	return wire
 }
 
-// slowWire is the reference: what Respond puts on the wire for pkt, and whether it answers.
-func slowWire(t testing.TB, snap *catalog.Snapshot, opts Options, pkt []byte, src netip.Addr, sources *geo.Sources) ([]byte, bool) {
+// slowWire is the reference: what Respond puts on the wire for pkt (over TCP with tcp), and
+// whether it answers: a query it passes on, or whose NXDOMAIN the fallthrough option hands
+// to the next plugin, is not answered.
+func slowWire(t testing.TB, snap *catalog.Snapshot, opts Options, pkt []byte, src netip.Addr, tcp bool, sources *geo.Sources) ([]byte, bool) {
 	t.Helper()
 	req := new(dns.Msg)
 	if err := req.Unpack(pkt); err != nil {
 		return nil, false
 	}
-	m, res := Respond(snap, opts, Query{Msg: req, Source: src, Geo: sources})
-	if res == NotOurs {
+	m, res := Respond(snap, opts, Query{Msg: req, Source: src, TCP: tcp, Geo: sources})
+	if res == NotOurs || res == NameError && under(opts.Fallthrough, strings.ToLower(req.Question[0].Name)) {
 		return nil, false
 	}
 	return pack(t, m), true
@@ -280,9 +309,9 @@ func TestAppendFastMatchesRespond(t *testing.T) {
 		{fastCase{qname: "MAIL.example.org.", qtype: dns.TypeA, edns: 1232, do: true}, true},
 		{fastCase{qname: "mail.example.org.", qtype: dns.TypeA, ecs: v4(24, "198.51.100.0"), useECS: true}, true},
 		{fastCase{qname: "v6.example.org.", qtype: dns.TypeAAAA, edns: 1232}, true},
-		{fastCase{qname: "mail.example.org.", qtype: dns.TypeAAAA}, false}, // static NODATA
-		{fastCase{qname: "mail.example.org.", qtype: dns.TypeTXT}, false},  // a static name's other types
-		{fastCase{qname: "alias.example.org.", qtype: dns.TypeA}, false},   // a static CNAME
+		{fastCase{qname: "mail.example.org.", qtype: dns.TypeAAAA}, true}, // static NODATA
+		{fastCase{qname: "mail.example.org.", qtype: dns.TypeTXT}, true},  // a static name's other types
+		{fastCase{qname: "alias.example.org.", qtype: dns.TypeA}, true},   // a static CNAME
 		{fastCase{qname: "hashed.example.org.", qtype: dns.TypeA}, true},
 		{fastCase{qname: "hashed.example.org.", qtype: dns.TypeA, src: sanJose}, true},
 		{fastCase{qname: "hashed.example.org.", qtype: dns.TypeAAAA, src: v6, edns: 1232}, true},
@@ -321,17 +350,22 @@ func TestAppendFastMatchesRespond(t *testing.T) {
 		{fastCase{qname: "bigrr.example.org.", qtype: dns.TypeA, edns: 1232}, true},
 		{fastCase{qname: "bigrr.example.org.", qtype: dns.TypeA}, false}, // every backend would not fit: the rotation must not turn
 		{fastCase{qname: "random.example.org.", qtype: dns.TypeA}, true},
+		{fastCase{qname: "cdn.example.org.", qtype: dns.TypeA}, true},           // a host-name backend: CNAME
+		{fastCase{qname: "specificcname.example.org.", qtype: dns.TypeA}, true}, // the fallback CNAME
+		{fastCase{qname: "closed.example.org.", qtype: dns.TypeA}, true},        // fail-closed
+		{fastCase{qname: "v4only.example.org.", qtype: dns.TypeAAAA}, true},     // NODATA
+		{fastCase{qname: "foo.app.example.org.", qtype: dns.TypeA}, true},       // a wildcard
+		{fastCase{qname: "nope.example.org.", qtype: dns.TypeA}, true},          // NXDOMAIN
+		{fastCase{qname: "sub.example.org.", qtype: dns.TypeA}, true},           // a referral
+		{fastCase{qname: "host.sub.example.org.", qtype: dns.TypeA}, true},
+		{fastCase{qname: "localtargets-own.example.org.", qtype: dns.TypeA}, true}, // no sites: an ordinary name
+		{fastCase{qname: "www.example.org.", qtype: dns.TypeTXT}, true},
+		{fastCase{qname: "www.example.org.", qtype: dns.TypeA, tcp: true}, true},
+		{fastCase{qname: "many.example.org.", qtype: dns.TypeA, tcp: true}, true},
+		{fastCase{qname: "bigrr.example.org.", qtype: dns.TypeA, tcp: true}, true},
 		// Respond answers these, the fast path leaves them to it.
-		{fastCase{qname: "cdn.example.org.", qtype: dns.TypeA}, false},
-		{fastCase{qname: "specificcname.example.org.", qtype: dns.TypeA}, false},
-		{fastCase{qname: "closed.example.org.", qtype: dns.TypeA}, false},
-		{fastCase{qname: "v4only.example.org.", qtype: dns.TypeAAAA}, false},
-		{fastCase{qname: "foo.app.example.org.", qtype: dns.TypeA}, false},
-		{fastCase{qname: "nope.example.org.", qtype: dns.TypeA}, false},
-		{fastCase{qname: "sub.example.org.", qtype: dns.TypeA}, false},
-		{fastCase{qname: "host.sub.example.org.", qtype: dns.TypeA}, false},
-		{fastCase{qname: "localtargets-own.example.org.", qtype: dns.TypeA}, false},
-		{fastCase{qname: "www.example.org.", qtype: dns.TypeTXT}, false},
+		{fastCase{qname: "www.example.org.", qtype: dns.TypeANY}, false},
+		{fastCase{qname: "sub.example.org.", qtype: dns.TypeDS}, false},
 		{fastCase{qname: "example.net.", qtype: dns.TypeA}, false},
 	}
 	for _, tt := range tests {
@@ -341,7 +375,7 @@ func TestAppendFastMatchesRespond(t *testing.T) {
 			prefix := []byte("prefix")
 			fast, slow := map[string]bool{}, map[string]bool{}
 			for range trials {
-				out, handled := AppendFast(slices.Clone(prefix), snap, opts, pkt, tt.c.client(), sources)
+				out, handled := AppendFast(slices.Clone(prefix), snap, opts, pkt, tt.c.client(), tt.c.tcp, sources)
 				if handled != tt.want {
 					t.Fatalf("handled %v, want %v", handled, tt.want)
 				}
@@ -351,7 +385,7 @@ func TestAppendFastMatchesRespond(t *testing.T) {
 				if handled {
 					fast[string(out[len(prefix):])] = true
 				}
-				if wire, ok := slowWire(t, snap, opts, pkt, tt.c.client(), sources); ok && handled {
+				if wire, ok := slowWire(t, snap, opts, pkt, tt.c.client(), tt.c.tcp, sources); ok && handled {
 					slow[string(wire)] = true
 				} else if handled {
 					t.Fatal("handled a query that Respond does not answer")
@@ -423,90 +457,94 @@ func TestAppendFastLeavesQueriesToRespond(t *testing.T) {
 	edit := func(base func(testing.TB) []byte, f func([]byte) []byte) func(testing.TB) []byte {
 		return func(t testing.TB) []byte { return f(base(t)) }
 	}
+	enableTXT := func(o *Options) { o.EnableTXT = true }
 	tests := []struct {
 		name string
 		pkt  func(t testing.TB) []byte
+		opts func(*Options) // changes the options of the fast path; nil for none
 	}{
-		{"wildcard", query("foo.app.example.org.", dns.TypeA, nil)},
-		{"a wildcard's own name", query("*.app.example.org.", dns.TypeA, nil)},
-		{"host-name backend", query("cdn.example.org.", dns.TypeA, nil)},
-		{"fallback CNAME", query("specificcname.example.org.", dns.TypeA, nil)},
-		{"fail-closed", query("closed.example.org.", dns.TypeA, nil)},
-		{"NODATA", query("v4only.example.org.", dns.TypeAAAA, nil)},
-		{"NXDOMAIN", query("nope.example.org.", dns.TypeA, nil)},
-		{"empty non-terminal", query("app.example.org.", dns.TypeA, nil)},
-		{"delegation", query("sub.example.org.", dns.TypeA, nil)},
-		{"below a delegation", query("ns1.sub.example.org.", dns.TypeA, nil)},
-		{"not a served zone", query("www.example.net.", dns.TypeA, nil)},
-		{"a record named like a published name", query("localtargets-own.example.org.", dns.TypeA, nil)},
-		{"published name", query("localtargets-www.example.org.", dns.TypeA, nil)},
-		{"heartbeat", query("heartbeat-us.example.org.", dns.TypeA, nil)},
-		{"too large for 512 bytes", query("many.example.org.", dns.TypeA, nil)},
-		{"rotation too large for 512 bytes", query("bigrr.example.org.", dns.TypeA, nil)},
-		{"TXT", query("www.example.org.", dns.TypeTXT, nil)},
-		{"ANY", query("www.example.org.", dns.TypeANY, nil)},
-		{"CNAME", query("www.example.org.", dns.TypeCNAME, nil)},
-		{"AXFR", query("www.example.org.", dns.TypeAXFR, nil)},
-		{"class CH", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Question[0].Qclass = dns.ClassCHAOS })},
-		{"class ANY", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Question[0].Qclass = dns.ClassANY })},
-		{"NOTIFY", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Opcode = dns.OpcodeNotify })},
-		{"UPDATE", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Opcode = dns.OpcodeUpdate })},
-		{"a response", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Response = true })},
-		{"truncated query", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Truncated = true })},
-		{"two questions", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Question = append(m.Question, m.Question[0]) })},
-		{"no question", edit(www, func(b []byte) []byte { return withHeader(b, 4, 0)[:headerLen] })},
+		{"a wildcard's own name", query("*.app.example.org.", dns.TypeA, nil), nil},
+		{"not a served zone", query("www.example.net.", dns.TypeA, nil), nil},
+		{"a record named like a published name", query("localtargets-own.example.org.", dns.TypeA, nil), nil},
+		{"published name", query("localtargets-www.example.org.", dns.TypeA, nil), nil},
+		{"heartbeat", query("heartbeat-us.example.org.", dns.TypeA, nil), nil},
+		{"too large for 512 bytes", query("many.example.org.", dns.TypeA, nil), nil},
+		{"rotation too large for 512 bytes", query("bigrr.example.org.", dns.TypeA, nil), nil},
+		{"ANY", query("www.example.org.", dns.TypeANY, nil), nil},
+		{"DS at a delegation", query("sub.example.org.", dns.TypeDS, nil), nil},
+		{"DS", query("www.example.org.", dns.TypeDS, nil), nil},
+		{"type 0", query("www.example.org.", 0, nil), nil},
+		{"type OPT", query("www.example.org.", dns.TypeOPT, nil), nil},
+		{"a meta type", query("www.example.org.", dns.TypeMAILA, nil), nil},
+		{"TXT with enable_txt", query("hashed.example.org.", dns.TypeTXT, nil), enableTXT},
+		{"NXDOMAIN under fallthrough", query("nope.example.org.", dns.TypeA, nil), func(o *Options) { o.Fallthrough = []string{"example.org."} }},
+		{"NXDOMAIN under fallthrough of every name", query("nope.example.org.", dns.TypeA, nil), func(o *Options) { o.Fallthrough = []string{"."} }},
+		{"a zone of another server block", query("www.example.org.", dns.TypeA, nil), func(o *Options) { o.Exclude = []string{"www.example.org."} }},
+		{"below a zone of another server block", query("a.b.app.example.org.", dns.TypeA, nil), func(o *Options) { o.Exclude = []string{"app.example.org."} }},
+		{"AXFR", query("www.example.org.", dns.TypeAXFR, nil), nil},
+		{"class CH", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Question[0].Qclass = dns.ClassCHAOS }), nil},
+		{"class ANY", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Question[0].Qclass = dns.ClassANY }), nil},
+		{"NOTIFY", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Opcode = dns.OpcodeNotify }), nil},
+		{"UPDATE", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Opcode = dns.OpcodeUpdate }), nil},
+		{"a response", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Response = true }), nil},
+		{"truncated query", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Truncated = true }), nil},
+		{"two questions", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.Question = append(m.Question, m.Question[0]) }), nil},
+		{"no question", edit(www, func(b []byte) []byte { return withHeader(b, 4, 0)[:headerLen] }), nil},
 		{"an answer record", query("www.example.org.", dns.TypeA, func(m *dns.Msg) {
 			m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: "www.example.org.", Rrtype: dns.TypeA, Class: dns.ClassINET}, A: []byte{1, 2, 3, 4}}}
-		})},
+		}), nil},
 		{"an authority record", query("www.example.org.", dns.TypeA, func(m *dns.Msg) {
 			m.Ns = []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: "example.org.", Rrtype: dns.TypeNS, Class: dns.ClassINET}, Ns: "ns1.example.org."}}
-		})},
-		{"TSIG", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetTsig("peer.", dns.HmacSHA256, 300, 1) })},
-		{"EDNS and TSIG", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false); m.SetTsig("peer.", dns.HmacSHA256, 300, 1) })},
-		{"two OPT records", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false); m.SetEdns0(1232, false) })},
-		{"EDNS version 1", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false); m.IsEdns0().SetVersion(1) })},
-		{"OPT not at the root", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false); m.IsEdns0().Hdr.Name = "example.org." })},
-		{"cookie", query("www.example.org.", dns.TypeA, withOption(&dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0123456789abcdef"}))},
-		{"padding", query("www.example.org.", dns.TypeA, withOption(&dns.EDNS0_PADDING{Padding: make([]byte, 8)}))},
-		{"ECS and cookie", query("www.example.org.", dns.TypeA, withOption(subnet(1, 24, "198.51.100.0"), &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0123456789abcdef"}))},
-		{"two ECS options", query("www.example.org.", dns.TypeA, withOption(subnet(1, 24, "198.51.100.0"), subnet(1, 24, "198.51.100.0")))},
+		}), nil},
+		{"TSIG", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetTsig("peer.", dns.HmacSHA256, 300, 1) }), nil},
+		{"EDNS and TSIG", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false); m.SetTsig("peer.", dns.HmacSHA256, 300, 1) }), nil},
+		{"two OPT records", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false); m.SetEdns0(1232, false) }), nil},
+		{"EDNS version 1", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false); m.IsEdns0().SetVersion(1) }), nil},
+		{"OPT not at the root", query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false); m.IsEdns0().Hdr.Name = "example.org." }), nil},
+		{"cookie", query("www.example.org.", dns.TypeA, withOption(&dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0123456789abcdef"})), nil},
+		{"padding", query("www.example.org.", dns.TypeA, withOption(&dns.EDNS0_PADDING{Padding: make([]byte, 8)})), nil},
+		{"ECS and cookie", query("www.example.org.", dns.TypeA, withOption(subnet(1, 24, "198.51.100.0"), &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0123456789abcdef"})), nil},
+		{"two ECS options", query("www.example.org.", dns.TypeA, withOption(subnet(1, 24, "198.51.100.0"), subnet(1, 24, "198.51.100.0"))), nil},
 		{"ECS bits beyond the prefix", edit(query("www.example.org.", dns.TypeA, withOption(subnet(1, 24, "198.51.100.0"))), func(b []byte) []byte {
 			b[len(b)-5] = 20 // a /20 of 198.51.100: FORMERR
 			return b
-		})},
-		{"ECS with a scope", query("www.example.org.", dns.TypeA, withOption(&dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, SourceScope: 24, Address: []byte{198, 51, 100, 0}}))},
+		}), nil},
+		{"ECS with a scope", query("www.example.org.", dns.TypeA, withOption(&dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, SourceScope: 24, Address: []byte{198, 51, 100, 0}})), nil},
 		{"ECS of family 3", edit(query("www.example.org.", dns.TypeA, withOption(subnet(1, 24, "198.51.100.0"))), func(b []byte) []byte {
 			return withHeader(b, len(b)-7, 3)
-		})},
+		}), nil},
 		{"ECS address longer than its prefix", edit(query("www.example.org.", dns.TypeA, withOption(subnet(1, 24, "198.51.100.0"))), func(b []byte) []byte {
 			b = append(b, 0) // a fourth address byte, counted in the option's and the OPT's lengths
 			binary.BigEndian.PutUint16(b[len(b)-10:], 8)
 			binary.BigEndian.PutUint16(b[len(b)-14:], 12)
 			return b
-		})},
-		{"trailing bytes", edit(www, func(b []byte) []byte { return append(b, 0) })},
-		{"trailing bytes after OPT", edit(query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false) }), func(b []byte) []byte { return append(b, 0, 0) })},
-		{"OPT length past the end", edit(query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false) }), func(b []byte) []byte { return withHeader(b, len(b)-2, 4) })},
-		{"missing OPT", edit(www, func(b []byte) []byte { return withHeader(b, 10, 1) })},
-		{"cut in the question", edit(www, func(b []byte) []byte { return b[:len(b)-3] })},
-		{"cut in the name", edit(www, func(b []byte) []byte { return b[:headerLen+5] })},
-		{"header only", edit(www, func(b []byte) []byte { return b[:headerLen] })},
-		{"shorter than a header", edit(www, func(b []byte) []byte { return b[:7] })},
-		{"empty", raw(nil)},
-		{"garbage", raw([]byte("\xbe\xef\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\xff\xfe\xfd"))},
-		{"compressed name", raw([]byte("\xbe\xef\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x03www\xc0\x16\x00\x01\x00\x01\x07example\x03org\x00"))},
-		{"a label with a dot", raw([]byte("\xbe\xef\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07www.exa\x03org\x00\x00\x01\x00\x01"))},
-		{"a label with a space", raw([]byte("\xbe\xef\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x03w w\x07example\x03org\x00\x00\x01\x00\x01"))},
-		{"extended label type", raw([]byte("\xbe\xef\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x43www\x07example\x03org\x00\x00\x01\x00\x01"))},
+		}), nil},
+		{"trailing bytes", edit(www, func(b []byte) []byte { return append(b, 0) }), nil},
+		{"trailing bytes after OPT", edit(query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false) }), func(b []byte) []byte { return append(b, 0, 0) }), nil},
+		{"OPT length past the end", edit(query("www.example.org.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false) }), func(b []byte) []byte { return withHeader(b, len(b)-2, 4) }), nil},
+		{"missing OPT", edit(www, func(b []byte) []byte { return withHeader(b, 10, 1) }), nil},
+		{"cut in the question", edit(www, func(b []byte) []byte { return b[:len(b)-3] }), nil},
+		{"cut in the name", edit(www, func(b []byte) []byte { return b[:headerLen+5] }), nil},
+		{"header only", edit(www, func(b []byte) []byte { return b[:headerLen] }), nil},
+		{"shorter than a header", edit(www, func(b []byte) []byte { return b[:7] }), nil},
+		{"empty", raw(nil), nil},
+		{"garbage", raw([]byte("\xbe\xef\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\xff\xfe\xfd")), nil},
+		{"compressed name", raw([]byte("\xbe\xef\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x03www\xc0\x16\x00\x01\x00\x01\x07example\x03org\x00")), nil},
+		{"a label with a dot", raw([]byte("\xbe\xef\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07www.exa\x03org\x00\x00\x01\x00\x01")), nil},
+		{"a label with a space", raw([]byte("\xbe\xef\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x03w w\x07example\x03org\x00\x00\x01\x00\x01")), nil},
+		{"extended label type", raw([]byte("\xbe\xef\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x43www\x07example\x03org\x00\x00\x01\x00\x01")), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			snap, sources := fastSnapshot(t, true)
 			snap.SetHeartbeat(published.NewServed("us"))
 			opts := Options{UseECS: true, Count: true}
+			if tt.opts != nil {
+				tt.opts(&opts)
+			}
 			pkt := tt.pkt(t)
 			dst := make([]byte, 3, 64)
-			if out, handled := AppendFast(dst, snap, opts, pkt, testClient, sources); handled || len(out) != 3 {
+			if out, handled := AppendFast(dst, snap, opts, pkt, testClient, false, sources); handled || len(out) != 3 {
 				t.Fatalf("handled %v, %d bytes appended", handled, len(out)-3)
 			}
 			for _, rec := range snap.Records() {
@@ -529,7 +567,7 @@ func TestAppendFastKeepsTheRotation(t *testing.T) {
 	snap, sources := fastSnapshot(t, true)
 	first, _ := ask(snap, Options{}, "bigrr.example.org.", dns.TypeA)
 	pkt := fastCase{qname: "bigrr.example.org.", qtype: dns.TypeA}.packet(t)
-	if _, handled := AppendFast(nil, snap, Options{}, pkt, testClient, sources); handled {
+	if _, handled := AppendFast(nil, snap, Options{}, pkt, testClient, false, sources); handled {
 		t.Fatal("handled a query whose answer may not fit")
 	}
 	second, _ := ask(snap, Options{}, "bigrr.example.org.", dns.TypeA)
@@ -558,10 +596,10 @@ func TestAppendFastCounts(t *testing.T) {
 	for _, c := range cases {
 		pkt := c.packet(t)
 		for range 3 {
-			if _, handled := AppendFast(nil, fastSnap, opts, pkt, testClient, sources); !handled {
+			if _, handled := AppendFast(nil, fastSnap, opts, pkt, testClient, false, sources); !handled {
 				t.Fatalf("%s: not handled", c)
 			}
-			if _, ok := slowWire(t, slowSnap, opts, pkt, testClient, sources); !ok {
+			if _, ok := slowWire(t, slowSnap, opts, pkt, testClient, false, sources); !ok {
 				t.Fatalf("%s: Respond did not answer", c)
 			}
 		}
@@ -589,7 +627,8 @@ func TestAppendFastCounts(t *testing.T) {
 }
 
 // TestAppendFastAllocatesNothing: answering allocates nothing when dst has room, counting
-// or not, with or without ECS and GeoIP, for drawn and rotated answers and static RRsets too.
+// or not, with or without ECS and GeoIP, for drawn and rotated answers, static RRsets, the
+// apex, denials, referrals, CNAME, SRV and HTTPS answers, over UDP and TCP.
 func TestAppendFastAllocatesNothing(t *testing.T) {
 	snap, sources := fastSnapshot(t, true)
 	dst := make([]byte, 0, advertisedUDPSize)
@@ -606,12 +645,24 @@ func TestAppendFastAllocatesNothing(t *testing.T) {
 		{qname: "chain.example.org.", qtype: dns.TypeA},
 		{qname: "specific.example.org.", qtype: dns.TypeA},
 		{qname: "a.very.long.name.with.many.labels.to.fill.the.packet.example.org.", qtype: dns.TypeA, edns: 1232},
+		{qname: "nope.example.org.", qtype: dns.TypeA},
+		{qname: "v4only.example.org.", qtype: dns.TypeAAAA, edns: 1232, do: true},
+		{qname: "foo.app.example.org.", qtype: dns.TypeA},
+		{qname: "www.example.org.", qtype: dns.TypeTXT},
+		{qname: "example.org.", qtype: dns.TypeSOA},
+		{qname: "example.org.", qtype: dns.TypeNS},
+		{qname: "x.gsub.example.org.", qtype: dns.TypeA},
+		{qname: "cdn.example.org.", qtype: dns.TypeA},
+		{qname: "closed.example.org.", qtype: dns.TypeA},
+		{qname: "srv.example.org.", qtype: dns.TypeSRV},
+		{qname: "https.example.org.", qtype: dns.TypeHTTPS},
+		{qname: "www.example.org.", qtype: dns.TypeA, tcp: true},
 	} {
 		pkt := c.packet(t)
 		for _, count := range []bool{false, true} {
 			opts := Options{UseECS: true, Count: count}
 			allocs := testing.AllocsPerRun(100, func() {
-				if _, handled := AppendFast(dst, snap, opts, pkt, c.client(), sources); !handled {
+				if _, handled := AppendFast(dst, snap, opts, pkt, c.client(), c.tcp, sources); !handled {
 					t.Fatalf("%s: not handled", c)
 				}
 			})
@@ -623,7 +674,8 @@ func TestAppendFastAllocatesNothing(t *testing.T) {
 }
 
 // BenchmarkAppendFast measures the fast path for a failover query and an ECS query of a geoip
-// record, among others (a weighted draw, a static RRset), with the reference (Respond, with unpacking and packing) beside them.
+// record, among others (a weighted draw, static RRsets, denials, a wildcard, a referral, TCP),
+// with the reference (Respond, with unpacking and packing) beside them.
 // "+count" counts the answers (coredns_gslb_metrics), which reads the clock twice.
 func BenchmarkAppendFast(b *testing.B) {
 	snap, sources := fastSnapshot(b, true)
@@ -640,6 +692,12 @@ func BenchmarkAppendFast(b *testing.B) {
 		{"ip-hash/A+ECS", fastCase{qname: "hashed.example.org.", qtype: dns.TypeA, ecs: subnet(1, 24, "198.51.100.0")}, false},
 		{"weighted/A", fastCase{qname: "weighted.example.org.", qtype: dns.TypeA}, false},
 		{"static/A", fastCase{qname: "mail.example.org.", qtype: dns.TypeA}, false},
+		{"static/TXT", fastCase{qname: "www.example.org.", qtype: dns.TypeTXT}, false},
+		{"NXDOMAIN", fastCase{qname: "nope.example.org.", qtype: dns.TypeA}, false},
+		{"NODATA/AAAA", fastCase{qname: "v4only.example.org.", qtype: dns.TypeAAAA}, false},
+		{"wildcard/A", fastCase{qname: "foo.app.example.org.", qtype: dns.TypeA}, false},
+		{"referral", fastCase{qname: "x.gsub.example.org.", qtype: dns.TypeA}, false},
+		{"failover/A+TCP", fastCase{qname: "www.example.org.", qtype: dns.TypeA, tcp: true}, false},
 	} {
 		pkt := c.q.packet(b)
 		opts := Options{UseECS: true, Count: c.count}
@@ -647,7 +705,7 @@ func BenchmarkAppendFast(b *testing.B) {
 			dst := make([]byte, 0, advertisedUDPSize)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, handled := AppendFast(dst, snap, opts, pkt, c.q.client(), sources); !handled {
+				if _, handled := AppendFast(dst, snap, opts, pkt, c.q.client(), c.q.tcp, sources); !handled {
 					b.Fatal("not handled")
 				}
 			}
@@ -655,7 +713,7 @@ func BenchmarkAppendFast(b *testing.B) {
 		b.Run(c.name+"/Respond+Pack", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, ok := slowWire(b, snap, opts, pkt, c.q.client(), sources); !ok {
+				if _, ok := slowWire(b, snap, opts, pkt, c.q.client(), c.q.tcp, sources); !ok {
 					b.Fatal("no answer")
 				}
 			}
@@ -720,8 +778,8 @@ func TestAppendFastUnmapsTheClient(t *testing.T) {
 	snap, sources := fastSnapshot(t, false)
 	for _, name := range []string{"hashed.example.org.", "consistent.example.org.", "geo.example.org."} {
 		pkt := fastCase{qname: name, qtype: dns.TypeA}.packet(t)
-		fast, handled := AppendFast(nil, snap, Options{}, pkt, netip.AddrFrom16(sanJose.As16()), sources)
-		slow, _ := slowWire(t, snap, Options{}, pkt, sanJose, sources)
+		fast, handled := AppendFast(nil, snap, Options{}, pkt, netip.AddrFrom16(sanJose.As16()), false, sources)
+		slow, _ := slowWire(t, snap, Options{}, pkt, sanJose, false, sources)
 		if !handled || !bytes.Equal(fast, slow) {
 			t.Errorf("%s: handled %v,\n%s\nwant\n%s", name, handled, unpacked(string(fast)), unpacked(string(slow)))
 		}

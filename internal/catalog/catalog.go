@@ -48,12 +48,15 @@ type Zone struct {
 	static []dns.RR
 	// watches are the AnswerWatches set on its records (Record.Watch).
 	watches watches
+	// wire are the zone's templates (wire.go), packed again when the serial changes.
+	wire atomic.Pointer[ZoneWire]
 }
 
 // clone returns a copy of z with a name tree of its own, to relink records in.
 func (z *Zone) clone() *Zone {
 	c := &Zone{Origin: z.Origin, SOA: z.SOA, NegativeSOA: z.NegativeSOA, NS: z.NS, nodes: maps.Clone(z.nodes), static: z.static}
 	c.serial.Store(z.serial.Load())
+	c.wire.Store(z.wire.Load())
 	return c
 }
 
@@ -80,7 +83,11 @@ func (z *Zone) Serial() uint32 { return z.serial.Load() }
 
 // SetSerial makes serial the zone's SOA serial: zone transfers raise it when what the zone
 // answers changed, so that secondaries transfer it again.
-func (z *Zone) SetSerial(serial uint32) { z.serial.Store(serial) }
+func (z *Zone) SetSerial(serial uint32) {
+	if z.serial.Swap(serial) != serial {
+		z.buildWire()
+	}
+}
 
 // Changes returns how many times one of the zone's records was refreshed: when it did not
 // move, neither did what the zone answers.
@@ -158,6 +165,7 @@ func newZone(zc *config.Zone) *Zone {
 			Ns:  ns,
 		})
 	}
+	z.buildWire()
 	return z
 }
 

@@ -22,6 +22,8 @@ type Delegation struct {
 	// are added as glue when the referral is built.
 	Glue        []dns.RR
 	GlueRecords []*Record
+	// Wire is the referral in wire form, for the fast path.
+	Wire *ReferralWire
 }
 
 // Found is what a name holds in a zone (Zone.Find).
@@ -30,21 +32,21 @@ type Found struct {
 	// found through a wildcard (RFC 4592).
 	Record   *Record
 	Wildcard bool
-	// Static are the name's static RRsets, by type (nil for none); Addresses its A and AAAA
-	// RRsets in wire form (nil when it has no static data).
-	Static    map[uint16][]dns.RR
-	Addresses *StaticAddresses
+	// Static are the name's static RRsets, by type (nil for none); Wire the same in wire
+	// form (nil when it has no static data).
+	Static map[uint16][]dns.RR
+	Wire   *StaticWire
 	// Exists is false when the name does not exist (NXDOMAIN).
 	Exists bool
 	// Cut is the delegation the name is at or below, nil when none.
 	Cut *Delegation
 }
 
-// staticNode is a name's static data: its RRsets by type, and its A and AAAA RRsets in wire
-// form, which the fast path answers from.
+// staticNode is a name's static data: its RRsets by type, and the same in wire form, which
+// the fast path answers from.
 type staticNode struct {
-	rrsets    map[uint16][]dns.RR
-	addresses StaticAddresses
+	rrsets map[uint16][]dns.RR
+	wire   StaticWire
 }
 
 // rrsets returns the name's static RRsets by type, nil for none.
@@ -60,7 +62,7 @@ func (z *Zone) Find(qname string) Found {
 	if n, ok := z.nodes[qname]; ok {
 		f := Found{Record: n.record, Exists: true, Cut: n.cut}
 		if n.static != nil {
-			f.Static, f.Addresses = n.static.rrsets, &n.static.addresses
+			f.Static, f.Wire = n.static.rrsets, &n.static.wire
 		}
 		return f
 	}
@@ -97,7 +99,7 @@ func (z *Zone) addStatic(zc *config.Zone) error {
 		if n.static == nil {
 			continue
 		}
-		n.static.addresses = staticAddresses(n.static.rrsets)
+		n.static.wire = staticWire(n.static.rrsets)
 		if ns := n.static.rrsets[dns.TypeNS]; len(ns) > 0 && name != z.Origin {
 			n.cut = &Delegation{Name: name, NS: ns}
 		}
@@ -122,6 +124,7 @@ func (z *Zone) addStatic(zc *config.Zone) error {
 	for name, n := range z.nodes {
 		if n.cut != nil && n.cut.Name == name {
 			z.glue(n.cut)
+			n.cut.buildWire()
 		}
 	}
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) }) // not the map's order

@@ -24,31 +24,3 @@ func TestStaticConflictsWithSourceRecords(t *testing.T) {
 		}
 	}
 }
-
-// TestStaticAddresses: Find gives a static name's A and AAAA RRsets in wire form, each record's
-// TTL and address in zone order, and none for a name without them.
-func TestStaticAddresses(t *testing.T) {
-	const yml = "static:\n  mail: [\"300 A 192.0.2.25\", \"300 A 192.0.2.26\", \"AAAA 2001:db8::25\"]\n  txt: [\"TXT hello\"]\n"
-	snap, err := Build([]*config.Zone{mustZone(t, "example.org", yml)}, states{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	z := snap.ZoneOf("example.org.")
-	v6 := "\x00\x00\x0e\x10\x20\x01\x0d\xb8" + strings.Repeat("\x00", 11) + "\x25" // the zone's TTL, 3600
-	for _, tt := range []struct {
-		name string
-		f    Family
-		want string
-		n    int
-	}{
-		{"mail.example.org.", IPv4, "\x00\x00\x01\x2c\xc0\x00\x02\x19" + "\x00\x00\x01\x2c\xc0\x00\x02\x1a", 2},
-		{"mail.example.org.", IPv6, v6, 1},
-		{"txt.example.org.", IPv4, "", 0},
-		{"example.org.", IPv6, "", 0},
-	} {
-		wire, n := z.Find(tt.name).Addresses.Records(tt.f)
-		if string(wire) != tt.want || n != tt.n {
-			t.Errorf("%s family %d: % x (%d records), want % x (%d)", tt.name, tt.f, wire, n, tt.want, tt.n)
-		}
-	}
-}

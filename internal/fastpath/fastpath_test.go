@@ -21,7 +21,7 @@ import (
 // others go to the slow path, which serveSlow answers ("S" + the packet).
 type echo struct{}
 
-func (e *echo) Fast(dst, pkt []byte, _ netip.Addr) ([]byte, bool) {
+func (e *echo) Fast(dst, pkt []byte, _ netip.Addr, _ bool) ([]byte, bool) {
 	if len(pkt) == 0 || pkt[0] != 'f' {
 		return dst, false
 	}
@@ -80,7 +80,7 @@ func ask(t *testing.T, addr, msg string) string {
 func TestServerAnswersFastAndSlow(t *testing.T) {
 	addr := freeUDP(t)
 	counts := &Counts{}
-	s, err := Listen(addr, 2, 0, true, &echo{}, counts)
+	s, err := Listen(addr, Config{Loops: 2, Others: 0, Steer: true, Counts: counts}, &echo{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestServerSteersTheGroup(t *testing.T) {
 	addr := freeUDP(t)
 	var stolen atomic.Int32
 	otherSocket(t, addr, "X", &stolen)
-	s, err := Listen(addr, 2, 1, true, &echo{}, &Counts{})
+	s, err := Listen(addr, Config{Loops: 2, Others: 1, Steer: true, Counts: &Counts{}}, &echo{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestServerSteersTheGroup(t *testing.T) {
 // TestListenRefusesTheUnspecifiedAddress: a socket on 0.0.0.0 could not answer from the
 // address a query was sent to.
 func TestListenRefusesTheUnspecifiedAddress(t *testing.T) {
-	if _, err := Listen("0.0.0.0:5353", 1, 0, true, &echo{}, &Counts{}); err == nil {
+	if _, err := Listen("0.0.0.0:5353", Config{Loops: 1, Others: 0, Steer: true, Counts: &Counts{}}, &echo{}); err == nil {
 		t.Error("listened on the unspecified address")
 	}
 }
@@ -160,7 +160,7 @@ func TestListenRefusesTheUnspecifiedAddress(t *testing.T) {
 // tagged answers every packet fast, with its tag first.
 type tagged byte
 
-func (t tagged) Fast(dst, pkt []byte, _ netip.Addr) ([]byte, bool) {
+func (t tagged) Fast(dst, pkt []byte, _ netip.Addr, _ bool) ([]byte, bool) {
 	return append(append(dst, byte(t)), pkt...), true
 }
 
@@ -171,7 +171,7 @@ func TestServerTakesOverTheGroup(t *testing.T) {
 	addr := freeUDP(t)
 	var stolen atomic.Int32
 	otherSocket(t, addr, "X", &stolen) // a query it answers fails askAll
-	old, err := Listen(addr, 2, 1, true, tagged('O'), &Counts{})
+	old, err := Listen(addr, Config{Loops: 2, Others: 1, Steer: true, Counts: &Counts{}}, tagged('O'))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestServerTakesOverTheGroup(t *testing.T) {
 		}
 	}
 	askAll("the first fast path", 'O')
-	next, err := Listen(addr, 2, 1, true, tagged('N'), &Counts{})
+	next, err := Listen(addr, Config{Loops: 2, Others: 1, Steer: true, Counts: &Counts{}}, tagged('N'))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestServerTakesOverTheGroup(t *testing.T) {
 // path's queue to empty and its server to stop before the sockets close.
 func TestCloseAnswersWhatItHolds(t *testing.T) {
 	addr := freeUDP(t)
-	s, err := Listen(addr, 2, 0, true, &echo{}, &Counts{})
+	s, err := Listen(addr, Config{Loops: 2, Others: 0, Steer: true, Counts: &Counts{}}, &echo{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestCloseWakesTheLoops(t *testing.T) {
 	defer func(d time.Duration) { sockTimeout = d }(sockTimeout)
 	sockTimeout = time.Hour
 	addr := freeUDP(t)
-	s, err := Listen(addr, 2, 0, true, &echo{}, &Counts{})
+	s, err := Listen(addr, Config{Loops: 2, Others: 0, Steer: true, Counts: &Counts{}}, &echo{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func TestResteerWhileClosingLosesNoQuery(t *testing.T) {
 // startEcho starts a steered fast path of echo on addr, after one other socket.
 func startEcho(t *testing.T, addr string) *Server {
 	t.Helper()
-	s, err := Listen(addr, 2, 1, true, &echo{}, &Counts{})
+	s, err := Listen(addr, Config{Loops: 2, Others: 1, Steer: true, Counts: &Counts{}}, &echo{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +423,7 @@ func loadFast(t *testing.T, addr string, clients int, pause time.Duration) (stop
 // by name; one that does not exist is said so (a bind with no interface fails otherwise,
 // with EINVAL).
 func TestListenNamesAMissingZone(t *testing.T) {
-	_, err := Listen("[fe80::1%no-such-if0]:5353", 1, 0, true, &echo{}, &Counts{})
+	_, err := Listen("[fe80::1%no-such-if0]:5353", Config{Loops: 1, Others: 0, Steer: true, Counts: &Counts{}}, &echo{})
 	if err == nil || !strings.Contains(err.Error(), "no such network interface") {
 		t.Errorf("listened, or an error that does not say the interface is missing: %v", err)
 	}
@@ -433,14 +433,14 @@ func TestListenNamesAMissingZone(t *testing.T) {
 // back no processor it did not take: the next server's loops still get theirs.
 func TestCloseBeforeServe(t *testing.T) {
 	procs := runtime.GOMAXPROCS(0)
-	unserved, err := Listen(freeUDP(t), 2, 0, true, &echo{}, &Counts{})
+	unserved, err := Listen(freeUDP(t), Config{Loops: 2, Others: 0, Steer: true, Counts: &Counts{}}, &echo{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := unserved.Close(nil); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Listen(freeUDP(t), 2, 0, true, &echo{}, &Counts{})
+	s, err := Listen(freeUDP(t), Config{Loops: 2, Others: 0, Steer: true, Counts: &Counts{}}, &echo{})
 	if err != nil {
 		t.Fatal(err)
 	}

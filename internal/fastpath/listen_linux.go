@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -11,15 +12,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Listen binds loops sockets (0: one per CPU the process may use) to addr (host:port, a
+// Listen binds c.Loops sockets (0: one per CPU the process may use) to addr (host:port, a
 // specific address: a socket on the unspecified address could not answer from the address a
-// query was sent to) in its SO_REUSEPORT group, after the first others sockets of the group
-// (CoreDNS's) and those of the fast paths still serving addr (a Corefile reload starts the new
-// one before it stops the old), and, with steer, steers the group's packets to them at once:
-// the old one's sockets get no more, and it answers what it has queued until it closes.
-// Without steer, the group's packets go where they went until Resteer: in a binary upgrade,
-// to the parent process's fast path, until it leaves. It counts its packets in counts.
-func Listen(addr string, loops, others int, steer bool, h Handler, counts *Counts) (*Server, error) {
+// query was sent to) in its UDP SO_REUSEPORT group, and with c.TCP as many listeners in its
+// TCP group, after the first c.Others sockets of each group (CoreDNS's) and those of the fast
+// paths still serving addr (a Corefile reload starts the new one before it stops the old),
+// and, with c.Steer, steers the groups' packets and connections to them at once: the old one's
+// sockets get no more, and it answers what it has queued until it closes. Without c.Steer,
+// they go where they went until Resteer: in a binary upgrade, to the parent process's fast
+// path, until it leaves. It counts its queries in c.Counts.
+func Listen(addr string, c Config, h Handler) (*Server, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("fastpath: %q: %w", addr, err)
@@ -27,10 +29,11 @@ func Listen(addr string, loops, others int, steer bool, h Handler, counts *Count
 	if ap.Addr().IsUnspecified() {
 		return nil, fmt.Errorf("fastpath: %s is the unspecified address: bind the server block to its addresses (the bind plugin)", addr)
 	}
+	loops := c.Loops
 	if loops <= 0 {
 		loops = processors()
 	}
-	s := &Server{addr: addr, handler: h, counts: counts, base: others}
+	s := &Server{addr: addr, handler: h, counts: c.Counts, base: c.Others}
 	for range loops {
 		k, err := bindSock(ap)
 		if err != nil {
@@ -39,9 +42,21 @@ func Listen(addr string, loops, others int, steer bool, h Handler, counts *Count
 		}
 		s.socks = append(s.socks, k)
 	}
+	if c.TCP != nil {
+		s.tcp = c.TCP.withDefaults()
+		for range loops {
+			ln, err := bindListener(ap)
+			if err != nil {
+				s.closeSocks()
+				return nil, fmt.Errorf("fastpath: listen on %s over TCP: %w", addr, err)
+			}
+			s.lns = append(s.lns, ln)
+		}
+		s.tcpSlow = newSlowListener(net.TCPAddrFromAddrPort(s.lns[0].local))
+	}
 	s.slow = newSlowConn(s.socks[0])
 	track(s, true)
-	if steer {
+	if c.Steer {
 		live.Lock()
 		s.steerLocked()
 		live.Unlock()
@@ -65,7 +80,12 @@ func resteer(addr string) {
 // steerLocked steers s's group to s's sockets, which follow the base sockets and those of
 // the live fast paths of the address bound before s; live must be locked.
 func (s *Server) steerLocked() {
-	s.steered.Store(steer(s.socks[0], s.base+socketsBefore(s), len(s.socks)) == nil)
+	udp, tcp := socketsBefore(s)
+	ok := steer(s.socks[0], s.base+udp, len(s.socks)) == nil
+	if len(s.lns) > 0 {
+		ok = steer(s.lns[0], s.base+tcp, len(s.lns)) == nil && ok
+	}
+	s.steered.Store(ok)
 }
 
 // steerAway steers s's group to the group's base sockets (CoreDNS's), so that s's sockets get
@@ -80,6 +100,9 @@ func steerAway(s *Server) {
 	defer live.Unlock()
 	if s.base > 0 {
 		_ = steer(s.socks[0], 0, s.base)
+		if len(s.lns) > 0 {
+			_ = steer(s.lns[0], 0, s.base)
+		}
 		return
 	}
 	for o := range live.servers {
@@ -90,12 +113,16 @@ func steerAway(s *Server) {
 	}
 }
 
-// drain waits, at most drainWait, until no datagram has reached socks for steerSettle and
-// none is queued on them: their loops answer them meanwhile. Its caller has just steered the
-// group away from socks, and what the kernel was steering by the old program still arrives.
-func drain(socks []*sock) {
+// drain waits, at most drainWait, until no datagram has reached socks and no connection has
+// been accepted on lns for steerSettle, and none is queued on socks: their loops answer them
+// meanwhile. Its caller has just steered the groups away from them, and what the kernel was
+// steering by the old programs still arrives.
+func drain(socks, lns []*sock) {
 	received := func() (n uint64) {
 		for _, k := range socks {
+			n += k.received.Load()
+		}
+		for _, k := range lns {
 			n += k.received.Load()
 		}
 		return n
@@ -113,8 +140,9 @@ func drain(socks []*sock) {
 	}
 }
 
-// steer attaches to the group of k the program that sends each packet to socket
-// others + cpu % loops: the loops' sockets, which were bound after the others'.
+// steer attaches to the group of k (UDP or TCP) the program that sends each packet (each
+// connection's first) to socket others + cpu % loops: the loops' sockets, which were bound
+// after the others'.
 func steer(k *sock, others, loops int) error {
 	prog, err := bpf.Assemble([]bpf.Instruction{
 		bpf.LoadExtension{Num: bpf.ExtCPUID},

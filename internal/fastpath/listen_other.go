@@ -5,7 +5,7 @@ package fastpath
 import "errors"
 
 // Listen fails: the fast path's batched system calls and socket steering are Linux's.
-func Listen(addr string, loops, others int, steer bool, h Handler, counts *Counts) (*Server, error) {
+func Listen(addr string, c Config, h Handler) (*Server, error) {
 	return nil, errors.New("fastpath: needs Linux")
 }
 
@@ -25,7 +25,19 @@ func (*sock) close() error { return nil }
 func steerAway(*Server) {}
 
 // drain does nothing off Linux.
-func drain([]*sock) {}
+func drain([]*sock, []*sock) {}
+
+// tcpLoop is never made off Linux: Listen fails first.
+type tcpLoop struct{}
+
+// newTCPLoop is never called off Linux.
+func newTCPLoop(*Server, *sock) (*tcpLoop, error) { return nil, errors.New("fastpath: needs Linux") }
+
+// run is never called off Linux.
+func (*tcpLoop) run() {}
+
+// wake is never called off Linux.
+func (*tcpLoop) wake() {}
 
 // resteer does nothing off Linux.
 func resteer(string) {}

@@ -117,7 +117,7 @@ func (l *loop) serve(n int) {
 			continue
 		}
 		pkt := l.in[i][:m.len]
-		resp, fast := h.Fast(l.out[k][:0], pkt, src.Addr())
+		resp, fast := h.Fast(l.out[k][:0], pkt, src.Addr(), false)
 		if !fast || len(resp) == 0 || len(resp) > bufSize || &resp[0] != &l.out[k][0] {
 			if l.s.slow.push(pkt, src) {
 				counts.Slow.Add(1)

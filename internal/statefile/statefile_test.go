@@ -276,6 +276,8 @@ func TestWriterWritesPeriodicallyAndLast(t *testing.T) {
 		return l.States
 	}
 	testutil.Eventually(t, 5*time.Second, func() bool { return read()["a|1|0"] == health.Up }, "no periodic write: %v", read())
+	// The gauge is set once the file is in place: a reader may see the file first.
+	testutil.Eventually(t, 5*time.Second, func() bool { return promtest.ToFloat64(lastWrite) > 0 }, "no successful write counted")
 	if at := promtest.ToFloat64(lastWrite); time.Since(time.Unix(int64(at), 0)) > time.Minute {
 		t.Errorf("last successful write at %v, want about now", at)
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/publish"
 )
 
 // Logger is where the writer reports failed writes. CoreDNS's plugin logger is one.
@@ -57,7 +59,7 @@ func (w *Writer) Restore(l *Loaded) {
 	maps.Copy(w.restored.AsOf, l.AsOf)
 }
 
-// Start starts writing every interval, once.
+// Start implements publish.Publisher: it starts writing every interval, once.
 func (w *Writer) Start() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -82,8 +84,8 @@ func (w *Writer) loop(stop, done chan struct{}) {
 	}
 }
 
-// Remove takes s out of the writer's sources. When s was the last one, it stops the loop and
-// writes the state of s a last time, and reports true: the writer is done. Call it before s
+// Remove takes s out of the writer's sources. When s was the last one, it stops the writer
+// (a last write of the state of s) and reports true: the writer is done. Call it before s
 // forgets its state.
 func (w *Writer) Remove(s Source) (last bool) {
 	w.mu.Lock()
@@ -92,6 +94,21 @@ func (w *Writer) Remove(s Source) (last bool) {
 		w.mu.Unlock()
 		return false
 	}
+	w.mu.Unlock()
+	w.Stop()
+	w.mu.Lock()
+	w.sources = nil
+	w.mu.Unlock()
+	return true
+}
+
+// Name implements publish.Publisher.
+func (w *Writer) Name() string { return "state file " + w.path }
+
+// Stop implements publish.Publisher: the periodic writes stop, and the sources' state is
+// written a last time.
+func (w *Writer) Stop() {
+	w.mu.Lock()
 	stop, done := w.stop, w.done
 	w.stop = nil
 	w.mu.Unlock()
@@ -100,11 +117,9 @@ func (w *Writer) Remove(s Source) (last bool) {
 		<-done
 	}
 	_ = w.Write()
-	w.mu.Lock()
-	w.sources = nil
-	w.mu.Unlock()
-	return true
 }
+
+var _ publish.Publisher = (*Writer)(nil)
 
 // Write writes the sources' state now. A failure is logged and counted, and returned.
 func (w *Writer) Write() error { return w.write(0) }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -14,33 +15,66 @@ import (
 // writes the program to tmp and may use dir for its sources; tmp is renamed into place only once
 // the build succeeded. Builds of concurrent test processes wait for each other on a lock file.
 func cachedBinary(name, version string, build func(dir, tmp string) error) (string, error) {
+	bins, err := cachedBinaries(name+"-"+version, []string{name}, func(dir string, _ []string, out string) error {
+		return build(dir, filepath.Join(out, name))
+	})
+	return bins[name], err
+}
+
+// cachedBinaries returns the paths of the programs names in the user's cache directory
+// (meridian-test/SET/NAME), calling build(dir, missing, out) first when some are missing: build
+// writes each program of missing to out/NAME and may use dir for its sources and caches; each is
+// moved into place only once the build succeeded. Builds of concurrent test processes wait for
+// each other on a lock file of the set.
+func cachedBinaries(set string, names []string, build func(dir string, missing []string, out string) error) (map[string]string, error) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	dir := filepath.Join(cache, "meridian-test", name+"-"+version)
-	bin := filepath.Join(dir, name)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
+	dir := filepath.Join(cache, "meridian-test", set)
+	bins := map[string]string{}
+	missing := func() []string {
+		var m []string
+		for _, name := range names {
+			bins[name] = filepath.Join(dir, name)
+			if _, err := os.Stat(bins[name]); err != nil {
+				m = append(m, name)
+			}
+		}
+		return m
+	}
+	if len(missing()) == 0 {
+		return bins, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return nil, err
 	}
 	lock, err := os.OpenFile(filepath.Join(dir, "build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
+		return nil, fmt.Errorf("lock %s: %w", lock.Name(), err)
 	}
-	if _, err := os.Stat(bin); err == nil { // another process built it meanwhile
-		return bin, nil
+	todo := missing() // another process may have built some meanwhile
+	if len(todo) == 0 {
+		return bins, nil
 	}
-	if err := build(dir, bin+".tmp"); err != nil {
-		return "", fmt.Errorf("build %s %s: %w", name, version, err)
+	out, err := os.MkdirTemp(dir, "out-")
+	if err != nil {
+		return nil, err
 	}
-	return bin, os.Rename(bin+".tmp", bin)
+	defer os.RemoveAll(out)
+	if err := build(dir, todo, out); err != nil {
+		return nil, fmt.Errorf("build %s (%s): %w", set, strings.Join(todo, ", "), err)
+	}
+	for _, name := range todo {
+		if err := os.Rename(filepath.Join(out, name), bins[name]); err != nil {
+			return nil, err
+		}
+	}
+	return bins, nil
 }
 
 // buildGoMain builds the main package pkg into bin with the go command's extra flags, from a

@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -52,6 +53,24 @@ type Kube struct {
 // time on a machine (EtcdBinary, KubeAPIServerBinary; `make testbins` does it before the tests).
 func StartKube(t testing.TB) *Kube {
 	t.Helper()
+	return startKube(t, kubeOptions{dir: t.TempDir(), address: "127.0.0.1", serviceCIDR: "10.0.0.0/24",
+		// The endpoint reconciler refuses a loopback address for the kubernetes Service.
+		args: []string{"--endpoint-reconciler-type=none", "--authorization-mode=RBAC"}})
+}
+
+// kubeOptions are what differs between the API server of StartKube and that of StartCluster.
+type kubeOptions struct {
+	dir         string   // where the credentials and etcd's data go
+	address     string   // the address the API server listens on and advertises
+	serviceCIDR string   // the Services' cluster IP range
+	certIPs     []net.IP // addresses its certificate is for, besides 127.0.0.1 and address
+	args        []string // more flags of kube-apiserver
+	prepare     func(*exec.Cmd)
+}
+
+// startKube starts etcd and kube-apiserver with opts and waits until /readyz says ok.
+func startKube(t testing.TB, opts kubeOptions) *Kube {
+	t.Helper()
 	etcdBin, err := EtcdBinary()
 	if err != nil {
 		t.Fatalf("etcd: %v", err)
@@ -60,24 +79,29 @@ func StartKube(t testing.TB) *Kube {
 	if err != nil {
 		t.Fatalf("kube-apiserver: %v", err)
 	}
-	k := &Kube{dir: t.TempDir(), Token: randomToken(t)}
-	etcdURL := k.startEtcd(t, etcdBin)
-	k.startAPIServer(t, apiBin, etcdURL)
+	k := &Kube{dir: opts.dir, Token: randomToken(t)}
+	etcdURL := k.startEtcd(t, etcdBin, opts.prepare)
+	k.startAPIServer(t, apiBin, etcdURL, opts)
 	return k
 }
 
 // startEtcd starts a single-member etcd on free loopback ports with its data in the test's
-// directory, waits until it is healthy and returns its client URL.
-func (k *Kube) startEtcd(t testing.TB, bin string) string {
+// directory, waits until it is healthy and returns its client URL. prepare, when not nil, may
+// change the command before it starts.
+func (k *Kube) startEtcd(t testing.TB, bin string, prepare func(*exec.Cmd)) string {
 	t.Helper()
 	ports := FreePorts(t, 2)
 	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	k.etcd = startProcess(t, exec.Command(bin, "--name=meridian-test", "--data-dir="+filepath.Join(k.dir, "etcd"),
+	cmd := exec.Command(bin, "--name=meridian-test", "--data-dir="+filepath.Join(k.dir, "etcd"),
 		"--listen-client-urls="+client, "--advertise-client-urls="+client,
 		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
 		"--initial-cluster=meridian-test="+peer, "--log-level=error",
-		"--unsafe-no-fsync")) // the data dies with the test
+		"--unsafe-no-fsync") // the data dies with the test
+	if prepare != nil {
+		prepare(cmd)
+	}
+	k.etcd = startProcess(t, cmd)
 	k.etcd.waitFor(t, "etcd at "+client, kubeStartTimeout, func() bool {
 		var health struct{ Health string }
 		resp, err := http.Get(client + "/health")
@@ -90,37 +114,42 @@ func (k *Kube) startEtcd(t testing.TB, bin string) string {
 	return client
 }
 
-// startAPIServer starts kube-apiserver on a free loopback port, storing in etcdURL, with a
-// serving certificate and a service account key generated for the test, and waits for /readyz.
-func (k *Kube) startAPIServer(t testing.TB, bin, etcdURL string) {
+// startAPIServer starts kube-apiserver on a free port of opts.address, storing in etcdURL, with
+// a serving certificate and a service account key generated for the test, and waits for
+// /readyz.
+func (k *Kube) startAPIServer(t testing.TB, bin, etcdURL string, opts kubeOptions) {
 	t.Helper()
 	port := FreePort(t)
-	k.URL = fmt.Sprintf("https://127.0.0.1:%d", port)
-	files := k.writeCredentials(t)
-	k.api = startProcess(t, exec.Command(bin,
-		"--etcd-servers="+etcdURL,
-		// The endpoint reconciler refuses a loopback address for the kubernetes Service.
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
-		"--secure-port="+strconv.Itoa(port),
-		"--tls-cert-file="+files["tls.crt"], "--tls-private-key-file="+files["tls.key"],
-		"--token-auth-file="+files["tokens.csv"], "--authorization-mode=RBAC",
+	k.URL = fmt.Sprintf("https://%s", net.JoinHostPort(opts.address, strconv.Itoa(port)))
+	ips := append([]net.IP{net.ParseIP(opts.address)}, opts.certIPs...)
+	files := k.writeCredentials(t, ips)
+	cmd := exec.Command(bin, append([]string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=" + opts.address, "--advertise-address=" + opts.address,
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + files["tls.crt"], "--tls-private-key-file=" + files["tls.key"],
+		"--token-auth-file=" + files["tokens.csv"],
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+files["sa.pub"], "--service-account-signing-key-file="+files["sa.key"],
-		"--service-cluster-ip-range=10.0.0.0/24",
-		"--v=0"))
+		"--service-account-key-file=" + files["sa.pub"], "--service-account-signing-key-file=" + files["sa.key"],
+		"--service-cluster-ip-range=" + opts.serviceCIDR,
+		"--v=0"}, opts.args...)...)
+	if opts.prepare != nil {
+		opts.prepare(cmd)
+	}
+	k.api = startProcess(t, cmd)
 	k.api.waitFor(t, "kube-apiserver at "+k.URL, kubeStartTimeout, func() bool {
 		status, body, err := k.do(http.MethodGet, "/readyz", "", nil)
 		return err == nil && status == http.StatusOK && string(body) == "ok"
 	})
 }
 
-// writeCredentials writes the API server's TLS certificate and key (self-signed, the
-// certificate kept in k.CA and trusted by k.client), its service account key pair and the
-// static token file, and returns their paths by name.
-func (k *Kube) writeCredentials(t testing.TB) map[string]string {
+// writeCredentials writes the API server's TLS certificate and key (self-signed, for 127.0.0.1
+// and ips, the certificate kept in k.CA and trusted by k.client), its service account key pair
+// and the static token file, and returns their paths by name.
+func (k *Kube) writeCredentials(t testing.TB, ips []net.IP) map[string]string {
 	t.Helper()
 	paths := map[string]string{}
-	paths["tls.crt"], paths["tls.key"], k.client = admintest.Certificate(t, k.dir)
+	paths["tls.crt"], paths["tls.key"], k.client = admintest.CertificateFor(t, k.dir, ips, []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc"})
 	ca, err := os.ReadFile(paths["tls.crt"])
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +195,15 @@ func randomToken(t testing.TB) string {
 // context) into the test's directory and returns its path.
 func (k *Kube) Kubeconfig(t testing.TB) string {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, k.kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// kubeconfig returns a kubeconfig of the API server with the administrator's token.
+func (k *Kube) kubeconfig() []byte {
 	// JSON is YAML: client-go reads this as it reads any kubeconfig.
 	config := map[string]any{
 		"apiVersion": "v1", "kind": "Config", "current-context": "meridian-test",
@@ -176,13 +214,9 @@ func (k *Kube) Kubeconfig(t testing.TB) string {
 	}
 	data, err := json.MarshalIndent(config, "", "  ")
 	if err != nil {
-		t.Fatal(err)
+		panic(err) // maps of strings always encode
 	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return data
 }
 
 // Get returns the body of the API server's answer to GET path (such as

@@ -48,13 +48,15 @@ func TestFreePortNeverRepeats(t *testing.T) {
 }
 
 // TestWithFastPath adds the fastpath option to every gslb block, giving the short form a block,
-// and leaves alone gslb_proxy and a Corefile with a plugin the fast path refuses.
+// and leaves alone gslb_proxy and a Corefile with a plugin the fast path refuses or the log
+// plugin.
 func TestWithFastPath(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{".:53 {\n bind 127.0.0.1\n gslb {\n  zone example.org. a.yml\n }\n}\n", ".:53 {\n bind 127.0.0.1\n gslb {\n   fastpath\n  zone example.org. a.yml\n }\n}\n"},
 		{"example.org {\n  gslb a.yml\n}\n", "example.org {\n  gslb a.yml {\n    fastpath\n  }\n}\n"},
 		{"example.org {\n  gslb_proxy a.yml\n}\n", "example.org {\n  gslb_proxy a.yml\n}\n"},
 		{"example.org {\n  acl\n  gslb a.yml\n}\n", "example.org {\n  acl\n  gslb a.yml\n}\n"},
+		{"example.org {\n  gslb a.yml\n  log\n}\n", "example.org {\n  gslb a.yml\n  log\n}\n"},
 	} {
 		if got := WithFastPath(tt.in); got != tt.want {
 			t.Errorf("WithFastPath(%q)\n = %q\nwant %q", tt.in, got, tt.want)

@@ -2,19 +2,19 @@ package gslb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/coredns/coredns/core/dnsserver"
-	"github.com/coredns/coredns/plugin/metrics/vars"
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/meridian-gslb/meridian/internal/answer"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/engine"
 )
@@ -24,10 +24,10 @@ import (
 // dnstap is refused without answer_log only: with it, the fast path writes its frames too.
 var bypassed = []string{"acl", "any", "dnstap", "loadbalance", "rewrite", "tsig"}
 
-// fastPaths is the fast path of one gslb block: an engine.FastPath on each UDP address of its
-// server block, started when CoreDNS serves the address, and beside each the miekg/dns
-// server that serves its slow path with CoreDNS's own server (every plugin, as on CoreDNS's
-// socket).
+// fastPaths is the fast path of one gslb block: an engine.FastPath on each address of its
+// server block (UDP and TCP), started when CoreDNS serves the address, and beside each the
+// miekg/dns servers that serve its slow path with CoreDNS's own server (every plugin, as on
+// CoreDNS's sockets).
 type fastPaths struct {
 	g    *GSLB
 	opts config.FastPathOptions
@@ -36,7 +36,7 @@ type fastPaths struct {
 	mu      sync.Mutex
 	calls   map[string]int // CoreDNS's sockets of each address that were served so far
 	servers []*engine.FastPath
-	slow    []*dns.Server
+	slow    []*slowServers
 	stopped bool
 
 	sampled  atomic.Uint64
@@ -91,32 +91,44 @@ func (f *fastPaths) serving(s *dnsserver.Server) {
 	// In a binary upgrade, the parent's fast path serves the address until it leaves: the
 	// sockets steer to this process's only then.
 	upgrading := parentServes()
-	srv, err := f.g.Engine.ListenFast(addr, f.opts.Loops, max(f.cfg.NumSockets, 1), !upgrading, f.observer(metrics))
+	answers := f.g.Answer
+	answers.Fallthrough = fallZones(f.g.Fall.Zones)
+	answers.Exclude = otherZones(s, f.cfg.Zone)
+	srv, err := f.g.Engine.ListenFast(addr, engine.FastOptions{
+		Loops: f.opts.Loops, Others: max(f.cfg.NumSockets, 1), Steer: !upgrading, Observe: f.observer(metrics), Answer: answers,
+		TCP: &engine.FastTCP{ReadTimeout: s.ReadTimeout, IdleTimeout: s.IdleTimeout, WriteTimeout: s.WriteTimeout},
+	})
 	if err != nil {
 		log.Errorf("%v: the queries to %s take CoreDNS's path", err, addr)
 		return
 	}
 	if !upgrading && !srv.Steered() {
-		log.Warningf("fastpath on %s: the kernel refused the steering program: CoreDNS's socket gets its share of the queries", addr)
+		log.Warningf("fastpath on %s: the kernel refused the steering program: CoreDNS's sockets get their share of the queries", addr)
 	}
-	slow := &dns.Server{PacketConn: srv.Slow(), Net: "udp", TsigSecret: s.TsigSecret, DecorateWriter: strictReplies,
-		Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-			ctx := context.WithValue(context.Background(), dnsserver.Key{}, s)
-			ctx = context.WithValue(ctx, dnsserver.LoopKey{}, 0)
-			s.ServeDNS(ctx, w, r)
-		})}
-	go func() {
-		if err := slow.ActivateAndServe(); err != nil {
-			log.Errorf("fastpath on %s: the slow path stopped: %v", addr, err)
-		}
-	}()
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		ctx := context.WithValue(context.Background(), dnsserver.Key{}, s)
+		ctx = context.WithValue(ctx, dnsserver.LoopKey{}, 0)
+		s.ServeDNS(ctx, w, r)
+	})
+	slow := &slowServers{
+		udp: &dns.Server{PacketConn: srv.Slow(), Net: "udp", TsigSecret: s.TsigSecret, DecorateWriter: strictReplies, Handler: handler},
+		tcp: &dns.Server{Listener: srv.SlowTCP(), Net: "tcp", TsigSecret: s.TsigSecret, Handler: handler,
+			ReadTimeout: s.ReadTimeout, WriteTimeout: s.WriteTimeout, MaxTCPQueries: -1},
+	}
+	for _, ds := range []*dns.Server{slow.udp, slow.tcp} {
+		go func() {
+			if err := ds.ActivateAndServe(); err != nil {
+				log.Errorf("fastpath on %s: the slow path (%s) stopped: %v", addr, ds.Net, err)
+			}
+		}()
+	}
 	f.servers, f.slow = append(f.servers, srv), append(f.slow, slow)
 	log.Infof("fastpath on %s", addr)
 	if upgrading {
 		whenParentExits(func() {
 			srv.Resteer()
 			if !srv.Steered() {
-				log.Warningf("fastpath on %s: the kernel refused the steering program: CoreDNS's socket gets its share of the queries", addr)
+				log.Warningf("fastpath on %s: the kernel refused the steering program: CoreDNS's sockets get their share of the queries", addr)
 			}
 		})
 	}
@@ -128,12 +140,55 @@ func (f *fastPaths) stop() error {
 	defer f.mu.Unlock()
 	f.stopped = true
 	for i, srv := range f.servers {
-		if err := srv.Close(f.slow[i].Shutdown); err != nil {
+		if err := srv.Close(f.slow[i].shutdown); err != nil {
 			log.Warningf("fastpath: stopping the slow path: %v", err)
 		}
 	}
 	f.servers, f.slow = nil, nil
 	return nil
+}
+
+// slowServers are the miekg/dns servers of an address's slow path, which run CoreDNS's server
+// for what the fast path does not answer: one reads the UDP packets the loops hand over, the
+// other the TCP queries, a connection each.
+type slowServers struct {
+	udp, tcp *dns.Server
+}
+
+// shutdown stops both servers.
+func (s *slowServers) shutdown() error {
+	return errors.Join(s.udp.Shutdown(), s.tcp.Shutdown())
+}
+
+// fallZones returns the fallthrough option's zones as the fast path reads them: lower case,
+// fully qualified ("." for every name).
+func fallZones(zones []string) []string {
+	out := make([]string, 0, len(zones))
+	for _, z := range zones {
+		out = append(out, strings.ToLower(dns.Fqdn(z)))
+	}
+	return out
+}
+
+// otherZones returns the zones of s's other server blocks that lie below zone (the gslb
+// block's): CoreDNS's server routes their names to those blocks, and the fast path must leave
+// them to it. CoreDNS keeps a server's zones in an unexported field, read here with reflect;
+// should it go, there are none (and the fast path answers every name of the gslb zones, as
+// when the gslb block is alone on its address).
+func otherZones(s *dnsserver.Server, zone string) []string {
+	v := reflect.ValueOf(s).Elem().FieldByName("zones")
+	if !v.IsValid() || v.Kind() != reflect.Map || v.Type().Key().Kind() != reflect.String {
+		return nil
+	}
+	zone = strings.ToLower(zone)
+	var out []string
+	for _, k := range v.MapKeys() {
+		if z := strings.ToLower(k.String()); z != zone && dns.IsSubDomain(zone, z) {
+			out = append(out, z)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // observer returns what the fast path tells of each answer: CoreDNS's query metrics (with
@@ -143,76 +198,15 @@ func (f *fastPaths) observer(metrics *fastMetrics) engine.FastObserver {
 	if metrics == nil && f.sampleOf == 0 && answers == nil {
 		return nil
 	}
-	return func(pkt, resp []byte, src netip.Addr, start time.Time) {
+	return func(pkt, resp []byte, src netip.Addr, tcp bool, start time.Time) {
 		if metrics != nil {
-			metrics.observe(pkt, resp, src, start)
+			metrics.observe(pkt, resp, src, tcp, start)
 		}
 		if answers != nil {
 			answers.Observe(f.g.Engine.Snapshot(), pkt, resp, src, start)
 		}
 		if f.sampleOf > 0 && f.sampled.Add(1)%f.sampleOf == 0 {
-			logSample(pkt, resp, src)
+			logSample(pkt, resp, src, tcp)
 		}
 	}
-}
-
-// logSample logs one fast-path query in the log plugin's common format.
-func logSample(pkt, resp []byte, src netip.Addr) {
-	var m dns.Msg
-	if m.Unpack(pkt) != nil || len(m.Question) != 1 {
-		return
-	}
-	q := m.Question[0]
-	log.Infof("[fastpath] %s - %d \"%s IN %s udp %d\" NOERROR qr,aa %d", src, m.Id, dns.TypeToString[q.Qtype], q.Name, len(pkt), len(resp))
-}
-
-// fastMetrics are CoreDNS's query metrics (those its prometheus plugin records for every query
-// of the chain) for the fast path's answers, resolved once per family and type so that a query
-// only adds to them.
-type fastMetrics struct {
-	requests, responses [2][2]prometheus.Counter // by family (IPv4, IPv6) and type (A, AAAA)
-	do                  prometheus.Counter
-	duration            prometheus.Observer
-	reqSize, respSize   prometheus.Observer
-}
-
-// newFastMetrics resolves the series of CoreDNS's metrics that the fast path of the server
-// (its address, "dns://HOST:PORT") of the block's zone records, with the labels the prometheus
-// plugin gives them.
-func newFastMetrics(server, zone string) *fastMetrics {
-	m := &fastMetrics{}
-	const view, proto = "", "udp"
-	for fi, fam := range []string{"1", "2"} {
-		for ti, qtype := range []string{"A", "AAAA"} {
-			m.requests[fi][ti] = vars.RequestCount.WithLabelValues(server, zone, view, proto, fam, qtype)
-		}
-		m.responses[fi][0] = vars.ResponseRcode.WithLabelValues(server, zone, view, "NOERROR", pluginName)
-		m.responses[fi][1] = m.responses[fi][0]
-	}
-	m.do = vars.RequestDo.WithLabelValues(server, zone, view)
-	m.duration = vars.RequestDuration.WithLabelValues(server, zone, view)
-	m.reqSize = vars.RequestSize.WithLabelValues(server, zone, view, proto)
-	m.respSize = vars.ResponseSize.WithLabelValues(server, zone, view, proto)
-	return m
-}
-
-// observe records one fast-path query and its response.
-func (m *fastMetrics) observe(pkt, resp []byte, src netip.Addr, start time.Time) {
-	fi := 0
-	if !src.Is4() {
-		fi = 1
-	}
-	qtype, do := answer.FastQueryInfo(pkt)
-	ti := 0
-	if qtype == dns.TypeAAAA {
-		ti = 1
-	}
-	m.requests[fi][ti].Inc()
-	m.responses[fi][ti].Inc()
-	if do {
-		m.do.Inc()
-	}
-	m.duration.Observe(time.Since(start).Seconds())
-	m.reqSize.Observe(float64(len(pkt)))
-	m.respSize.Observe(float64(len(resp)))
 }

@@ -25,6 +25,12 @@ import (
 // as PEM files in dir. It returns their paths and a client that trusts the certificate.
 func Certificate(t testing.TB, dir string) (certFile, keyFile string, client *http.Client) {
 	t.Helper()
+	return CertificateFor(t, dir, nil, nil)
+}
+
+// CertificateFor is Certificate for the addresses ips and the names names too.
+func CertificateFor(t testing.TB, dir string, ips []net.IP, names []string) (certFile, keyFile string, client *http.Client) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -36,8 +42,8 @@ func Certificate(t testing.TB, dir string) (certFile, keyFile string, client *ht
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		DNSNames:     []string{"localhost"},
+		IPAddresses:  append([]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, ips...),
+		DNSNames:     append([]string{"localhost"}, names...),
 		IsCA:         true,
 
 		BasicConstraintsValid: true,

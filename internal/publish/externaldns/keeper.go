@@ -26,8 +26,8 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/kubeapi"
-	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/periodic"
+	"github.com/meridian-gslb/meridian/internal/source"
 )
 
 // Cluster is one cluster of the delegation.

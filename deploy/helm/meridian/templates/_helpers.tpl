@@ -23,6 +23,15 @@ already contains it.
 {{- end }}
 
 {{/*
+The name of the cluster-wide objects (the ClusterRole and its binding): the base name prefixed
+with the release's namespace, so that releases of the same name in two namespaces (two sites in
+one cluster, say) do not claim the same objects.
+*/}}
+{{- define "meridian.clusterName" -}}
+{{- printf "%s-%s" .Release.Namespace (include "meridian.fullname" .) }}
+{{- end }}
+
+{{/*
 The chart label: name-version.
 */}}
 {{- define "meridian.chart" -}}
