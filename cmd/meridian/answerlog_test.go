@@ -17,8 +17,9 @@ import (
 	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
-// answerLogZone has a record the fast path answers (failover from a worse priority, once its
-// first backend's check failed), one it leaves to the chain (a host name), and ECS.
+// answerLogZone has records the fast path answers (failover from a worse priority, once its
+// first backend's check failed; a host name; over TCP) and ECS; their TXT answers (enable_txt)
+// are the chain's.
 const answerLogZone = `records:
   www.example.org.:
     mode: failover
@@ -27,18 +28,21 @@ const answerLogZone = `records:
       - {address: 192.0.2.11, priority: 2}
   hashed.example.org.: {mode: ip-hash, backends: [{address: 192.0.2.20}, {address: 192.0.2.21}]}
   alias.example.org.: {backends: [{address: www.example.net.}]}
+  tcp.example.org.: {backends: [{address: 192.0.2.30}]}
 `
 
 // tapped is one response frame of the answer log, as the test reads it.
 type tapped struct {
 	question string
 	port     uint32
+	tcp      bool
 	decision map[string]any
 }
 
 // TestAnswerLogEndToEnd runs meridian with the fast path and answer_log, its dnstap plugin
 // writing to the Go dnstap tool, and requires: a response frame for each answer, of the fast
-// path (no client port) and of the chain alike, each carrying its decision in the extra field;
+// path (no client port) over UDP and TCP and of the chain alike, each carrying its decision in
+// the extra field and its transport;
 // the file readable by BIND's dnstap-read and by `meridian answers`; the answers counted.
 func TestAnswerLogEndToEnd(t *testing.T) {
 	t.Parallel()
@@ -60,6 +64,7 @@ func TestAnswerLogEndToEnd(t *testing.T) {
  gslb {
   zone example.org. %s
   use_edns_csubnet
+  enable_txt
   fastpath 1
   answer_log
  }
@@ -78,6 +83,8 @@ func TestAnswerLogEndToEnd(t *testing.T) {
 	srv.Exchange(t, "udp", ecs)
 	srv.Query(t, "udp", "alias.example.org.", dns.TypeA)
 	srv.Query(t, "udp", "none.example.org.", dns.TypeA)
+	srv.Query(t, "udp", "hashed.example.org.", dns.TypeTXT)
+	srv.Query(t, "tcp", "tcp.example.org.", dns.TypeA)
 
 	// The frames reach the tool within the plugin's flush (a second); each rotation closes a
 	// complete file.
@@ -91,13 +98,16 @@ func TestAnswerLogEndToEnd(t *testing.T) {
 				byName[got.question] = got
 			}
 		}
-		_, a := byName["none.example.org. A"]
-		_, b := byName["hashed.example.org. A"]
-		return a && b
+		for _, q := range []string{"www.example.org. A", "hashed.example.org. A", "alias.example.org. A", "none.example.org. A", "hashed.example.org. TXT", "tcp.example.org. A"} {
+			if _, ok := byName[q]; !ok {
+				return false
+			}
+		}
+		return true
 	}, "the answer log lacks responses: %v", byName)
 
 	www := byName["www.example.org. A"]
-	if www.port != 0 || www.decision["record"] != "www.example.org." || www.decision["failover"] != true ||
+	if www.port != 0 || www.tcp || www.decision["record"] != "www.example.org." || www.decision["failover"] != true ||
 		fmt.Sprint(www.decision["backends"]) != "[192.0.2.11]" {
 		t.Errorf("the fast path's frame of www: port %d, decision %v", www.port, www.decision)
 	}
@@ -106,18 +116,30 @@ func TestAnswerLogEndToEnd(t *testing.T) {
 		t.Errorf("the fast path's frame of an ECS query: port %d, decision %v", hashed.port, hashed.decision)
 	}
 	alias := byName["alias.example.org. A"]
-	if alias.port == 0 || alias.decision["record"] != "alias.example.org." || fmt.Sprint(alias.decision["backends"]) != "[www.example.net.]" {
-		t.Errorf("the chain's frame of a host-name record: port %d, decision %v", alias.port, alias.decision)
+	if alias.port != 0 || alias.decision["record"] != "alias.example.org." || fmt.Sprint(alias.decision["backends"]) != "[www.example.net.]" {
+		t.Errorf("the fast path's frame of a host-name record: port %d, decision %v", alias.port, alias.decision)
 	}
-	if none := byName["none.example.org. A"]; none.port == 0 || none.decision["kind"] != "nxdomain" {
-		t.Errorf("the chain's frame of NXDOMAIN: port %d, decision %v", none.port, none.decision)
+	if none := byName["none.example.org. A"]; none.port != 0 || none.decision["kind"] != "nxdomain" {
+		t.Errorf("the fast path's frame of NXDOMAIN: port %d, decision %v", none.port, none.decision)
+	}
+	if txt := byName["hashed.example.org. TXT"]; txt.port == 0 || txt.tcp || txt.decision["kind"] != "record" || txt.decision["record"] != "hashed.example.org." {
+		t.Errorf("the chain's frame of a record's TXT: port %d, TCP %v, decision %v", txt.port, txt.tcp, txt.decision)
+	}
+	if tcp := byName["tcp.example.org. A"]; tcp.port != 0 || !tcp.tcp || fmt.Sprint(tcp.decision["backends"]) != "[192.0.2.30]" {
+		t.Errorf("the fast path's frame of a query over TCP: port %d, TCP %v, decision %v", tcp.port, tcp.tcp, tcp.decision)
 	}
 
 	// Standard tools read the file: BIND's dnstap-read, and ours prints the decisions.
-	last := files[len(files)-1]
-	out, err := exec.Command("dnstap-read", "-y", last).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "none.example.org") || !strings.Contains(string(out), "identity: meridian-test") {
-		t.Errorf("dnstap-read -y %s: %v\n%s", last, err, out)
+	var read strings.Builder
+	for _, f := range files {
+		out, err := exec.Command("dnstap-read", "-y", f).CombinedOutput()
+		if err != nil {
+			t.Fatalf("dnstap-read -y %s: %v\n%s", f, err, out)
+		}
+		read.Write(out)
+	}
+	if out := read.String(); !strings.Contains(out, "none.example.org") || !strings.Contains(out, "identity: meridian-test") {
+		t.Errorf("dnstap-read -y of %d files:\n%s", len(files), out)
 	}
 	lines, err := testutil.Command(t, append([]string{"answers"}, files...)...)
 	if err != nil || !strings.Contains(lines, `"decision":{"kind":"nxdomain"}`) || !strings.Contains(lines, `"record":"www.example.org."`) {
@@ -131,7 +153,8 @@ func TestAnswerLogEndToEnd(t *testing.T) {
 	}
 }
 
-// responseFrame returns what frame says of a response: its question, client port and decision.
+// responseFrame returns what frame says of a response: its question, client port, transport
+// and decision.
 func responseFrame(t *testing.T, frame *tap.Dnstap) (tapped, bool) {
 	t.Helper()
 	m := frame.GetMessage()
@@ -142,7 +165,8 @@ func responseFrame(t *testing.T, frame *tap.Dnstap) (tapped, bool) {
 	if err := resp.Unpack(m.GetResponseMessage()); err != nil || len(resp.Question) != 1 {
 		t.Fatalf("a response frame without its message: %v", err)
 	}
-	got := tapped{question: resp.Question[0].Name + " " + dns.TypeToString[resp.Question[0].Qtype], port: m.GetQueryPort()}
+	got := tapped{question: resp.Question[0].Name + " " + dns.TypeToString[resp.Question[0].Qtype], port: m.GetQueryPort(),
+		tcp: m.GetSocketProtocol() == tap.SocketProtocol_TCP}
 	if len(frame.GetExtra()) == 0 {
 		return got, true // not gslb's answer: the readiness probe's name
 	}

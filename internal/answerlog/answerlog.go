@@ -34,8 +34,9 @@ const drainEvery = 10 * time.Millisecond
 type Entry struct {
 	// Query and Response are the packets, in wire form.
 	Query, Response []byte
-	// Client is the query's transport source address.
+	// Client is the query's transport source address, and TCP set when it came over TCP.
 	Client netip.Addr
+	TCP    bool
 	// QueryTime is when the query's batch was read, ResponseTime when it was answered.
 	QueryTime, ResponseTime time.Time
 	// Snapshot answered it.
@@ -79,12 +80,12 @@ func (l *Log) Attach(sink Sink) (detach func()) {
 	return func() { l.sink.CompareAndSwap(p, nil) }
 }
 
-// Observe queues one answer of the fast path: the query pkt from src, its response resp, read
-// at start and answered from snap (the engine.FastObserver's arguments and the snapshot). It
+// Observe queues one answer of the fast path: the query pkt from src (over TCP when tcp is
+// set), its response resp, read at start and answered from snap (the engine.FastObserver's arguments and the snapshot). It
 // runs in the fast path's loops: it never blocks, takes no lock, and allocates nothing once
 // the queue's slots have grown to the packets' sizes. A sampled-out answer costs one draw of
 // the per-thread random generator.
-func (l *Log) Observe(snap *catalog.Snapshot, pkt, resp []byte, src netip.Addr, start time.Time) {
+func (l *Log) Observe(snap *catalog.Snapshot, pkt, resp []byte, src netip.Addr, tcp bool, start time.Time) {
 	if l.sample > 1 && rand.Uint64N(l.sample) != 0 {
 		return
 	}
@@ -96,7 +97,7 @@ func (l *Log) Observe(snap *catalog.Snapshot, pkt, resp []byte, src netip.Addr, 
 	e := &s.entry
 	e.Query = append(e.Query[:0], pkt...)
 	e.Response = append(e.Response[:0], resp...)
-	e.Client, e.QueryTime, e.ResponseTime, e.Snapshot = src, start, time.Now(), snap
+	e.Client, e.TCP, e.QueryTime, e.ResponseTime, e.Snapshot = src, tcp, start, time.Now(), snap
 	l.queue.publish(s)
 }
 

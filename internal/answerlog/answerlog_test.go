@@ -47,7 +47,7 @@ func waitFor(t *testing.T, got func() []Entry, n int) []Entry {
 }
 
 // TestEntriesReachTheSink: what the loops observe reaches the sink in order, copied (the
-// loops reuse their buffers), with its client and times.
+// loops reuse their buffers), with its client, transport and times.
 func TestEntriesReachTheSink(t *testing.T) {
 	l := New(config.AnswerLogOptions{})
 	sink, got := collect()
@@ -58,15 +58,15 @@ func TestEntriesReachTheSink(t *testing.T) {
 	start := time.Now()
 	for i := range 100 {
 		pkt[0], resp[0] = byte(i), byte(i)
-		l.Observe(nil, pkt, resp, client, start)
+		l.Observe(nil, pkt, resp, client, i%2 == 1, start)
 	}
 	es := waitFor(t, got, 100)
 	for i, e := range es {
 		if e.Query[0] != byte(i) || e.Response[0] != byte(i) || len(e.Query) != 3 || len(e.Response) != 5 {
 			t.Fatalf("entry %d: query %v response %v", i, e.Query, e.Response)
 		}
-		if e.Client != client || !e.QueryTime.Equal(start) || e.ResponseTime.Before(start) {
-			t.Fatalf("entry %d: client %v, times %v %v", i, e.Client, e.QueryTime, e.ResponseTime)
+		if e.Client != client || e.TCP != (i%2 == 1) || !e.QueryTime.Equal(start) || e.ResponseTime.Before(start) {
+			t.Fatalf("entry %d: client %v, TCP %v, times %v %v", i, e.Client, e.TCP, e.QueryTime, e.ResponseTime)
 		}
 	}
 }
@@ -77,7 +77,7 @@ func TestAFullQueueDrops(t *testing.T) {
 	droppedBefore, writtenBefore := promtest.ToFloat64(dropped), promtest.ToFloat64(written)
 	l := New(config.AnswerLogOptions{Queue: 4})
 	for range 10 {
-		l.Observe(nil, []byte{1}, []byte{2}, client, time.Now())
+		l.Observe(nil, []byte{1}, []byte{2}, client, false, time.Now())
 	}
 	if d := promtest.ToFloat64(dropped) - droppedBefore; d != 6 {
 		t.Errorf("dropped %v of 10 with a queue of 4, want 6", d)
@@ -91,7 +91,7 @@ func TestAFullQueueDrops(t *testing.T) {
 		t.Errorf("written %v, want 4", w)
 	}
 	detach()
-	l.Observe(nil, []byte{1}, []byte{2}, client, time.Now())
+	l.Observe(nil, []byte{1}, []byte{2}, client, false, time.Now())
 	l.Start()
 	l.Stop() // writes what is queued: dropped, no sink
 	if d := promtest.ToFloat64(dropped) - droppedBefore; d != 7 {
@@ -106,7 +106,7 @@ func TestSampling(t *testing.T) {
 			l := New(config.AnswerLogOptions{Sample: n, Queue: 1 << 16})
 			const answers = 20000
 			for range answers {
-				l.Observe(nil, []byte{1}, []byte{2}, client, time.Now())
+				l.Observe(nil, []byte{1}, []byte{2}, client, false, time.Now())
 			}
 			queued := 0
 			for s := l.queue.next(); s != nil; s = l.queue.next() {
@@ -139,7 +139,7 @@ func TestManyLoops(t *testing.T) {
 	for i := range loops {
 		wg.Go(func() {
 			for j := range each {
-				l.Observe(nil, []byte{byte(i), byte(j)}, []byte{0}, client, time.Now())
+				l.Observe(nil, []byte{byte(i), byte(j)}, []byte{0}, client, false, time.Now())
 			}
 		})
 	}
@@ -161,7 +161,7 @@ func TestObserveAllocatesNothing(t *testing.T) {
 	l := New(config.AnswerLogOptions{Queue: 8})
 	pkt, resp := make([]byte, 40), make([]byte, 120)
 	observe := func() {
-		l.Observe(nil, pkt, resp, client, time.Time{})
+		l.Observe(nil, pkt, resp, client, false, time.Time{})
 		for s := l.queue.next(); s != nil; s = l.queue.next() {
 			l.queue.release(s)
 		}
@@ -187,7 +187,7 @@ func BenchmarkObserve(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					l.Observe(nil, pkt, resp, client, time.Time{})
+					l.Observe(nil, pkt, resp, client, false, time.Time{})
 				}
 			})
 		})

@@ -52,11 +52,11 @@ func hookAnswerLog(c *caddy.Controller, g *GSLB, cfg *dnsserver.Config) {
 			return err
 		}
 		if l := g.Engine.AnswerLog(); l != nil {
-			local := &net.UDPAddr{Port: serverPort(cfg)}
+			sink := &tapSink{g: g, taps: dnstapsOf(cfg), port: serverPort(cfg)}
 			if len(cfg.ListenHosts) > 0 {
-				local.IP = net.ParseIP(cfg.ListenHosts[0])
+				sink.host = net.ParseIP(cfg.ListenHosts[0])
 			}
-			detach = l.Attach((&tapSink{g: g, taps: dnstapsOf(cfg), local: local}).write)
+			detach = l.Attach(sink.write)
 		}
 		return nil
 	})
@@ -98,9 +98,21 @@ func checkAnswerLog(cfg *dnsserver.Config) error {
 // frames the plugins write for an answer of the plugin chain (a CLIENT_QUERY, then a
 // CLIENT_RESPONSE), with their extra field from the same metadata.
 type tapSink struct {
-	g     *GSLB
-	taps  []*dnstap.Dnstap
-	local net.Addr // the server block's first address, for the replacer's {server_*}
+	g    *GSLB
+	taps []*dnstap.Dnstap
+	// host and port are the server block's first address, for the frames' response address
+	// and the replacer's {server_*}.
+	host net.IP
+	port int
+}
+
+// addrs returns an entry's client and server addresses, of its transport (which the frames'
+// socket protocol follows); the fast path is not told the client's port.
+func (s *tapSink) addrs(e *answerlog.Entry) (remote, local net.Addr) {
+	if e.TCP {
+		return &net.TCPAddr{IP: e.Client.AsSlice()}, &net.TCPAddr{IP: s.host, Port: s.port}
+	}
+	return &net.UDPAddr{IP: e.Client.AsSlice()}, &net.UDPAddr{IP: s.host, Port: s.port}
 }
 
 // write implements answerlog.Sink.
@@ -109,8 +121,8 @@ func (s *tapSink) write(e *answerlog.Entry) {
 	if req == nil {
 		return
 	}
-	remote := &net.UDPAddr{IP: e.Client.AsSlice()} // the fast path is not told the client's port
-	state := request.Request{W: &tapWriter{remote: remote, local: s.local}, Req: req}
+	remote, local := s.addrs(e)
+	state := request.Request{W: &tapWriter{remote: remote, local: local}, Req: req}
 	before, after := withDecision(""), withDecision(decided)
 	for _, t := range s.taps {
 		qm := new(tap.Message)

@@ -203,7 +203,7 @@ func (f *fastPaths) observer(metrics *fastMetrics) engine.FastObserver {
 			metrics.observe(pkt, resp, src, tcp, start)
 		}
 		if answers != nil {
-			answers.Observe(f.g.Engine.Snapshot(), pkt, resp, src, start)
+			answers.Observe(f.g.Engine.Snapshot(), pkt, resp, src, tcp, start)
 		}
 		if f.sampleOf > 0 && f.sampled.Add(1)%f.sampleOf == 0 {
 			logSample(pkt, resp, src, tcp)
