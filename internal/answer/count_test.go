@@ -110,7 +110,7 @@ func TestTrafficCounts(t *testing.T) {
 	q := new(dns.Msg)
 	q.SetQuestion("single.example.org.", dns.TypeA)
 	Respond(snap, opts, Query{Msg: q, Source: netip.MustParseAddr("198.51.100.7"), Geo: src})
-	if _, ok := AppendFast(nil, snap, opts, pack(t, q), netip.MustParseAddr("203.0.113.9"), src); !ok {
+	if _, ok := AppendFast(nil, snap, opts, pack(t, q), netip.MustParseAddr("203.0.113.9"), false, src); !ok {
 		t.Fatal("the fast path did not answer")
 	}
 	ttl := uint64(rec.View().TTL[catalog.IPv4])
