@@ -142,7 +142,8 @@ func TestAnswerLogEndToEnd(t *testing.T) {
 		t.Errorf("dnstap-read -y of %d files:\n%s", len(files), out)
 	}
 	lines, err := testutil.Command(t, append([]string{"answers"}, files...)...)
-	if err != nil || !strings.Contains(lines, `"decision":{"kind":"nxdomain"}`) || !strings.Contains(lines, `"record":"www.example.org."`) {
+	if err != nil || !strings.Contains(lines, `"decision":{"kind":"nxdomain"}`) || !strings.Contains(lines, `"record":"www.example.org."`) ||
+		!strings.Contains(lines, `"client":"127.0.0.1:0","protocol":"TCP","question":"tcp.example.org. A"`) {
 		t.Errorf("meridian answers: %v\n%s", err, lines)
 	}
 

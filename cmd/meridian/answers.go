@@ -21,6 +21,7 @@ type answerLine struct {
 	Time     time.Time       `json:"time"`
 	Identity string          `json:"identity,omitempty"`
 	Client   string          `json:"client"`
+	Protocol string          `json:"protocol,omitempty"`
 	Question string          `json:"question,omitempty"`
 	Rcode    string          `json:"rcode,omitempty"`
 	Answer   []string        `json:"answer,omitempty"`
@@ -83,6 +84,9 @@ func answerLineOf(frame *tap.Dnstap, m *tap.Message) answerLine {
 		Time:     time.Unix(int64(m.GetResponseTimeSec()), int64(m.GetResponseTimeNsec())).UTC(),
 		Identity: string(frame.GetIdentity()),
 		Client:   net.JoinHostPort(net.IP(m.GetQueryAddress()).String(), fmt.Sprint(m.GetQueryPort())),
+	}
+	if m.SocketProtocol != nil {
+		l.Protocol = m.GetSocketProtocol().String()
 	}
 	if json.Valid(frame.GetExtra()) {
 		l.Decision = frame.GetExtra()
