@@ -41,10 +41,7 @@ func TestFailoverTimelineEndToEnd(t *testing.T) {
 	s.waitState(t, secondaryKey, admin.StateUp)
 
 	primary.fail()
-	testutil.Eventually(t, 10*time.Second, func() bool {
-		a := s.answer(t)
-		return len(a) == 1 && a[0] == "127.0.0.2"
-	}, "the answers do not fail over:\n%s", s.Logs())
+	s.waitAnswer(t, "127.0.0.2")
 
 	var tl admin.Timeline
 	testutil.Eventually(t, 10*time.Second, func() bool {

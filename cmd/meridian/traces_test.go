@@ -27,10 +27,7 @@ func TestTracesEndToEnd(t *testing.T) {
 	s.waitState(t, primaryKey, admin.StateUp)
 	s.waitState(t, secondaryKey, admin.StateUp)
 	primary.fail()
-	testutil.Eventually(t, 10*time.Second, func() bool {
-		a := s.answer(t)
-		return len(a) == 1 && a[0] == "127.0.0.2"
-	}, "the answers do not fail over")
+	s.waitAnswer(t, "127.0.0.2")
 	if code, body := admintest.Call(t, http.DefaultClient, "POST", s.url+"/api/v1/reload", ""); code != 200 {
 		t.Fatalf("reload: %d %s", code, body)
 	}
