@@ -77,6 +77,7 @@ deps:
 	command -v dnstap-read >/dev/null || missing="$$missing bind9-dnsutils"; \
 	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
 	command -v zonemaster-cli >/dev/null || missing="$$missing zonemaster-cli"; \
+	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

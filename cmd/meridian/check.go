@@ -12,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/compat"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/lint"
 	"github.com/meridian-gslb/meridian/internal/source/files"
 	"github.com/meridian-gslb/meridian/plugin/gslb"
 )
@@ -38,6 +39,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	held, missed := failoverTargets(blocks)
 	for _, l := range missed {
 		fmt.Fprintln(stderr, "warning:", l)
+	}
+	for _, b := range blocks {
+		for _, f := range lint.Zones(b.zones, b.compat.Options) {
+			fmt.Fprintln(stderr, "warning:", f)
+		}
 	}
 	for _, l := range held {
 		fmt.Fprintln(stdout, l)

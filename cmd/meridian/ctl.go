@@ -22,6 +22,9 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/canary"
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/drill"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 )
 
@@ -37,9 +40,24 @@ Commands:
                                                     from one record_ttl before (-for counts from then)
   force-up selector [-for DURATION] [-reason TEXT]  serve as healthy whatever the probes say
   clear    selector                                 remove the overrides: the YAML decides again
+           Each takes -force (with -reason): make a change that the drain guard refuses, because
+           it would leave records below their drain_guard; the refusal lists them.
   explain  NAME [-type A] [-client IP] [-ecs PREFIX] [-down SEL] [-drained SEL]
                     the answer to a query, and how it was chosen; -down and -drained (a
                     backend key, an address, site:NAME or location:NAME; repeatable) ask what it would be
+  drills   the drills, their next runs and last results
+  drill    [NAME] [-down SEL] [-drained SEL] [-primaries]
+                    run a drill now (a live one drains for real), or a what-if over every record;
+                    prints what each record touched would answer, its failover time against its
+                    target and whether it breaks its drain guard; exits 1 when it fails
+  shift    -record NAME -from SEL -to SEL [-steps 10,25,50,100] [-every 5m]
+           [-signal failure_rate|metric|prometheus [-query PROMQL] -above X|-below X] [-reason TEXT]
+                    move the record's weight from the -from backends to the -to ones in steps,
+                    rolling back to the last good step by itself when the signal degrades
+  shifts   the shifts, their steps and states
+  shift-cancel ID   end a shift: the record's configured weights serve again
+  canaries [-run]   what the resolvers and parent servers the canaries ask answer, against this
+                    instance (the last round, or one now); exits 1 on a mismatch
   reload   reload the YAML files
   validate FILE [-zone ZONE] [-strict]              check a zone file, without a running meridian
 
@@ -82,6 +100,18 @@ func ctlCommandNamed(name string) ctlCommand {
 		return ctlExplain
 	case "reload":
 		return ctlReload
+	case "drills":
+		return ctlDrills
+	case "drill":
+		return ctlDrill
+	case "shift":
+		return ctlShift
+	case "shifts":
+		return ctlShifts
+	case "shift-cancel":
+		return ctlShiftCancel
+	case "canaries":
+		return ctlCanaries
 	}
 	return nil
 }
@@ -315,8 +345,9 @@ func ctlAction(action overlay.Action) ctlCommand {
 		addSelectorFlags(fs, &req.Selector)
 		if action != overlay.Clear {
 			fs.StringVar(&req.Duration, "for", "", "how long the override lasts (30m, 2h), from its start; for ever when left out")
-			fs.StringVar(&req.Reason, "reason", "", "a note kept with the override")
 		}
+		fs.StringVar(&req.Reason, "reason", "", "a note kept with the override (needed with -force)")
+		fs.BoolVar(&req.Force, "force", false, "go past the drain guard of the records the change leaves below it (needs -reason)")
 		var at string
 		if action == overlay.Drain {
 			fs.StringVar(&at, "at", "", "start the drain at TIME: RFC 3339, or local \"2006-01-02 15:04[:05]\" or \"15:04[:05]\" (today)")
@@ -337,6 +368,9 @@ func ctlAction(action overlay.Action) ctlCommand {
 				req.Starts = t
 			}
 			res, err := c.Act(ctx, action, req)
+			if se, ok := errors.AsType[*admin.StatusError](err); ok && len(se.Breaches) > 0 {
+				return se.Breaches, fmt.Errorf("refused by the drain guard: the change would leave these records below their drain_guard; -force -reason TEXT to go ahead")
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -434,6 +468,18 @@ func printResult(w io.Writer, res any, output string) error {
 		printStatus(tw, v)
 	case admin.ActionResult:
 		printAction(tw, v)
+	case []admin.Breach:
+		printBreaches(tw, v)
+	case []drill.Status:
+		printDrills(tw, v)
+	case drill.Report:
+		printDrillReport(tw, v)
+	case []admin.ShiftStatus:
+		printShifts(tw, v)
+	case admin.ShiftStatus:
+		printShift(tw, v)
+	case canary.Report:
+		printCanaries(tw, v)
 	case admin.Explanation:
 		printExplanation(tw, v)
 	case admin.ReloadResult:
@@ -456,8 +502,20 @@ func printStatus(w io.Writer, backends []admin.BackendStatus) {
 		if b.Latency > 0 {
 			latency = time.Duration(b.Latency).Round(10 * time.Microsecond).String()
 		}
+		override := overrideText(b.Override)
+		if b.Held != "" {
+			override += " (held by the drain guard)"
+		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Record, hostPort(b.Address, b.Port), b.State, served,
-			overrideText(b.Override), latency, ago(b.LastChange), cmp.Or(b.Reason, "-"))
+			override, latency, ago(b.LastChange), cmp.Or(b.Reason, "-"))
+	}
+}
+
+// printBreaches lists the records a change would leave below their drain guard.
+func printBreaches(w io.Writer, breaches []admin.Breach) {
+	fmt.Fprintln(w, "RECORD\tFAMILY\tSERVED AFTER\tSERVED NOW\tSHARE AFTER\tDRAIN GUARD")
+	for _, b := range breaches {
+		fmt.Fprintf(w, "%s\t%s\t%d of %d\t%d\t%.1f%%\t%s\n", b.Record, b.Family, b.Served, b.Backends, b.ServedBefore, b.Share*100, config.DrainGuard{MinHealthy: b.Guard.MinHealthy, MinShare: b.Guard.MinShare})
 	}
 }
 
@@ -519,6 +577,9 @@ func overrideText(o *overlay.Override) string {
 	}
 	if !o.Expires.IsZero() {
 		s += " until " + o.Expires.Local().Format(time.DateTime)
+	}
+	if o.Forced {
+		s += " (forced)"
 	}
 	return s
 }

@@ -137,21 +137,21 @@ func (e *env) testK8gbTwoSites(t *testing.T) {
 	took := waitAnswer(t, servers, "app.gslb.example.test", sites[0].app)
 	waitAnswer(t, servers, "shop.gslb.example.test", sites[0].shop, sites[1].shop)
 	t.Logf("both sites answer both Gslbs %s after their Ingresses' addresses", took.Round(time.Millisecond))
-	e.wantGslbStatus(t, sites, "Healthy", "Healthy")
+	e.wantGslbStatus(t, sites, [2]string{"Healthy", "Healthy"}, []string{sites[0].app}, []string{sites[0].shop, sites[1].shop})
 
 	start := time.Now()
 	e.setReady(t, "eu", "web", false)
 	waitAnswer(t, servers, "app.gslb.example.test", sites[1].app)
 	waitAnswer(t, servers, "shop.gslb.example.test", sites[1].shop)
 	t.Logf("eu's pods not ready: both sites answer us's addresses after %s", time.Since(start).Round(time.Millisecond))
-	e.wantGslbStatus(t, sites, "Unhealthy", "Healthy")
+	e.wantGslbStatus(t, sites, [2]string{"Unhealthy", "Healthy"}, []string{sites[1].app}, []string{sites[1].shop})
 
 	start = time.Now()
 	e.setReady(t, "eu", "web", true)
 	waitAnswer(t, servers, "app.gslb.example.test", sites[0].app)
 	waitAnswer(t, servers, "shop.gslb.example.test", sites[0].shop, sites[1].shop)
 	t.Logf("eu's pods ready again: both sites answer eu's addresses again after %s", time.Since(start).Round(time.Millisecond))
-	e.wantGslbStatus(t, sites, "Healthy", "Healthy")
+	e.wantGslbStatus(t, sites, [2]string{"Healthy", "Healthy"}, []string{sites[0].app}, []string{sites[0].shop, sites[1].shop})
 }
 
 // gslbStatus is the part of a Gslb's status the test checks.
@@ -162,19 +162,17 @@ type gslbStatus struct {
 }
 
 // wantGslbStatus waits until the status of both Gslbs of each site says that site's geo tag,
-// its health (eu's, then us's) and the healthy addresses across the sites, as kubectl reads
-// it.
-func (e *env) wantGslbStatus(t *testing.T, sites []site, health ...string) {
+// its health (health[i] for sites[i]) and, as healthyRecords, the addresses the Gslb is
+// answered with across the sites (app, the failover Gslb: the answering cluster's only; shop,
+// the round-robin one: every healthy site's), as kubectl reads it.
+func (e *env) wantGslbStatus(t *testing.T, sites []site, health [2]string, app, shop []string) {
 	t.Helper()
 	for i, s := range sites {
-		for _, g := range []struct{ name, host string }{{"app", "app.gslb.example.test"}, {"shop", "shop.gslb.example.test"}} {
-			var want []string
-			for j, other := range sites {
-				if health[j] == "Healthy" {
-					want = append(want, map[string]string{"app": other.app, "shop": other.shop}[g.name])
-				}
-			}
-			slices.Sort(want)
+		for _, g := range []struct {
+			name, host string
+			want       []string
+		}{{"app", "app.gslb.example.test", app}, {"shop", "shop.gslb.example.test", shop}} {
+			want := slices.Sorted(slices.Values(g.want))
 			var got gslbStatus
 			testutil.Eventually(t, answerTimeout, func() bool {
 				out, err := e.c.TryKubectl("get", "gslb.k8gb.io", g.name, "--namespace", s.name, "-o", "jsonpath={.status}")

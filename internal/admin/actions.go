@@ -3,7 +3,6 @@ package admin
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -31,6 +30,9 @@ type ActionRequest struct {
 	Starts   time.Time `json:"starts,omitzero"`
 	StartsIn string    `json:"starts_in,omitempty"`
 	Reason   string    `json:"reason,omitempty"`
+	// Force makes a change that the drain guard refuses (it would leave records below their
+	// drain_guard); it needs a Reason, kept with the overrides beside the records it broke.
+	Force bool `json:"force,omitempty"`
 }
 
 // ActionResult is the answer to an action: the backends it changed.
@@ -66,7 +68,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	targets, err := s.apply(r.Context(), action, req.Selector, when, req.Reason)
+	targets, err := s.apply(r.Context(), action, req.Selector, when, req.Reason, req.Force)
 	if err != nil {
 		fail(w, err)
 		return
@@ -122,9 +124,10 @@ func (req ActionRequest) times(action overlay.Action, now time.Time) (span, erro
 	return sp, nil
 }
 
-// apply sets the override action on every backend sel matches, all at once. A selector that is
-// empty, invalid, or matches nothing changes nothing and is an apiError.
-func (s *Server) apply(ctx context.Context, action overlay.Action, sel Selector, when span, reason string) ([]Target, error) {
+// apply sets the override action on every backend sel matches, all at once, through store
+// (the drain guard, force). A selector that is empty, invalid, or matches nothing changes
+// nothing and is an apiError.
+func (s *Server) apply(ctx context.Context, action overlay.Action, sel Selector, when span, reason string, force bool) ([]Target, error) {
 	if sel.empty() {
 		return nil, errorf(http.StatusBadRequest, "empty selector: give keys, zone, record, location, address_prefix or tags")
 	}
@@ -154,23 +157,11 @@ func (s *Server) apply(ctx context.Context, action overlay.Action, sel Selector,
 	if len(changes) == 0 {
 		return nil, errorf(http.StatusUnprocessableEntity, "no backend matches %s", sel)
 	}
-	if err := s.store(ctx, changes); err != nil {
+	if err := s.store(ctx, changes, force); err != nil {
 		return nil, err
 	}
 	s.log.Infof("admin API: %s %s %d backends (%s)%s%s", cmp.Or(by, "anonymous"), action, len(changes), sel, fromText(when.starts), untilText(when.expires))
 	return targets, nil
-}
-
-// store applies changes to the overlay store, all at once. A change the store refuses is an
-// apiError.
-func (s *Server) store(ctx context.Context, changes []overlay.Change) error {
-	if err := s.settings.Load().store.Apply(ctx, changes); err != nil {
-		if errors.Is(err, overlay.ErrInvalid) {
-			return errorf(http.StatusBadRequest, "%v", err)
-		}
-		return fmt.Errorf("store overrides: %w", err)
-	}
-	return nil
 }
 
 // fromText is " from <t>" for a scheduled start, empty for none.
@@ -189,5 +180,5 @@ func untilText(t time.Time) string {
 }
 
 func (s *Server) overrides(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.settings.Load().store.List())
+	writeJSON(w, http.StatusOK, slices.DeleteFunc(s.settings.Load().store.List(), overlay.Override.IsShift))
 }

@@ -179,6 +179,8 @@ type Record struct {
 	// FailoverBudget is the record's worst case time to stop sending clients to a dead
 	// backend, against its failover_target.
 	FailoverBudget FailoverBudget `json:"failover_budget"`
+	// Guard is the record's drain_guard; absent when it has none.
+	Guard *DrainGuard `json:"drain_guard,omitempty"`
 }
 
 // FailoverBudget is a record's worst case failover time, computed from its timers (see
@@ -239,6 +241,10 @@ type Backend struct {
 	// Override is the operators' override of Enabled. Providers leave it nil: the server fills
 	// it in from its overlay store.
 	Override *overlay.Override `json:"override,omitempty"`
+	// Held says why the backend's scheduled drain, which has started, is held: it would
+	// leave its record below its drain guard. The backend is served until the guard allows
+	// the drain, or the drain ends. Empty otherwise.
+	Held string `json:"held,omitempty"`
 	// Healthy reports whether the backend may be answered now: enabled (overrides included)
 	// and up.
 	Healthy bool  `json:"healthy"`

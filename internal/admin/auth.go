@@ -61,6 +61,12 @@ func userOf(ctx context.Context) string {
 	return u
 }
 
+// withUser returns ctx as a request of user makes it: the components of a block that change
+// the overrides act as users of their own.
+func withUser(ctx context.Context, user string) context.Context {
+	return context.WithValue(ctx, userKey{}, user)
+}
+
 // authenticate lets a request through to next when it carries valid credentials, or when the
 // server has none. A server without credentials (on loopback, or allowed explicitly) answers
 // only requests addressed to an IP address or localhost unless allowed explicitly, so that a web
@@ -91,7 +97,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "Unauthorized")
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, who)))
+		next.ServeHTTP(w, r.WithContext(withUser(r.Context(), who)))
 	})
 }
 

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/meridian-gslb/meridian/internal/canary"
+	"github.com/meridian-gslb/meridian/internal/drill"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 )
 
@@ -31,7 +33,10 @@ type StatusError struct {
 	Code int
 	// Message is the API's error message.
 	Message string
-	body    []byte
+	// Breaches are, in a refusal of the drain guard (409), the records the change would
+	// have left below their guard.
+	Breaches []Breach
+	body     []byte
 }
 
 func (e *StatusError) Error() string {
@@ -83,7 +88,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		e := &StatusError{Code: resp.StatusCode, body: data}
 		var eb ErrorBody
 		if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
-			e.Message = eb.Error
+			e.Message, e.Breaches = eb.Error, eb.Breaches
 		} else {
 			e.Message = strings.TrimSpace(string(data))
 		}
@@ -147,4 +152,43 @@ func (c *Client) Reload(ctx context.Context) (ReloadResult, error) {
 		}
 	}
 	return out, err
+}
+
+// Drills returns every block's drills, with their next runs and last reports.
+func (c *Client) Drills(ctx context.Context) ([]drill.Status, error) {
+	var out []drill.Status
+	return out, c.do(ctx, http.MethodGet, "/api/v1/drills", nil, nil, &out)
+}
+
+// RunDrill runs a drill by name, or a hypothesis, now, and returns its report.
+func (c *Client) RunDrill(ctx context.Context, req DrillRequest) (drill.Report, error) {
+	var out drill.Report
+	return out, c.do(ctx, http.MethodPost, "/api/v1/drills/run", nil, req, &out)
+}
+
+// StartShift starts a staged shift.
+func (c *Client) StartShift(ctx context.Context, req ShiftRequest) (ShiftStatus, error) {
+	var out ShiftStatus
+	return out, c.do(ctx, http.MethodPost, "/api/v1/shifts", nil, req, &out)
+}
+
+// Shifts lists the staged shifts.
+func (c *Client) Shifts(ctx context.Context) ([]ShiftStatus, error) {
+	var out []ShiftStatus
+	return out, c.do(ctx, http.MethodGet, "/api/v1/shifts", nil, nil, &out)
+}
+
+// CancelShift ends the shift id: its record's configured weights serve again.
+func (c *Client) CancelShift(ctx context.Context, id string) error {
+	var out map[string]string
+	return c.do(ctx, http.MethodPost, "/api/v1/shifts/"+url.PathEscape(id)+"/cancel", nil, struct{}{}, &out)
+}
+
+// Canaries returns the canaries' last round or, with now, runs one.
+func (c *Client) Canaries(ctx context.Context, now bool) (canary.Report, error) {
+	var out canary.Report
+	if now {
+		return out, c.do(ctx, http.MethodPost, "/api/v1/canaries/run", nil, struct{}{}, &out)
+	}
+	return out, c.do(ctx, http.MethodGet, "/api/v1/canaries", nil, nil, &out)
 }

@@ -99,7 +99,7 @@ func (s *Server) compatAction(action overlay.Action) http.HandlerFunc {
 			return
 		}
 		sel := Selector{Location: cs.Location, AddressPrefix: cs.AddressPrefix, Tags: cs.Tags}
-		targets, err := s.apply(r.Context(), action, sel, span{}, "")
+		targets, err := s.apply(r.Context(), action, sel, span{}, "", false)
 		if err != nil {
 			fail(w, err)
 			return
@@ -198,7 +198,7 @@ func (s *Server) compatPool(w http.ResponseWriter, r *http.Request) {
 		changes = append(changes, poolChange(b, serve && listed, by))
 		out = append(out, compatPoolChange{Record: rec.Name, Address: b.Address, Port: b.Port, Enabled: serve && listed})
 	}
-	if err := s.store(r.Context(), changes); err != nil {
+	if err := s.store(r.Context(), changes, false); err != nil {
 		fail(w, err)
 		return
 	}

@@ -59,6 +59,13 @@ func (s *Server) apiRoutes() []route {
 		{"GET /api/v1/shares", s.shares},
 		{"GET /api/v1/explain", s.explain},
 		{"GET /api/v1/sites", s.sites},
+		{"GET /api/v1/drills", s.drills},
+		{"POST /api/v1/drills/run", s.runDrill},
+		{"GET /api/v1/shifts", s.shifts},
+		{"POST /api/v1/shifts", s.startShift},
+		{"POST /api/v1/shifts/{id}/cancel", s.cancelShift},
+		{"GET /api/v1/canaries", s.canaries},
+		{"POST /api/v1/canaries/run", s.runCanaries},
 		{"POST /api/v1/reload", s.reload},
 	}
 }
@@ -112,6 +119,9 @@ func errorf(code int, format string, args ...any) *apiError {
 // ErrorBody is the JSON body of every error response.
 type ErrorBody struct {
 	Error string `json:"error"`
+	// Breaches are, in a refusal of the drain guard (409), the records the change would have
+	// left below their guard.
+	Breaches []Breach `json:"breaches,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -131,8 +141,13 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, ErrorBody{Error: msg})
 }
 
-// fail answers err: its own status for an apiError, 500 otherwise.
+// fail answers err: its own status for an apiError, 409 with the breaches for a refusal of
+// the drain guard, 500 otherwise.
 func fail(w http.ResponseWriter, err error) {
+	if g, ok := errors.AsType[*GuardError](err); ok {
+		writeJSON(w, http.StatusConflict, ErrorBody{Error: g.Error(), Breaches: g.Breaches})
+		return
+	}
 	if e, ok := errors.AsType[*apiError](err); ok {
 		writeError(w, e.code, e.msg)
 		return

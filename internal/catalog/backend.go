@@ -22,7 +22,9 @@ type Backend struct {
 	// State is the backend's health state: unprobedState, shared, for the backends that are
 	// never probed and count as up (alwaysUp).
 	State *health.State
-	// override is the operator's Override of the configured enable flag.
+	// override is the operator's Override of the configured enable flag, in its low byte, and
+	// above it a shift's weight of the backend plus one (0: none; see SetShiftWeight): one word,
+	// as a big zone holds many backends.
 	override atomic.Int32
 	// index is the backend's place in its record's Backends, where its counter of
 	// Record.CountSelected is. It sits beside override: a big zone holds many backends, and
@@ -49,10 +51,21 @@ const (
 	ForceUp
 )
 
+// overrideMask is the part of Backend.override that holds the Override.
+const overrideMask = 0xff
+
+// MaxShiftWeight is the largest weight a shift gives a backend.
+const MaxShiftWeight = 1<<23 - 2
+
 // SetOverride sets the backend's override and reports whether it changed. Call the record's
 // Refresh afterwards for answers to follow.
 func (b *Backend) SetOverride(o Override) bool {
-	return Override(b.override.Swap(int32(o))) != o
+	for {
+		old := b.override.Load()
+		if b.override.CompareAndSwap(old, old&^overrideMask|int32(o)) {
+			return Override(old&overrideMask) != o
+		}
+	}
 }
 
 // SetDrainAt sets when a scheduled drain of the backend starts (the zero time for none), and
@@ -76,7 +89,7 @@ func (b *Backend) DrainAt() time.Time {
 }
 
 // Override returns the backend's current override.
-func (b *Backend) Override() Override { return Override(b.override.Load()) }
+func (b *Backend) Override() Override { return Override(b.override.Load() & overrideMask) }
 
 // Enabled reports whether the backend may be served: its configuration's enable flag, unless
 // an override says otherwise, or a scheduled drain started (SetDrainAt).

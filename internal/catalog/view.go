@@ -169,7 +169,7 @@ func (r *Record) Refresh() {
 				healthy = append(healthy, b)
 				cands = append(cands, policy.Candidate{
 					Priority: int(b.Config.Priority),
-					Weight:   int(b.Config.Weight),
+					Weight:   b.Weight(),
 					Addr:     b.Config.IP,
 					Host:     b.Config.Address,
 					Share:    b.Config.Share(),
@@ -180,6 +180,7 @@ func (r *Record) Refresh() {
 			}
 		}
 		v.Enabled[f] = r.run(enabled)
+		healthy, cands = shiftIdle(healthy, cands)
 		var next time.Time
 		if healthy, cands, next = r.slowStart(now, healthy, cands); !next.IsZero() && (rampNext.IsZero() || next.Before(rampNext)) {
 			rampNext = next
@@ -277,7 +278,7 @@ func geoCandidate(b *Backend, healthy bool) policy.GeoCandidate {
 	return policy.GeoCandidate{
 		Healthy:     healthy,
 		Priority:    int(c.Priority),
-		Weight:      int(c.Weight),
+		Weight:      b.Weight(),
 		Share:       c.Share(),
 		Country:     l.Country,
 		Subdivision: l.Subdivision,

@@ -96,7 +96,7 @@ func (r *Record) supposing(down, drained []bool) *Record {
 			nb.State.Set(health.Down)
 		}
 		if drained[i] {
-			nb.override.Store(int32(ForceDisable))
+			nb.SetOverride(ForceDisable)
 		}
 		c.Backends = append(c.Backends, nb)
 		copies[b] = nb

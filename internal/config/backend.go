@@ -12,7 +12,7 @@ import (
 
 var backendKeys = []string{"address", "port", "priority", "weight", "capacity", "enable", "tags", "description",
 	"country", "subdivision", "city", "continent", "asn", "location", "latitude", "longitude",
-	"healthchecks", "timeout", "rise", "fall", "assume_healthy", "passive", "site", "kubernetes"}
+	"healthchecks", "timeout", "rise", "fall", "local_interval", "assume_healthy", "passive", "site", "kubernetes"}
 
 var continents = []string{"AF", "AN", "AS", "EU", "NA", "OC", "SA"}
 
@@ -93,6 +93,10 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 				p.Errorf(e.v, kpath, "timeout %v is longer than the record's scrape_interval %v", d, interval)
 			} else if ok {
 				checks.Timeout = d
+			}
+		case "local_interval":
+			if d, ok := p.duration(e.v, kpath); ok {
+				checks.LocalInterval = d
 			}
 		default:
 			if !p.checkKey(&checks, e, kpath, profiles, &cs) {

@@ -59,6 +59,8 @@ type Options struct {
 	// Webhooks are the notifications of health transitions and override changes; off unless
 	// a URL is set.
 	Webhooks WebhookOptions
+	// Safety are the drills (and the other tools of safe changes); none unless set.
+	Safety SafetyOptions
 }
 
 // FastPathOptions are the fast path's settings: Meridian's own UDP sockets on the server

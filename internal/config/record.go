@@ -13,7 +13,7 @@ import (
 // recordKeys are the keys of a record; all but backends may also be set under defaults.
 var recordKeys = []string{"mode", "record_ttl", "degraded_ttl", "drain_ttl", "failover_target", "owner", "description",
 	"scrape_interval", "scrape_timeout", "scrape_retries", "fallback_policy", "alpn", "hash_order", "hash_prefix_v4",
-	"hash_prefix_v6", "min_healthy", "slow_start", "chain", "max_answers", "rtt_tolerance", "max_load", "discovery", "kubernetes", "backends"}
+	"hash_prefix_v6", "min_healthy", "slow_start", "chain", "max_answers", "rtt_tolerance", "max_load", "drain_guard", "discovery", "kubernetes", "backends"}
 
 // defaultKeys are the record keys that defaults may set: all but discovery, kubernetes and
 // backends.
@@ -76,6 +76,7 @@ type recordOpts struct {
 	rttTolerance       opt[Tolerance]
 	maxLoad            opt[float64]
 	slowStart          opt[time.Duration]
+	guard              opt[DrainGuard]
 }
 
 // inherit fills the settings the record leaves unset from the defaults (a shallow merge).
@@ -101,6 +102,7 @@ func (o *recordOpts) inherit(d recordOpts) {
 	o.rttTolerance.inherit(d.rttTolerance)
 	o.maxLoad.inherit(d.maxLoad)
 	o.slowStart.inherit(d.slowStart)
+	o.guard.inherit(d.guard)
 }
 
 // opt parses one record setting into o; it reports false for a key that is not a setting.
@@ -214,6 +216,10 @@ func (p *parser) opt(o *recordOpts, e entry, path string) bool {
 	case "slow_start":
 		if d, ok := p.slowStart(e.v, kpath); ok {
 			o.slowStart.put(d, pos, kpath)
+		}
+	case "drain_guard":
+		if g, ok := p.drainGuard(e.v, kpath); ok {
+			o.guard.put(g, pos, kpath)
 		}
 	default:
 		return false
@@ -439,6 +445,7 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 		Fallback:       o.fallback.or(Fallback{Mode: FallbackFailOpen}),
 		ALPN:           o.alpn.or(nil),
 		FailoverTarget: o.failoverTarget.or(0),
+		Guard:          o.guard.or(DrainGuard{}),
 	}
 	steering := Steering{
 		HashOrder:  o.hashOrder.or(HashOrderAddress),

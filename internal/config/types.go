@@ -136,7 +136,7 @@ type Record struct {
 	Pos  Position
 	Mode Mode
 	// settings are the record's TTLs beyond record_ttl, failover target, scrape timing,
-	// fallback policy, ALPN, split-brain threshold, owner and description; read them with
+	// fallback policy, ALPN, split-brain threshold, drain guard, owner and description; read them with
 	// Settings. The parser shares one among the records that have the same.
 	settings *Settings
 	// steering is how the record picks among its healthy backends beyond its mode; read it
@@ -234,6 +234,8 @@ type Settings struct {
 	// stay fresh after their site fell silent, in place of the block's split_brain_threshold
 	// (peers mode): a k8gb Gslb's splitBrainThresholdSeconds.
 	SplitBrainThreshold time.Duration
+	// Guard is the record's drain guard (drain_guard); the zero DrainGuard for none.
+	Guard DrainGuard
 }
 
 // noSettings are the settings of the records that were given none: every setting zero.
@@ -254,7 +256,7 @@ func (s *Settings) equal(o *Settings) bool {
 		s.FailoverTarget == o.FailoverTarget && s.Owner == o.Owner && s.Description == o.Description &&
 		s.ScrapeInterval == o.ScrapeInterval && s.ScrapeTimeout == o.ScrapeTimeout &&
 		s.ScrapeRetries == o.ScrapeRetries && s.Fallback.equal(&o.Fallback) && slices.Equal(s.ALPN, o.ALPN) &&
-		s.SplitBrainThreshold == o.SplitBrainThreshold
+		s.SplitBrainThreshold == o.SplitBrainThreshold && s.Guard == o.Guard
 }
 
 // equalTTL reports whether a and b are both unset or both set to the same TTL.
@@ -399,6 +401,10 @@ type Checks struct {
 	Timeout time.Duration
 	Rise    int
 	Fall    int
+	// LocalInterval is how often the site's own (local) balancer checks the servers behind
+	// the backend (local_interval), when the operator declares it; 0 when not. Nothing is
+	// probed by it: meridian check compares it with scrape_interval (package lint).
+	LocalInterval time.Duration
 }
 
 // noChecks are the checks of a backend that was given none.
@@ -423,7 +429,7 @@ func (b Backend) WithChecks(c Checks) Backend {
 // or written at the same place) in the same order, with the same timeout, thresholds and
 // capacity.
 func (c *Checks) equal(o *Checks) bool {
-	return c.Timeout == o.Timeout && c.Rise == o.Rise && c.Fall == o.Fall && c.Capacity == o.Capacity &&
+	return c.Timeout == o.Timeout && c.Rise == o.Rise && c.Fall == o.Fall && c.Capacity == o.Capacity && c.LocalInterval == o.LocalInterval &&
 		slices.EqualFunc(c.HealthChecks, o.HealthChecks, func(a, b HealthCheck) bool {
 			return a.Pos == b.Pos && a.Profile == b.Profile && a.Type == b.Type && a.Rise == b.Rise &&
 				a.Fall == b.Fall && reflect.ValueOf(a.Params).UnsafePointer() == reflect.ValueOf(b.Params).UnsafePointer()

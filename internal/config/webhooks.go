@@ -21,14 +21,16 @@ type WebhookOptions struct {
 	Secret string
 	// Timeout bounds each attempt.
 	Timeout time.Duration
-	// Transitions and Overrides say which events are sent: health transitions, override changes.
-	Transitions, Overrides bool
+	// Transitions, Overrides, Drills, Shifts and Canaries say which events are sent: health
+	// transitions, override changes, failed drills, the steps and rollbacks of shifts, the
+	// mismatches the canaries find.
+	Transitions, Overrides, Drills, Shifts, Canaries bool
 }
 
 // DefaultWebhookOptions returns the webhook options of a block that sets none: no URL, the
-// default timeout, both kinds of event.
+// default timeout, every kind of event.
 func DefaultWebhookOptions() WebhookOptions {
-	return WebhookOptions{Timeout: DefaultWebhookTimeout, Transitions: true, Overrides: true}
+	return WebhookOptions{Timeout: DefaultWebhookTimeout, Transitions: true, Overrides: true, Drills: true, Shifts: true, Canaries: true}
 }
 
 // Enabled reports whether the block sends webhooks: it names a URL.
@@ -37,7 +39,7 @@ func (o WebhookOptions) Enabled() bool { return len(o.URLs) > 0 }
 // Equal reports whether o and p are the same options.
 func (o WebhookOptions) Equal(p WebhookOptions) bool {
 	return slices.Equal(o.URLs, p.URLs) && o.Secret == p.Secret && o.Timeout == p.Timeout &&
-		o.Transitions == p.Transitions && o.Overrides == p.Overrides
+		o.Transitions == p.Transitions && o.Overrides == p.Overrides && o.Drills == p.Drills && o.Shifts == p.Shifts && o.Canaries == p.Canaries
 }
 
 // CheckWebhookURL returns an error unless u is an absolute http or https URL with a host.

@@ -27,6 +27,7 @@ func (e *Engine) Status() []admin.Zone {
 	snap := e.Snapshot()
 	details := e.health.Details()
 	votes := e.health.Votes()
+	held := e.Held()
 	var discovered map[string]discovery.Status
 	if d, ok := viewOf[*discovery.Source](e); ok {
 		discovered = d.Statuses()
@@ -48,8 +49,10 @@ func (e *Engine) Status() []admin.Zone {
 		}
 		rec.TTL, rec.TTLReason = recordTTL(v)
 		rec.FailoverBudget = adminBudget(r.Config.FailoverBudget(e.opts))
+		rec.Guard = admin.NewDrainGuard(r.Config.Settings().Guard)
 		for _, b := range r.Backends {
 			ab := adminBackend(b, details, votes[b.Key()])
+			ab.Held = held[ab.Key]
 			if ab.Healthy {
 				rec.Healthy++
 			}
@@ -213,12 +216,12 @@ func (e *Engine) AnswerOptions() answer.Options {
 
 // CatalogOverrides turns the override store's list into the engine's overrides at now:
 // disable and drain take a backend out, enable puts it in, force-up serves it as healthy. A
-// drain that has not started is left out (see DrainStarts).
+// drain that has not started is left out (see DrainStarts), and so are the shifts (shift.Weights).
 func CatalogOverrides(list []overlay.Override, now time.Time) map[string]catalog.Override {
 	m := make(map[string]catalog.Override, len(list))
 	for _, o := range list {
 		switch {
-		case o.Pending(now):
+		case o.Pending(now), o.IsShift():
 		case o.Action.Disables():
 			m[o.Key] = catalog.ForceDisable
 		case o.Action == overlay.ForceUp:

@@ -4,12 +4,15 @@ import (
 	"net/netip"
 
 	"github.com/meridian-gslb/meridian/internal/answerlog"
+	"github.com/meridian-gslb/meridian/internal/canary"
 	"github.com/meridian-gslb/meridian/internal/cgmetrics"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/drill"
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/publish/externaldns"
 	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/shares"
+	"github.com/meridian-gslb/meridian/internal/shift"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/files"
@@ -153,6 +156,36 @@ var components = []component{
 		name: "answer log", roles: source.RolePublisher,
 		on: func(o config.Options) bool { return o.AnswerLog.Enable && o.FastPath.Enable },
 	}, func(b *blockEnv) *answerlog.Log { return answerlog.New(b.opts.AnswerLog) }, nil),
+
+	// The drills: what-if runs on a schedule, reported to the webhooks; a live drill drains
+	// through the admin API (the drain guard on). Their last reports outlive reloads.
+	row(component{
+		name: "drills", roles: source.RolePublisher,
+		on:       func(o config.Options) bool { return len(o.Safety.Drills) > 0 },
+		survives: true,
+	}, func(*blockEnv) *drill.Runner { return drill.NewRunner() }, func(d *drill.Runner, e *Engine) {
+		d.Configure(e.opts, e.Snapshot, e.changer(), e.reportDrill, e.log)
+	}),
+
+	// The staged shifts' controller: it reads their signals and writes their steps and
+	// rollbacks through the admin API, where the shifts are made (without it, it has nothing to
+	// do); their weights are applied with the overrides.
+	row(component{
+		name: "shifts", roles: source.RolePublisher,
+		on: always, survives: true,
+	}, func(*blockEnv) *shift.Controller { return shift.NewController() }, func(c *shift.Controller, e *Engine) {
+		c.Configure(e.shiftSetup())
+	}),
+
+	// The canaries: resolvers and parent servers asked what they answer, against this
+	// instance's answers; mismatches go to the metrics, the API and the webhooks.
+	row(component{
+		name: "canaries", roles: source.RolePublisher,
+		on:       func(o config.Options) bool { return o.Safety.Canary.Enabled() },
+		survives: true,
+	}, func(*blockEnv) *canary.Runner { return canary.NewRunner() }, func(r *canary.Runner, e *Engine) {
+		r.Configure(e.canarySetup())
+	}),
 
 	row(component{
 		name: "coredns-gslb metrics", roles: source.RolePublisher,

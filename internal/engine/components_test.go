@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/publish"
@@ -124,8 +125,8 @@ func TestReloadRules(t *testing.T) {
 		{"another peer", func(o *config.Options) { o.Sites.Peers = []string{"127.0.0.1:1"} }, true, nil},
 		{"another site", func(o *config.Options) { o.Sites.Site = "us" }, true, []string{"sites"}},
 		{"a kubeconfig", func(o *config.Options) { o.Kubernetes.Kubeconfig = kubeconfig(t) }, true, []string{"kubernetes"}},
-		{"max_stagger_start", func(o *config.Options) { o.MaxStaggerStart /= 2 }, false, []string{"discovery", "kubernetes", "sites", "webhooks", "failover timelines"}},
-		{"coredns_gslb_metrics", func(o *config.Options) { o.CoreDNSGSLBMetrics = true }, false, []string{"discovery", "kubernetes", "sites", "webhooks", "failover timelines"}},
+		{"max_stagger_start", func(o *config.Options) { o.MaxStaggerStart /= 2 }, false, []string{"discovery", "kubernetes", "sites", "webhooks", "failover timelines", "shifts"}},
+		{"coredns_gslb_metrics", func(o *config.Options) { o.CoreDNSGSLBMetrics = true }, false, []string{"discovery", "kubernetes", "sites", "webhooks", "failover timelines", "shifts"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,13 +201,15 @@ func goroutineIDs() map[string]string {
 }
 
 // TestOpeningABlockStartsNoGoroutine: opening a block (what a Corefile's setup does) with
-// webhooks, sites, heartbeats, a delegation, Kubernetes with its delegation through
-// ExternalDNS, the answer log and the admin API configured starts
+// webhooks, drills, canaries, sites, heartbeats, a delegation, Kubernetes with its delegation
+// through ExternalDNS, the answer log and the admin API configured starts
 // nothing that runs on: Start does.
 func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 	dir := t.TempDir()
 	o := withAPI(t, blockOptions(t, dir, "example.org."), dir)
 	o.Webhooks = config.WebhookOptions{URLs: []string{"http://127.0.0.1:1/hook"}, Transitions: true, Overrides: true}
+	o.Safety.Drills = []config.Drill{{Name: "eu", Every: time.Hour, Down: []string{"site:eu"}}}
+	o.Safety.Canary = config.CanaryOptions{Resolvers: []string{"127.0.0.1:1"}, Names: []string{"www.example.org."}, Parents: []string{"127.0.0.1:1"}}
 	o.Sites = config.SitesOptions{Site: "eu", Peers: []string{"127.0.0.1:1"}}
 	zone := &config.HeartbeatZone{Zone: "hb.example.net.", Servers: []string{"127.0.0.1:1"}}
 	o.Heartbeats = config.HeartbeatOptions{Local: zone, Global: zone, Delegation: &config.Delegation{

@@ -64,6 +64,11 @@ func (e *Engine) ttlChanged() {
 	defer e.reloadMu.Unlock()
 	e.ttl.timer, e.ttl.at = nil, time.Time{}
 	now := time.Now()
+	if e.api != nil { // the drain guard checks the drains that start before they take effect
+		held := e.holdDrains(startingDrains(e.list, now, e.overrides))
+		releaseHeld(e.Snapshot().Records(), held)
+		e.noteHeld(held, e.list)
+	}
 	for _, r := range e.Snapshot().Records() {
 		if at := r.View().Extra().NextTTLChange; !at.IsZero() && !at.After(now) {
 			r.Refresh() // a drain that started takes the backend out
@@ -79,6 +84,27 @@ func (e *Engine) stopTTLChanges() {
 	e.ttl.stopped = true
 	if e.ttl.timer != nil {
 		e.ttl.timer.Stop()
+	}
+	if e.heldTimer != nil {
+		e.heldTimer.Stop()
+	}
+	heldGauge.Sub(float64(len(e.held)))
+	e.held = nil
+}
+
+// releaseHeld takes the scheduled start off the backends whose drains are held: they stay
+// served. Call it with e.reloadMu held.
+func releaseHeld(records []*catalog.Record, held map[string]string) {
+	if len(held) == 0 {
+		return
+	}
+	var buf [128]byte
+	for _, r := range records {
+		for _, b := range r.Backends {
+			if _, ok := held[string(b.AppendKey(buf[:0]))]; ok {
+				b.SetDrainAt(time.Time{})
+			}
+		}
 	}
 }
 

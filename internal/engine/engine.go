@@ -26,6 +26,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/meridian-gslb/meridian/internal/notify"
+	"github.com/meridian-gslb/meridian/internal/overlay"
 	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/files"
@@ -59,6 +60,12 @@ type Engine struct {
 	// drains the starts of their scheduled drains.
 	overrides map[string]catalog.Override
 	drains    map[string]time.Time
+	// list is the overrides store's list applied last; held the scheduled drains of it held
+	// by the drain guard at their start, by backend key, with why; heldTimer checks them
+	// again (guard.go). All three with reloadMu.
+	list      []overlay.Override
+	held      map[string]string
+	heldTimer *time.Timer
 	// notified is what the webhooks were last told of the overrides store.
 	notified notify.Baseline
 	// ttl refreshes the records whose TTL changes by time alone (a drain ahead), with reloadMu.
@@ -161,7 +168,10 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 			return nil, &APIError{err}
 		}
 		list, now := e.api.store.List(), time.Now()
-		e.overrides, e.drains = CatalogOverrides(list, now), DrainStarts(list, now)
+		e.overrides, e.drains, e.list = CatalogOverrides(list, now), DrainStarts(list, now), list
+		for k := range r.heldDrains() {
+			delete(e.overrides, k) // still held: checked again when the engine starts
+		}
 		e.notified.Reset(list, now)
 	}
 	if err := e.load(); err != nil {
@@ -288,13 +298,17 @@ func (e *Engine) build(zones []*config.Zone) (*catalog.Snapshot, error) {
 	if h, ok := instanceOf[interface{ Heartbeat() *published.Served }](e); ok {
 		snap.SetHeartbeat(h.Heartbeat()) // the sites source's: every snapshot serves the same
 	}
-	if len(e.overrides) > 0 || len(e.drains) > 0 {
+	weights := shiftWeights(snap, e.list)
+	if len(e.overrides) > 0 || len(e.drains) > 0 || len(weights) > 0 {
 		var buf [128]byte
 		for _, r := range snap.Records() {
 			for _, b := range r.Backends {
 				key := b.AppendKey(buf[:0]) // read from the maps without a string of its own
 				b.SetOverride(e.overrides[string(key)])
 				b.SetDrainAt(e.drains[string(key)])
+				if w, ok := weights[string(key)]; ok {
+					b.SetShiftWeight(w)
+				}
 			}
 		}
 	}
@@ -334,23 +348,44 @@ func (e *Engine) publish(snap *catalog.Snapshot) {
 // backend its configuration disables and an override enables must be probed first: such a
 // change reloads the configuration, which starts its probes.
 func (e *Engine) SetOverrides(overrides map[string]catalog.Override) error {
-	return e.setOverrides(overrides, nil)
+	return e.setOverrides(overrides, nil, nil, time.Time{})
 }
 
-// setOverrides is SetOverrides, with the starts of the scheduled drains (DrainStarts).
-func (e *Engine) setOverrides(overrides map[string]catalog.Override, drains map[string]time.Time) error {
+// setOverrides is SetOverrides, with the starts of the scheduled drains (DrainStarts) and,
+// when overrides are those of list at now, the drain guard's check of the drains that start:
+// those it holds are left out.
+func (e *Engine) setOverrides(overrides map[string]catalog.Override, drains map[string]time.Time, list []overlay.Override, now time.Time) error {
+	overrides = maps.Clone(overrides)
 	e.reloadMu.Lock()
-	e.overrides, e.drains = maps.Clone(overrides), maps.Clone(drains)
+	if list != nil {
+		held := e.holdDrains(startingDrains(list, now, e.overrides))
+		for k := range held {
+			delete(overrides, k)
+		}
+		e.list = list
+		e.noteHeld(held, list)
+	}
+	e.overrides, e.drains = overrides, maps.Clone(drains)
 	reprobe := false
 	scheduled := applyDrainStarts(e.Snapshot().Records(), drains)
+	var weights map[string]int // the shifts' weights, when the overrides are the store's
+	if list != nil {
+		weights = shiftWeights(e.Snapshot(), list)
+	}
 	var buf [128]byte
 	for _, r := range e.Snapshot().Records() {
 		changed := scheduled[r]
 		for _, b := range r.Backends {
+			key := b.AppendKey(buf[:0])
 			wasWanted := enabledOrForced(b)
-			if b.SetOverride(overrides[string(b.AppendKey(buf[:0]))]) {
+			if b.SetOverride(overrides[string(key)]) {
 				changed = true
 				reprobe = reprobe || enabledOrForced(b) != wasWanted
+			}
+			if w, ok := weights[string(key)]; list != nil && !ok {
+				changed = b.SetShiftWeight(-1) || changed
+			} else if ok {
+				changed = b.SetShiftWeight(w) || changed
 			}
 		}
 		if changed {
@@ -403,7 +438,7 @@ func (e *Engine) Start() error {
 func (e *Engine) applyOverrides() {
 	e.notifyOverrides()
 	list, now := e.api.store.List(), time.Now()
-	if err := e.setOverrides(CatalogOverrides(list, now), DrainStarts(list, now)); err != nil {
+	if err := e.setOverrides(CatalogOverrides(list, now), DrainStarts(list, now), list, now); err != nil {
 		e.log.Errorf("applying overrides: %v", err)
 	}
 }

@@ -128,3 +128,9 @@ func countReload(result string) {
 	reloadsTotal.WithLabelValues(result).Inc()
 	cgmetrics.CountReload(result)
 }
+
+// heldGauge counts the scheduled drains that the drain guard holds at their start.
+var heldGauge = promauto.NewGauge(prometheus.GaugeOpts{
+	Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "drains_held",
+	Help: "Scheduled drains that started but are held because they would leave a record below its drain guard.",
+})

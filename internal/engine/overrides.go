@@ -11,7 +11,12 @@ import (
 // last call (or Open) to the engine's backends: the other blocks that share the store tell of
 // theirs.
 func (e *Engine) notifyOverrides() {
-	events := e.notified.Changes(e.api.store.List(), time.Now())
+	e.tellOverrides(e.notified.Changes(e.api.store.List(), time.Now()))
+}
+
+// tellOverrides sends the override events of the engine's backends to its webhooks, with
+// their records and addresses: the other blocks that share the store tell of theirs.
+func (e *Engine) tellOverrides(events []notify.Event) {
 	if len(events) == 0 {
 		return
 	}

@@ -160,19 +160,24 @@ func (c *Client) Exchange(ctx context.Context, server, name string, qtype uint16
 
 // ExchangeRD is Exchange with the RD bit chosen: set only to ask a recursive resolver.
 func (c *Client) ExchangeRD(ctx context.Context, server, name string, qtype uint16, rd bool) (*dns.Msg, error) {
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(name), qtype)
+	q.RecursionDesired = rd
+	q.SetEdns0(udpSize, false)
+	return c.ExchangeMsg(ctx, server, q)
+}
+
+// ExchangeMsg is Exchange of the query q, one question with an OPT record (which may carry
+// options, such as a client subnet), as given.
+func (c *Client) ExchangeMsg(ctx context.Context, server string, q *dns.Msg) (*dns.Msg, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = config.DefaultPeerTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-
-	q := new(dns.Msg)
-	q.SetQuestion(dns.Fqdn(name), qtype)
-	q.RecursionDesired = rd
-	q.SetEdns0(udpSize, false)
 	fail := func(kind ErrorKind, err error) (*dns.Msg, error) {
-		return nil, &Error{Kind: kind, Server: server, Name: q.Question[0].Name, Qtype: qtype, Err: err}
+		return nil, &Error{Kind: kind, Server: server, Name: q.Question[0].Name, Qtype: q.Question[0].Qtype, Err: err}
 	}
 
 	r, kind, err := c.roundTrip(ctx, "udp", server, q)

@@ -40,6 +40,13 @@ const (
 	TypeTransition = "transition"
 	// TypeOverride is a change of a backend's override.
 	TypeOverride = "override"
+	// TypeDrill is a practice drill that failed.
+	TypeDrill = "drill"
+	// TypeShift is a step, a rollback or the completion of a staged shift.
+	TypeShift = "shift"
+	// TypeCanary is a mismatch a canary found: a resolver or a parent server answers other
+	// than this instance.
+	TypeCanary = "canary"
 )
 
 // The changes of an override event (Event.Change).
@@ -52,11 +59,16 @@ const (
 	ChangeExpired = "expired"
 	// ChangeStarted: a scheduled drain started.
 	ChangeStarted = "started"
+	// ChangeHeld: a scheduled drain is held at its start, because it would leave records
+	// below their drain guard (Reason says which); it starts when the guard allows.
+	ChangeHeld = "held"
 )
 
 // Event is the JSON body of one delivery. Type says which of the optional fields are set:
 // From, To and Reason for a transition; Change, Action, Reason, By, Expires, Starts and Set
-// for an override. The notifier sets ID, and Instance and Site from its Options.
+// for an override; Drill, Reason (the summary) and Findings for a drill, which names no
+// backend; Shift, Record, Change, Share and Reason for a shift; Canary, Record, Change and
+// Reason for a canary. The notifier sets ID, and Instance and Site from its Options.
 type Event struct {
 	Type     string    `json:"type"`
 	ID       string    `json:"id"`
@@ -67,11 +79,11 @@ type Event struct {
 	// ("record|address|port", as the admin API lists it).
 	Record  string `json:"record,omitempty"`
 	Backend string `json:"backend,omitempty"`
-	Key     string `json:"key"`
+	Key     string `json:"key,omitempty"`
 	// From and To are a transition's statuses (up, down, unknown, stale).
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
-	// Change is what happened to an override (set, cleared, expired, started); Action is
+	// Change is what happened to an override (set, cleared, expired, started, held); Action is
 	// the override's action (enable, disable, drain, force-up): for cleared and expired, the
 	// one it had.
 	Change string `json:"change,omitempty"`
@@ -80,10 +92,24 @@ type Event struct {
 	Reason string `json:"reason,omitempty"`
 	// By is who set the override, when the admin API knows.
 	By string `json:"by,omitempty"`
+	// Forced is set on an override forced past the drain guard, Breaches the records it left
+	// below their guard when it was set.
+	Forced   bool     `json:"forced,omitempty"`
+	Breaches []string `json:"breaches,omitempty"`
 	// Expires and Starts are the override's expiry and scheduled start, Set when it was set.
 	Expires time.Time `json:"expires,omitzero"`
 	Starts  time.Time `json:"starts,omitzero"`
 	Set     time.Time `json:"set,omitzero"`
+	// Drill is the drill's name; Findings say, one a line, what failed in each record.
+	Drill    string   `json:"drill,omitempty"`
+	Findings []string `json:"findings,omitempty"`
+	// Shift is a shift's id, Share the share of its weight on its to backends from now on;
+	// Change says what happened (step, rolled-back, completed), Reason why, Record its record.
+	Shift string   `json:"shift,omitempty"`
+	Share *float64 `json:"share,omitempty"`
+	// Canary is the resolver or parent server (host:port) a canary asked; Record the name
+	// (or zone), Change the kind of mismatch, Reason what differs.
+	Canary string `json:"canary,omitempty"`
 }
 
 // Defaults of Options.

@@ -53,6 +53,7 @@ func overrideChanges(before map[string]overlay.Override, then time.Time, after [
 			Expires: o.Expires, Starts: o.Starts, Set: o.Set}
 		if change == ChangeSet || change == ChangeStarted {
 			ev.Reason, ev.By = o.Reason, o.By // who removed it, the store does not keep
+			ev.Forced, ev.Breaches = o.Forced, o.Breaches
 		}
 		events = append(events, ev)
 	}
@@ -61,7 +62,7 @@ func overrideChanges(before map[string]overlay.Override, then time.Time, after [
 		seen[o.Key] = true
 		prev, had := before[o.Key]
 		switch {
-		case !had || !sameOverride(prev, o):
+		case !had || !prev.Same(o):
 			event(o, ChangeSet)
 		case prev.Pending(then) && !o.Pending(now):
 			event(o, ChangeStarted)
@@ -78,10 +79,4 @@ func overrideChanges(before map[string]overlay.Override, then time.Time, after [
 	}
 	slices.SortFunc(events, func(a, b Event) int { return strings.Compare(a.Key, b.Key) })
 	return events
-}
-
-// sameOverride reports whether a and b are the same override, set at the same time.
-func sameOverride(a, b overlay.Override) bool {
-	return a.Key == b.Key && a.Action == b.Action && a.Expires.Equal(b.Expires) && a.Starts.Equal(b.Starts) &&
-		a.Reason == b.Reason && a.By == b.By && a.Set.Equal(b.Set)
 }

@@ -115,6 +115,30 @@ func (w *Webhooks) Transition(tr health.Transition) {
 	}
 }
 
+// Drill queues the event of a failed drill when the webhooks send drills. It never blocks.
+func (w *Webhooks) Drill(ev Event) {
+	w.send(ev, TypeDrill, func(o config.WebhookOptions) bool { return o.Drills })
+}
+
+// Shift queues the event of a shift's change when the webhooks send shifts. It never blocks.
+func (w *Webhooks) Shift(ev Event) {
+	w.send(ev, TypeShift, func(o config.WebhookOptions) bool { return o.Shifts })
+}
+
+// Canary queues the event of a canary's mismatch when the webhooks send canaries. It never
+// blocks.
+func (w *Webhooks) Canary(ev Event) {
+	w.send(ev, TypeCanary, func(o config.WebhookOptions) bool { return o.Canaries })
+}
+
+// send queues ev as an event of type typ when the webhooks' options want it.
+func (w *Webhooks) send(ev Event, typ string, wanted func(config.WebhookOptions) bool) {
+	if h := w.hook.Load(); h != nil && wanted(h.opts) {
+		ev.Type = typ
+		h.n.Notify(ev)
+	}
+}
+
 // Overrides queues events when the webhooks send override changes. It never blocks.
 func (w *Webhooks) Overrides(events []Event) {
 	if h := w.hook.Load(); h != nil && h.opts.Overrides {

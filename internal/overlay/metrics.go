@@ -22,6 +22,9 @@ func init() {
 func publish(byKey map[string]Override) {
 	counts := map[Action]int{Enable: 0, Disable: 0, Drain: 0, ForceUp: 0}
 	for _, o := range byKey {
+		if o.IsShift() {
+			continue // not a backend's: the shifts count themselves
+		}
 		counts[o.Action]++
 	}
 	for a, n := range counts {

@@ -10,9 +10,13 @@
 package overlay
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -33,13 +37,23 @@ const (
 	ForceUp Action = "force-up"
 	// Clear, in a Change, removes the backend's override: its configuration decides again.
 	Clear Action = "clear"
+	// Shift is not a backend's override but a staged shift of a record's weights (package
+	// shift), kept beside the overrides so that it is shared, stored and announced as they
+	// are: its Key is ShiftPrefix and the shift's id, its Data the shift.
+	Shift Action = "shift"
 )
+
+// ShiftPrefix starts the key of a shift.
+const ShiftPrefix = "shift|"
 
 // Disables reports whether the action takes a backend out of the answers.
 func (a Action) Disables() bool { return a == Disable || a == Drain }
 
 // valid reports whether a may be stored as an override.
-func (a Action) valid() bool { return a == Enable || a == ForceUp || a.Disables() }
+func (a Action) valid() bool { return a == Enable || a == ForceUp || a == Shift || a.Disables() }
+
+// IsShift reports whether o is a staged shift rather than a backend's override.
+func (o Override) IsShift() bool { return o.Action == Shift }
 
 // Override is one backend's override.
 type Override struct {
@@ -56,8 +70,23 @@ type Override struct {
 	Reason string `json:"reason,omitempty"`
 	// By is who set the override: the API user, or empty when the API has no authentication.
 	By string `json:"by,omitempty"`
+	// Forced is set when the override was forced past the drain guard of records it leaves
+	// below their guard (drain_guard); Breaches says which, as they were when it was set.
+	// A forced override always has a Reason.
+	Forced   bool     `json:"forced,omitempty"`
+	Breaches []string `json:"breaches,omitempty"`
+	// Data is, for a shift (Action Shift), the shift itself, which package shift reads.
+	Data json.RawMessage `json:"data,omitempty"`
 	// Set is when the override was set.
 	Set time.Time `json:"set"`
+}
+
+// Same reports whether o and p are the same override, set at the same time (their times
+// compared as instants).
+func (o Override) Same(p Override) bool {
+	return o.Key == p.Key && o.Action == p.Action && o.Expires.Equal(p.Expires) && o.Starts.Equal(p.Starts) &&
+		o.Reason == p.Reason && o.By == p.By && o.Set.Equal(p.Set) && o.Forced == p.Forced && slices.Equal(o.Breaches, p.Breaches) &&
+		bytes.Equal(o.Data, p.Data)
 }
 
 // expired reports whether o has an expiry and it is not after now.
@@ -80,11 +109,18 @@ type Change struct {
 	Starts time.Time
 	Reason string
 	By     string
+	// Forced and Breaches are kept with the override (Override.Forced); Forced requires a
+	// Reason.
+	Forced   bool
+	Breaches []string
+	// Data is a shift's, for Action Shift.
+	Data json.RawMessage
 }
 
 // override returns the override that c sets, set at now.
 func (c Change) override(now time.Time) Override {
-	return Override{Key: c.Key, Action: c.Action, Expires: c.Expires, Starts: c.Starts, Reason: c.Reason, By: c.By, Set: now}
+	return Override{Key: c.Key, Action: c.Action, Expires: c.Expires, Starts: c.Starts, Reason: c.Reason, By: c.By,
+		Forced: c.Forced, Breaches: c.Breaches, Data: c.Data, Set: now}
 }
 
 // ErrInvalid is wrapped by the errors of Apply about the changes themselves (as opposed to a
@@ -145,7 +181,7 @@ func validate(changes []Change, now time.Time) error {
 		case seen[c.Key]:
 			return fmt.Errorf("%w: backend %s is changed twice", ErrInvalid, c.Key)
 		case c.Action != Clear && !c.Action.valid():
-			return fmt.Errorf("%w: backend %s: unknown action %q (valid: enable, disable, drain, force-up, clear)", ErrInvalid, c.Key, c.Action)
+			return fmt.Errorf("%w: backend %s: unknown action %q (valid: enable, disable, drain, force-up, clear, shift)", ErrInvalid, c.Key, c.Action)
 		case c.Action == Clear && !c.Expires.IsZero():
 			return fmt.Errorf("%w: backend %s: clear takes no expiry", ErrInvalid, c.Key)
 		case !c.Expires.IsZero() && !c.Expires.After(now):
@@ -154,6 +190,10 @@ func validate(changes []Change, now time.Time) error {
 			return fmt.Errorf("%w: backend %s: only a drain takes a start time, not %s", ErrInvalid, c.Key, c.Action)
 		case !c.Starts.IsZero() && !c.Starts.After(now):
 			return fmt.Errorf("%w: backend %s: drain start %s is not in the future", ErrInvalid, c.Key, c.Starts.Format(time.RFC3339))
+		case c.Action != Clear && (c.Action == Shift) != strings.HasPrefix(c.Key, ShiftPrefix) || c.Action == Shift && len(c.Data) == 0:
+			return fmt.Errorf("%w: %s: a shift, and only a shift, has a key starting %q and data", ErrInvalid, c.Key, ShiftPrefix)
+		case c.Forced && strings.TrimSpace(c.Reason) == "":
+			return fmt.Errorf("%w: backend %s: a forced change needs a reason", ErrInvalid, c.Key)
 		case !c.Starts.IsZero() && !c.Expires.IsZero() && !c.Starts.Before(c.Expires):
 			return fmt.Errorf("%w: backend %s: drain start %s is not before its expiry %s", ErrInvalid, c.Key, c.Starts.Format(time.RFC3339), c.Expires.Format(time.RFC3339))
 		}

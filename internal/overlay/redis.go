@@ -373,15 +373,9 @@ func (m *Memory) replace(overrides []Override) []func() {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || maps.EqualFunc(m.byKey, next, sameOverride) {
+	if m.closed || maps.EqualFunc(m.byKey, next, Override.Same) {
 		return nil
 	}
 	m.byKey = next
 	return m.changed(m.clock.Now())
-}
-
-// sameOverride reports whether a and b are the same override, their times compared as instants.
-func sameOverride(a, b Override) bool {
-	return a.Key == b.Key && a.Action == b.Action && a.Expires.Equal(b.Expires) && a.Starts.Equal(b.Starts) &&
-		a.Reason == b.Reason && a.By == b.By && a.Set.Equal(b.Set)
 }

@@ -157,11 +157,29 @@ func zoneFileName(origin string) string {
 func tsigAlgorithm(key TSIGKey) string { return strings.TrimSuffix(key.Algorithm, ".") }
 
 // bindConfig is named.conf for a server in dir on port: no recursion, no NOTIFY, no rndc
-// control channel, every path in dir (a bindkeys-file that does not exist, so that named takes
-// its built-in trust anchors rather than reading /etc/bind; it validates nothing anyway).
+// control channel (bindOptions), updates of origins allowed with key.
 func bindConfig(dir string, port int, key TSIGKey, origins []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `options {
+	b.WriteString(bindOptions(dir, port, `recursion no;
+	allow-query { any; };`))
+	fmt.Fprintf(&b, `key %q {
+	algorithm %s;
+	secret %q;
+};
+`, key.Name, tsigAlgorithm(key), key.Secret)
+	for _, origin := range origins {
+		fmt.Fprintf(&b, "zone %q {\n\ttype primary;\n\tfile %q;\n\tupdate-policy { grant %q zonesub ANY; };\n};\n",
+			origin, filepath.Join(dir, zoneFileName(origin)), key.Name)
+	}
+	return b.String()
+}
+
+// bindOptions is the options and controls of a named.conf for a server in dir listening on
+// 127.0.0.1 port, with the options more (a tab before each line but the first): no NOTIFY,
+// no DNSSEC validation, no rndc control channel, every path in dir (a bindkeys-file that does
+// not exist, so that named takes its built-in trust anchors rather than reading /etc/bind).
+func bindOptions(dir string, port int, more string) string {
+	return fmt.Sprintf(`options {
 	directory %q;
 	pid-file %q;
 	session-keyfile %q;
@@ -170,22 +188,12 @@ func bindConfig(dir string, port int, key TSIGKey, origins []string) string {
 	geoip-directory none;
 	listen-on port %d { 127.0.0.1; };
 	listen-on-v6 { none; };
-	recursion no;
 	notify no;
 	dnssec-validation no;
-	allow-query { any; };
+	%s
 };
 controls { };
-key %q {
-	algorithm %s;
-	secret %q;
-};
-`, dir, filepath.Join(dir, "named.pid"), filepath.Join(dir, "session.key"), dir, filepath.Join(dir, "bind.keys"), port, key.Name, tsigAlgorithm(key), key.Secret)
-	for _, origin := range origins {
-		fmt.Fprintf(&b, "zone %q {\n\ttype primary;\n\tfile %q;\n\tupdate-policy { grant %q zonesub ANY; };\n};\n",
-			origin, filepath.Join(dir, zoneFileName(origin)), key.Name)
-	}
-	return b.String()
+`, dir, filepath.Join(dir, "named.pid"), filepath.Join(dir, "session.key"), dir, filepath.Join(dir, "bind.keys"), port, more)
 }
 
 // knotConfig is knot.conf for a server in dir on port: one worker of each kind, the rundir,

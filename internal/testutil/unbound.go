@@ -31,6 +31,21 @@ type Unbound struct {
 // installs it).
 func StartUnbound(t testing.TB, zone, auth string) *Unbound {
 	t.Helper()
+	return StartUnboundWith(t, zone, auth, UnboundOptions{})
+}
+
+// UnboundOptions make an unbound misbehave, as resolvers Meridian does not control do.
+type UnboundOptions struct {
+	// CacheMinTTL is cache-min-ttl: a TTL floor, in seconds (0: none).
+	CacheMinTTL int
+	// NoECS turns EDNS Client Subnet off: no subnetcache module, no subnet sent to the
+	// authoritative server, none in the replies.
+	NoECS bool
+}
+
+// StartUnboundWith is StartUnbound with o.
+func StartUnboundWith(t testing.TB, zone, auth string, o UnboundOptions) *Unbound {
+	t.Helper()
 	bin, err := exec.LookPath("unbound")
 	if err != nil {
 		if _, statErr := os.Stat("/usr/sbin/unbound"); statErr != nil {
@@ -48,7 +63,7 @@ func StartUnbound(t testing.TB, zone, auth string) *Unbound {
 		port := FreePort(t)
 		u := &Unbound{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logPath: filepath.Join(dir, "unbound.log"), done: make(chan struct{})}
 		conf := filepath.Join(dir, "unbound.conf")
-		if err := os.WriteFile(conf, []byte(unboundConfig(dir, port, zone, authHost, authPort, u.logPath)), 0o644); err != nil {
+		if err := os.WriteFile(conf, []byte(unboundConfig(dir, port, zone, authHost, authPort, u.logPath, o)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		u.cmd = exec.Command(bin, "-d", "-c", conf)
@@ -70,7 +85,14 @@ func StartUnbound(t testing.TB, zone, auth string) *Unbound {
 	return nil
 }
 
-func unboundConfig(dir string, port int, zone, authHost, authPort, logPath string) string {
+func unboundConfig(dir string, port int, zone, authHost, authPort, logPath string, o UnboundOptions) string {
+	ecs := fmt.Sprintf(`module-config: "subnetcache iterator"
+	send-client-subnet: %s
+	max-client-subnet-ipv4: 24
+	max-client-subnet-ipv6: 56`, authHost)
+	if o.NoECS {
+		ecs = `module-config: "iterator"`
+	}
 	return fmt.Sprintf(`server:
 	interface: 127.0.0.1
 	port: %d
@@ -89,15 +111,12 @@ func unboundConfig(dir string, port int, zone, authHost, authPort, logPath strin
 	do-not-query-localhost: no
 	outgoing-interface: 127.0.0.1
 	qname-minimisation: no
-	module-config: "subnetcache iterator"
-	send-client-subnet: %s
-	max-client-subnet-ipv4: 24
-	max-client-subnet-ipv6: 56
-	cache-min-ttl: 0
+	%s
+	cache-min-ttl: %d
 stub-zone:
 	name: %q
 	stub-addr: %s@%s
-`, port, dir, logPath, authHost, zone, authHost, authPort)
+`, port, dir, logPath, ecs, o.CacheMinTTL, zone, authHost, authPort)
 }
 
 // waitReady polls the resolver until it answers a query (any rcode), it exits, or timeout

@@ -175,6 +175,9 @@ func ParseBlock(c *caddy.Controller, root string, port int) (Block, error) {
 	if err := engine.CheckAPIOptions(b.Options.API); err != nil {
 		return b, b.errorAt(max(b.apiLine, b.Line), err)
 	}
+	if err := b.Options.Safety.Check(b.Options.API.Enable, b.Options.ZoneOrigins()); err != nil {
+		return b, b.errorAt(max(b.Written["drill"], b.Written["canary_name"], b.Written["canary_resolver"], b.Line), err)
+	}
 	if err := errors.Join(b.Options.Sites.Check(), b.Options.Heartbeats.Check(b.Options.Sites), b.Options.Kubernetes.ExternalDNS.Check(b.Options.Sites)); err != nil {
 		return b, b.errorAt(max(b.sitesLine, b.Line), err)
 	}

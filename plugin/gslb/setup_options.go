@@ -44,6 +44,7 @@ func (b *Block) optionGroups(root string) []optionGroup {
 		{table: apiOptions(&o.API, root)},
 		{table: kubernetesOptions(&o.Kubernetes, root)},
 		{table: webhookOptions(&o.Webhooks)},
+		{table: safetyOptions(&o.Safety)},
 		{table: sitesOptions(&o.Sites, b.port), sites: true},
 		{table: heartbeatOptions(&o.Heartbeats), sites: true},
 		{table: observeOptions(&o.AnswerLog, &o.TrafficShares, &o.Traces)},

@@ -37,21 +37,28 @@ func webhookURL(c *caddy.Controller, o *config.WebhookOptions) error {
 	return nil
 }
 
-// webhookEvents reads "webhook_events transitions|overrides...": the events sent, in place of both.
+// webhookEvents reads "webhook_events transitions|overrides|drills|shifts|canaries...": the
+// events sent, in place of all.
 func webhookEvents(c *caddy.Controller, o *config.WebhookOptions) error {
 	args := c.RemainingArgs()
 	if len(args) == 0 {
-		return c.Err("webhook_events: want transitions, overrides or both")
+		return c.Err("webhook_events: want one or more of transitions, overrides, drills, shifts, canaries")
 	}
-	o.Transitions, o.Overrides = false, false
+	o.Transitions, o.Overrides, o.Drills, o.Shifts, o.Canaries = false, false, false, false, false
 	for _, a := range args {
 		switch a {
 		case "transitions":
 			o.Transitions = true
 		case "overrides":
 			o.Overrides = true
+		case "drills":
+			o.Drills = true
+		case "shifts":
+			o.Shifts = true
+		case "canaries":
+			o.Canaries = true
 		default:
-			return c.Errf("webhook_events: unknown event %q (valid: transitions, overrides)", a)
+			return c.Errf("webhook_events: unknown event %q (valid: transitions, overrides, drills, shifts, canaries)", a)
 		}
 	}
 	return nil

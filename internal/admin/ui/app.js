@@ -73,7 +73,11 @@ async function api(path, body) {
     throw new SignInRequired("sign in first");
   }
   const data = await resp.json().catch(() => ({}));
-  if (!resp.ok) throw new Error(data.error || `${resp.status} ${resp.statusText}`);
+  if (!resp.ok) {
+    const err = new Error(data.error || `${resp.status} ${resp.statusText}`);
+    err.breaches = data.breaches; // a refusal of the drain guard
+    throw err;
+  }
   return data;
 }
 
@@ -120,10 +124,19 @@ function hostPort(b) {
   return b.address.includes(":") ? `[${b.address}]:${b.port}` : `${b.address}:${b.port}`;
 }
 
-function overrideText(o) {
+function overrideText(o, held) {
   if (!o) return "";
   const from = o.starts ? ` from ${new Date(o.starts).toLocaleTimeString()}` : "";
-  return o.expires ? `${o.action}${from} until ${new Date(o.expires).toLocaleTimeString()}` : o.action + from;
+  const text = o.expires ? `${o.action}${from} until ${new Date(o.expires).toLocaleTimeString()}` : o.action + from;
+  return text + (o.forced ? " (forced)" : "") + (held ? " (held by the drain guard)" : "");
+}
+
+// overrideTitle says why, who, what a forced override broke, and why a drain is held.
+function overrideTitle(b) {
+  const o = b.override;
+  if (!o) return "";
+  return [o.reason, o.by ? "by " + o.by : "", o.forced ? "forced past: " + (o.breaches || []).join("; ") : "",
+    b.held ? "held: " + b.held : ""].filter(Boolean).join("\n");
 }
 
 // matches reports whether backend b of record r in zone z passes the filter and state filter.
@@ -162,7 +175,7 @@ function backendRow(b) {
     el("td", {}, (b.tags || []).map((t) => el("span", { class: "tag" }, t))),
     el("td", { "data-field": "state", class: `state state-${b.state}` }, b.state),
     el("td", { "data-field": "served", class: b.healthy ? "" : "served-no" }, b.healthy ? "yes" : b.enabled ? "no" : "no (YAML)"),
-    el("td", { "data-field": "override", class: "override", title: b.override ? `${b.override.reason || ""} ${b.override.by ? "by " + b.override.by : ""}` : "" }, overrideText(b.override)),
+    el("td", { "data-field": "override", class: "override", title: overrideTitle(b) }, overrideText(b.override, b.held)),
     el("td", { "data-field": "latency" }, b.latency_ms ? `${b.latency_ms.toFixed(1)} ms` : "-"),
     el("td", { "data-field": "history" }, hist.byKey.has(b.key) ? sparkline(hist.byKey.get(b.key)) : ""),
     el("td", { title: localTime(b.last_change) }, ago(b.last_change)),
@@ -185,6 +198,9 @@ function recordBadges(r) {
     "answering from a worse priority than its best" + (r.ttl_reason === "failover" ? `; ${ttl}` : "")));
   const said = (r.degraded && r.ttl_reason === "stale") || (r.failover && r.ttl_reason === "failover");
   if (r.ttl_reason && r.ttl_reason !== "healthy" && !said) out.push(badge("ttl", "ttl", r.ttl_reason, ttl));
+  const g = r.drain_guard;
+  if (g) out.push(badge("drain-guard", "budget", "drain guard",
+    "drain_guard: " + [g.min_healthy ? `min_healthy ${g.min_healthy}` : "", g.min_share ? `min_share ${g.min_share * 100}%` : ""].filter(Boolean).join(", ")));
   const budget = r.failover_budget;
   if (budget && budget.target_ms) out.push(budget.holds
     ? badge("failover-budget", "budget", "failover target holds", budget.text)
@@ -239,17 +255,32 @@ function message(text, isError) {
   $("message").className = isError ? "error" : "";
 }
 
-async function runAction(action, keys) {
-  const body = { keys, reason: $("reason").value.trim() || undefined };
+async function runAction(action, keys, force) {
+  const body = { keys, reason: $("reason").value.trim() || undefined, force: force || undefined };
   if ((action === "drain" || action === "force-up") && $("drain-for").value) body.duration = $("drain-for").value;
   try {
     const res = await api(`/api/v1/backends/${action}`, body);
     const until = res.expires ? ` until ${new Date(res.expires).toLocaleString()}` : "";
-    message(`${action}: ${res.backends.length} backend${res.backends.length === 1 ? "" : "s"}${until}`);
+    message(`${action}: ${res.backends.length} backend${res.backends.length === 1 ? "" : "s"}${until}${force ? ", forced past the drain guard" : ""}`);
     await refresh();
   } catch (e) {
-    if (!(e instanceof SignInRequired)) message(`${action} failed: ${e.message}`, true);
+    if (e instanceof SignInRequired) return;
+    if (e.breaches && e.breaches.length) return refused(action, keys, e.breaches);
+    message(`${action} failed: ${e.message}`, true);
   }
+}
+
+// refused shows the records a change would leave below their drain guard, and a button that
+// makes it anyway with the reason typed (which the override keeps).
+function refused(action, keys, breaches) {
+  const force = () => {
+    if (!$("reason").value.trim()) return message("Type a reason first: a forced change keeps it with the override.", true);
+    runAction(action, keys, true);
+  };
+  $("message").className = "error";
+  $("message").replaceChildren(`${action} refused by the drain guard: it would leave these records below their drain_guard.`,
+    el("ul", { id: "breaches" }, breaches.map((b) => el("li", {}, b.text))),
+    el("button", { id: "force", onclick: force }, "Force it, with the reason typed"));
 }
 
 for (const b of document.querySelectorAll("[data-bulk]")) {
@@ -286,6 +317,7 @@ async function refresh() {
   render();
   renderTransitions(t);
   renderSites(s);
+  await refreshSafety(); // safety.js: drills
   $("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
 }
 
