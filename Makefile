@@ -77,6 +77,7 @@ deps:
 	command -v dnstap-read >/dev/null || missing="$$missing bind9-dnsutils"; \
 	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
 	command -v zonemaster-cli >/dev/null || missing="$$missing zonemaster-cli"; \
+	command -v dnsviz >/dev/null && /usr/bin/python3 -c "import pygraphviz" 2>/dev/null || missing="$$missing dnsviz python3-pygraphviz"; \
 	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
@@ -135,7 +136,7 @@ lint:
 
 # The end-to-end tests of answers run twice: as everything else, and with the fast path on in
 # every gslb block they start (testutil.WithFastPath).
-FASTPATH_E2E = CorefileReloadLeaksNothing|Reference|Authoritative|ECSOverSockets|LiveReload|ZoneTransfersAreRefused|GeoAnswersFollow|FailoverFollows|ChainEndToEnd|TTLFollows|PassedOn|CompleteZone|MalformedQueries|Quickstart|SlowStart|FastPath
+FASTPATH_E2E = SignedAnswers|DNSSECPlugin|CorefileReloadLeaksNothing|Reference|Authoritative|ECSOverSockets|LiveReload|ZoneTransfersAreRefused|GeoAnswersFollow|FailoverFollows|ChainEndToEnd|TTLFollows|PassedOn|CompleteZone|MalformedQueries|Quickstart|SlowStart|FastPath
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...
 	MERIDIAN_TEST_FASTPATH=1 $(GO) test -count=1 -timeout 10m -run '$(FASTPATH_E2E)' ./cmd/meridian

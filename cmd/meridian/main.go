@@ -57,10 +57,11 @@ var Version = "dev"
 
 // directives is the plugin chain order: CoreDNS's own order for the plugins compiled in, with
 // gslb and gslb_proxy inserted right before cache (gslb_proxy rewrites what forward answers),
-// and transfer (which hands gslb's zones to secondaries) before them.
+// and transfer (which hands gslb's zones to secondaries) and dnssec (which signs their answers
+// on the fly, as in CoreDNS-GSLB's builds) before them.
 var directives = []string{
 	"root", "metadata", "multisocket", "reload", "bind", "debug", "ready", "health", "pprof", "prometheus",
-	"errors", "log", "dnstap", "any", "loadbalance", "tsig", "rewrite", "acl", "transfer", "gslb", "gslb_proxy", "cache", "dnssec",
+	"errors", "log", "dnstap", "any", "loadbalance", "tsig", "rewrite", "acl", "transfer", "dnssec", "gslb", "gslb_proxy", "cache",
 	"template", "file", "forward", "whoami",
 }
 

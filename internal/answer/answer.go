@@ -29,6 +29,10 @@ type Options struct {
 	// PeerKey is set when the peers' exchanges are signed (peer_tsig): the names a site
 	// publishes for its peers are answered to signed queries only (Query.Signed).
 	PeerKey bool
+	// PluginSigns is set when a plugin before gslb signs its answers (CoreDNS's dnssec): the
+	// fast path leaves the queries with the DO bit, and DNSKEY's, to CoreDNS's path, where it
+	// runs.
+	PluginSigns bool
 	// Fallthrough are the zones of the fallthrough option (lower case, fully qualified; "."
 	// for every name): NXDOMAIN for a name at or below one goes to the next plugin. Only the
 	// fast path reads it; the plugin passes Respond's NameError on itself.
@@ -101,6 +105,10 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count, explaining bo
 	if rcode := b.readEDNS(opts.UseECS); rcode != dns.RcodeSuccess {
 		return b.finishError(rcode), Answered
 	}
+	if b.opt != nil && zone.Signer() != nil {
+		b.signing = b.opt.Do()
+		b.co = b.signing && b.opt.Hdr.Ttl&ednsCO != 0 // RFC 9824: CO means nothing without DO
+	}
 	if b.qtype == dns.TypeAXFR || b.qtype == dns.TypeIXFR {
 		// Answers are computed per query from health and the client; there is no zone to
 		// transfer, and a lone SOA would leave the client waiting for the rest.
@@ -113,9 +121,15 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count, explaining bo
 		if b.msg.Rcode == dns.RcodeRefused {
 			return b.msg, Answered
 		}
+		if b.signing && !b.sign() {
+			return b.finishError(dns.RcodeServerFailure), Answered
+		}
 		return b.finish(q.TCP), Answered
 	}
 	result := b.answer(opts)
+	if b.signing && !b.sign() {
+		return b.finishError(dns.RcodeServerFailure), Answered
+	}
 	return b.finish(q.TCP), result
 }
 
@@ -148,6 +162,11 @@ type builder struct {
 	// reserve is room the caller adds to the response after it (its TSIG signature), which
 	// UDP answers leave free.
 	reserve int
+	// signing is set for a query with the DO bit in a signed zone: the response carries the
+	// signatures (sign.go); co when the query sets the Compact Answers OK flag.
+	signing, co bool
+	// found is what the query's name holds, once looked up.
+	found catalog.Found
 
 	msg *dns.Msg
 }
@@ -163,6 +182,7 @@ func (b *builder) reply(rcode int) {
 // answer fills in b.msg for the query.
 func (b *builder) answer(opts Options) Result {
 	found := b.zone.Find(b.qname)
+	b.found = found
 	if found.Cut != nil && (b.qname != found.Cut.Name || b.qtype != dns.TypeDS) {
 		b.referral(found.Cut)
 		return Answered
@@ -184,6 +204,8 @@ func (b *builder) answer(opts Options) Result {
 		for i, ns := range b.zone.NS {
 			b.msg.Answer[i] = copyRR(ns, "")
 		}
+		return Answered
+	case !wildcard && b.keyAnswer(apex):
 		return Answered
 	case b.static(found.Static, rec != nil):
 		return Answered

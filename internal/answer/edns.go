@@ -175,6 +175,9 @@ func (b *builder) replyOPT() *dns.OPT {
 	o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
 	o.SetUDPSize(advertisedUDPSize)
 	o.SetDo(b.opt.Do())
+	if b.co {
+		o.Hdr.Ttl |= ednsCO // understood: a name that does not exist is NXDOMAIN
+	}
 	if b.ecs != nil {
 		// The answer holds for every client that shares the first scope bits of the address,
 		// never more than the query gave (RFC 7871 7.2.1).

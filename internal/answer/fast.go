@@ -43,7 +43,8 @@ import (
 //
 // in a response that fits the client's limit: over UDP 512 bytes without EDNS, else its
 // buffer but at most 1232; over TCP maxFastTCP. A site's published names (with sites on)
-// take the slow path.
+// take the slow path, and so do, in a zone Meridian's signer signs or with opts.PluginSigns,
+// the queries with the DO bit and those of the types keyType names.
 //
 // src is the client's transport address, unmapped here as gslb.ClientOf does for Respond (so
 // that a dual-stack socket's IPv4-mapped addresses select as IPv4 ones); sources are the GeoIP
@@ -59,8 +60,9 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 	}
 	qname := q.lowerName()
 	zone := snap.Zone(qname)
-	if zone == nil || under(opts.Exclude, qname) || snap.Heartbeat() != nil && mayBePublished(qname) {
-		return dst, false
+	if zone == nil || under(opts.Exclude, qname) || snap.Heartbeat() != nil && mayBePublished(qname) ||
+		(opts.PluginSigns || zone.Signer() != nil) && (q.do || keyType(q.qtype)) {
+		return dst, false // a signed zone's DO queries and key types are the slow path's
 	}
 	q.limit = q.sizeLimit(tcp)
 	a.zone, a.opts, a.client, a.geo = zone, opts, src.Unmap(), sources
@@ -236,6 +238,12 @@ func under(zones []string, qname string) bool {
 		}
 	}
 	return false
+}
+
+// keyType reports whether t is a type that a signed zone answers from its signer whatever the
+// DO bit (builder.keyAnswer, and CoreDNS's dnssec plugin for DNSKEY), which the slow path does.
+func keyType(t uint16) bool {
+	return t == dns.TypeDNSKEY || t == dns.TypeCDS || t == dns.TypeCDNSKEY || t == dns.TypeNSEC
 }
 
 // mayBePublished reports whether qname may be a name a site publishes for its peers (see

@@ -10,11 +10,13 @@ import (
 
 // FuzzAppendFast feeds arbitrary packets to the fast path, over the zone of deterministic
 // records (the random ones could not be compared), over UDP or TCP, with or without
-// use_edns_csubnet, from an IPv4 or IPv6 client: it never panics, and whatever it answers
-// miekg/dns unpacks, and Respond answers with the same bytes. The seeds are queries of every
-// kind TestAppendFastEveryKind asks.
+// use_edns_csubnet, from an IPv4 or IPv6 client, unsigned or signed by Meridian's signer: it
+// never panics, and whatever it answers miekg/dns unpacks, and Respond answers with the same
+// bytes (in the signed zone, Respond signs every DO query's answer, so the fast path must leave
+// them). The seeds are queries of every kind TestAppendFastEveryKind asks.
 func FuzzAppendFast(f *testing.F) {
-	snap, sources := fastSnapshot(f, false)
+	plain, sources := fastSnapshot(f, false)
+	signed, _ := fastSnapshotSigned(f, false, signerOf(f, testSigning))
 	seeds := []fastCase{
 		{qname: "www.example.org.", qtype: dns.TypeA},
 		{qname: "WwW.example.org.", qtype: dns.TypeAAAA, edns: 1232, do: true, cd: true},
@@ -47,14 +49,20 @@ func FuzzAppendFast(f *testing.F) {
 		{qname: "https.example.org.", qtype: dns.TypeHTTPS},
 		{qname: "alias-https.example.org.", qtype: dns.TypeSVCB},
 		{qname: "www.example.org.", qtype: 65280},
+		{qname: "example.org.", qtype: dns.TypeDNSKEY},
+		{qname: "www.example.org.", qtype: dns.TypeNSEC, edns: 1232},
 	}
 	for _, c := range seeds {
-		f.Add(c.packet(f), true, false, false)
-		f.Add(c.packet(f), false, true, true)
+		f.Add(c.packet(f), true, false, false, false)
+		f.Add(c.packet(f), false, true, true, true)
 	}
-	f.Add([]byte{}, false, true, false)
+	f.Add([]byte{}, false, true, false, false)
 	v4, v6 := testClient, netip.MustParseAddr("2001:db8:aa::1")
-	f.Fuzz(func(t *testing.T, pkt []byte, useECS, fromV6, tcp bool) {
+	f.Fuzz(func(t *testing.T, pkt []byte, useECS, fromV6, tcp, sign bool) {
+		snap := plain
+		if sign {
+			snap = signed
+		}
 		src := v4
 		if fromV6 {
 			src = v6

@@ -19,6 +19,25 @@ import (
 // heartbeat of site us.
 func publishingSnapshot(t testing.TB) *catalog.Snapshot {
 	t.Helper()
+	z, hs := publishingZone(t)
+	snap, err := catalog.Build([]*config.Zone{z}, hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return withHeartbeat(snap)
+}
+
+// withHeartbeat gives snap the heartbeat of site us and returns it.
+func withHeartbeat(snap *catalog.Snapshot) *catalog.Snapshot {
+	hb := published.NewServed("us")
+	hb.Set([]string{"site=us", "time=1", "seq=1", "boot=0123456789abcdef"})
+	snap.SetHeartbeat(hb)
+	return snap
+}
+
+// publishingZone is publishingSnapshot's zone, and its health words.
+func publishingZone(t testing.TB) (*config.Zone, states) {
+	t.Helper()
 	z, err := config.ParseZone("example.org.yml", []byte(`
 records:
   app.example.org.:
@@ -51,14 +70,7 @@ records:
 	hs := states{}
 	hs.State("fast.example.org.|10.0.1.1|0").SetRTT(80 * time.Millisecond)   // measured, not judged, here
 	hs.State("fast.example.org.|10.0.1.2|0").SetRTT(1500 * time.Microsecond) // probed, as a backend of ours must be to have an RTT
-	snap, err := catalog.Build([]*config.Zone{z}, hs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hb := published.NewServed("us")
-	hb.Set([]string{"site=us", "time=1", "seq=1", "boot=0123456789abcdef"})
-	snap.SetHeartbeat(hb)
-	return snap
+	return z, hs
 }
 
 // TestPublishedNames answers localtargets-<record> with this site's healthy backends and the

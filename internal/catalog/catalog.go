@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -48,6 +49,8 @@ type Zone struct {
 	static []dns.RR
 	// watches are the AnswerWatches set on its records (Record.Watch).
 	watches watches
+	// signing is how the zone is signed (DNSSEC, signed.go); nil for an unsigned zone.
+	signing *zoneSigning
 	// wire are the zone's templates (wire.go), packed again when the serial changes.
 	wire atomic.Pointer[ZoneWire]
 }
@@ -86,6 +89,9 @@ func (z *Zone) Serial() uint32 { return z.serial.Load() }
 func (z *Zone) SetSerial(serial uint32) {
 	if z.serial.Swap(serial) != serial {
 		z.buildWire()
+		if z.signing != nil {
+			z.resignSOA(time.Now())
+		}
 	}
 }
 

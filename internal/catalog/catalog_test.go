@@ -513,6 +513,8 @@ func TestViewExtraSeesEveryField(t *testing.T) {
 			f.Index(0).Set(reflect.New(f.Type().Elem().Elem()))
 		case f.Kind() == reflect.Array && f.Type().Elem().Kind() == reflect.Slice:
 			f.Index(1).Set(reflect.MakeSlice(f.Type().Elem(), 1, 1))
+		case f.Kind() == reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
 		default:
 			t.Fatalf("ViewExtra.%s: a field of a type this test cannot set, %s", typ.Field(i).Name, f.Type())
 		}

@@ -70,6 +70,8 @@ type ViewExtra struct {
 	NextTTLChange time.Time
 	// Watch follows a change of the record to its first answer (Record.Watch); nil for none.
 	Watch *AnswerWatch
+	// Signed are the view's prepared signatures (DNSSEC) in a signed zone; nil otherwise.
+	Signed *SignedView
 }
 
 // noExtra is the extra part of the views that have none.
@@ -91,7 +93,7 @@ func (x *ViewExtra) empty() bool {
 			return false
 		}
 	}
-	return len(x.PublishedRTTs) == 0 && x.NextTTLChange.IsZero() && x.Watch == nil
+	return len(x.PublishedRTTs) == 0 && x.NextTTLChange.IsZero() && x.Watch == nil && x.Signed == nil
 }
 
 // FallbackApplies reports whether family f must be answered by the fallback policy: no backend
@@ -138,12 +140,14 @@ func (r *Record) View() *View { return r.view.Load() }
 
 // Refresh rebuilds the record's candidate sets from the current health words and publishes
 // them. Call it after any of the record's backends changed state.
-func (r *Record) Refresh() {
+func (r *Record) Refresh() { r.refresh(time.Now()) }
+
+// refresh is Refresh at now.
+func (r *Record) refresh(now time.Time) {
 	r.refreshMu.Lock()
 	defer r.refreshMu.Unlock()
 	v := &View{}
 	var x ViewExtra
-	now := time.Now()
 	var rampNext time.Time // the next step of a slow start, zero when none ramps
 	for f := IPv4; f <= IPv6; f++ {
 		stale := r.onlyStale(f)
@@ -206,7 +210,13 @@ func (r *Record) Refresh() {
 		r.chooseTTL(v, &x, f, now)
 	}
 	x.Watch = r.watch()
-	if x.PublishedRTTs = r.publishedRTTs(); !x.empty() {
+	x.PublishedRTTs = r.publishedRTTs()
+	switch {
+	case r.Zone.signing != nil:
+		extra := x
+		v.extra = &extra
+		extra.Signed = r.signView(v, now) // what it answers is in v, with its extra part
+	case !x.empty():
 		extra := x // x itself stays on the stack
 		v.extra = &extra
 	}

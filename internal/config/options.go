@@ -59,6 +59,9 @@ type Options struct {
 	// Webhooks are the notifications of health transitions and override changes; off unless
 	// a URL is set.
 	Webhooks WebhookOptions
+	// DNSSEC are the block's dnssec blocks: Meridian's own signer of its zones; none: the
+	// zones are not signed by gslb (CoreDNS's dnssec plugin may sign them).
+	DNSSEC []DNSSECOptions
 	// Safety are the drills (and the other tools of safe changes); none unless set.
 	Safety SafetyOptions
 }

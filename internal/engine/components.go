@@ -10,6 +10,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/drill"
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/publish/externaldns"
+	"github.com/meridian-gslb/meridian/internal/publish/resigner"
 	"github.com/meridian-gslb/meridian/internal/published"
 	"github.com/meridian-gslb/meridian/internal/shares"
 	"github.com/meridian-gslb/meridian/internal/shift"
@@ -73,6 +74,7 @@ var components = []component{
 		return heartbeats.NewKeeper(b.opts.Sites.Site, b.opts.Heartbeats, b.manager, b.log)
 	}, func(k *heartbeats.Keeper, e *Engine) {
 		k.Configure(e.opts.Heartbeats, e.opts.ZoneOrigins(), func() ([]netip.Addr, int) { return heartbeats.Summary(e.Snapshot()) }, e.log)
+		k.KeepDS(e.parentDS)
 	}),
 
 	row(component{
@@ -156,6 +158,15 @@ var components = []component{
 		name: "answer log", roles: source.RolePublisher,
 		on: func(o config.Options) bool { return o.AnswerLog.Enable && o.FastPath.Enable },
 	}, func(b *blockEnv) *answerlog.Log { return answerlog.New(b.opts.AnswerLog) }, nil),
+
+	// The signer's rounds: the due signatures of the zones that dnssec blocks sign, made again
+	// off the query path, and their metrics. Each load has its own, with its own keys.
+	row(component{
+		name: "dnssec", roles: source.RolePublisher,
+		on: func(o config.Options) bool { return len(o.DNSSEC) > 0 },
+	}, func(b *blockEnv) *resigner.Resigner { return resigner.New(b.log) }, func(r *resigner.Resigner, e *Engine) {
+		r.Configure(e.Snapshot, signerList(e.signers))
+	}),
 
 	// The drills: what-if runs on a schedule, reported to the webhooks; a live drill drains
 	// through the admin API (the drain guard on). Their last reports outlive reloads.

@@ -12,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/publish"
 	"github.com/meridian-gslb/meridian/internal/source"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 // sourceHelpers are the packages under internal/source that are no input of their own but a
@@ -220,6 +221,9 @@ func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 	o.CoreDNSGSLBMetrics = true
 	o.FastPath.Enable, o.AnswerLog.Enable, o.TrafficShares = true, true, true
 	o.Traces = config.TracesOptions{Endpoint: "127.0.0.1:1", Insecure: true}
+	d := config.DefaultDNSSECOptions()
+	d.Keys = []string{testutil.WriteKey(t, dir, testutil.KeySpec{Zone: "example.org"}).Base}
+	o.DNSSEC = []config.DNSSECOptions{d}
 
 	before := goroutineIDs()
 	r := NewRegistry()

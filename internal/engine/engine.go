@@ -19,8 +19,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/meridian-gslb/meridian/internal/answer"
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/dnssec"
 	"github.com/meridian-gslb/meridian/internal/gctune"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
@@ -79,6 +81,8 @@ type Engine struct {
 	stops []func()
 	// geo holds the GeoIP sources, nil when none are configured.
 	geo *geo.Store
+	// signers are the signers of the signed zones (dnssec blocks), by origin; nil for none.
+	signers map[string]*dnssec.Signer
 
 	// The engine's shares of the registry: its Corefile load, its health manager and its
 	// admin API (nil when the block does not enable it).
@@ -101,6 +105,9 @@ func Check(opts config.Options) (fileZones []*config.Zone, warnings []error, err
 	}
 	if err == nil {
 		err = checkPlaceholders(zones)
+	}
+	if _, keyErr := newSigners(opts, time.Now()); keyErr != nil {
+		err = errors.Join(err, keyErr)
 	}
 	if st, geoErr := openGeo(opts.GeoIP, opts.MaxFileSize); geoErr != nil {
 		err = errors.Join(err, geoErr)
@@ -150,7 +157,14 @@ func (r *Registry) Open(load any, opts config.Options, log Logger) (*Engine, err
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{opts: opts, log: log, geo: st, reg: r, corefileLoad: load}
+	signers, err := newSigners(opts, time.Now())
+	if err != nil {
+		if st != nil {
+			_ = st.Sources().Close()
+		}
+		return nil, err
+	}
+	e := &Engine{opts: opts, log: log, geo: st, reg: r, corefileLoad: load, signers: signers}
 	e.shared = r.acquireHealth(opts, log)
 	e.health = e.shared.manager
 	e.uses = r.acquireComponents(opts, e.shared, log)
@@ -259,6 +273,13 @@ func (e *Engine) load() error {
 	snap, err := e.build(zones)
 	if err != nil {
 		return err
+	}
+	if len(e.signers) > 0 {
+		// The zones' own data is signed now, each record's answers with its first view.
+		if err := snap.Sign(e.signers, answer.ViewSigner{EnableTXT: e.opts.EnableTXT}, e.snap.Load(), time.Now()); err != nil {
+			return fmt.Errorf("dnssec: %w", err)
+		}
+		defer snap.CarryDone()
 	}
 	if err := e.syncVerdicts(snap); err != nil {
 		return err

@@ -196,14 +196,10 @@ controls { };
 `, dir, filepath.Join(dir, "named.pid"), filepath.Join(dir, "session.key"), dir, filepath.Join(dir, "bind.keys"), port, more)
 }
 
-// knotConfig is knot.conf for a server in dir on port: one worker of each kind, the rundir,
-// storage (zone files, journal, timers) and control socket in dir, updates allowed by an ACL
-// of the key. The socket's path must fit a Unix socket address (107 bytes), which a
-// t.TempDir under /tmp does: Go cuts the test name in it to 64 bytes.
-func knotConfig(dir string, port int, key TSIGKey, origins []string) string {
-	var b strings.Builder
-	b.WriteString(knotServerConfig(dir, port))
-	fmt.Fprintf(&b, `key:
+// knotUpdateACL is the key and the ACL "update" of knot.conf that allow the updates signed
+// with key.
+func knotUpdateACL(key TSIGKey) string {
+	return fmt.Sprintf(`key:
   - id: %s
     algorithm: %s
     secret: %s
@@ -211,27 +207,38 @@ acl:
   - id: update
     key: %s
     action: update
-template:
+`, key.Name, tsigAlgorithm(key), key.Secret, key.Name)
+}
+
+// knotConfig is knot.conf for a server in dir on port: one worker of each kind, the rundir,
+// storage (zone files, journal, timers) and control socket in dir, updates allowed by an ACL
+// of the key. The socket's path must fit a Unix socket address (107 bytes), which a
+// t.TempDir under /tmp does: Go cuts the test name in it to 64 bytes.
+func knotConfig(dir string, port int, key TSIGKey, origins []string) string {
+	var b strings.Builder
+	b.WriteString(knotServerConfig(dir, fmt.Sprintf("127.0.0.1@%d", port)))
+	b.WriteString(knotUpdateACL(key))
+	fmt.Fprintf(&b, `template:
   - id: default
     storage: %q
     file: "%%s.zone"
     acl: update
 zone:
-`, key.Name, tsigAlgorithm(key), key.Secret, key.Name, dir)
+`, dir)
 	for _, origin := range origins {
 		fmt.Fprintf(&b, "  - domain: %s\n    file: %q\n", origin, zoneFileName(origin))
 	}
 	return b.String()
 }
 
-// knotServerConfig is the start of a knot.conf for a server in dir on port: one worker of each
-// kind, the rundir, storage (zone files, journal, timers) and control socket in dir, logs to
-// stderr.
-func knotServerConfig(dir string, port int) string {
+// knotServerConfig is the start of a knot.conf for a server in dir listening on listen
+// ("127.0.0.1@5300"): one worker of each kind, the rundir, storage (zone files, journal,
+// timers) and control socket in dir, logs to stderr.
+func knotServerConfig(dir string, listen string) string {
 	return fmt.Sprintf(`server:
     rundir: %q
     pidfile: %q
-    listen: 127.0.0.1@%d
+    listen: %s
     udp-workers: 1
     tcp-workers: 1
     background-workers: 1
@@ -242,7 +249,7 @@ control:
 log:
   - target: stderr
     any: info
-`, dir, filepath.Join(dir, "knot.pid"), port, dir, filepath.Join(dir, "knot.sock"))
+`, dir, filepath.Join(dir, "knot.pid"), listen, dir, filepath.Join(dir, "knot.sock"))
 }
 
 // waitReady polls the server until it answers every origin's SOA with NOERROR (its zones are

@@ -29,7 +29,7 @@ func StartKnotSecondary(t testing.TB, port int, primary string, key *TSIGKey, or
 // primary, transfers signed with key (nil: unsigned), NOTIFY accepted from 127.0.0.1.
 func knotSecondaryConfig(dir string, port int, primary string, key *TSIGKey, origins []string) string {
 	var b strings.Builder
-	b.WriteString(knotServerConfig(dir, port))
+	b.WriteString(knotServerConfig(dir, fmt.Sprintf("127.0.0.1@%d", port)))
 	keyLine := ""
 	if key != nil {
 		fmt.Fprintf(&b, "key:\n  - id: %s\n    algorithm: %s\n    secret: %s\n", key.Name, tsigAlgorithm(*key), key.Secret)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,35 @@ type UnboundOptions struct {
 // StartUnboundWith is StartUnbound with o.
 func StartUnboundWith(t testing.TB, zone, auth string, o UnboundOptions) *Unbound {
 	t.Helper()
+	authHost, authPort, err := net.SplitHostPort(auth)
+	if err != nil {
+		t.Fatalf("unbound: authoritative address %q: %v", auth, err)
+	}
+	return startUnbound(t, func(dir string, port int, logPath string) string {
+		return unboundConfig(dir, port, zone, authHost, authPort, logPath, o)
+	})
+}
+
+// StartValidator runs Debian's unbound as a validating resolver for the test on a free
+// 127.0.0.1 port: it resolves from h's root (root hints) and validates from the root's key
+// (trust anchor), with the EDNS Client Subnet cache as StartUnbound's, sending the client
+// subnet to the addresses ecs (none: to no server). Its log says why an answer is bogus
+// (val-log-level 2).
+func StartValidator(t testing.TB, h *Hierarchy, ecs ...string) *Unbound {
+	t.Helper()
+	return startUnbound(t, func(dir string, port int, logPath string) string {
+		hints := filepath.Join(dir, "root.hints")
+		if err := os.WriteFile(hints, []byte(h.RootHints()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return validatorConfig(dir, port, logPath, hints, h.Anchor, h.TLD, ecs)
+	})
+}
+
+// startUnbound runs unbound with the configuration config returns for its directory, port
+// and log file, retrying on another port when it does not come up.
+func startUnbound(t testing.TB, config func(dir string, port int, logPath string) string) *Unbound {
+	t.Helper()
 	bin, err := exec.LookPath("unbound")
 	if err != nil {
 		if _, statErr := os.Stat("/usr/sbin/unbound"); statErr != nil {
@@ -53,17 +83,13 @@ func StartUnboundWith(t testing.TB, zone, auth string, o UnboundOptions) *Unboun
 		}
 		bin = "/usr/sbin/unbound"
 	}
-	authHost, authPort, err := net.SplitHostPort(auth)
-	if err != nil {
-		t.Fatalf("unbound: authoritative address %q: %v", auth, err)
-	}
 	dir := t.TempDir()
 	var lastLog string
 	for attempt := 0; attempt < 3; attempt++ {
 		port := FreePort(t)
 		u := &Unbound{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logPath: filepath.Join(dir, "unbound.log"), done: make(chan struct{})}
 		conf := filepath.Join(dir, "unbound.conf")
-		if err := os.WriteFile(conf, []byte(unboundConfig(dir, port, zone, authHost, authPort, u.logPath, o)), 0o644); err != nil {
+		if err := os.WriteFile(conf, []byte(config(dir, port, u.logPath)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		u.cmd = exec.Command(bin, "-d", "-c", conf)
@@ -93,6 +119,38 @@ func unboundConfig(dir string, port int, zone, authHost, authPort, logPath strin
 	if o.NoECS {
 		ecs = `module-config: "iterator"`
 	}
+	return unboundServer(dir, port, logPath) + fmt.Sprintf(`	outgoing-interface: 127.0.0.1
+	qname-minimisation: no
+	%s
+	cache-min-ttl: %d
+stub-zone:
+	name: %q
+	stub-addr: %s@%s
+`, ecs, o.CacheMinTTL, zone, authHost, authPort)
+}
+
+// validatorConfig is the configuration of a validating unbound in dir on port, resolving from
+// the root hints file hints with the trust anchor anchor, sending ECS to the addresses ecs. The
+// TLD tld is resolved, even one of unbound's default local zones (test.).
+func validatorConfig(dir string, port int, logPath, hints, anchor, tld string, ecs []string) string {
+	var send strings.Builder
+	for _, a := range ecs {
+		fmt.Fprintf(&send, "\tsend-client-subnet: %s\n", a)
+	}
+	return unboundServer(dir, port, logPath) + fmt.Sprintf(`	val-log-level: 2
+	module-config: "subnetcache validator iterator"
+%s	max-client-subnet-ipv4: 24
+	max-client-subnet-ipv6: 56
+	cache-min-ttl: 0
+	root-hints: %q
+	trust-anchor: %q
+	local-zone: %q nodefault
+`, send.String(), hints, anchor, tld)
+}
+
+// unboundServer is the start of the server clause of every unbound the tests run: in the
+// foreground, as this user, in dir, on 127.0.0.1:port, logging to logPath.
+func unboundServer(dir string, port int, logPath string) string {
 	return fmt.Sprintf(`server:
 	interface: 127.0.0.1
 	port: %d
@@ -109,14 +167,7 @@ func unboundConfig(dir string, port int, zone, authHost, authPort, logPath strin
 	so-reuseport: no
 	access-control: 127.0.0.0/8 allow
 	do-not-query-localhost: no
-	outgoing-interface: 127.0.0.1
-	qname-minimisation: no
-	%s
-	cache-min-ttl: %d
-stub-zone:
-	name: %q
-	stub-addr: %s@%s
-`, port, dir, logPath, ecs, o.CacheMinTTL, zone, authHost, authPort)
+`, port, dir, logPath)
 }
 
 // waitReady polls the resolver until it answers a query (any rcode), it exits, or timeout

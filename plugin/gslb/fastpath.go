@@ -94,6 +94,9 @@ func (f *fastPaths) serving(s *dnsserver.Server) {
 	answers := f.g.Answer
 	answers.Fallthrough = fallZones(f.g.Fall.Zones)
 	answers.Exclude = otherZones(s, f.cfg.Zone)
+	// CoreDNS's dnssec plugin signs the answers to the queries with the DO bit and answers
+	// DNSKEY: they take its path.
+	answers.PluginSigns = f.cfg.Handler("dnssec") != nil
 	srv, err := f.g.Engine.ListenFast(addr, engine.FastOptions{
 		Loops: f.opts.Loops, Others: max(f.cfg.NumSockets, 1), Steer: !upgrading, Observe: f.observer(metrics), Answer: answers,
 		TCP: &engine.FastTCP{ReadTimeout: s.ReadTimeout, IdleTimeout: s.IdleTimeout, WriteTimeout: s.WriteTimeout},

@@ -54,6 +54,14 @@ func setup(c *caddy.Controller) error {
 		c.OnStartup(fp.check)
 		onShutdown(c, fp.stop)
 	}
+	if len(block.Options.DNSSEC) > 0 {
+		c.OnStartup(func() error {
+			if cfg.Handler("dnssec") != nil {
+				return plugin.Error(pluginName, errors.New("dnssec: the server block has CoreDNS's dnssec plugin, which signs gslb's answers too: remove it, or gslb's dnssec block"))
+			}
+			return nil
+		})
+	}
 	c.OnStartup(func() error {
 		// With the transfer plugin in the server block, the zones' serials follow what a
 		// transfer carries (g is its Transferer), and the secondaries get a NOTIFY when it
@@ -127,6 +135,10 @@ func (b Block) openError(err error) error {
 	if errors.As(err, &apiErr) && b.apiLine > 0 {
 		return b.errorAt(b.apiLine, err)
 	}
+	var keyErr *engine.DNSSECError
+	if errors.As(err, &keyErr) && keyErr.Line > 0 {
+		return b.errorAt(keyErr.Line, err)
+	}
 	return b.errorAt(b.Line, err)
 }
 
@@ -171,6 +183,11 @@ func ParseBlock(c *caddy.Controller, root string, port int) (Block, error) {
 	}
 	if len(b.Options.Zones) == 0 {
 		return b, c.Err("no zones: use 'gslb FILE [ZONE]' or a 'zone ORIGIN FILE' line")
+	}
+	for i, d := range b.Options.DNSSEC {
+		if _, err := config.SignedZones(b.Options.DNSSEC[:i+1], b.Options.ZoneOrigins()); err != nil {
+			return b, b.errorAt(d.Line, err)
+		}
 	}
 	if err := engine.CheckAPIOptions(b.Options.API); err != nil {
 		return b, b.errorAt(max(b.apiLine, b.Line), err)

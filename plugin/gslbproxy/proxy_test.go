@@ -17,6 +17,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 const testZone = `
@@ -160,6 +161,7 @@ func TestSetup(t *testing.T) {
 		{"zone lines", "gslb_proxy {\n zone example.org. " + file + "\n}", ""},
 		{"short form", "gslb_proxy " + file + " example.org.", ""},
 		{"fallthrough is refused", "gslb_proxy {\n zone example.org. " + file + "\n fallthrough\n}", "takes no fallthrough"},
+		{"dnssec is refused", "gslb_proxy {\n zone example.org. " + file + "\n dnssec {\n  key file " + testutil.WriteKey(t, t.TempDir(), testutil.KeySpec{Zone: "example.org"}).Base + "\n }\n}", "takes no dnssec block"},
 		{"an unknown option", "gslb_proxy {\n zone example.org. " + file + "\n frobnicate\n}", `unknown option "frobnicate"`},
 		{"no zones", "gslb_proxy", "no zones"},
 	}

@@ -27,6 +27,10 @@ func setup(c *caddy.Controller) error {
 		// Every query goes to the next plugin already: there is nothing to fall through to.
 		return plugin.Error(pluginName, fmt.Errorf("%s:%d - Error during parsing: fallthrough: gslb_proxy passes every query on, it takes no fallthrough", block.File, line))
 	}
+	if line, ok := block.Written["dnssec"]; ok {
+		// The answers are the upstream servers', whose zones are theirs to sign.
+		return plugin.Error(pluginName, fmt.Errorf("%s:%d - Error during parsing: dnssec: gslb_proxy rewrites the answers of the zone's own servers, which sign their zone themselves; it takes no dnssec block", block.File, line))
+	}
 	p := &Proxy{Engine: eng, Answer: eng.AnswerOptions()}
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		p.Next = next

@@ -3,6 +3,7 @@ package heartbeats
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,11 +17,14 @@ import (
 // step with the sites: this site adds its name server (and glue) while it is healthy, and
 // removes another site's once its heartbeat has been stale for delegation_stale_threshold,
 // never the last name server (the removal is conditional on the NS set it read, so that two
-// sites removing at once cannot both succeed and empty it).
+// sites removing at once cannot both succeed and empty it). For a zone Meridian signs, it
+// keeps the parent's DS set the one the zone's keys call for (its CDS), whatever the site's
+// health: every site signs with the same keys.
 func (k *Keeper) keepDelegation(ctx context.Context, u updater, ownHealthy bool) {
 	k.mu.Lock()
 	d := *k.opts.Delegation
 	origins := slices.Clone(k.origins)
+	dsOf := k.ds
 	now := time.Now()
 	var gone []string // the name servers of sites stale for the threshold
 	for _, s := range k.sites {
@@ -34,6 +38,11 @@ func (k *Keeper) keepDelegation(ctx context.Context, u updater, ownHealthy bool)
 	for _, origin := range origins {
 		if !dns.IsSubDomain(d.Parent, origin) || origin == d.Parent {
 			continue
+		}
+		if dsOf != nil {
+			if want, signed := dsOf(origin); signed {
+				k.keepDS(ctx, u, c, d, origin, want)
+			}
 		}
 		ns, ok := delegationNS(ctx, c, d.Servers, origin)
 		if !ok {
@@ -127,13 +136,7 @@ func addNS(d config.Delegation, origin string) *dns.Msg {
 func removeNS(d config.Delegation, origin, name string, ns []*dns.NS) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetUpdate(d.Parent)
-	prereq := make([]dns.RR, len(ns))
-	for i, r := range ns {
-		c := *r
-		c.Hdr.Ttl = 0
-		prereq[i] = &c
-	}
-	m.Used(prereq)
+	m.Used(prerequisite(ns))
 	m.Remove([]dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET}, Ns: name}})
 	if dns.IsSubDomain(d.Parent, name) {
 		m.RemoveRRset([]dns.RR{
@@ -142,4 +145,79 @@ func removeNS(d config.Delegation, origin, name string, ns []*dns.NS) *dns.Msg {
 		})
 	}
 	return m
+}
+
+// prerequisite returns copies of rrs with TTL 0, as an UPDATE's prerequisite that the RRset
+// is exactly rrs (RFC 2136 2.4.2).
+func prerequisite[R dns.RR](rrs []R) []dns.RR {
+	out := make([]dns.RR, len(rrs))
+	for i, r := range rrs {
+		c := dns.Copy(r)
+		c.Header().Ttl = 0
+		out[i] = c
+	}
+	return out
+}
+
+// keepDS replaces the parent's DS set of origin by want when it differs, on the condition
+// that it is still the set read.
+func (k *Keeper) keepDS(ctx context.Context, u updater, c *exchange.Client, d config.Delegation, origin string, want []*dns.DS) {
+	have, ok := parentDS(ctx, c, d.Servers, origin)
+	if !ok || sameDS(have, want) {
+		return
+	}
+	m := new(dns.Msg)
+	m.SetUpdate(d.Parent)
+	if len(have) == 0 {
+		m.RRsetNotUsed([]dns.RR{&dns.DS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeDS, Class: dns.ClassINET}}})
+	} else {
+		m.Used(prerequisite(have))
+		m.RemoveRRset([]dns.RR{&dns.DS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeDS, Class: dns.ClassINET}}})
+	}
+	add := make([]dns.RR, len(want))
+	for i, ds := range want {
+		add[i] = ds
+	}
+	if len(add) > 0 {
+		m.Insert(add)
+	}
+	tags := make([]string, len(want))
+	for i, ds := range want {
+		tags[i] = strconv.Itoa(int(ds.KeyTag))
+	}
+	k.applyDelegation(ctx, u, d, m, "set the DS of "+origin+" in the parent to the keys "+strings.Join(tags, ", "))
+}
+
+// parentDS reads the DS records of origin from the parent's servers.
+func parentDS(ctx context.Context, c *exchange.Client, servers []string, origin string) ([]*dns.DS, bool) {
+	for _, server := range servers {
+		m, err := c.Exchange(ctx, server, origin, dns.TypeDS)
+		if err != nil {
+			continue
+		}
+		var out []*dns.DS
+		for _, rr := range m.Answer {
+			if ds, ok := rr.(*dns.DS); ok && strings.EqualFold(ds.Hdr.Name, origin) {
+				out = append(out, ds)
+			}
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// sameDS reports whether a and b hold the same DS records (key, algorithm, digest), in any
+// order.
+func sameDS(a, b []*dns.DS) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.ContainsFunc(b, func(y *dns.DS) bool {
+			return x.KeyTag == y.KeyTag && x.Algorithm == y.Algorithm && x.DigestType == y.DigestType && strings.EqualFold(x.Digest, y.Digest)
+		}) {
+			return false
+		}
+	}
+	return true
 }

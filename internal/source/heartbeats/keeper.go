@@ -48,8 +48,10 @@ type Keeper struct {
 	plan    *plan
 	sites   map[string]*siteState
 	writers map[string]*writer // by zone kind
-	// origins are the block's zones, whose delegation the keeper keeps.
+	// origins are the block's zones, whose delegation the keeper keeps; ds gives the DS set
+	// the parent should hold for one that Meridian signs (nil, or false: it keeps no DS).
 	origins []string
+	ds      func(origin string) ([]*dns.DS, bool)
 	// delegationErr is the last error of a delegation update logged, so that one cause is
 	// logged once.
 	delegationErr string
@@ -90,6 +92,15 @@ func (k *Keeper) Configure(opts config.HeartbeatOptions, origins []string, summa
 			k.writers[kind].zone = *z
 		}
 	}
+}
+
+// KeepDS makes ds the source of the DS set the parent should hold for each of the block's
+// zones that Meridian signs (false for the others, whose DS the keeper leaves alone), from
+// the next round on.
+func (k *Keeper) KeepDS(ds func(origin string) ([]*dns.DS, bool)) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.ds = ds
 }
 
 // healthyFor returns how old a heartbeat read in the zone of kind may be.
