@@ -566,8 +566,8 @@ func TestAppendFastLeavesQueriesToRespond(t *testing.T) {
 				t.Fatalf("handled %v, %d bytes appended", handled, len(out)-3)
 			}
 			for _, rec := range snap.Records() {
-				if ok, failed := rec.Answers(); ok+failed != 0 || rec.Queried.Load() {
-					t.Errorf("%s: %d answers counted, queried %v", rec.Name(), ok+failed, rec.Queried.Load())
+				if ok, failed := rec.Answers(); ok+failed != 0 || rec.Activity.Queried() {
+					t.Errorf("%s: %d answers counted, queried %v", rec.Name(), ok+failed, rec.Activity.Queried())
 				}
 				for _, be := range rec.Backends {
 					if rec.Selected(be) != 0 {
@@ -626,9 +626,9 @@ func TestAppendFastCounts(t *testing.T) {
 		slowRec := slowSnap.Records()[i]
 		fastOK, fastFailed := fastRec.Answers()
 		slowOK, slowFailed := slowRec.Answers()
-		if fastOK != slowOK || fastFailed != slowFailed || fastRec.Queried.Load() != slowRec.Queried.Load() {
+		if fastOK != slowOK || fastFailed != slowFailed || fastRec.Activity.Queried() != slowRec.Activity.Queried() {
 			t.Errorf("%s: fast path counted %d answers, %d failed, queried %v; Respond %d, %d, %v",
-				fastRec.Name(), fastOK, fastFailed, fastRec.Queried.Load(), slowOK, slowFailed, slowRec.Queried.Load())
+				fastRec.Name(), fastOK, fastFailed, fastRec.Activity.Queried(), slowOK, slowFailed, slowRec.Activity.Queried())
 		}
 		if _, seconds := fastRec.Resolutions(false); fastOK > 0 && seconds <= 0 {
 			t.Errorf("%s: %d answers took no time", fastRec.Name(), fastOK)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 // BenchmarkLiveHeapPerRecord parses 100,000 records of bench/bigzone.sh's plain zone (failover,
@@ -23,26 +24,18 @@ func BenchmarkLiveHeapPerRecord(b *testing.B) {
 		fmt.Fprintf(&zone, "  n%06d.bench.test.: {mode: failover, backends: [{address: 192.0.2.%d, priority: 1}, {address: 198.51.100.%d, priority: 2}]}\n", i, i%250+1, i%250+1)
 	}
 	data := []byte(zone.String())
-	live := func() uint64 {
-		var m runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
+	live := testutil.LiveHeap
 	for b.Loop() {
 		before := live()
-		z, err := config.ParseZone("zone.yml", data, "bench.test.", nil, 1)
-		if err != nil {
-			b.Fatal(err)
-		}
+		z := testutil.ParseBenchZone(b, data)
 		parsed := live()
 		s, err := Build([]*config.Zone{z}, states{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		built := live()
-		b.ReportMetric(float64(parsed-before)/n, "config-B/record")
-		b.ReportMetric(float64(built-parsed)/n, "catalog-B/record")
+		b.ReportMetric((parsed-before)/n, "config-B/record")
+		b.ReportMetric((built-parsed)/n, "catalog-B/record")
 		runtime.KeepAlive(s)
 	}
 	runtime.KeepAlive(data)

@@ -8,6 +8,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/published"
 )
 
@@ -41,9 +42,9 @@ type Record struct {
 	// common case.
 	extra *recordExtra
 
-	// Queried is set by queries of the record; the health scheduler reads and clears it to
+	// Activity is marked by queries of the record; the health scheduler takes the mark to
 	// probe records nobody asks for less often.
-	Queried atomic.Bool
+	Activity health.Activity
 
 	counter   atomic.Uint64 // roundrobin rotation, kept across health changes
 	view      atomic.Pointer[View]
@@ -177,10 +178,5 @@ type (
 // record).
 func (r *Record) Name() string { return r.Config.Name }
 
-// MarkQueried notes that the record was queried. It writes only when the flag is clear, so
-// that queries on every core do not contend for the cache line.
-func (r *Record) MarkQueried() {
-	if !r.Queried.Load() {
-		r.Queried.Store(true)
-	}
-}
+// MarkQueried notes that the record was queried (see health.Activity.Mark).
+func (r *Record) MarkQueried() { r.Activity.Mark() }

@@ -26,7 +26,6 @@ import (
 	"github.com/meridian-gslb/meridian/internal/gctune"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/health"
-	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 	"github.com/meridian-gslb/meridian/internal/published"
@@ -55,9 +54,7 @@ type Engine struct {
 	// health is the block's health manager: the store of health words that the catalog's
 	// backends read, the local probes, and the verdicts the judges report.
 	health *health.Manager
-	// specs are what the current snapshot gave the health manager (which points into them).
-	specs []health.Spec
-	snap  atomic.Pointer[catalog.Snapshot]
+	snap   atomic.Pointer[catalog.Snapshot]
 	// overrides are the operators' overrides by backend key, applied to every snapshot;
 	// drains the starts of their scheduled drains.
 	overrides map[string]catalog.Override
@@ -127,15 +124,11 @@ func Check(opts config.Options) (fileZones []*config.Zone, warnings []error, err
 	if err != nil {
 		return nil, warnings, fmt.Errorf("compile zones: %w", err)
 	}
-	specs, err := healthSpecs(snap)
-	for _, s := range specs {
-		for _, c := range s.Checks {
-			probe.Release(c.Prober)
-		}
-	}
+	ps, err := compileProbes(snap)
 	if err != nil {
 		return nil, warnings, err
 	}
+	ps.release()
 	return fileZones, warnings, nil
 }
 
@@ -232,7 +225,14 @@ func (e *Engine) Resync() error {
 	e.configure()
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
-	e.health.Sync(e.specs, backendKeys(e.Snapshot()))
+	// The specs are compiled again: the manager keeps none, and neither does the engine (tens
+	// of megabytes of a big zone's, for a rare failure). Probers equal to running ones are
+	// released at once.
+	ps, err := compileProbes(e.Snapshot())
+	if err != nil {
+		return fmt.Errorf("resync: %w", err)
+	}
+	ps.sync(e.health)
 	for _, r := range e.Snapshot().Records() {
 		r.Refresh()
 	}
@@ -339,12 +339,11 @@ func (e *Engine) build(zones []*config.Zone) (*catalog.Snapshot, error) {
 // syncVerdicts gives the health manager the backends of snap, and has every input that
 // judges backends report again: the new ones start unknown.
 func (e *Engine) syncVerdicts(snap *catalog.Snapshot) error {
-	specs, err := healthSpecs(snap)
+	ps, err := compileProbes(snap)
 	if err != nil {
 		return err
 	}
-	e.health.Sync(specs, backendKeys(snap))
-	e.specs = specs
+	ps.sync(e.health)
 	for _, j := range e.judges {
 		j.ReportAll()
 	}

@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"iter"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
@@ -13,64 +16,53 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health/probe"
 )
 
-// healthSpecs compiles the health checks of every probed backend of snap: backends with checks
-// that are neither assume_healthy nor passive, and enabled by their configuration or by an
-// operator's override. Backends an operator disabled (drained) are still probed, so that their
-// health is known before they are enabled again. Passive backends get a spec without checks:
-// in cluster mode their results come from the fleet. External backends (a source reports their
-// health) get Spec.External: other sites' backends (remote: the sites source reports what their
-// site publishes, and their checks are their own site's to run) without checks, unless this
-// site measures their RTT (config.Backend.MeasureOnly: with checks that only measure); the others,
-// such as a Kubernetes Service's addresses, with their checks too, which must pass as well as
-// the report. Errors name the check's file position.
-func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
-	n := 0
+// probeSet is the compiled health checks of the probed backends of a snapshot: backends with
+// checks that are neither assume_healthy nor passive, and enabled by their configuration or by
+// an operator's override. Backends an operator disabled (drained) are still probed, so that
+// their health is known before they are enabled again. Passive backends get a spec without
+// checks: in cluster mode their results come from the fleet. External backends (a source
+// reports their health) get Spec.External: other sites' backends (remote: the sites source
+// reports what their site publishes, and their checks are their own site's to run) without
+// checks, unless this site measures their RTT (config.Backend.MeasureOnly: with checks that
+// only measure); the others, such as a Kubernetes Service's addresses, with their checks too,
+// which must pass as well as the report.
+//
+// It keeps the compiled checks only: the health manager is given the backends' specs one at a
+// time (specs), made from the snapshot, so that a load never holds a spec for each of hundreds
+// of thousands of backends at once (the manager keeps none either).
+type probeSet struct {
+	snap   *catalog.Snapshot
+	checks []*probe.Compiled // the checks of the backends checked here, in order
+	n      int               // how many backends get a spec
+}
+
+// compileProbes compiles the health checks of snap's probed backends. Errors name the check's
+// file position.
+func compileProbes(snap *catalog.Snapshot) (*probeSet, error) {
+	ps := &probeSet{snap: snap}
+	nc := 0
 	for _, rec := range snap.Records() {
 		for _, b := range rec.Backends {
 			if specified(b) {
-				n++
+				ps.n++
+				if checkedHere(b.Config) {
+					nc += len(b.Config.Checks().HealthChecks)
+				}
 			}
 		}
 	}
-	specs := make([]health.Spec, 0, n) // kept for the engine's life: no append slack
+	ps.checks = make([]*probe.Compiled, 0, nc)
 	var errs []error
 	compiler := probe.NewCompiler()
 	for _, rec := range snap.Records() {
 		rc := rec.Config
-		refresh := rec.Refresh // one method value for the record's specs, not two per backend
 		for _, b := range rec.Backends {
 			bc := b.Config
-			if !specified(b) {
+			if !specified(b) || !checkedHere(bc) {
 				continue
-			}
-			target := probe.Target{
-				Host: strings.TrimSuffix(bc.Address, "."), IP: bc.IP, Port: bc.Port,
-				Record: rec.Name(), Priority: int(bc.Priority),
-			}
-			if bc.IP.IsValid() {
-				target.Host = bc.IP.String()
-			}
-			name := target.Host
-			if bc.Port != 0 {
-				name = target.HostPort(int(bc.Port))
 			}
 			checks := bc.Checks()
-			spec := health.Spec{
-				Key: b.Key(), Record: rec.Name(), Backend: name,
-				Rise: checks.Rise, Fall: checks.Fall,
-				Interval: rc.Settings().ScrapeInterval, Retries: rc.Settings().ScrapeRetries,
-				Activity:    &rec.Queried,
-				OnChange:    refresh,
-				OnMeasure:   refresh, // RTT and load: the answers change, not the health others see
-				Capacity:    checks.Capacity,
-				Passive:     bc.Passive,
-				External:    bc.External,
-				MeasureOnly: bc.MeasureOnly,
-			}
-			if bc.Passive || bc.Remote && !bc.MeasureOnly {
-				specs = append(specs, spec)
-				continue
-			}
+			target := probe.Target{Host: hostOf(bc), IP: bc.IP, Port: bc.Port, Record: rec.Name(), Priority: int(bc.Priority)}
 			for _, hc := range checks.HealthChecks {
 				c, err := compiler.Compile(hc, target, cmp.Or(checks.Timeout, rc.Settings().ScrapeTimeout))
 				if err != nil {
@@ -79,15 +71,87 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 					}
 					continue
 				}
-				spec.Checks = append(spec.Checks, c)
+				ps.checks = append(ps.checks, c)
 			}
-			specs = append(specs, spec)
 		}
 	}
 	if len(errs) > 0 {
+		ps.release()
 		return nil, errors.Join(errs...)
 	}
-	return specs, nil
+	return ps, nil
+}
+
+// release frees what the compiled checks hold, for a set that is not given to a manager.
+func (ps *probeSet) release() {
+	for _, c := range ps.checks {
+		probe.Release(c.Prober)
+	}
+}
+
+// sync gives the health manager m the backends of ps: their specs, and the keys of the
+// snapshot's backends whose health words m keeps.
+func (ps *probeSet) sync(m *health.Manager) {
+	m.SyncSeq(ps.n, ps.specs(), backendKeys(ps.snap))
+}
+
+// specs yields the spec of each backend of ps, in order. The spec is reused for the next one:
+// its receiver keeps nothing of it but copies.
+func (ps *probeSet) specs() iter.Seq[*health.Spec] {
+	return func(yield func(*health.Spec) bool) {
+		var spec health.Spec
+		k := 0 // the first check of the next backend checked here, in ps.checks
+		for _, rec := range ps.snap.Records() {
+			rc := rec.Config
+			refresh := rec.Refresh // one method value for the record's specs, not two per backend
+			for _, b := range rec.Backends {
+				bc := b.Config
+				if !specified(b) {
+					continue
+				}
+				name := hostOf(bc)
+				if bc.Port != 0 {
+					name = net.JoinHostPort(name, strconv.Itoa(int(bc.Port)))
+				}
+				checks := bc.Checks()
+				spec = health.Spec{
+					Key: b.Key(), Record: rec.Name(), Backend: name,
+					Rise: checks.Rise, Fall: checks.Fall,
+					Interval: rc.Settings().ScrapeInterval, Retries: rc.Settings().ScrapeRetries,
+					Activity:    &rec.Activity,
+					OnChange:    refresh,
+					OnMeasure:   refresh, // RTT and load: the answers change, not the health others see
+					Capacity:    checks.Capacity,
+					Passive:     bc.Passive,
+					External:    bc.External,
+					MeasureOnly: bc.MeasureOnly,
+				}
+				if checkedHere(bc) {
+					n := len(checks.HealthChecks)
+					spec.Checks = ps.checks[k : k+n : k+n]
+					k += n
+				}
+				if !yield(&spec) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// hostOf returns the host of the probes of bc: its address as netip spells it (one spelling
+// however the file wrote it) or its host name without the trailing dot. The configuration's
+// own string is returned when it is that spelling: the parser gives repeated addresses one
+// string, which the health manager then keeps as the backend's name instead of a copy.
+func hostOf(bc *config.Backend) string {
+	if !bc.IP.IsValid() {
+		return strings.TrimSuffix(bc.Address, ".")
+	}
+	var buf [64]byte
+	if string(bc.IP.AppendTo(buf[:0])) == bc.Address {
+		return bc.Address
+	}
+	return bc.IP.String()
 }
 
 // backendKeys returns the keys of the backends of snap whose health words the manager keeps:
@@ -112,6 +176,11 @@ func backendKeys(snap *catalog.Snapshot) map[string]bool {
 	}
 	return keep
 }
+
+// checkedHere reports whether the checks of a specified backend b run here: not passive (the
+// fleet reports its results), and not another site's (that site runs them) unless this site
+// measures it.
+func checkedHere(b *config.Backend) bool { return !b.Passive && !(b.Remote && !b.MeasureOnly) }
 
 // specified reports whether b gets a health spec: it is to be served at all, and its
 // configuration has it probed (or reported by a source).

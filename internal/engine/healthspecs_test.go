@@ -11,6 +11,20 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health/probe"
 )
 
+// healthSpecs returns the specs the health manager is given for snap's backends, each a copy
+// of its own.
+func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
+	ps, err := compileProbes(snap)
+	if err != nil {
+		return nil, err
+	}
+	var specs []health.Spec
+	for s := range ps.specs() {
+		specs = append(specs, *s)
+	}
+	return specs, nil
+}
+
 // TestHealthSpecsOfExternalBackends checks what each kind of probed backend is given: its
 // checks, unless it is passive or another site's; Spec.External when a source judges it (so an
 // External backend of this site, a Kubernetes Service's address, gets both); and its rise and

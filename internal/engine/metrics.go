@@ -6,6 +6,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/cgmetrics"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/scrapeseries"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
@@ -30,14 +31,6 @@ func init() {
 	// Both series exist from the start, so that increase() sees the first failure.
 	reloadsTotal.WithLabelValues("success")
 	reloadsTotal.WithLabelValues("failure")
-}
-
-// oneIf is 1 for true, 0 for false.
-func oneIf(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // The record gauges, computed at scrape time from the snapshots of the engines that serve
@@ -109,19 +102,32 @@ func (c *recordMetrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collectRecords sends the gauges of the records of snap whose names are not in seen, and
-// adds the names to seen.
+// adds the names to seen. The three series of a record share its label.
 func collectRecords(snap *catalog.Snapshot, seen map[string]bool, ch chan<- prometheus.Metric) {
-	for _, r := range snap.Records() {
+	records := snap.Records()
+	metrics := make([]recordMetric, len(records)) // one allocation for the scrape
+	for i, r := range records {
 		if seen[r.Name()] {
 			continue
 		}
 		seen[r.Name()] = true
 		v := r.View()
-		ch <- prometheus.MustNewConstMetric(recordHealthyDesc, prometheus.GaugeValue, oneIf(v.AnyHealthy), r.Name())
-		ch <- prometheus.MustNewConstMetric(recordDegradedDesc, prometheus.GaugeValue, oneIf(v.Degraded[catalog.IPv4] || v.Degraded[catalog.IPv6]), r.Name())
-		ch <- prometheus.MustNewConstMetric(recordFailoverDesc, prometheus.GaugeValue, oneIf(v.Failover[catalog.IPv4] || v.Failover[catalog.IPv6]), r.Name())
+		m := &metrics[i]
+		labels := m.labels.Set(recordLabels, r.Name())
+		ch <- m.healthy.Set(recordHealthyDesc, labels, v.AnyHealthy)
+		ch <- m.degraded.Set(recordDegradedDesc, labels, v.Degraded[catalog.IPv4] || v.Degraded[catalog.IPv6])
+		ch <- m.failover.Set(recordFailoverDesc, labels, v.Failover[catalog.IPv4] || v.Failover[catalog.IPv6])
 	}
 }
+
+// recordMetric is the series of one record in a scrape (see package scrapeseries).
+type recordMetric struct {
+	labels                      scrapeseries.Labels
+	healthy, degraded, failover scrapeseries.Flag
+}
+
+// recordLabels are the label names of the record gauges.
+var recordLabels = []string{"record"}
 
 // countReload counts a reload in Meridian's counter and in CoreDNS-GSLB's.
 func countReload(result string) {

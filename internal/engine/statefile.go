@@ -64,9 +64,13 @@ func (r *Registry) reportSeeded(e *Engine) {
 		return
 	}
 	n := 0
-	for _, s := range e.specs {
-		if len(s.Checks) > 0 && sh.seed[s.Key] != health.Unknown {
-			n++
+	var buf [128]byte
+	for _, rec := range e.Snapshot().Records() {
+		for _, b := range rec.Backends {
+			checked := specified(b) && checkedHere(b.Config) && len(b.Config.Checks().HealthChecks) > 0
+			if checked && sh.seed[string(b.AppendKey(buf[:0]))] != health.Unknown {
+				n++
+			}
 		}
 	}
 	sh.seed = nil

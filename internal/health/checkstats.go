@@ -67,14 +67,14 @@ func (m *Manager) CheckStats() map[string][]CheckStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(map[string][]CheckStats, len(m.backends))
-	for key, b := range m.backends {
+	for _, b := range m.backends {
 		stats := make([]CheckStats, len(b.subs))
 		for i, s := range b.subs {
 			if s.stats != nil {
 				stats[i] = *s.stats
 			}
 		}
-		out[key] = stats
+		out[b.key()] = stats
 	}
 	return out
 }

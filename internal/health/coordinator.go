@@ -240,13 +240,13 @@ func (m *Manager) Votes() map[string][]Vote {
 		return nil
 	}
 	out := make(map[string][]Vote)
-	for _, j := range m.jobs {
+	for j := range m.queue.All() {
 		if j.shared == nil {
 			continue
 		}
 		for _, v := range j.shared.votes {
 			for _, sub := range j.subs {
-				key := sub.backend.spec.Key
+				key := sub.backend.key()
 				out[key] = mergeVote(out[key], v)
 			}
 		}
@@ -326,14 +326,14 @@ func (m *Manager) acceptPassive(spec *Spec) *Spec {
 // seeded (at their next cycle) and the passive ones, and returns the others, which the caller
 // schedules as usual. Seeded state changes notify nobody: Sync's caller refreshes every record
 // after Sync, as it does for the resets of Sync.
-func (m *Manager) syncCluster(jobs map[string]*job, fresh []*job, now time.Time) []*job {
+func (m *Manager) syncCluster(jobs map[jobIdentity]*job, fresh []*job, now time.Time) []*job {
 	c := m.cluster
 	c.byID = make(map[string]*job, len(jobs))
 	all := make([]Check, 0, len(jobs))
 	for _, j := range jobs {
 		if j.shared == nil {
 			j.shared = newSharedJob(j)
-			j.prober = probe.WithInstanceSources(j.prober, j.typ, c.sources)
+			j.prober = probe.WithInstanceSources(j.prober, j.typ(), c.sources)
 		}
 		c.byID[j.shared.check.ID] = j
 		all = append(all, j.shared.check)
@@ -376,8 +376,8 @@ func (m *Manager) syncCluster(jobs map[string]*job, fresh []*job, now time.Time)
 func (m *Manager) seedLocked(j *job, s Shared) {
 	for _, sub := range j.subs {
 		d := &sub.backend.details
-		d.LastCheck, d.LastOK, d.Reason = s.At, s.OK, s.Reason
-		if st := s.Status[sub.backend.spec.Key]; st != Unknown {
+		d.checked, d.ok, d.reason = unixNano(s.At), s.OK, s.Reason
+		if st := s.Status[sub.backend.key()]; st != Unknown {
 			sub.machine.status, sub.machine.successes, sub.machine.failures = st, 0, 0
 		} else {
 			sub.machine.observe(s.OK, s.At.UnixNano())
@@ -388,10 +388,10 @@ func (m *Manager) seedLocked(j *job, s Shared) {
 
 func newSharedJob(j *job) *sharedJob {
 	check := Check{Interval: j.interval, Timeout: j.timeout}
-	if j.typ == passiveType {
-		check.ID, check.Passive = j.subs[0].backend.spec.Key, true
+	if j.typ() == passiveType {
+		check.ID, check.Passive = j.subs[0].backend.key(), true
 	} else {
-		check.ID = checkID(j.key)
+		check.ID = checkID(j.key())
 	}
 	h := fnv.New64a()
 	h.Write([]byte(check.ID))
@@ -399,10 +399,10 @@ func newSharedJob(j *job) *sharedJob {
 	return &sharedJob{check: check, phase: check.Phase}
 }
 
-// checkID is the fleet-wide id of the job with key jobKey (its check's compiled key, interval
-// and retries).
-func checkID(jobKey string) string {
-	sum := sha256.Sum256([]byte(jobKey))
+// checkID is the fleet-wide id of the job with key k (its check's compiled key, interval and
+// retries).
+func checkID(k jobIdentity) string {
+	sum := sha256.Sum256(k[:])
 	return hex.EncodeToString(sum[:16])
 }
 
@@ -508,7 +508,7 @@ func (m *Manager) handOver() {
 func (m *Manager) resetLocked(j *job, reason string) []func() {
 	var notify []func()
 	for _, s := range j.subs {
-		s.machine = newMachine(s.machine.rise, s.machine.fall)
+		s.machine = newMachine(int(s.machine.rise), int(s.machine.fall))
 		if f := m.updateLocked(s.backend, reason, "", time.Time{}); f != nil {
 			notify = append(notify, f)
 		}
@@ -536,7 +536,7 @@ func (m *Manager) finishShared(j *job, res probe.Result) {
 	if publish {
 		s.Status = make(map[string]Status, len(j.subs))
 		for _, sub := range j.subs {
-			s.Status[sub.backend.spec.Key] = sub.machine.status
+			s.Status[sub.backend.key()] = sub.machine.status
 		}
 	}
 	m.mu.Unlock()

@@ -275,8 +275,8 @@ func TestPassiveBackends(t *testing.T) {
 	// Without cluster mode nobody could report for it: it is ignored and stays unknown.
 	m := NewManager(Options{Log: testLog{}})
 	m.Sync([]Spec{passive}, keys(passive))
-	if len(m.jobs) != 0 || len(m.backends) != 0 {
-		t.Fatalf("without a coordinator a passive backend got %d jobs", len(m.jobs))
+	if m.queue.Len() != 0 || len(m.backends) != 0 {
+		t.Fatalf("without a coordinator a passive backend got %d jobs", m.queue.Len())
 	}
 
 	f := &fakeCoordinator{exclusive: true}

@@ -92,8 +92,8 @@ func reported(st Status, want Status, reason string) step {
 // a probe ends: no scheduler runs, so the order of events is the test's.
 func observe(m *Manager, key string, ok bool) {
 	m.mu.Lock()
-	b := m.backends[key]
-	j := m.jobs[jobKey(b.spec.Checks[0], b.spec)]
+	b := m.backendLocked(key)
+	j := b.subs[0].job
 	m.mu.Unlock()
 	res := probe.Result{OK: ok, Reason: "probe failed"}
 	if ok {

@@ -15,27 +15,29 @@ const (
 	// timeline starts at the oldest kept (History.From).
 	historyChanges = 16
 	// DefaultMaxHistories is how many backends keep a history unless Options.MaxHistories
-	// says otherwise: about 30 MB. A dashboard draws a few hundred; a configuration of
+	// says otherwise: about 25 MB. A dashboard draws a few hundred; a configuration of
 	// hundreds of thousands of checks would otherwise spend hundreds of megabytes on hours
 	// nobody looks at.
 	DefaultMaxHistories = 20000
 )
 
-// bucket is what the results of one interval of HistoryBucket said (12 bytes).
+// bucket is what the results of one interval of HistoryBucket said (10 bytes: the history of
+// each of tens of thousands of backends holds HistoryBuckets of them).
 type bucket struct {
-	sumUS uint32 // the sum of the measured latencies, in microseconds (saturating)
-	// tag is the interval's low 16 bits (Unix time / HistoryBucket, see tagOf): a bucket whose
-	// tag is another interval's is empty. The ring's position gives the interval modulo
-	// HistoryBuckets, so a stale bucket passes for a current one only when it was last written
-	// a multiple of 341 days (lcm(120, 65536) intervals of 30 s) ago.
-	tag      uint16
-	measured uint16 // how many results carried a latency (saturating, as the counts below)
+	sumUS    [2]uint16 // the sum of the measured latencies, in microseconds (saturating): high, low
+	measured uint16    // how many results carried a latency (saturating, as the counts below)
 	results  uint16
 	failures uint16
 }
 
-// tagOf returns the tag of the buckets of interval slot.
-func tagOf(slot int32) uint16 { return uint16(slot) }
+// sum returns the bucket's sum of latencies, in microseconds.
+func (b *bucket) sum() uint32 { return uint32(b.sumUS[0])<<16 | uint32(b.sumUS[1]) }
+
+// add adds us microseconds to the bucket's sum, saturating.
+func (b *bucket) add(us uint64) {
+	v := uint32(min(uint64(b.sum())+us, math.MaxUint32))
+	b.sumUS = [2]uint16{uint16(v >> 16), uint16(v)}
+}
 
 // change is one status change a backend keeps: when, to what, and why.
 type change struct {
@@ -45,18 +47,22 @@ type change struct {
 }
 
 // history is one backend's last hour: its results by bucket and its latest status changes. It
-// is allocated with the backend: 1512 bytes (120 buckets of 12 bytes and the fields below),
+// is allocated with the backend: 1264 bytes (120 buckets of 10 bytes and the fields below),
 // and 48 bytes a change kept, allocated as they come up to historyChanges (most backends change
 // once or twice an hour, from unknown to their state; the reasons are shared with the
 // manager's transitions). The manager's lock guards it.
 type history struct {
 	buckets [HistoryBuckets]bucket
 	changes []change // the ring of changes, grown to historyChanges
-	next, n int      // the ring of changes: index of the next write, how many are kept
 	// from is when the kept timeline starts, at status: when the history began (the backend
 	// was created) or, once changes were dropped, the oldest change still known.
 	from   time.Time
 	status Status
+	// newest is the bucket interval of the newest result (Unix time / HistoryBucket), 0 before
+	// the first: the ring holds the HistoryBuckets intervals up to it, each at its interval
+	// modulo HistoryBuckets, and the older ones are cleared as the newest moves on.
+	newest  int32
+	next, n uint8 // the ring of changes: index of the next write, how many are kept
 }
 
 // newHistory returns the history of a backend that is at status from now.
@@ -69,6 +75,12 @@ func slotOf(t time.Time) int32 {
 	return int32(t.Unix() / int64(HistoryBucket/time.Second))
 }
 
+// holds reports whether the ring holds interval slot: neither newer than the newest result nor
+// an hour older.
+func (h *history) holds(slot int32) bool {
+	return h.newest != 0 && slot <= h.newest && slot > h.newest-HistoryBuckets
+}
+
 // observe adds one result at now: whether it passed, and its latency (0: not measured, as for
 // results another instance probed).
 func (h *history) observe(now time.Time, ok bool, latency time.Duration) {
@@ -76,18 +88,25 @@ func (h *history) observe(now time.Time, ok bool, latency time.Duration) {
 		return // the manager keeps no history (Options.History)
 	}
 	slot := slotOf(now)
-	b := &h.buckets[int(slot)%HistoryBuckets]
-	if b.tag != tagOf(slot) {
-		*b = bucket{tag: tagOf(slot)}
+	switch {
+	case h.newest == 0 || slot <= h.newest-HistoryBuckets || slot-h.newest >= HistoryBuckets:
+		// The first result, or a clock that moved an hour or more away: nothing kept stands.
+		h.buckets = [HistoryBuckets]bucket{}
+		h.newest = slot
+	case slot > h.newest:
+		for s := h.newest + 1; s <= slot; s++ {
+			h.buckets[int(s)%HistoryBuckets] = bucket{} // the intervals without results since
+		}
+		h.newest = slot
 	}
+	b := &h.buckets[int(slot)%HistoryBuckets]
 	b.results = addSat16(b.results, 1)
 	if !ok {
 		b.failures = addSat16(b.failures, 1)
 	}
 	if latency > 0 {
 		b.measured = addSat16(b.measured, 1)
-		us := uint64(max(latency.Microseconds(), 1))
-		b.sumUS = uint32(min(uint64(b.sumUS)+us, math.MaxUint32))
+		b.add(uint64(max(latency.Microseconds(), 1)))
 	}
 }
 
@@ -137,7 +156,7 @@ func (h *history) last() Status {
 	if h.n == 0 {
 		return h.status
 	}
-	return h.changes[(h.next-1+historyChanges)%historyChanges].to
+	return h.changes[(int(h.next)-1+historyChanges)%historyChanges].to
 }
 
 // Sample is what the results of one bucket of a backend's history said.
@@ -184,19 +203,19 @@ func (h *history) view(now time.Time) History {
 	out := History{Start: HistoryStart(now), Samples: make([]Sample, HistoryBuckets)}
 	for i := range out.Samples {
 		slot := first + int32(i)
-		b := h.buckets[int(slot)%HistoryBuckets]
-		if b.tag != tagOf(slot) {
+		if !h.holds(slot) {
 			continue
 		}
+		b := h.buckets[int(slot)%HistoryBuckets]
 		s := Sample{Results: int(b.results), Failures: int(b.failures)}
 		if b.measured > 0 {
-			s.Latency = time.Duration(b.sumUS/uint32(b.measured)) * time.Microsecond
+			s.Latency = time.Duration(b.sum()/uint32(b.measured)) * time.Microsecond
 		}
 		out.Samples[i] = s
 	}
 	out.From, out.Status = h.from, h.status
-	for i := range h.n {
-		c := h.changes[(h.next-h.n+i+historyChanges)%historyChanges]
+	for i := range int(h.n) {
+		c := h.changes[(int(h.next)-int(h.n)+i+historyChanges)%historyChanges]
 		if c.at.Before(out.Start) {
 			out.From, out.Status = c.at, c.to
 			continue
@@ -224,13 +243,13 @@ func (m *Manager) History(now time.Time) map[string]History {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(map[string]History, len(m.backends))
-	for key, b := range m.backends {
+	for _, b := range m.backends {
 		if b.history == nil {
 			continue
 		}
 		h := b.history.view(now)
-		h.Record, h.Backend = b.spec.Record, b.spec.Backend
-		out[key] = h
+		h.Record, h.Backend = b.record, b.name
+		out[b.key()] = h
 	}
 	return out
 }

@@ -1,20 +1,29 @@
 package health
 
+import "math"
+
 // machine is the rise/fall damping of one check of one backend. The first result sets the
 // status directly; after that it takes rise consecutive successes to go up and fall
 // consecutive failures to go down.
 type machine struct {
-	rise, fall int
+	rise, fall int32 // from 1 to math.MaxInt32, as the configuration allows
 	status     Status
-	successes  int // consecutive, while not up
-	failures   int // consecutive, while not down
+	successes  int32 // consecutive, while not up (counting stops at the most rise can be)
+	failures   int32 // consecutive, while not down (likewise)
 	// since is when the first result of the current run of successes or failures began (Unix
 	// nanoseconds): once the run changes the status, when the evidence for the change began.
 	since int64
 }
 
 func newMachine(rise, fall int) machine {
-	return machine{rise: max(rise, 1), fall: max(fall, 1)}
+	var m machine
+	m.setThresholds(rise, fall)
+	return m
+}
+
+// setThresholds sets rise and fall, at least 1 and at most math.MaxInt32.
+func (m *machine) setThresholds(rise, fall int) {
+	m.rise, m.fall = int32(min(max(rise, 1), math.MaxInt32)), int32(min(max(fall, 1), math.MaxInt32))
 }
 
 // observe applies one raw result, of a probe that started at (Unix nanoseconds), and reports
@@ -23,7 +32,8 @@ func (m *machine) observe(ok bool, at int64) (changed bool) {
 	before := m.status
 	if ok {
 		m.failures = 0
-		if m.successes++; m.successes == 1 {
+		m.successes = min(m.successes, math.MaxInt32-1) + 1
+		if m.successes == 1 {
 			m.since = at
 		}
 		if m.status == Unknown || m.successes >= m.rise {
@@ -31,7 +41,8 @@ func (m *machine) observe(ok bool, at int64) (changed bool) {
 		}
 	} else {
 		m.successes = 0
-		if m.failures++; m.failures == 1 {
+		m.failures = min(m.failures, math.MaxInt32-1) + 1
+		if m.failures == 1 {
 			m.since = at
 		}
 		if m.status == Unknown || m.failures >= m.fall {

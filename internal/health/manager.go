@@ -2,7 +2,7 @@ package health
 
 import (
 	"cmp"
-	"maps"
+	"iter"
 	"net/netip"
 	"slices"
 	"sync"
@@ -34,7 +34,7 @@ type Spec struct {
 	Retries  int
 	// Activity is set by queries of the backend's record; records left unqueried for the idle
 	// timeout are probed less often. Nil means always active.
-	Activity *atomic.Bool
+	Activity *Activity
 	// OnChange is called, outside the manager's lock, after the backend's status changed.
 	OnChange func()
 	// OnMeasure is called, outside the manager's lock, after the backend's RTT or load moved
@@ -63,7 +63,7 @@ type Options struct {
 	// CheckStats keeps the per-backend counts that CheckStats returns (CoreDNS-GSLB's
 	// health-check metrics); off, they take no memory.
 	CheckStats bool
-	// History keeps each probed backend's last hour (history.go: about 1.5 KB a backend) for
+	// History keeps each probed backend's last hour (history.go: about 1.25 KB a backend) for
 	// History, which the admin API's dashboard draws; off, none is kept.
 	History bool
 	// MaxHistories bounds how many backends keep a history: the first ones in the order of
@@ -105,13 +105,17 @@ const DefaultMaxInFlight = 20000
 type Manager struct {
 	opts Options
 
-	mu       sync.Mutex
-	states   map[string]*State
-	backends map[string]*backend
-	jobs     map[string]*job
-	queue    timequeue.Queue[*job]
-	activity map[*atomic.Bool]*recordActivity
-	started  bool
+	mu sync.Mutex
+	// states are the health words by key; a probed backend is its state's (State.b), so that
+	// no second map by key is kept.
+	states map[string]*State
+	// backends are the probed backends, in the order of the specs of the last Sync; gen
+	// counts the Syncs, which mark the backends they keep.
+	backends []*backend
+	gen      uint16
+	// queue holds every job, by when it runs next: it is the manager's list of jobs too.
+	queue   timequeue.Queue[*job]
+	started bool
 
 	poller   *probe.Poller // nil where epoll is unavailable: every probe runs on a goroutine
 	stopping atomic.Bool
@@ -125,19 +129,30 @@ type Manager struct {
 	seed    map[string]Status // Options.Seed until the first Sync
 }
 
-// backend is one probed backend and its checks' damping machines.
+// backend is one probed backend and its checks' damping machines. It keeps what the manager
+// needs of its Spec, not the Spec: a big zone has hundreds of thousands of them.
 type backend struct {
-	spec   *Spec // the caller's, see Sync
-	state  *State
-	subs   []*subscription // one per check, in spec order
-	status Status
+	state *State
+	// record and name are the Spec's Record and Backend.
+	record, name string
+	// subs are its checks' subscriptions, in spec order: one's storage for a backend of one
+	// check (the common case), a slice of their own for more.
+	subs []subscription
+	one  [1]subscription
+	// onChange, onMeasure and capacity are the Spec's.
+	onChange, onMeasure func()
+	capacity            float64
+	status              Status
+	external            bool   // Spec.External
+	measureOnly         bool   // Spec.MeasureOnly
+	gen                 uint16 // the Manager.gen of the last Sync that kept it
 	// details holds the last result and change.
 	details lastResult
 	// report is, on an External backend, what its source last said (Report): Unknown before
 	// the first report, or the seeded status. It is nil on the others.
 	report *report
-	// activity is when the backend's record was last queried (nil: always active).
-	activity *recordActivity
+	// activity is whether the backend's record was queried lately (nil: always active).
+	activity *Activity
 	// measures are its RTT and load, and whether it was down (measure.go).
 	measures measures
 	// history is its last hour of results and status changes (history.go); nil without
@@ -148,15 +163,10 @@ type backend struct {
 // subscription is one backend's view of one (possibly shared) check.
 type subscription struct {
 	backend *backend
-	machine machine
+	job     *job // the job that runs the check
 	// stats counts the results probed here, for CheckStats; nil unless Options.CheckStats.
-	stats *CheckStats
-}
-
-// recordActivity is when a record was last queried, and the flag its queries set.
-type recordActivity struct {
-	flag *atomic.Bool
-	last time.Time
+	stats   *CheckStats
+	machine machine
 }
 
 // NewManager returns a manager that probes nothing until Sync and Start.
@@ -170,9 +180,6 @@ func NewManager(opts Options) *Manager {
 	m := &Manager{
 		opts:     opts,
 		states:   make(map[string]*State),
-		backends: make(map[string]*backend),
-		jobs:     make(map[string]*job),
-		activity: make(map[*atomic.Bool]*recordActivity),
 		inFlight: make(chan struct{}, opts.MaxInFlight),
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
@@ -194,6 +201,14 @@ func (m *Manager) State(key string) *State {
 	return m.stateLocked(key)
 }
 
+// backendLocked returns the probed backend with key, nil when there is none.
+func (m *Manager) backendLocked(key string) *backend {
+	if s := m.states[key]; s != nil {
+		return s.b
+	}
+	return nil
+}
+
 func (m *Manager) stateLocked(key string) *State {
 	s, ok := m.states[key]
 	if !ok {
@@ -206,78 +221,95 @@ func (m *Manager) stateLocked(key string) *State {
 // Sync makes specs the set of probed backends. Backends whose checks (and whether they are
 // External) are unchanged keep their state and schedule; changed ones start over as unknown;
 // new checks are probed at once (or, before Start, spread over the start-up stagger); checks
-// nobody uses any more stop. States of keys not in keep are forgotten. The manager keeps pointers to the elements of specs (tens of
-// thousands of backends would otherwise be held twice): the caller must not change them.
+// nobody uses any more stop. States of keys not in keep are forgotten. The manager keeps
+// nothing of specs but the probers of their checks.
 func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
+	m.SyncSeq(len(specs), func(yield func(*Spec) bool) {
+		for i := range specs {
+			if !yield(&specs[i]) {
+				return
+			}
+		}
+	}, keep)
+}
+
+// SyncSeq is Sync with the specs that specs yields, about n of them, in order: a caller with
+// hundreds of thousands of backends makes each spec as it is asked for, and may reuse it for
+// the next one.
+func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
-	backends := make(map[string]*backend, len(specs))
-	for i := range specs {
-		spec := &specs[i]
+	m.gen++
+	backends := make([]*backend, 0, n)
+	jobs := m.newJobs(n)
+	var counts stateCounts // the backends_by_state changes, made once at the end
+	for spec := range specs {
 		if spec.Passive {
 			if spec = m.acceptPassive(spec); spec == nil {
 				continue
 			}
 		}
-		b := m.backends[spec.Key]
-		if b != nil && b.spec.External == spec.External && b.spec.MeasureOnly == spec.MeasureOnly && sameChecks(b.spec.Checks, spec.Checks) {
-			for _, s := range b.subs {
-				s.machine.rise, s.machine.fall = max(spec.Rise, 1), max(spec.Fall, 1)
+		st := m.stateLocked(spec.Key)
+		b := st.b
+		if b != nil && b.gen == m.gen {
+			b = nil // a key given twice: the last spec wins
+		}
+		if b != nil && b.external == spec.External && b.measureOnly == spec.MeasureOnly && b.sameChecks(spec.Checks) {
+			for j := range b.subs {
+				b.subs[j].machine.setThresholds(spec.Rise, spec.Fall)
 			}
-			b.spec = spec
+			b.update(spec)
 		} else {
 			old := b
-			b = m.newBackend(spec)
+			b = m.newBackend(spec, st)
+			counts[b.status]++
 			if old != nil {
 				b.measures.wasDown = old.measures.wasDown // coming up after a reload is still a recovery
 				b.history = old.history.restart(now, b.status)
 			}
 		}
-		backends[spec.Key] = b
-		if spec.Activity != nil && m.activity[spec.Activity] == nil {
-			m.activity[spec.Activity] = &recordActivity{flag: spec.Activity, last: now}
+		b.gen, b.state.b = m.gen, b
+		backends = append(backends, b)
+		if b.activity = spec.Activity; b.activity != nil {
+			b.activity.start(now)
 		}
-		b.activity = m.activity[spec.Activity]
+		jobs.add(b, spec)
 	}
-	m.keepHistories(specs, backends, now)
-	for key, old := range m.backends {
-		switch {
-		case backends[key] == nil:
-			forgetBackend(old.status)
-		case backends[key] != old: // same backend, new checks: it started over as unknown
-			backendsByState.WithLabelValues(old.status.String()).Dec()
+	for _, old := range m.backends {
+		if old.gen != m.gen { // gone, or started over as unknown (new checks)
+			counts[old.status]--
+			if old.state.b == old {
+				old.state.b = nil
+			}
 		}
 	}
 	m.backends = backends
+	counts.add()
+	m.keepHistories(now)
 	m.seed = nil
-	m.rebuildJobs(now)
+	m.replaceJobs(jobs, now)
 	for key := range m.states {
 		if !keep[key] {
 			delete(m.states, key)
 		}
 	}
-	m.pruneActivity()
 	m.poke()
 }
 
-// keepHistories gives a history to the first backends of specs, in their order, up to the
-// limit (Options.MaxHistories), and takes it from the others: a new backend's starts at now,
-// one that was kept goes on.
-func (m *Manager) keepHistories(specs []Spec, backends map[string]*backend, now time.Time) {
+// keepHistories gives a history to the first backends, in the order of the specs they were
+// synced from, up to the limit (Options.MaxHistories), and takes it from the others: a new
+// backend's starts at now, one that was kept goes on.
+func (m *Manager) keepHistories(now time.Time) {
 	if !m.opts.History {
-		for _, b := range backends {
+		for _, b := range m.backends {
 			b.history = nil // none is kept (SetHistory turned it off)
 		}
 		return
 	}
 	limit := cmp.Or(m.opts.MaxHistories, DefaultMaxHistories)
 	kept := 0
-	for i := range specs {
-		b := backends[specs[i].Key]
-		if b == nil {
-			continue // a passive backend that was not accepted
-		}
+	for _, b := range m.backends {
 		if kept == limit {
 			b.history = nil
 			continue
@@ -293,8 +325,9 @@ func (m *Manager) keepHistories(specs []Spec, backends map[string]*backend, now 
 // A seeded External backend with checks starts with its report at that status and its checks'
 // machines too, except that a stale one (a stale report over up checks, see withReport) starts
 // its machines up.
-func (m *Manager) newBackend(spec *Spec) *backend {
-	b := &backend{spec: spec, state: m.stateLocked(spec.Key)}
+func (m *Manager) newBackend(spec *Spec, st *State) *backend {
+	b := &backend{state: st, external: spec.External, measureOnly: spec.MeasureOnly}
+	b.update(spec)
 	if spec.External {
 		b.report = &report{}
 		if len(spec.Checks) > 0 {
@@ -303,22 +336,24 @@ func (m *Manager) newBackend(spec *Spec) *backend {
 	}
 	if st := m.seed[spec.Key]; st != Unknown && (len(spec.Checks) > 0 || spec.External) && (st != Stale || spec.External) {
 		b.status = st
-		b.details.Reason = restored
+		b.details.reason = restored
 		if b.report != nil {
 			*b.report = report{status: st, reason: restored}
 		}
 	}
 	b.state.Set(b.status)
 	b.resetMeasures() // what other checks measured does not stand for these
-	backendsByState.WithLabelValues(b.status.String()).Inc()
 	checks := b.status
 	if checks == Stale {
 		checks = Up
 	}
+	b.subs = b.one[:0]
+	if len(spec.Checks) > 1 {
+		b.subs = make([]subscription, 0, len(spec.Checks))
+	}
 	for range spec.Checks {
-		mach := newMachine(spec.Rise, spec.Fall)
-		mach.status = checks
-		sub := &subscription{backend: b, machine: mach}
+		sub := subscription{backend: b, machine: newMachine(spec.Rise, spec.Fall)}
+		sub.machine.status = checks
 		if m.opts.CheckStats {
 			sub.stats = new(CheckStats)
 		}
@@ -327,53 +362,19 @@ func (m *Manager) newBackend(spec *Spec) *backend {
 	return b
 }
 
-func sameChecks(a, b []*probe.Compiled) bool {
-	return slices.EqualFunc(a, b, func(x, y *probe.Compiled) bool { return x.Key == y.Key })
+// update takes what may change of b's spec without starting it over: its names, callbacks
+// and capacity.
+func (b *backend) update(spec *Spec) {
+	b.record, b.name = spec.Record, spec.Backend
+	b.onChange, b.onMeasure, b.capacity = spec.OnChange, spec.OnMeasure, spec.Capacity
 }
 
-// rebuildJobs regroups the backends' checks into jobs, one per distinct check and schedule.
-func (m *Manager) rebuildJobs(now time.Time) {
-	jobs := make(map[string]*job)
-	var fresh []*job
-	for _, key := range slices.Sorted(maps.Keys(m.backends)) {
-		b := m.backends[key]
-		for i, c := range b.spec.Checks {
-			jk := jobKey(c, b.spec)
-			j := jobs[jk]
-			if j == nil {
-				if j = m.jobs[jk]; j != nil {
-					j.subs, j.activity = j.subs[:0], j.activity[:0]
-				} else {
-					j = newJob(jk, c, b.spec)
-					j.prober = probe.WithInstanceSources(j.prober, j.typ, m.opts.ProbeSources)
-					fresh = append(fresh, j)
-				}
-				jobs[jk] = j
-			}
-			// (a job's prober may carry the instance's probe_source, see probe.WithInstanceSources)
-			if probe.WithoutInstanceSources(j.prober) != c.Prober {
-				probe.Release(c.Prober) // an identical check already runs this probe
-			}
-			j.subs = append(j.subs, b.subs[i])
-			if !slices.Contains(j.activity, b.activity) {
-				j.activity = append(j.activity, b.activity)
-			}
-		}
-	}
-	for jk, j := range m.jobs {
-		if jobs[jk] == nil {
-			m.queue.Remove(j.index)
-			j.removed = true
-			if !j.running {
-				probe.Release(j.prober)
-			}
-		}
-	}
-	if m.cluster != nil {
-		fresh = m.syncCluster(jobs, fresh, now) // seeds new checks from the fleet before they run
-	}
-	m.schedule(fresh, now)
-	m.jobs = jobs
+// key returns b's key, its State's.
+func (b *backend) key() string { return b.state.key }
+
+// sameChecks reports whether checks are the checks b's subscriptions run, in order.
+func (b *backend) sameChecks(checks []*probe.Compiled) bool {
+	return slices.EqualFunc(b.subs, checks, func(s subscription, c *probe.Compiled) bool { return s.job.check == c.Key })
 }
 
 // schedule queues new jobs: at once while running, spread in batches at start-up.
@@ -390,19 +391,6 @@ func (m *Manager) schedule(fresh []*job, now time.Time) {
 	for i, j := range fresh {
 		j.next = now.Add(time.Duration(i/m.opts.BatchSizeStart) * spacing)
 		m.queue.Push(j)
-	}
-}
-
-// pruneActivity forgets the activity flags of records no backend refers to any more.
-func (m *Manager) pruneActivity() {
-	used := make(map[*atomic.Bool]bool)
-	for _, b := range m.backends {
-		used[b.spec.Activity] = true
-	}
-	for flag := range m.activity {
-		if !used[flag] {
-			delete(m.activity, flag)
-		}
 	}
 }
 
@@ -442,14 +430,17 @@ func (m *Manager) Stop() {
 	m.wg.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, j := range m.jobs {
+	for j := range m.queue.All() {
 		probe.Release(j.prober)
 	}
 	// The counts by state, which every manager adds to, give back this manager's share.
+	var counts stateCounts
 	for _, b := range m.backends {
-		backendsByState.WithLabelValues(b.status.String()).Dec()
+		counts[b.status]--
+		b.state.b = nil
 	}
-	m.backends = map[string]*backend{}
+	counts.add()
+	m.backends = nil
 }
 
 func (m *Manager) poke() {

@@ -61,6 +61,18 @@ func spec(key string, p probe.Prober, checkKey string, interval time.Duration) S
 	}
 }
 
+// jobOf returns m's job of identity k, nil when it has none.
+func jobOf(m *Manager, k jobIdentity) *job {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for j := range m.queue.All() {
+		if j.key() == k {
+			return j
+		}
+	}
+	return nil
+}
+
 func keys(specs ...Spec) map[string]bool {
 	k := map[string]bool{}
 	for _, s := range specs {
@@ -211,7 +223,7 @@ func TestStartIsStaggeredInBatches(t *testing.T) {
 
 func TestIdleRecordsAreProbedLessOften(t *testing.T) {
 	m := NewManager(Options{Log: testLog{}, IdleTimeout: 50 * time.Millisecond, IdleMultiplier: 10})
-	var active, idle atomic.Bool
+	var active, idle Activity
 	pa, pi := &scriptedProber{script: []bool{true}}, &scriptedProber{script: []bool{true}}
 	a, i := spec("a", pa, "a", 20*time.Millisecond), spec("i", pi, "i", 20*time.Millisecond)
 	a.Activity, i.Activity = &active, &idle
@@ -220,7 +232,7 @@ func TestIdleRecordsAreProbedLessOften(t *testing.T) {
 	defer m.Stop()
 	deadline := time.Now().Add(600 * time.Millisecond)
 	for time.Now().Before(deadline) {
-		active.Store(true) // the record is queried all along
+		active.Mark() // the record is queried all along
 		time.Sleep(5 * time.Millisecond)
 	}
 	na, ni := pa.calls.Load(), pi.calls.Load()

@@ -78,14 +78,37 @@ func loadMoved(announced, load, capacity float64) bool {
 // last up.
 type measures struct {
 	srtt, rttAnnounced time.Duration
-	// vantages are the smoothed RTTs of the quorum's sites (votes); sites those that other
-	// sites published (ReportRTTs); vantagesAnnounced what was last announced of both.
-	vantages, sites, vantagesAnnounced map[string]time.Duration
-	loadAnnounced                      float64 // NaN: unknown
+	loadAnnounced      float64 // NaN: unknown
+	// bySite are its RTTs by site, nil for none: kept out of line, since only quorum mode and
+	// other sites' published RTTs give any.
+	bySite *siteRTTs
 	// wasDown is set when the backend went down, here, since it was last up: its next up is a
 	// recovery, from which slow start ramps (State.Recovered). A backend's first up, at
 	// start-up or from a status restored from the state file, is none.
 	wasDown bool
+}
+
+// siteRTTs are a backend's RTTs by site: vantages are the smoothed RTTs of the quorum's sites
+// (votes); sites those that other sites published (ReportRTTs); announced what was last
+// announced of both.
+type siteRTTs struct {
+	vantages, sites, announced map[string]time.Duration
+}
+
+// vantages returns the smoothed RTTs of the quorum's sites, nil for none.
+func (ms *measures) vantages() map[string]time.Duration {
+	if ms.bySite == nil {
+		return nil
+	}
+	return ms.bySite.vantages
+}
+
+// sites returns b's RTTs by site, allocated on first use.
+func (ms *measures) sites() *siteRTTs {
+	if ms.bySite == nil {
+		ms.bySite = &siteRTTs{}
+	}
+	return ms.bySite
 }
 
 // measure feeds res, a result of one of b's checks probed here (first: its first check), to
@@ -101,7 +124,7 @@ func (b *backend) measure(first bool, res probe.Result) bool {
 	}
 	if res.HasLoad {
 		b.state.SetLoad(res.Load)
-		if loadMoved(b.measures.loadAnnounced, res.Load, b.spec.Capacity) {
+		if loadMoved(b.measures.loadAnnounced, res.Load, b.capacity) {
 			b.measures.loadAnnounced, moved = res.Load, true
 		}
 	}
@@ -111,7 +134,7 @@ func (b *backend) measure(first bool, res probe.Result) bool {
 // resetMeasures forgets b's RTT and load.
 func (b *backend) resetMeasures() {
 	b.measures.srtt, b.measures.rttAnnounced, b.measures.loadAnnounced = 0, 0, math.NaN()
-	b.measures.vantages, b.measures.sites, b.measures.vantagesAnnounced = nil, nil, nil
+	b.measures.bySite = nil
 	b.state.SetRTT(0)
 	b.state.SetLoad(math.NaN())
 	b.state.SetVantageRTTs(nil)
@@ -130,17 +153,18 @@ func (b *backend) measureVantages(votes []Vote) bool {
 			n[v.Site]++
 		}
 	}
-	if len(sum) == 0 && len(b.measures.vantages) == 0 {
+	old := b.measures.vantages()
+	if len(sum) == 0 && len(old) == 0 {
 		return false
 	}
-	next := maps.Clone(b.measures.vantages) // a site without a vote this time keeps its RTT
+	next := maps.Clone(old) // a site without a vote this time keeps its RTT
 	if next == nil {
 		next = make(map[string]time.Duration, len(sum))
 	}
 	for site, total := range sum {
-		next[site] = smoothRTT(b.measures.vantages[site], total/time.Duration(n[site]))
+		next[site] = smoothRTT(old[site], total/time.Duration(n[site]))
 	}
-	b.measures.vantages = next
+	b.measures.sites().vantages = next
 	return b.announceVantages()
 }
 
@@ -149,20 +173,21 @@ func (b *backend) measureVantages(votes []Vote) bool {
 // stores them in its State when one moved enough to announce (rttMoved), or a site came or
 // went, which it reports.
 func (b *backend) announceVantages() bool {
-	next := maps.Clone(b.measures.sites)
+	s := b.measures.sites()
+	next := maps.Clone(s.sites)
 	if next == nil {
-		next = make(map[string]time.Duration, len(b.measures.vantages))
+		next = make(map[string]time.Duration, len(s.vantages))
 	}
-	maps.Copy(next, b.measures.vantages)
-	moved := len(next) != len(b.measures.vantagesAnnounced)
+	maps.Copy(next, s.vantages)
+	moved := len(next) != len(s.announced)
 	for site, rtt := range next {
-		old, ok := b.measures.vantagesAnnounced[site]
+		old, ok := s.announced[site]
 		moved = moved || !ok || rttMoved(old, rtt)
 	}
 	if !moved {
 		return false
 	}
-	b.measures.vantagesAnnounced = next
+	s.announced = next
 	b.state.SetVantageRTTs(next)
 	return true
 }
@@ -189,15 +214,15 @@ func (b *backend) noteStatus(next Status, now time.Time) {
 // manager's lock, when they moved enough to announce. The map must not be written after.
 func (m *Manager) ReportRTTs(key string, rtts map[string]time.Duration) bool {
 	m.mu.Lock()
-	b := m.backends[key]
+	b := m.backendLocked(key)
 	if b == nil {
 		m.mu.Unlock()
 		return false
 	}
-	b.measures.sites = rtts
+	b.measures.sites().sites = rtts
 	var notify func()
 	if b.announceVantages() {
-		notify = b.spec.OnMeasure
+		notify = b.onMeasure
 	}
 	m.mu.Unlock()
 	if notify != nil {

@@ -96,8 +96,8 @@ func newMeasured(t *testing.T) *measured {
 	s.OnChange = func() { x.changes++ }
 	s.OnMeasure = func() { x.measures++ }
 	x.m.Sync([]Spec{s}, keys(s))
-	for _, j := range x.m.jobs {
-		if j.subs[0] == j.subs[0].backend.subs[0] {
+	for j := range x.m.queue.All() {
+		if j.subs[0] == &j.subs[0].backend.subs[0] {
 			x.first = j
 		} else {
 			x.second = j
@@ -182,7 +182,7 @@ func TestRecoveryAcrossReload(t *testing.T) {
 	x.apply(x.first, probe.Result{Reason: "refused"})
 	s := spec("a", &scriptedProber{}, "rtt-check-changed", time.Hour)
 	x.m.Sync([]Spec{s}, keys(s))
-	x.m.apply(x.m.jobs[jobKey(s.Checks[0], &s)], probe.Result{OK: true, Latency: time.Millisecond})
+	x.m.apply(jobOf(x.m, jobKey(s.Checks[0], &s)), probe.Result{OK: true, Latency: time.Millisecond})
 	if x.m.State("a").Recovered().IsZero() {
 		t.Error("a backend that was down did not recover after the reload")
 	}
@@ -219,15 +219,15 @@ func TestVantageRTTs(t *testing.T) {
 	}
 	for _, s := range steps {
 		moved := b.measureVantages(s.votes)
-		if moved != s.moved || !maps.Equal(b.measures.vantages, s.want) {
-			t.Errorf("%s: moved %v, vantages %v; want %v, %v", s.name, moved, b.measures.vantages, s.moved, s.want)
+		if moved != s.moved || !maps.Equal(b.measures.vantages(), s.want) {
+			t.Errorf("%s: moved %v, vantages %v; want %v, %v", s.name, moved, b.measures.vantages(), s.moved, s.want)
 		}
 	}
 	if got := b.state.VantageRTTs(); got["us"] != 68*ms {
 		t.Errorf("the state holds %v, want what was last announced (us 68ms)", got)
 	}
 	b.noteStatus(Down, time.Now())
-	if b.state.VantageRTTs() != nil || b.measures.vantages != nil {
+	if b.state.VantageRTTs() != nil || b.measures.vantages() != nil {
 		t.Error("the RTTs by site outlived the backend going down")
 	}
 }
@@ -261,7 +261,7 @@ func TestMeasureOnly(t *testing.T) {
 		if step.report != nil {
 			m.Report("k", *step.report, "site us")
 		} else {
-			m.apply(m.jobs[jobKey(s.Checks[0], &s)], *step.res)
+			m.apply(jobOf(m, jobKey(s.Checks[0], &s)), *step.res)
 		}
 		if st.Status() != step.want || st.RTT() != step.rtt {
 			t.Errorf("%s: %s with RTT %v, want %s with %v", step.name, st.Status(), st.RTT(), step.want, step.rtt)
@@ -279,7 +279,7 @@ func ptr[T any](v T) *T { return &v }
 func TestReportRTTs(t *testing.T) {
 	ms := time.Millisecond
 	x := newMeasured(t)
-	b := x.m.backends["a"]
+	b := x.m.backendLocked("a")
 	if x.m.ReportRTTs("nobody", map[string]time.Duration{"us": ms}) {
 		t.Error("ReportRTTs accepted an unknown key")
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health/probe"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/scrapeseries"
 )
 
 // Health metrics, in CoreDNS's namespace and the gslb subsystem, in the default registry.
@@ -145,9 +145,17 @@ func recordTransition(from, to Status) {
 	transitionsTotal.WithLabelValues(to.String()).Inc()
 }
 
-// forgetBackend gives back the count of a backend that is no longer probed.
-func forgetBackend(st Status) {
-	backendsByState.WithLabelValues(st.String()).Dec()
+// stateCounts are changes of the counts of backends by state, added to the gauges at once:
+// a Sync of hundreds of thousands of backends would otherwise look a series up for each.
+type stateCounts [Stale + 1]float64
+
+// add adds c to the gauges of backends by state.
+func (c *stateCounts) add() {
+	for st, n := range c {
+		if n != 0 {
+			backendsByState.WithLabelValues(Status(st).String()).Add(n)
+		}
+	}
 }
 
 // backendHealthy exports coredns_gslb_backend_healthy{record, backend}: 1 for a probed backend
@@ -209,51 +217,26 @@ func (c *healthyCollector) Collect(ch chan<- prometheus.Metric) {
 				}
 				seen[labels] = true
 			}
-			ch <- metrics[i].set(c.desc, s)
+			h := &metrics[i]
+			ch <- h.flag.Set(c.desc, h.labels.Set(healthyLabels, s.backend, s.record), s.up)
 		}
 	}
 }
 
-// healthyMetric is one backend_healthy series of a scrape. Unlike prometheus.NewConstMetric,
-// which copies every label into pairs of its own (seven allocations a series), it points at the
-// series' strings, and a scrape allocates the metrics of all backends at once.
+// healthyMetric is one backend_healthy series of a scrape (see package scrapeseries).
 type healthyMetric struct {
-	desc   *prometheus.Desc
-	pairs  [2]dto.LabelPair
-	labels [2]*dto.LabelPair
-	gauge  dto.Gauge
+	labels scrapeseries.Labels
+	flag   scrapeseries.Flag
 }
 
-// The label names of backend_healthy, in the sorted order the exposition wants.
-var (
-	labelBackend = "backend"
-	labelRecord  = "record"
-)
-
-// set makes h the series s, which must outlive the scrape, and returns it.
-func (h *healthyMetric) set(desc *prometheus.Desc, s *healthySeries) *healthyMetric {
-	h.desc = desc
-	h.pairs[0].Name, h.pairs[0].Value = &labelBackend, &s.backend
-	h.pairs[1].Name, h.pairs[1].Value = &labelRecord, &s.record
-	h.labels = [2]*dto.LabelPair{&h.pairs[0], &h.pairs[1]}
-	h.gauge.Value = &s.value
-	return h
-}
-
-// Desc implements prometheus.Metric.
-func (h *healthyMetric) Desc() *prometheus.Desc { return h.desc }
-
-// Write implements prometheus.Metric.
-func (h *healthyMetric) Write(out *dto.Metric) error {
-	out.Label = h.labels[:]
-	out.Gauge = &h.gauge
-	return nil
-}
+// healthyLabels are the label names of backend_healthy, in the sorted order the exposition
+// wants.
+var healthyLabels = []string{"backend", "record"}
 
 // healthySeries is one series of backend_healthy.
 type healthySeries struct {
 	record, backend string
-	value           float64
+	up              bool
 }
 
 // healthySeries returns the backend_healthy series of m's backends that have a status.
@@ -264,9 +247,9 @@ func (m *Manager) healthySeries() []healthySeries {
 	for _, b := range m.backends {
 		switch b.status {
 		case Up:
-			out = append(out, healthySeries{b.spec.Record, b.spec.Backend, 1})
+			out = append(out, healthySeries{b.record, b.name, true})
 		case Down, Stale:
-			out = append(out, healthySeries{b.spec.Record, b.spec.Backend, 0})
+			out = append(out, healthySeries{b.record, b.name, false})
 		}
 	}
 	return out

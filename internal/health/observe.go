@@ -26,7 +26,7 @@ const restored = "restored from the state file"
 // checksStatus returns the combined status of b's checks' machines: up when it has none, or
 // when they only measure it (Spec.MeasureOnly).
 func (b *backend) checksStatus() Status {
-	if b.spec.MeasureOnly {
+	if b.measureOnly {
 		return Up
 	}
 	statuses := make([]Status, len(b.subs))
@@ -40,10 +40,10 @@ func (b *backend) checksStatus() Status {
 // verdict: b is External and has no checks, or its report is not up and no better than the
 // checks' verdict (see withReport). The details of such a backend show the report.
 func (b *backend) reportExplains() bool {
-	if !b.spec.External {
+	if !b.external {
 		return false
 	}
-	return len(b.subs) == 0 || b.spec.MeasureOnly || b.report.status != Up && withReport(b.checksStatus(), b.report.status) == b.report.status
+	return len(b.subs) == 0 || b.measureOnly || b.report.status != Up && withReport(b.checksStatus(), b.report.status) == b.report.status
 }
 
 // apply feeds one raw result of j to every subscriber's machine and publishes the changes.
@@ -90,14 +90,13 @@ func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *prob
 	now := time.Now()
 	for _, s := range j.subs {
 		b := s.backend
-		d := &b.details
-		d.LastCheck, d.LastOK, d.Reason, d.Latency = now, res.OK, res.Reason, res.Latency
+		b.details.setCheck(now, res.OK, res.Reason, res.Latency)
 		b.history.observe(now, res.OK, res.Latency)
 		if by == "" && s.stats != nil {
-			s.stats.observe(j.typ, res.OK, res.Reason, res.Latency)
+			s.stats.observe(j.typ(), res.OK, res.Reason, res.Latency)
 		}
-		moved := measured != nil && b.measure(s == b.subs[0], *measured)
-		if votes != nil && s == b.subs[0] && b.measureVantages(votes) {
+		moved := measured != nil && b.measure(s == &b.subs[0], *measured)
+		if votes != nil && s == &b.subs[0] && b.measureVantages(votes) {
 			moved = true
 		}
 		var f func()
@@ -105,7 +104,7 @@ func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *prob
 			f = m.updateLocked(b, res.Reason, by, time.Unix(0, s.machine.since))
 		}
 		if f == nil && moved {
-			f = b.spec.OnMeasure
+			f = b.onMeasure
 		}
 		if f != nil {
 			notify = append(notify, f)
@@ -119,7 +118,7 @@ func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *prob
 // now).
 func (m *Manager) updateLocked(b *backend, reason, by string, since time.Time) func() {
 	next := b.checksStatus()
-	if b.spec.External {
+	if b.external {
 		next = withReport(next, b.report.status)
 	}
 	return m.setLocked(b, next, reason, by, since)
@@ -133,8 +132,8 @@ func (m *Manager) updateLocked(b *backend, reason, by string, since time.Time) f
 // status changed.
 func (m *Manager) Report(key string, next Status, reason string) bool {
 	m.mu.Lock()
-	b := m.backends[key]
-	if b == nil || !b.spec.External {
+	b := m.backendLocked(key)
+	if b == nil || !b.external {
 		m.mu.Unlock()
 		return false
 	}
@@ -157,14 +156,14 @@ func (m *Manager) setLocked(b *backend, next Status, reason, by string, since ti
 	if by != "" {
 		reason += ", probed by " + by
 	}
-	m.opts.Log.Infof("backend %s of %s is %s: %s (was %s)", b.spec.Backend, b.spec.Record, next, reason, b.status)
+	m.opts.Log.Infof("backend %s of %s is %s: %s (was %s)", b.name, b.record, next, reason, b.status)
 	recordTransition(b.status, next)
 	now := time.Now()
-	b.details.LastChange = now
+	b.details.changed = unixNano(now)
 	if since.IsZero() || since.After(now) {
 		since = now
 	}
-	tr := Transition{Time: now, Since: since, Record: b.spec.Record, Backend: b.spec.Backend, Key: b.spec.Key, From: b.status, To: next, Reason: reason}
+	tr := Transition{Time: now, Since: since, Record: b.record, Backend: b.name, Key: b.key(), From: b.status, To: next, Reason: reason}
 	m.history.add(tr)
 	b.history.change(now, next, reason)
 	if m.opts.OnTransition != nil {
@@ -173,5 +172,5 @@ func (m *Manager) setLocked(b *backend, next Status, reason, by string, since ti
 	b.status = next
 	b.noteStatus(next, now)
 	b.state.Set(next)
-	return b.spec.OnChange
+	return b.onChange
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"math/rand/v2"
+	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/health/probe"
@@ -11,35 +13,118 @@ import (
 
 // job is one distinct check on one schedule, shared by every backend that has it.
 type job struct {
-	key      string
+	check    string // the compiled check's Key
 	prober   probe.Prober
-	typ      string
 	timeout  time.Duration
 	interval time.Duration
-	retries  int
+	retries  int32
+	index    int32 // position in the queue, -1 when not queued
+	running  bool  // a probe of this job is in flight
+	removed  bool  // no backend uses the job any more
 	subs     []*subscription
-	activity []*recordActivity // of its backends' records, each once; nil: always active
+	one      [1]*subscription // subs' storage while one backend has the check (the common case)
 
-	next    time.Time
-	index   int  // position in the queue, -1 when not queued
-	running bool // a probe of this job is in flight
-	removed bool // no backend uses the job any more
+	next time.Time
 
 	shared  *sharedJob    // cluster mode only
-	metrics *probeMetrics // the series of its type
+	metrics *probeMetrics // the series of its type, which it names
 }
 
-func newJob(key string, c *probe.Compiled, spec *Spec) *job {
-	return &job{key: key, prober: c.Prober, typ: c.Type, timeout: c.Timeout, interval: spec.Interval, retries: spec.Retries, index: -1, metrics: probeMetricsFor(c.Type)}
+func newJob(c *probe.Compiled, spec *Spec) *job {
+	j := &job{check: c.Key, prober: c.Prober, timeout: c.Timeout, interval: spec.Interval, retries: int32(spec.Retries), index: -1, metrics: probeMetricsFor(c.Type)}
+	j.subs = j.one[:0]
+	return j
 }
 
-// jobKey groups identical checks: same probe, same interval and retries.
-func jobKey(c *probe.Compiled, spec *Spec) string {
-	var b [16 + 8 + 8]byte
-	copy(b[:], c.Key)
-	binary.LittleEndian.PutUint64(b[16:], uint64(spec.Interval))
-	binary.LittleEndian.PutUint64(b[24:], uint64(spec.Retries))
-	return string(b[:])
+// typ returns the type of j's check.
+func (j *job) typ() string { return j.metrics.typ }
+
+// jobIdentity groups identical checks: same probe (the compiled check's 16-byte Key), same
+// interval and retries. Its bytes are what a check's fleet-wide ID is a digest of (checkID).
+type jobIdentity [16 + 8 + 8]byte
+
+// jobKey returns the jobIdentity of check c of spec.
+func jobKey(c *probe.Compiled, spec *Spec) jobIdentity {
+	return makeJobKey(c.Key, spec.Interval, spec.Retries)
+}
+
+func makeJobKey(check string, interval time.Duration, retries int) jobIdentity {
+	var k jobIdentity
+	copy(k[:], check)
+	binary.LittleEndian.PutUint64(k[16:], uint64(interval))
+	binary.LittleEndian.PutUint64(k[24:], uint64(retries))
+	return k
+}
+
+// key returns j's jobIdentity.
+func (j *job) key() jobIdentity { return makeJobKey(j.check, j.interval, int(j.retries)) }
+
+// jobSet is the jobs of one Sync by key, the fresh ones among them, and the jobs that ran
+// before it, which it takes over when a check is still there.
+type jobSet struct {
+	byKey map[jobIdentity]*job
+	old   map[jobIdentity]*job
+	fresh []*job
+	// sources are the instance's probe_source, which new jobs' probers bind to.
+	sources []netip.Addr
+}
+
+// newJobs returns the jobSet of a Sync of n specs. The manager keeps no map of its jobs
+// between Syncs (its queue holds them): a Sync makes one of the old ones, if any.
+func (m *Manager) newJobs(n int) *jobSet {
+	js := &jobSet{byKey: make(map[jobIdentity]*job, n), sources: m.opts.ProbeSources}
+	if m.queue.Len() > 0 {
+		js.old = make(map[jobIdentity]*job, m.queue.Len())
+		for j := range m.queue.All() {
+			js.old[j.key()] = j
+		}
+	}
+	return js
+}
+
+// add gives each check of spec, whose backend is b, its job: the one this Sync already has
+// with the same key, else the one that ran before, else a new one.
+func (js *jobSet) add(b *backend, spec *Spec) {
+	for i, c := range spec.Checks {
+		k := jobKey(c, spec)
+		j := js.byKey[k]
+		if j == nil {
+			if j = js.old[k]; j != nil {
+				j.subs = j.subs[:0]
+			} else {
+				j = newJob(c, spec)
+				j.prober = probe.WithInstanceSources(j.prober, c.Type, js.sources)
+				js.fresh = append(js.fresh, j)
+			}
+			js.byKey[k] = j
+		}
+		// (a job's prober may carry the instance's probe_source, see probe.WithInstanceSources)
+		if probe.WithoutInstanceSources(j.prober) != c.Prober {
+			probe.Release(c.Prober) // an identical check already runs this probe
+		}
+		sub := &b.subs[i]
+		sub.job = j
+		j.subs = append(j.subs, sub)
+	}
+}
+
+// replaceJobs makes js the manager's jobs: the old ones it did not take over stop, the fresh
+// ones are queued.
+func (m *Manager) replaceJobs(js *jobSet, now time.Time) {
+	for k, j := range js.old {
+		if js.byKey[k] != j {
+			m.queue.Remove(int(j.index))
+			j.removed = true
+			if !j.running {
+				probe.Release(j.prober)
+			}
+		}
+	}
+	fresh := js.fresh
+	if m.cluster != nil {
+		fresh = m.syncCluster(js.byKey, fresh, now) // seeds new checks from the fleet before they run
+	}
+	m.schedule(fresh, now)
 }
 
 // dispatchSlack lets the scheduler start the jobs due within this much of now together: at
@@ -66,7 +151,7 @@ func (m *Manager) loop() {
 			j.next = m.nextRun(j, now)
 			m.queue.FixFirst()
 			if j.running {
-				skippedTotal.WithLabelValues(j.typ, "running").Inc()
+				skippedTotal.WithLabelValues(j.typ(), "running").Inc()
 				continue
 			}
 			if j.shared != nil {
@@ -114,16 +199,11 @@ func (m *Manager) nextRun(j *job, now time.Time) time.Time {
 }
 
 // idle reports whether none of the records behind j was queried within the idle timeout.
-// Activity is tracked per configured record: a query sets the record's flag, read here.
+// Activity is tracked per configured record: a query marks the record, taken here.
 func (m *Manager) idle(j *job, now time.Time) bool {
-	for _, a := range j.activity {
-		if a == nil {
-			return false
-		}
-		if a.flag.Load() && a.flag.Swap(false) { // no write while nobody queries
-			a.last = now
-		}
-		if now.Sub(a.last) < m.opts.IdleTimeout {
+	for _, sub := range j.subs {
+		a := sub.backend.activity
+		if a == nil || a.idleFor(now) < m.opts.IdleTimeout { // no write while nobody queries
 			return false
 		}
 	}
@@ -136,7 +216,7 @@ func (m *Manager) start(j *job) {
 	select {
 	case m.inFlight <- struct{}{}:
 	default:
-		skippedTotal.WithLabelValues(j.typ, "in_flight_limit").Inc()
+		skippedTotal.WithLabelValues(j.typ(), "in_flight_limit").Inc()
 		return
 	}
 	j.running = true
@@ -152,7 +232,7 @@ func (m *Manager) run(j *job) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
 	res := j.prober.Probe(ctx)
-	for attempt := 0; !res.OK && attempt < j.retries && ctx.Err() == nil; attempt++ {
+	for attempt := 0; !res.OK && attempt < int(j.retries) && ctx.Err() == nil; attempt++ {
 		res = j.prober.Probe(ctx)
 	}
 	cancel()
@@ -162,20 +242,56 @@ func (m *Manager) run(j *job) {
 // runAsync probes j on the poller, retrying failures within the same timeout. It reports
 // false when the probe cannot run there.
 func (m *Manager) runAsync(j *job) bool {
-	start := time.Now()
-	deadline := start.Add(j.timeout)
-	attempts := 0
-	var done func(probe.Result)
-	done = func(res probe.Result) {
-		if !res.OK && attempts < j.retries && time.Until(deadline) > 0 && !m.stopping.Load() {
-			attempts++
-			if m.poller.Run(j.prober, deadline, done) {
-				return
-			}
-		}
-		m.finish(j, res, start)
+	r := asyncRuns.Get().(*asyncRun)
+	r.m, r.j, r.start, r.attempts = m, j, time.Now(), 0
+	r.deadline = r.start.Add(j.timeout)
+	if m.poller.Run(j.prober, r.deadline, r.done) {
+		return true
 	}
-	return m.poller.Run(j.prober, deadline, done)
+	r.release()
+	return false
+}
+
+// asyncRun is one probe of a job on the poller, its retries included. Runs are reused
+// (asyncRuns), and with them the function the poller calls, made once per run: thousands of
+// probes a second would otherwise each allocate both.
+type asyncRun struct {
+	m               *Manager
+	j               *job
+	start, deadline time.Time
+	attempts        int
+	done            func(probe.Result) // r.finish
+}
+
+// asyncRuns are the runs not in use.
+var asyncRuns sync.Pool
+
+func init() {
+	asyncRuns.New = func() any {
+		r := &asyncRun{}
+		r.done = r.finish
+		return r
+	}
+}
+
+// finish retries a failure while the deadline allows, or records the result.
+func (r *asyncRun) finish(res probe.Result) {
+	m, j := r.m, r.j
+	if !res.OK && r.attempts < int(j.retries) && time.Until(r.deadline) > 0 && !m.stopping.Load() {
+		r.attempts++
+		if m.poller.Run(j.prober, r.deadline, r.done) {
+			return
+		}
+	}
+	start := r.start
+	r.release()
+	m.finish(j, res, start)
+}
+
+// release gives r back to asyncRuns.
+func (r *asyncRun) release() {
+	r.m, r.j = nil, nil
+	asyncRuns.Put(r)
 }
 
 // finish records a probe's result and frees its in-flight slot. Results that arrive while the
@@ -197,4 +313,4 @@ func (m *Manager) finish(j *job, res probe.Result, start time.Time) {
 
 // Due and SetIndex make a job a timequeue.Item.
 func (j *job) Due() time.Time { return j.next }
-func (j *job) SetIndex(i int) { j.index = i }
+func (j *job) SetIndex(i int) { j.index = int32(i) }

@@ -55,6 +55,9 @@ type State struct {
 	// key is the key of the backend the Manager made the state for (Manager.State); empty
 	// for a state made otherwise.
 	key string
+	// b is the probed backend of the state, nil when it is not probed: the Manager's lock
+	// guards it.
+	b *backend
 }
 
 // Key returns the key of the backend the Manager made the state for: the same string as the

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,33 @@ func namedBudget(rest, timeout time.Duration) time.Duration {
 		return timeout
 	}
 	return max(rest.Round(time.Millisecond), time.Millisecond)
+}
+
+// dialTarget is where a connection-oriented probe connects: the target's address and port,
+// or, for a target named by a host name, host:port. A probe of an address keeps no string
+// (tens of thousands of probers would each keep one): dial makes it when a goroutine dials.
+type dialTarget struct {
+	ap netip.AddrPort // the target's address for the poller; invalid for host names
+	// host is host:port when the target is a host name, or its address is spelled otherwise
+	// than ap's String; nil otherwise.
+	host *string
+}
+
+// newDialTarget returns the dialTarget of port on t.
+func newDialTarget(t Target, port int) dialTarget {
+	d := dialTarget{ap: netip.AddrPortFrom(t.IP, uint16(port))}
+	if hp := t.HostPort(port); !d.ap.Addr().IsValid() || hp != d.ap.String() {
+		d.host = &hp
+	}
+	return d
+}
+
+// hostPort returns the host:port a goroutine dials.
+func (d dialTarget) hostPort() string {
+	if d.host != nil {
+		return *d.host
+	}
+	return d.ap.String()
 }
 
 // connDialer returns the dialer of a probe, built per probe rather than kept by thousands of
@@ -111,7 +139,7 @@ func connReason(ctx context.Context, err error, budget time.Duration) string {
 		return "resolve: " + dnsErr.Err
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return "connection closed"
+		return connClosed
 	}
 	var op *net.OpError
 	if errors.As(err, &op) {
@@ -119,10 +147,47 @@ func connReason(ctx context.Context, err error, budget time.Duration) string {
 		if phase == "dial" {
 			phase = "connect"
 		}
+		var errno syscall.Errno
+		if errors.As(op.Err, &errno) {
+			return errnoReason(phase, errno)
+		}
 		return phase + ": " + connCause(op.Err)
 	}
 	return connCause(err)
 }
+
+// connClosed is the reason of a probe whose peer closed the connection before the end.
+const connClosed = "connection closed"
+
+// errnoReason returns the reason "op: " and err's text, shared for the errors probes meet
+// most (errnoReasons) rather than made each time: a backend keeps its last reason, and a zone
+// of refused backends fails thousands of probes a second.
+func errnoReason(op string, err error) string {
+	if errno, ok := err.(syscall.Errno); ok {
+		if r, ok := errnoReasons[errnoOp{op, errno}]; ok {
+			return r
+		}
+	}
+	return op + ": " + err.Error()
+}
+
+// errnoOp is an operation of a probe and the error number it failed with.
+type errnoOp struct {
+	op    string
+	errno syscall.Errno
+}
+
+// errnoReasons are the reasons errnoReason shares, made once.
+var errnoReasons = func() map[errnoOp]string {
+	m := make(map[errnoOp]string)
+	for _, op := range []string{"connect", "read", "write"} {
+		for _, errno := range []syscall.Errno{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED,
+			syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ETIMEDOUT, syscall.EPIPE, syscall.EADDRNOTAVAIL} {
+			m[errnoOp{op, errno}] = op + ": " + errno.Error()
+		}
+	}
+	return m
+}()
 
 // connCause is the innermost meaningful text of err: the errno's message when there is one
 // ("connection refused"), else the error's own text.
@@ -132,7 +197,7 @@ func connCause(err error) string {
 		return errno.Error()
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return "connection closed"
+		return connClosed
 	}
 	return err.Error()
 }

@@ -21,7 +21,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -43,22 +42,27 @@ const (
 
 // httpProbe is a compiled http check for one target. It is safe for concurrent use.
 type httpProbe struct {
-	addr     string           // host:port to dial
-	ap       netip.AddrPort   // the target's address for the poller; invalid for host names
+	dialTarget
 	req      []byte           // the prebuilt request
-	head     bool             // the method is HEAD: responses have no body
 	redirect *httpRequestSpec // what requests after a redirect are made of; nil unless followed
 	tls      *httpTLS         // nil without enable_tls
 	timeout  time.Duration
-	codes    []int
-	passes   []string        // the pass reason of each code, "http 200"
+	codes    *httpCodes      // expected_code
 	body     *regexp.Regexp  // expected_body, nil when unset
 	metric   *metricSelector // the sample that is the backend's load, nil when unset
 
 	mu     sync.Mutex
 	idle   net.Conn // at most one idle keep-alive connection (goroutine probes)
-	idleFD int      // the same for probes on the poller; -1 for none
+	idleFD int32    // the same for probes on the poller (a descriptor); -1 for none
 	closed bool
+	head   bool // the method is HEAD: responses have no body
+}
+
+// httpCodes are the status codes a check expects, and the pass reason of each ("http 200").
+// The checks that keep the default share one.
+type httpCodes struct {
+	codes  []int
+	passes []string
 }
 
 // httpTLS is what an http check's TLS handshakes are made of. A probe keeps these two fields
@@ -93,11 +97,9 @@ type httpRequestSpec struct {
 	headers [][2]string // extra headers, sorted by name
 }
 
-// The expected_code default and its pass reason, shared by the checks that keep it.
-var (
-	httpDefaultCodes  = []int{http.StatusOK}
-	httpDefaultPasses = []string{"http 200"}
-)
+// httpDefaultCodes is the expected_code default and its pass reason, shared by the checks that
+// keep it.
+var httpDefaultCodes = &httpCodes{codes: []int{http.StatusOK}, passes: []string{"http 200"}}
 
 // newHTTPProbe compiles an http check: port, uri, method, host, headers, expected_code,
 // expected_body, metric, enable_tls, skip_tls_verify, follow_redirects. As in CoreDNS-GSLB, enable_tls
@@ -111,11 +113,10 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	}
 	port := p.Port(t, defPort)
 	hp := &httpProbe{
-		addr:    t.HostPort(port),
-		ap:      netip.AddrPortFrom(t.IP, uint16(port)),
-		idleFD:  -1,
-		timeout: timeout,
-		codes:   p.Ints("expected_code", httpDefaultCodes, 100, 599),
+		dialTarget: newDialTarget(t, port),
+		idleFD:     -1,
+		timeout:    timeout,
+		codes:      httpDefaultCodes,
 	}
 	rs := &httpRequestSpec{scheme: scheme, method: p.String("method", http.MethodGet), uri: p.String("uri", "/")}
 	if !httpIsToken(rs.method) {
@@ -125,18 +126,13 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	if !strings.HasPrefix(rs.uri, "/") || !httpIsPrintable(rs.uri) || strings.ContainsRune(rs.uri, ' ') {
 		p.Errorf("uri", `must be a path such as "/health" without spaces, not %q`, rs.uri)
 	}
-	switch {
-	case len(hp.codes) == 0:
+	switch codes := p.Ints("expected_code", httpDefaultCodes.codes, 100, 599); {
+	case len(codes) == 0:
 		p.Errorf("expected_code", "must list at least one status code")
-		hp.codes = httpDefaultCodes
-	case slices.Equal(hp.codes, httpDefaultCodes):
-		hp.codes = httpDefaultCodes
-	}
-	if &hp.codes[0] == &httpDefaultCodes[0] {
-		hp.passes = httpDefaultPasses
-	} else {
-		for _, c := range hp.codes {
-			hp.passes = append(hp.passes, "http "+strconv.Itoa(c))
+	case !slices.Equal(codes, httpDefaultCodes.codes):
+		hp.codes = &httpCodes{codes: codes}
+		for _, c := range codes {
+			hp.codes.passes = append(hp.codes.passes, "http "+strconv.Itoa(c))
 		}
 	}
 	hp.body = p.Regexp("expected_body")
@@ -200,25 +196,31 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 
 // build returns the request bytes for method and uri with the check's host and headers.
 func (rs *httpRequestSpec) build(method, uri string) []byte {
-	n := len(method) + len(uri) + len(rs.host) + 96
-	for _, h := range rs.headers {
-		n += len(h[0]) + len(h[1]) + 4
-	}
-	b := make([]byte, 0, n)
-	b = append(b, method...)
-	b = append(b, ' ')
-	b = append(b, uri...)
-	b = append(b, " HTTP/1.1\r\nHost: "...)
-	b = append(b, rs.host...)
-	b = append(b, "\r\n"...)
+	const (
+		requestLine = " HTTP/1.1\r\nHost: "
+		userAgent   = "User-Agent: " + httpUserAgent + "\r\n"
+	)
+	// Sized exactly: every check keeps its request.
+	n := len(method) + 1 + len(uri) + len(requestLine) + len(rs.host) + len("\r\nConnection: keep-alive\r\n\r\n")
 	ua := true
 	for _, h := range rs.headers {
+		n += len(h[0]) + len(h[1]) + 4
 		if strings.EqualFold(h[0], "User-Agent") {
 			ua = false
 		}
 	}
 	if ua {
-		b = append(b, "User-Agent: "+httpUserAgent+"\r\n"...)
+		n += len(userAgent)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, method...)
+	b = append(b, ' ')
+	b = append(b, uri...)
+	b = append(b, requestLine...)
+	b = append(b, rs.host...)
+	b = append(b, "\r\n"...)
+	if ua {
+		b = append(b, userAgent...)
 	}
 	b = append(b, "Connection: keep-alive\r\n"...)
 	for _, h := range rs.headers {
@@ -237,7 +239,7 @@ func (rs *httpRequestSpec) build(method, uri string) []byte {
 func (hp *httpProbe) Probe(ctx context.Context) Result {
 	deadline, budget := connDeadline(ctx, hp.timeout)
 	if ctx.Err() != nil {
-		return Fail("%s", connTimeoutReason(budget))
+		return Result{Reason: connTimeoutReason(budget)}
 	}
 	req, readReq := hp.req, httpReadRequest(hp.head)
 	var cur *url.URL // the current URL once a redirect was followed
@@ -288,14 +290,14 @@ func httpReadRequest(head bool) *http.Request {
 // passes says why in its reason.
 func (hp *httpProbe) judge(out httpOutcome) Result {
 	var res Result
-	i := slices.Index(hp.codes, out.code)
+	i := slices.Index(hp.codes.codes, out.code)
 	switch {
 	case i < 0:
 		res = Fail("http %d", out.code)
 	case hp.body != nil && !out.bodyOK:
 		res = Fail("http %d, body does not match %q", out.code, hp.body.String())
 	default:
-		res = Pass(hp.passes[i])
+		res = Pass(hp.codes.passes[i])
 	}
 	if hp.metric != nil {
 		res.HasLoad, res.Load = true, out.load
@@ -465,7 +467,7 @@ func (hp *httpProbe) readBody(body io.Reader, out *httpOutcome) (complete bool, 
 // dial opens a connection to the target, with the TLS handshake when enabled.
 func (hp *httpProbe) dial(ctx context.Context, deadline time.Time, budget time.Duration) (net.Conn, string) {
 	dialer := connDialer(hp.timeout)
-	conn, err := dialer.DialContext(ctx, "tcp", hp.addr)
+	conn, err := dialer.DialContext(ctx, "tcp", hp.hostPort())
 	if err != nil {
 		return nil, connReason(ctx, err, budget)
 	}
@@ -543,7 +545,7 @@ func (hp *httpProbe) putIdle(c net.Conn) {
 // calls it (through io.Closer) when the check is removed.
 func (hp *httpProbe) Close() error {
 	hp.mu.Lock()
-	c, fd := hp.idle, hp.idleFD
+	c, fd := hp.idle, int(hp.idleFD)
 	hp.idle, hp.idleFD, hp.closed = nil, -1, true
 	hp.mu.Unlock()
 	if fd >= 0 {

@@ -20,20 +20,14 @@ func (hp *httpProbe) startAsync(p *Poller, sources []netip.Addr, deadline time.T
 	if hp.tls != nil || hp.redirect != nil || !hp.ap.Addr().IsValid() {
 		return false
 	}
-	x := &httpExchange{hp: hp, readReq: httpReadRequest(hp.head)}
-	p.start(hp.ap, hp.takeIdleFD(), sources, hp.req, httpAsyncLimit, deadline, hp.timeout, x, func(res Result, kept int) {
-		if kept >= 0 {
-			hp.putIdleFD(kept)
-		}
-		done(res)
-	})
+	p.start(hp.ap, hp.takeIdleFD(), sources, hp.req, httpAsyncLimit, deadline, hp.timeout, httpExchange{hp}, done)
 	return true
 }
 
 // takeIdleFD returns the kept-alive connection of the poller, if it is still open, or -1.
 func (hp *httpProbe) takeIdleFD() int {
 	hp.mu.Lock()
-	fd := hp.idleFD
+	fd := int(hp.idleFD)
 	hp.idleFD = -1
 	hp.mu.Unlock()
 	if fd >= 0 && !alive(fd) {
@@ -47,7 +41,7 @@ func (hp *httpProbe) takeIdleFD() int {
 func (hp *httpProbe) putIdleFD(fd int) {
 	hp.mu.Lock()
 	if hp.idleFD < 0 && !hp.closed {
-		hp.idleFD, fd = fd, -1
+		hp.idleFD, fd = int32(fd), -1
 	}
 	hp.mu.Unlock()
 	if fd >= 0 {
@@ -55,20 +49,27 @@ func (hp *httpProbe) putIdleFD(fd int) {
 	}
 }
 
-// httpExchange judges an http probe on the poller from the bytes received so far.
+// httpExchange judges an http probe on the poller from the bytes received so far. It is one
+// pointer, so that it is an exchangeHandler without an allocation of its own.
 type httpExchange struct {
-	hp      *httpProbe
-	readReq *http.Request
+	hp *httpProbe
 }
 
-func (x *httpExchange) written() (Result, bool) { return Result{}, false }
+func (x httpExchange) written() (Result, bool) { return Result{}, false }
 
 // expired reports the timeout: an incomplete response is no verdict.
-func (x *httpExchange) expired(_ []byte, timeout string) Result { return Fail("%s", timeout) }
+func (x httpExchange) expired(_ []byte, timeout string) Result { return Result{Reason: timeout} }
+
+// ended keeps the connection for the next probe when the response left it reusable.
+func (x httpExchange) ended(keptFD int) {
+	if keptFD >= 0 {
+		x.hp.putIdleFD(keptFD)
+	}
+}
 
 // received parses the response once its headers are in, and judges it once its body is
 // complete: by Content-Length, by chunked encoding, or by the end of the connection.
-func (x *httpExchange) received(in []byte, eof bool) (Result, bool, bool) {
+func (x httpExchange) received(in []byte, eof bool) (Result, bool, bool) {
 	headerEnd := bytes.Index(in, []byte("\r\n\r\n"))
 	if headerEnd < 0 {
 		if eof {
@@ -81,7 +82,7 @@ func (x *httpExchange) received(in []byte, eof bool) (Result, bool, bool) {
 	}
 	rest := bytes.NewReader(in)
 	br := bufio.NewReaderSize(rest, 512)
-	resp, err := http.ReadResponse(br, x.readReq)
+	resp, err := http.ReadResponse(br, httpReadRequest(x.hp.head))
 	if err != nil {
 		return Fail("http: malformed response"), true, false
 	}
@@ -101,7 +102,7 @@ func (x *httpExchange) received(in []byte, eof bool) (Result, bool, bool) {
 	case errors.Is(err, io.ErrUnexpectedEOF) && !eof:
 		return Result{}, false, false // more of the body is on its way
 	default:
-		return Fail("connection closed"), true, false
+		return Result{Reason: connClosed}, true, false
 	}
 }
 
@@ -110,7 +111,7 @@ var errBodyLimit = errors.New("body longer than the limit")
 
 // readBody reads the body (up to httpBodyLimit) and inspects it into out when the check reads
 // the body (expected_body, metric).
-func (x *httpExchange) readBody(body io.Reader, out *httpOutcome) error {
+func (x httpExchange) readBody(body io.Reader, out *httpOutcome) error {
 	limited := io.LimitReader(body, httpBodyLimit+1)
 	if !x.hp.keepsBody() {
 		n, err := io.Copy(io.Discard, limited)

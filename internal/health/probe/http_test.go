@@ -477,8 +477,8 @@ func TestHTTPDefaultPort(t *testing.T) {
 		{map[string]any{"enable_tls": false}, Target{Host: "2001:db8::1", Port: 8080}, "[2001:db8::1]:8080", "[2001:db8::1]:8080", "", false},
 	} {
 		hp := compileProbe(t, "http", tc.params, tc.tg).(*httpProbe)
-		if hp.addr != tc.addr || !hostHeaderIs(hp, tc.host) || (hp.tls != nil) != tc.wantTLSConf {
-			t.Errorf("%v on %v: addr %q request %q tls %v", tc.params, tc.tg, hp.addr, hp.req, hp.tls != nil)
+		if hp.hostPort() != tc.addr || !hostHeaderIs(hp, tc.host) || (hp.tls != nil) != tc.wantTLSConf {
+			t.Errorf("%v on %v: addr %q request %q tls %v", tc.params, tc.tg, hp.hostPort(), hp.req, hp.tls != nil)
 		}
 		if hp.tls != nil && hp.tls.config().ServerName != tc.serverName {
 			t.Errorf("%v on %v: server name %q", tc.params, tc.tg, hp.tls.config().ServerName)

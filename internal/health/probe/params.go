@@ -18,18 +18,22 @@ import (
 // that no reader asked for are reported by Err as unknown, so typos do not pass silently.
 type params struct {
 	m       map[string]any
-	used    map[string]bool
+	used    []string // the keys asked for, each once
 	errs    []error
 	regexps map[string]*regexp.Regexp // shared by the checks of one Compiler
 }
 
-// newParams wraps a check's parameters (plain values as the config loader produces them).
-func newParams(m map[string]any) *params {
-	return &params{m: m, used: make(map[string]bool), regexps: make(map[string]*regexp.Regexp)}
+// reset makes p read m (plain values as the config loader produces them), keeping its buffers and regexps: a Compiler reads the parameters of
+// every check of a load with one params.
+func (p *params) reset(m map[string]any) {
+	clear(p.used)
+	p.m, p.used, p.errs = m, p.used[:0], nil
 }
 
 func (p *params) get(key string) (any, bool) {
-	p.used[key] = true
+	if !slices.Contains(p.used, key) {
+		p.used = append(p.used, key)
+	}
 	v, ok := p.m[key]
 	if !ok || v == nil {
 		return nil, false
@@ -46,9 +50,16 @@ func (p *params) Errorf(key, format string, args ...any) { p.fail(key, format, a
 
 // Err returns every error recorded, and one for each parameter nobody read.
 func (p *params) Err() error {
+	unread := false
+	for k := range p.m {
+		unread = unread || !slices.Contains(p.used, k)
+	}
+	if !unread && len(p.errs) == 0 {
+		return nil // the common case, without sorting the keys
+	}
 	for _, k := range slices.Sorted(maps.Keys(p.m)) {
-		if !p.used[k] {
-			known := slices.Sorted(maps.Keys(p.used))
+		if !slices.Contains(p.used, k) {
+			known := slices.Sorted(slices.Values(p.used))
 			p.errs = append(p.errs, fmt.Errorf("params.%s: unknown parameter (known: %s)", k, strings.Join(known, ", ")))
 		}
 	}

@@ -34,9 +34,13 @@ type Poller struct {
 	live   []*exchange // by file descriptor (descriptors are small integers)
 	queue  timequeue.Queue[*exchange]
 	ended  []*exchange // finished outside the loop (start failures), to report from it
+	free   []*exchange // finished exchanges, for the next ones: thousands start a second
 	closed bool
 	done   chan struct{}
 }
+
+// maxFreeExchanges bounds the finished exchanges the poller keeps for reuse.
+const maxFreeExchanges = 4096
 
 // exchangeHandler is the protocol side of an exchange.
 type exchangeHandler interface {
@@ -48,6 +52,9 @@ type exchangeHandler interface {
 	// expired is called when the deadline passes, with what was read; timeout is the reason
 	// to give when nothing else explains the failure.
 	expired(in []byte, timeout string) Result
+	// ended is called once the exchange ended, before its result is reported, with the
+	// connection received kept (keep-alive), or -1.
+	ended(keptFD int)
 }
 
 // exchange is one probe in flight.
@@ -61,7 +68,7 @@ type exchange struct {
 	in        []byte // read so far
 	limit     int    // most bytes read before the exchange fails
 	handler   exchangeHandler
-	finish    func(res Result, keptFD int) // keptFD is -1 unless the handler kept the connection
+	done      func(Result) // the caller's, called once with the result
 	result    Result
 	keep      bool
 	index     int
@@ -104,11 +111,13 @@ func NewPoller() (*Poller, error) {
 }
 
 // start begins an exchange with addr, on reuseFD when it is a kept-alive connection (>= 0).
-// finish is called exactly once, from the poller's goroutine; only after close, from start.
-func (p *Poller) start(addr netip.AddrPort, reuseFD int, sources []netip.Addr, out []byte, limit int, deadline time.Time, timeout time.Duration, h exchangeHandler, finish func(Result, int)) {
+// h.ended and then done are called exactly once, from the poller's goroutine; only after
+// close, from start.
+func (p *Poller) start(addr netip.AddrPort, reuseFD int, sources []netip.Addr, out []byte, limit int, deadline time.Time, timeout time.Duration, h exchangeHandler, done func(Result)) {
 	// The timeout a timeout reason names: the check's, or what is left of it for a retry.
 	timeout = namedBudget(time.Until(deadline), timeout)
-	ex := &exchange{fd: reuseFD, deadline: deadline, timeout: timeout, out: out, limit: limit, handler: h, finish: finish, connected: reuseFD >= 0, index: -1}
+	ex := p.newExchange()
+	*ex = exchange{fd: reuseFD, deadline: deadline, timeout: timeout, in: ex.in[:0], out: out, limit: limit, handler: h, done: done, connected: reuseFD >= 0, index: -1}
 	if ex.fd < 0 {
 		fd, err := dialNonBlocking(addr, sources)
 		if err != nil {
@@ -137,16 +146,17 @@ func (p *Poller) start(addr netip.AddrPort, reuseFD int, sources []netip.Addr, o
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		// The loop is gone. Only a stopping manager starts probes now, and its finish
-		// takes no lock, so reporting from here is safe.
+		// The loop is gone. Only a stopping manager starts probes now, and its done takes
+		// no lock, so reporting from here is safe.
 		syscall.Close(ex.fd)
-		defer finish(Fail("health checks stopped"), -1)
+		ex.result = Fail("health checks stopped")
+		defer ex.report(-1)
 		return
 	}
 	ev := syscall.EpollEvent{Events: events, Fd: int32(ex.fd)}
 	if err := rawEpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, ex.fd, &ev); err != nil {
 		rawClose(ex.fd)
-		ex.fd, ex.result = -1, Fail("epoll: %v", err)
+		ex.fd, ex.result = -1, Result{Reason: errnoReason("epoll", err)}
 		p.ended = append(p.ended, ex)
 		p.poke()
 		return
@@ -170,10 +180,10 @@ func (ex *exchange) writeEarly() bool {
 	case errors.Is(err, syscall.EAGAIN):
 		return false
 	case err != nil && ex.connected:
-		ex.result = Fail("write: %v", err)
+		ex.result = Result{Reason: errnoReason("write", err)}
 		return true
 	case err != nil: // the connect's error, which the write reports
-		ex.result = Fail("connect: %v", err)
+		ex.result = Result{Reason: errnoReason("connect", err)}
 		return true
 	}
 	ex.connected = true
@@ -193,7 +203,7 @@ func (p *Poller) endEarly(ex *exchange) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		ex.finish(ex.result, -1) // see start: only a stopping manager gets here
+		ex.report(-1) // see start: only a stopping manager gets here
 		return
 	}
 	defer p.mu.Unlock()
@@ -299,14 +309,15 @@ func (p *Poller) loop() {
 		finished = append(finished, p.ended...)
 		p.ended = p.ended[:0]
 		p.mu.Unlock()
-		for i, ex := range finished {
+		for _, ex := range finished {
 			kept := -1
 			if ex.keep {
 				kept = ex.fd
 			}
-			ex.finish(ex.result, kept)
-			finished[i] = nil
+			ex.report(kept)
 		}
+		p.recycle(finished)
+		clear(finished)
 		finished = finished[:0]
 	}
 }
@@ -345,7 +356,7 @@ func (p *Poller) handle(ex *exchange, events uint32) bool {
 	const readable = syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLHUP | syscall.EPOLLERR
 	if !ex.connected {
 		if events&(syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
-			ex.result = Fail("connect: %v", rawSocketError(ex.fd))
+			ex.result = Result{Reason: errnoReason("connect", rawSocketError(ex.fd))}
 			return true
 		}
 		if events&syscall.EPOLLOUT == 0 {
@@ -357,7 +368,7 @@ func (p *Poller) handle(ex *exchange, events uint32) bool {
 		if len(ex.out) > 0 {
 			k, err := rawSend(ex.fd, ex.out)
 			if err != nil && !errors.Is(err, syscall.EAGAIN) {
-				ex.result = Fail("write: %v", err)
+				ex.result = Result{Reason: errnoReason("write", err)}
 				return true
 			}
 			ex.out = ex.out[max(k, 0):]
@@ -384,7 +395,7 @@ func (p *Poller) handle(ex *exchange, events uint32) bool {
 		}
 		if err != nil {
 			if len(ex.in) == 0 {
-				ex.result = Fail("read: %v", err)
+				ex.result = Result{Reason: errnoReason("read", err)}
 				return true
 			}
 			eof = true
@@ -404,7 +415,7 @@ func (p *Poller) handle(ex *exchange, events uint32) bool {
 	case done:
 		ex.result, ex.keep = res, keep && !eof
 	case eof || len(ex.in) > ex.limit:
-		ex.result, done = Fail("connection closed"), true
+		ex.result, done = Result{Reason: connClosed}, true
 		if !eof {
 			ex.result = Fail("response larger than %d bytes", ex.limit)
 		}
@@ -449,7 +460,45 @@ func (p *Poller) Close() {
 	p.closeFDs()
 	p.mu.Unlock()
 	for _, ex := range finished {
-		ex.finish(ex.result, -1)
+		ex.report(-1)
+	}
+}
+
+// report ends ex: its handler learns of the connection kept (keptFD, or -1), then its caller
+// of the result. Called once, outside the poller's lock.
+func (ex *exchange) report(keptFD int) {
+	ex.handler.ended(keptFD)
+	ex.done(ex.result)
+}
+
+// newExchange returns a finished exchange to reuse, or a new one.
+func (p *Poller) newExchange() *exchange {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.free); n > 0 {
+		ex := p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+		return ex
+	}
+	return &exchange{}
+}
+
+// recycle keeps finished exchanges for newExchange, up to maxFreeExchanges. Their read
+// buffers are kept when small.
+func (p *Poller) recycle(finished []*exchange) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ex := range finished {
+		if len(p.free) == maxFreeExchanges {
+			return
+		}
+		in := ex.in[:0]
+		if cap(in) > connReadSize {
+			in = nil
+		}
+		*ex = exchange{in: in}
+		p.free = append(p.free, ex)
 	}
 }
 

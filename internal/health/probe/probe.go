@@ -36,10 +36,12 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 )
@@ -122,16 +124,31 @@ type Compiled struct {
 	Key string
 }
 
-// Compiler compiles the checks of one configuration load. Checks compiled by one Compiler
-// share what equal parameters need, such as compiled regular expressions: thousands of checks
-// with the same `expect` cost one compiled expression.
+// Compiler compiles the checks of one configuration load, one at a time. Checks compiled by one
+// Compiler share what equal parameters need, such as compiled regular expressions: thousands of
+// checks with the same `expect` cost one compiled expression; and those of one parameters map
+// (a profile's, which the configuration shares between the backends that use it) its
+// canonical form, which their keys are made of.
 type Compiler struct {
-	regexps map[string]*regexp.Regexp
+	params params
+	// canonical holds the canonical form (writeCanonical) of each parameters map, by the map;
+	// each entry keeps its map, so that no other map takes its address during the load.
+	canonical map[unsafe.Pointer]canonicalParams
+	key       []byte // checkKey's buffer
+	// compiled is where the next Compiled are made, a few hundred at a time: a load compiles
+	// hundreds of thousands, which live until the health manager has their probers.
+	compiled []Compiled
+}
+
+// canonicalParams is a parameters map and its canonical form.
+type canonicalParams struct {
+	m    map[string]any
+	form string
 }
 
 // NewCompiler returns a Compiler for one load.
 func NewCompiler() *Compiler {
-	return &Compiler{regexps: make(map[string]*regexp.Regexp)}
+	return &Compiler{params: params{regexps: make(map[string]*regexp.Regexp)}, canonical: make(map[unsafe.Pointer]canonicalParams)}
 }
 
 // Compile validates hc for target t with a Compiler of its own.
@@ -146,8 +163,8 @@ func (c *Compiler) Compile(hc config.HealthCheck, t Target, defaultTimeout time.
 	if !ok {
 		return nil, fmt.Errorf("%s: unknown health-check type %q", hc.Pos, hc.Type)
 	}
-	p := newParams(hc.Params)
-	p.regexps = c.regexps
+	p := &c.params
+	p.reset(hc.Params)
 	timeout := p.Duration("timeout", defaultTimeout)
 	source := checkSource(p, hc.Type, t) // probe_source, see source.go
 	prober, err := newProbe(p, t, timeout)
@@ -169,21 +186,37 @@ func (c *Compiler) Compile(hc config.HealthCheck, t Target, defaultTimeout time.
 		}
 		return nil, errors.Join(parts...)
 	}
-	key := checkKey(hc, t, timeout)
+	key := c.checkKey(hc, t, timeout)
 	if id, ok := prober.(interface{ identity() string }); ok {
-		key += "|" + id.identity() // what the parameters only name, such as a script file's content
+		key = append(append(key, '|'), id.identity()...) // what the parameters only name, such as a script file's content
 	}
 	// Kept as a digest: tens of thousands of checks would otherwise each keep a long key.
-	sum := sha256.Sum256([]byte(key))
-	return &Compiled{Prober: withCheckSource(prober, source), Type: hc.Type, Timeout: timeout, Key: string(sum[:16])}, nil
+	sum := sha256.Sum256(key)
+	if len(c.compiled) == cap(c.compiled) {
+		c.compiled = make([]Compiled, 0, min(max(2*cap(c.compiled), 8), 256))
+	}
+	c.compiled = append(c.compiled, Compiled{Prober: withCheckSource(prober, source), Type: hc.Type, Timeout: timeout, Key: string(sum[:16])})
+	return &c.compiled[len(c.compiled)-1], nil
 }
 
-// checkKey is the identity of a check: two backends of different records with the same
-// address and the same check share one probe.
-func checkKey(hc config.HealthCheck, t Target, timeout time.Duration) string {
+// checkKey returns the identity of a check, in c's buffer (valid until the next call): two
+// backends of different records with the same address and the same check share one probe.
+func (c *Compiler) checkKey(hc config.HealthCheck, t Target, timeout time.Duration) []byte {
+	c.key = fmt.Appendf(c.key[:0], "%s|%s|%d|%s|%s", hc.Type, t.Host, t.Port, timeout, c.canonicalForm(hc.Params))
+	return c.key
+}
+
+// canonicalForm returns the canonical form of m (writeCanonical), made once per map.
+func (c *Compiler) canonicalForm(m map[string]any) string {
+	ptr := reflect.ValueOf(m).UnsafePointer()
+	if e, ok := c.canonical[ptr]; ok && ptr != nil {
+		return e.form
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%s|%d|%s|", hc.Type, t.Host, t.Port, timeout)
-	writeCanonical(&b, hc.Params)
+	writeCanonical(&b, m)
+	if ptr != nil {
+		c.canonical[ptr] = canonicalParams{m: m, form: b.String()}
+	}
 	return b.String()
 }
 

@@ -16,8 +16,7 @@ const tcpExpectLimit = connReadSize
 // tcpProbe is a compiled tcp check: connect, optionally write send, optionally read until
 // expect matches, then close. Connections are not reused. It is safe for concurrent use.
 type tcpProbe struct {
-	addr    string
-	ap      netip.AddrPort // the target's address for the poller; invalid for host names
+	dialTarget
 	send    []byte         // written after connecting; nil for none
 	expect  *regexp.Regexp // matched on the answer; nil for none
 	timeout time.Duration
@@ -30,10 +29,9 @@ func newTCPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 		p.Errorf("port", "required: the target has no port")
 	}
 	tp := &tcpProbe{
-		addr:    t.HostPort(port),
-		ap:      netip.AddrPortFrom(t.IP, uint16(port)),
-		expect:  p.Regexp("expect"),
-		timeout: timeout,
+		dialTarget: newDialTarget(t, port),
+		expect:     p.Regexp("expect"),
+		timeout:    timeout,
 	}
 	if s := p.String("send", ""); s != "" {
 		tp.send = []byte(s)
@@ -46,10 +44,10 @@ func newTCPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 func (tp *tcpProbe) Probe(ctx context.Context) Result {
 	deadline, budget := connDeadline(ctx, tp.timeout)
 	if ctx.Err() != nil {
-		return Fail("%s", connTimeoutReason(budget))
+		return Result{Reason: connTimeoutReason(budget)}
 	}
 	dialer := connDialer(tp.timeout)
-	conn, err := dialer.DialContext(ctx, "tcp", tp.addr)
+	conn, err := dialer.DialContext(ctx, "tcp", tp.hostPort())
 	if err != nil {
 		return Result{Reason: connReason(ctx, err, budget)}
 	}
@@ -111,7 +109,7 @@ func (tp *tcpProbe) startAsync(p *Poller, sources []netip.Addr, deadline time.Ti
 	if !tp.ap.Addr().IsValid() {
 		return false
 	}
-	p.start(tp.ap, -1, sources, tp.send, tcpExpectLimit, deadline, tp.timeout, tcpExchange{tp}, func(res Result, _ int) { done(res) })
+	p.start(tp.ap, -1, sources, tp.send, tcpExpectLimit, deadline, tp.timeout, tcpExchange{tp}, done)
 	return true
 }
 
@@ -133,8 +131,11 @@ func (x tcpExchange) expired(in []byte, timeout string) Result {
 	if len(in) > 0 {
 		return Fail("tcp: expect %q not matched", x.tp.expect.String())
 	}
-	return Fail("%s", timeout)
+	return Result{Reason: timeout}
 }
+
+// ended does nothing: a tcp probe keeps no connection.
+func (x tcpExchange) ended(int) {}
 
 func (x tcpExchange) received(in []byte, eof bool) (Result, bool, bool) {
 	if x.tp.expect.Match(in) {

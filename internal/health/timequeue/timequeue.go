@@ -4,6 +4,7 @@
 package timequeue
 
 import (
+	"iter"
 	"time"
 )
 
@@ -17,8 +18,15 @@ type Item interface {
 
 // Queue is a min-heap of items by due time. Each entry keeps its item's due time next to it,
 // so that ordering 30,000 items compares integers in one array instead of following a pointer
-// (a cache miss) and an interface call per comparison.
+// (a cache miss) and an interface call per comparison. The heap is 4-ary: half as deep as a
+// binary one, so that an item moved from the top to the bottom (a job run and queued for its
+// next interval) passes half as many entries, each of which must learn its new index (a
+// write to an item, usually a cache miss), and compares four due times of one cache line at
+// each level.
 type Queue[T Item] []queued[T]
+
+// arity is the number of children of an entry of the heap.
+const arity = 4
 
 // queued is one entry of a Queue: the item and its due time in Unix nanoseconds.
 type queued[T Item] struct {
@@ -28,6 +36,18 @@ type queued[T Item] struct {
 
 // Len returns the number of items queued.
 func (q Queue[T]) Len() int { return len(q) }
+
+// All returns every item queued, in no particular order. The queue must not change while
+// they are read.
+func (q Queue[T]) All() iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for _, e := range q {
+			if !yield(e.item) {
+				return
+			}
+		}
+	}
+}
 
 // First returns the item due first; the queue must not be empty.
 func (q Queue[T]) First() T { return q[0].item }
@@ -41,7 +61,7 @@ func (q Queue[T]) swap(a, b int) {
 // up moves the entry at i towards the root until its parent is due no later.
 func (q Queue[T]) up(i int) {
 	for i > 0 {
-		parent := (i - 1) / 2
+		parent := (i - 1) / arity
 		if q[parent].at <= q[i].at {
 			return
 		}
@@ -55,12 +75,15 @@ func (q Queue[T]) up(i int) {
 func (q Queue[T]) down(i int) bool {
 	start, n := i, len(q)
 	for {
-		child := 2*i + 1
-		if child >= n {
+		first := arity*i + 1
+		if first >= n {
 			break
 		}
-		if right := child + 1; right < n && q[right].at < q[child].at {
-			child = right
+		child := first
+		for c := first + 1; c < min(first+arity, n); c++ {
+			if q[c].at < q[child].at {
+				child = c
+			}
 		}
 		if q[i].at <= q[child].at {
 			break
