@@ -75,6 +75,8 @@ deps:
 	command -v named >/dev/null || [ -x /usr/sbin/named ] || missing="$$missing bind9"; \
 	command -v knotd >/dev/null || [ -x /usr/sbin/knotd ] || missing="$$missing knot"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v dnstap-read >/dev/null || missing="$$missing bind9-dnsutils"; \
+	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
 	command -v zonemaster-cli >/dev/null || missing="$$missing zonemaster-cli"; \
 	command -v dnsviz >/dev/null && /usr/bin/python3 -c "import pygraphviz" 2>/dev/null || missing="$$missing dnsviz python3-pygraphviz"; \
 	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
@@ -92,6 +94,7 @@ testbins:
 	$(GO) run ./internal/testutil/kubebuild
 	$(GO) run ./internal/testutil/helmbuild
 	$(GO) run ./internal/testutil/externaldnsbuild
+	$(GO) run ./internal/testutil/dnstapbuild
 
 # What the real-cluster tests need from Debian, installed only when missing (as root; without
 # root, or when apt cannot install them, the tests skip and say why).

@@ -106,6 +106,15 @@ func (s *apiServer) answer(t *testing.T) []string {
 	return addresses(s.Query(t, "udp", "www.example.org", dns.TypeA))
 }
 
+// waitAnswer waits until www.example.org answers want alone, or fails after a deadline.
+func (s *apiServer) waitAnswer(t *testing.T, want string) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		a := s.answer(t)
+		return len(a) == 1 && a[0] == want
+	}, "www.example.org does not answer %s alone:\n%s", want, s.Logs())
+}
+
 // backend returns the backend key of the API's status.
 func (s *apiServer) backend(t *testing.T, key string) admin.BackendStatus {
 	t.Helper()

@@ -20,7 +20,8 @@ func siteCell(site, field string) string {
 }
 
 // TestDashboardSites: two sites on loopback, the same failover record with a backend in each.
-// Site 2's dashboard shows the Sites section with s1 fresh and the target it publishes, and
+// Site 2's dashboard shows the Sites section with s1 fresh (in the table and on the map) and
+// the target it publishes, and
 // s1's backend as a remote one of site s1; after SIGKILL of s1's process it shows s1 stale,
 // silent, its backend stale and the record failing over; then, site 2's own backend dead too,
 // the record degraded.
@@ -41,6 +42,11 @@ func TestDashboardSites(t *testing.T) {
 	}
 	b.WaitText(siteCell("s1", "state"), "fresh", 10*time.Second)
 	b.WaitText(siteCell("s1", "targets"), "app.gslb.example.com. "+backends[0], 5*time.Second)
+	// The map of the sites: s2 in the middle, s1 fresh, joined by a solid line.
+	sitemap := `#sites svg.sitemap g.site[data-site=%q][data-state=%q]`
+	if b.Count(fmt.Sprintf(sitemap, "s2", "self")) != 1 || b.Count(fmt.Sprintf(sitemap, "s1", "fresh")+" line.link-fresh") != 1 {
+		t.Errorf("the sites map: %s", b.Eval(`(document.querySelector("#sites svg.sitemap") || {outerHTML: "none"}).outerHTML`))
+	}
 	peer := fmt.Sprintf(`#sites tr[data-peer="127.0.0.1:%d"] td[data-field=%%q]`, procs[0].port)
 	for _, c := range []struct{ sel, want string }{
 		{`#sites [data-field="self"]`, "s2"},
@@ -74,6 +80,9 @@ func TestDashboardSites(t *testing.T) {
 	}
 	testutil.Eventually(t, siteThreshold+5*time.Second, func() bool { return b.Text(siteCell("s1", "state")) == "stale" },
 		"the dashboard shows s1 %q after its process was killed, want stale", b.Text(siteCell("s1", "state")))
+	if b.Count(fmt.Sprintf(sitemap, "s1", "stale")+" line.link-stale") != 1 {
+		t.Errorf("the sites map does not show s1 stale: %s", b.Eval(`document.querySelector("#sites svg.sitemap").outerHTML`))
+	}
 	if got := b.Text(siteCell("s1", "silent")); !strings.HasSuffix(got, "s ago") {
 		t.Errorf("silent since of the killed site shows %q", got)
 	}

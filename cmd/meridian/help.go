@@ -18,6 +18,7 @@ var helpUsage = []struct{ synopsis, meaning string }{
 	{"meridian -conf FILE", "serve the Corefile FILE (default: Corefile in the working directory)"},
 	{"meridian check -conf FILE", "validate a Corefile and the YAML files it names, then exit"},
 	{"meridian ctl COMMAND ...", "query and steer a running meridian through its admin API"},
+	{"meridian answers FILE...", "print the responses of an answer log (a dnstap file; - for standard input), one JSON object a line, with the decision each carries"},
 	{"meridian help [-man] [OPTION...]", "this text; the man page meridian(8) in troff (-man); or only the Corefile options named"},
 	{"meridian -version", "print Meridian's and CoreDNS's versions"},
 }

@@ -5,6 +5,7 @@
 //	meridian -version              print Meridian's and CoreDNS's versions
 //	meridian check -conf Corefile  validate a Corefile and the YAML files it names, then exit
 //	meridian ctl COMMAND ...       query and steer a running meridian through its admin API
+//	meridian answers FILE...       print the responses of an answer log (dnstap) with their decisions
 //	meridian help [-man] [OPTION]  the commands and the Corefile options (-man: the man page)
 //
 // SIGUSR1 reloads the Corefile; SIGUSR2 replaces the running binary by the one at its path
@@ -25,6 +26,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/debug"
 	_ "github.com/coredns/coredns/plugin/dnssec"
+	_ "github.com/coredns/coredns/plugin/dnstap"
 	_ "github.com/coredns/coredns/plugin/errors"
 	_ "github.com/coredns/coredns/plugin/file"
 	_ "github.com/coredns/coredns/plugin/forward"
@@ -32,6 +34,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/https"
 	_ "github.com/coredns/coredns/plugin/loadbalance"
 	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/metadata"
 	_ "github.com/coredns/coredns/plugin/metrics"
 	_ "github.com/coredns/coredns/plugin/multisocket"
 	_ "github.com/coredns/coredns/plugin/pprof"
@@ -63,8 +66,8 @@ var Version = "dev"
 // tls://, quic:// and https:// addresses is gslb's tls_cert, read again when it changes
 // (CoreDNS's tls plugin, with its ACME client, is not compiled in).
 var directives = []string{
-	"root", "quic", "https", "timeouts", "multisocket", "reload", "bind", "debug", "ready", "health", "pprof", "prometheus",
-	"errors", "log", "any", "loadbalance", "tsig", "rewrite", "acl", "transfer", "dnssec", "gslb", "gslb_proxy", "cache",
+	"root", "metadata", "quic", "https", "timeouts", "multisocket", "reload", "bind", "debug", "ready", "health", "pprof", "prometheus",
+	"errors", "log", "dnstap", "any", "loadbalance", "tsig", "rewrite", "acl", "transfer", "dnssec", "gslb", "gslb_proxy", "cache",
 	"template", "file", "forward", "whoami",
 }
 
@@ -83,6 +86,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "help" {
 		os.Exit(runHelp(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "answers" {
+		os.Exit(runAnswers(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "ctl" {
 		os.Exit(runCtl(os.Args[2:], os.Getenv, os.Stdout, os.Stderr))

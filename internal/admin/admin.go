@@ -106,6 +106,12 @@ type Series []int64
 
 // MarshalJSON writes the series, with null for negative values.
 func (s Series) MarshalJSON() ([]byte, error) {
+	return appendSeries(s, func(b []byte, v int64) []byte { return strconv.AppendInt(b, v, 10) }), nil
+}
+
+// appendSeries returns s as a JSON array, null for negative values, each other value written
+// by appendValue.
+func appendSeries[T int64 | float64](s []T, appendValue func([]byte, T) []byte) []byte {
 	out := append(make([]byte, 0, 2+len(s)*5), '[')
 	for i, v := range s {
 		if i > 0 {
@@ -114,10 +120,10 @@ func (s Series) MarshalJSON() ([]byte, error) {
 		if v < 0 {
 			out = append(out, "null"...)
 		} else {
-			out = strconv.AppendInt(out, v, 10)
+			out = appendValue(out, v)
 		}
 	}
-	return append(out, ']'), nil
+	return append(out, ']')
 }
 
 // UnmarshalJSON reads an array of numbers and nulls, nulls as -1.

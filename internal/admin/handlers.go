@@ -65,6 +65,8 @@ func (s *Server) apiRoutes() []route {
 		change("POST /api/v1/backends/{action}", RoleOperate, "", s.act),
 		read("GET /api/v1/overrides", s.overrides),
 		read("GET /api/v1/transitions", s.transitions),
+		read("GET /api/v1/timelines", s.timelines),
+		read("GET /api/v1/shares", s.shares),
 		read("GET /api/v1/explain", s.explain),
 		read("GET /api/v1/sites", s.sites),
 		read("GET /api/v1/drills", s.drills),

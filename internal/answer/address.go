@@ -39,6 +39,8 @@ type client struct {
 	// before a geo mode selects (nil otherwise).
 	geo *geo.Sources
 	loc *geo.Location
+	// explaining is set when no client asked (builder.explaining).
+	explaining bool
 }
 
 // selectFamily runs rec's mode for family f and the client, or its fallback policy when no
@@ -54,6 +56,9 @@ func selectFamily(rec *catalog.Record, c client, f catalog.Family, dst []*catalo
 // pickFamily is selectFamily over the view v, without the TTL.
 func pickFamily(rec *catalog.Record, v *catalog.View, c client, f catalog.Family, dst []*catalog.Backend) selection {
 	x := v.Extra()
+	if x.Watch != nil && !c.explaining {
+		x.Watch.NoteAnswer(f) // the first answer of a change (a failover timeline)
+	}
 	if t := x.Geo[f]; t != nil && len(v.Healthy[f]) > 0 {
 		var buf [maxInlinePicks]int
 		picks, scope := t.Select(c.geo, c.loc, buf[:0])
@@ -101,13 +106,19 @@ func pickFamily(rec *catalog.Record, v *catalog.View, c client, f catalog.Family
 // GeoIP sources, into a Location on this function's stack: queries of the other modes neither
 // zero nor carry it.
 func (r *builder) pick(f catalog.Family, dst []*catalog.Backend) selection {
-	c := client{addr: r.client}
+	c := client{addr: r.client, explaining: r.explaining}
 	if mode := r.rec.Config.Mode; !policy.IsGeo(mode) && (mode != config.ModeChain || !needsLocation(r.rec, f)) {
 		return selectFamily(r.rec, c, f, dst)
 	}
 	var loc geo.Location
 	r.geo.Lookup(r.client, &loc)
 	c.geo, c.loc = r.geo, &loc
+	if r.count {
+		r.country = loc.Country.Country
+		if !loc.Country.Found {
+			r.country = loc.City.Country
+		}
+	}
 	return selectFamily(r.rec, c, f, dst)
 }
 
@@ -119,6 +130,7 @@ func (r *builder) timedPick(f catalog.Family, dst []*catalog.Backend) (selection
 	}
 	start := time.Now()
 	sel := r.pick(f, dst)
+	r.ttl = sel.ttl // for selected
 	return sel, time.Since(start)
 }
 
@@ -154,10 +166,11 @@ func withTTL(rr dns.RR, ttl uint32) dns.RR {
 	return rr
 }
 
-// selected counts be in the answer, when the answer counts.
+// selected counts be in the answer, when the answer counts: with the answer's TTL and, when
+// the selection looked the client up, its country (traffic_shares).
 func (r *builder) selected(be *catalog.Backend) {
 	if r.count {
-		r.rec.CountSelected(be)
+		r.rec.CountSelected(be, r.ttl, r.country)
 	}
 }
 

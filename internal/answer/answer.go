@@ -25,7 +25,9 @@ type Options struct {
 	// EnableTXT answers TXT queries of record names with one line per backend.
 	EnableTXT bool
 	// Count counts address answers in the record's and the backends' query counts and times
-	// their selection (catalog.Record.CountAnswer), for CoreDNS-GSLB's metrics.
+	// their selection (catalog.Record.CountAnswer), for CoreDNS-GSLB's metrics and the
+	// traffic shares (each backend's answers weighted by their TTL, by client country where
+	// the selection looked it up).
 	Count bool
 	// PeerKey is set when the peers' exchanges are signed (peer_tsig): the names a site
 	// publishes for its peers are answered to signed queries only (Query.Signed).
@@ -86,11 +88,12 @@ type Query struct {
 // Respond answers q from snap and, with opts.Count, counts the answer in the record's and the
 // backends' query counts (catalog.Record.CountAnswer).
 func Respond(snap *catalog.Snapshot, opts Options, q Query) (*dns.Msg, Result) {
-	return respond(snap, opts, q, opts.Count)
+	return respond(snap, opts, q, opts.Count, false)
 }
 
-// respond is Respond; count is false for answers that no client asked for (Explain).
-func respond(snap *catalog.Snapshot, opts Options, q Query, count bool) (*dns.Msg, Result) {
+// respond is Respond; count is false for answers that no client asked for (Explain), and
+// explaining is set for them: they are not the first answer of a change (catalog.AnswerWatch).
+func respond(snap *catalog.Snapshot, opts Options, q Query, count, explaining bool) (*dns.Msg, Result) {
 	req := q.Msg
 	if req.Response || (req.Opcode != dns.OpcodeQuery && req.Opcode != dns.OpcodeNotify) || len(req.Question) != 1 {
 		return nil, NotOurs
@@ -112,7 +115,7 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count bool) (*dns.Ms
 		return m, Answered
 	}
 
-	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, source: q.Source, geo: q.Geo, count: count}
+	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, source: q.Source, geo: q.Geo, count: count, explaining: explaining}
 	m, result := b.respond(snap, opts, q)
 	if opts.Limit != nil && !q.TCP && m != nil {
 		if m = b.limit(opts.Limit, m); m == nil {
@@ -186,6 +189,13 @@ type builder struct {
 	geo *geo.Sources
 	// count makes address answers count in the record's and the backends' query counts.
 	count bool
+	// explaining is set for an answer no client asked for (Explain, Decide): it does not note
+	// the first answer of a change on the record's AnswerWatch.
+	explaining bool
+	// ttl and country are, while an answer counts, its TTL and its client's country (when the
+	// selection looked it up), for the traffic counts (catalog.Record.CountSelected).
+	ttl     uint32
+	country string
 	// reserve is room the caller adds to the response after it (its TSIG signature), which
 	// UDP answers leave free.
 	reserve int

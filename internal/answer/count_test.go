@@ -1,7 +1,10 @@
 package answer
 
 import (
+	"fmt"
+	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -88,12 +91,38 @@ func TestAnswerCountsAllocateNothing(t *testing.T) {
 		q.SetQuestion(c.qname, c.qtype)
 		query := Query{Msg: q, Source: testClient}
 		counted := testing.AllocsPerRun(200, func() { Respond(snap, Options{Count: true}, query) })
-		uncounted := testing.AllocsPerRun(200, func() { respond(snap, Options{}, query, false) })
+		uncounted := testing.AllocsPerRun(200, func() { respond(snap, Options{}, query, false, false) })
 		if counted != uncounted {
 			t.Errorf("%s %s: %v allocations counted, %v without counting", c.qname, dns.TypeToString[c.qtype], counted, uncounted)
 		}
 	}
 	if ok, _ := recordNamed(t, snap, "www.example.org.").Answers(); ok < 400 {
 		t.Errorf("www.example.org. counted %d answers of at least 400", ok)
+	}
+}
+
+// TestTrafficCounts: a counted answer adds its TTL to the traffic of each backend it carries,
+// by either path, and for a geo record to the client's country's.
+func TestTrafficCounts(t *testing.T) {
+	snap, _ := geoSnapshot(t)
+	src := geoSources(t)
+	rec := recordNamed(t, snap, "single.example.org.")
+	opts := Options{Count: true}
+	q := new(dns.Msg)
+	q.SetQuestion("single.example.org.", dns.TypeA)
+	Respond(snap, opts, Query{Msg: q, Source: netip.MustParseAddr("198.51.100.7"), Geo: src})
+	if _, ok := AppendFast(nil, snap, opts, pack(t, q), netip.MustParseAddr("203.0.113.9"), false, src, time.Time{}); !ok {
+		t.Fatal("the fast path did not answer")
+	}
+	ttl := uint64(rec.View().TTL[catalog.IPv4])
+	if got := rec.Traffic(rec.Backends[0]); got != 2*ttl {
+		t.Errorf("traffic %d, want two answers of TTL %d", got, ttl)
+	}
+	var got []string
+	rec.TrafficByCountry(func(country string, _ *catalog.Backend, seconds uint64) {
+		got = append(got, fmt.Sprintf("%s %d", country, seconds))
+	})
+	if want := fmt.Sprintf("[FR %d US %d]", ttl, ttl); fmt.Sprint(got) != want {
+		t.Errorf("by country %v, want %s", got, want)
 	}
 }

@@ -69,7 +69,7 @@ func (e Explanation) String() string {
 // Explain answers q from snap like Respond and says how the answer was chosen.
 func Explain(snap *catalog.Snapshot, opts Options, q Query) Explanation {
 	opts.Limit = nil // no client asked: nothing to limit
-	m, res := respond(snap, opts, q, false)
+	m, res := respond(snap, opts, q, false, true)
 	return Describe(snap, opts, q, m, res)
 }
 
@@ -93,7 +93,7 @@ func Describe(snap *catalog.Snapshot, opts Options, q Query, m *dns.Msg, res Res
 	}
 
 	// Walk the same path as Respond, keeping what it decided.
-	b := builder{req: q.Msg, qtype: q.Msg.Question[0].Qtype, client: q.Source, geo: q.Geo}
+	b := builder{req: q.Msg, qtype: q.Msg.Question[0].Qtype, client: q.Source, geo: q.Geo, explaining: true}
 	b.qname = strings.ToLower(q.Msg.Question[0].Name)
 	b.zone = snap.Zone(b.qname)
 	e.Zone = b.zone.Origin

@@ -50,7 +50,11 @@ func (b *builder) published(snap *catalog.Snapshot, opts Options, signed bool) b
 	default:
 		rec := b.publishing(target, func(rc *config.Record) bool { return rc.Publish })
 		if f, ok := catalog.FamilyOf(b.qtype); ok && rec != nil {
-			b.publish(rec.View().Extra().Published[f])
+			x := rec.View().Extra()
+			if x.Watch != nil && !b.explaining {
+				x.Watch.NotePeerRead() // a peer site learns the change now
+			}
+			b.publish(x.Published[f])
 		}
 		b.nodataIfEmpty(rec)
 	}

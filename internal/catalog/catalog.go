@@ -47,6 +47,8 @@ type Zone struct {
 	changes atomic.Uint64
 	// static are the zone's static records, in file order.
 	static []dns.RR
+	// watches are the AnswerWatches set on its records (Record.Watch).
+	watches watches
 	// signing is how the zone is signed (DNSSEC, signed.go); nil for an unsigned zone.
 	signing *zoneSigning
 	// wire are the zone's templates (wire.go), packed again when the serial changes.

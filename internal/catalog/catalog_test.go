@@ -238,8 +238,8 @@ func TestCarryCountsAcrossReloads(t *testing.T) {
 	www.CountAnswer(false, time.Millisecond)
 	www.CountAnswer(false, time.Millisecond)
 	www.CountAnswer(true, time.Millisecond)
-	www.CountSelected(www.Backends[0])
-	www.CountSelected(www.Backends[1])
+	www.CountSelected(www.Backends[0], 30, "DE")
+	www.CountSelected(www.Backends[1], 30, "")
 	old.Records()[0].CountAnswer(false, time.Millisecond) // gone.example.org., not in the new snapshot
 
 	snap := build("records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}, {address: 10.0.0.3}]\n  new.example.org.:\n    backends: [{address: 10.0.0.1}]\n")
@@ -250,16 +250,41 @@ func TestCarryCountsAcrossReloads(t *testing.T) {
 		ok, failed := r.Answers()
 		var selected []uint64
 		for _, b := range r.Backends {
-			selected = append(selected, r.Selected(b))
+			selected = append(selected, r.Selected(b), r.Traffic(b))
 		}
 		buckets, secs := r.Resolutions(false)
 		if r.Name() == "www.example.org." && (buckets[0] != 3 || secs != 0.003) {
 			t.Errorf("%s: resolution histogram %v in %gs, want 3 in the first bucket in 0.003s", r.Name(), buckets, secs)
 		}
-		want := map[string]string{"new.example.org.": "0 0 [0]", "www.example.org.": "3 1 [1 0]"}[r.Name()]
+		want := map[string]string{"new.example.org.": "0 0 [0 0]", "www.example.org.": "3 1 [1 30 0 0]"}[r.Name()]
 		if got := fmt.Sprintf("%d %d %v", ok, failed, selected); got != want {
-			t.Errorf("%s: answers, failed, selected = %s, want %s", r.Name(), got, want)
+			t.Errorf("%s: answers, failed, selected and traffic = %s, want %s", r.Name(), got, want)
 		}
+	}
+}
+
+// TestTrafficByCountry: the traffic of the answers whose client's country is known is counted
+// by country and backend, the TTL each; other codes are not countries.
+func TestTrafficByCountry(t *testing.T) {
+	snap, err := Build([]*config.Zone{mustZone(t, "example.org", "records:\n  www.example.org.:\n    backends: [{address: 10.0.0.1}, {address: 10.0.0.2}]\n")}, states{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := snap.Records()[0]
+	r.CountSelected(r.Backends[0], 30, "DE")
+	r.CountSelected(r.Backends[0], 60, "DE")
+	r.CountSelected(r.Backends[1], 30, "US")
+	r.CountSelected(r.Backends[1], 30, "")
+	r.CountSelected(r.Backends[1], 30, "eu")
+	var got []string
+	r.TrafficByCountry(func(country string, b *Backend, seconds uint64) {
+		got = append(got, fmt.Sprintf("%s %s %d", country, b.Config.Address, seconds))
+	})
+	if want := "[DE 10.0.0.1 90 US 10.0.0.2 30]"; fmt.Sprint(got) != want {
+		t.Errorf("by country %v, want %s", got, want)
+	}
+	if r.Traffic(r.Backends[1]) != 90 {
+		t.Errorf("traffic of the second %d, want 90", r.Traffic(r.Backends[1]))
 	}
 }
 
@@ -482,6 +507,8 @@ func TestViewExtraSeesEveryField(t *testing.T) {
 			f.Set(reflect.ValueOf(time.Unix(1, 0)))
 		case f.Kind() == reflect.Slice:
 			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		case f.Kind() == reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
 		case f.Kind() == reflect.Array && f.Type().Elem().Kind() == reflect.Pointer:
 			f.Index(0).Set(reflect.New(f.Type().Elem().Elem()))
 		case f.Kind() == reflect.Array && f.Type().Elem().Kind() == reflect.Slice:

@@ -16,6 +16,11 @@ import (
 type queryCounts struct {
 	answered [2]resolutions  // by failed: answered, answered with the fail-closed rcode
 	selected []atomic.Uint64 // by the backend's index in Record.Backends: answers carrying it
+	// ttl is, by backend, the TTLs of the answers carrying it, summed; countries the same by
+	// client country and backend, allocated at the first answer whose country is known
+	// (traffic.go).
+	ttl       []atomic.Uint64
+	countries atomic.Pointer[[]atomic.Uint64]
 }
 
 // queryCounts returns the record's counters, allocating them at the first call.
@@ -23,7 +28,7 @@ func (r *Record) queryCounts() *queryCounts {
 	if c := r.counts.Load(); c != nil {
 		return c
 	}
-	c := &queryCounts{selected: make([]atomic.Uint64, len(r.Backends))}
+	c := &queryCounts{selected: make([]atomic.Uint64, len(r.Backends)), ttl: make([]atomic.Uint64, len(r.Backends))}
 	if r.counts.CompareAndSwap(nil, c) {
 		return c
 	}
@@ -115,10 +120,13 @@ func (r *Record) Resolutions(failed bool) (buckets []uint64, seconds float64) {
 	return buckets, time.Duration(h.nanos.Load()).Seconds()
 }
 
-// CountSelected counts one address answer of the record that carried b, one of its backends.
-func (r *Record) CountSelected(b *Backend) {
+// CountSelected counts one address answer of the record that carried b, one of its backends,
+// with the TTL ttl, for a client of country (an ISO code; "" when not known): in b's answers
+// and its traffic (traffic.go).
+func (r *Record) CountSelected(b *Backend, ttl uint32, country string) {
 	if c := r.queryCounts(); int(b.index) < len(c.selected) && r.Backends[b.index] == b {
 		c.selected[b.index].Add(1)
+		c.countTraffic(r, b, ttl, country)
 	}
 }
 
@@ -138,12 +146,12 @@ func (s *Snapshot) CarryCounts(old *Snapshot) {
 		return
 	}
 	records := make(map[string]*Record, len(old.records))
-	selected := make(map[string]uint64) // by backend key, the counts that are not 0
+	selected := make(map[string][2]uint64) // by backend key, the answers and traffic that are not 0
 	for _, r := range old.records {
 		records[r.Name()] = r
 		for _, b := range r.Backends {
 			if n := r.Selected(b); n > 0 {
-				selected[b.Key()] = n
+				selected[b.Key()] = [2]uint64{n, r.Traffic(b)}
 			}
 		}
 	}
@@ -162,12 +170,15 @@ func (s *Snapshot) CarryCounts(old *Snapshot) {
 	}
 }
 
-// carrySelected adds to the counts of CountSelected of r's backends those of selected, by key.
-func (r *Record) carrySelected(selected map[string]uint64) {
+// carrySelected adds to the counts of CountSelected of r's backends (answers and traffic)
+// those of selected, by key.
+func (r *Record) carrySelected(selected map[string][2]uint64) {
 	var buf [128]byte
 	for _, b := range r.Backends {
-		if n := selected[string(b.AppendKey(buf[:0]))]; n > 0 {
-			r.queryCounts().selected[b.index].Add(n)
+		if n := selected[string(b.AppendKey(buf[:0]))]; n[0] > 0 {
+			c := r.queryCounts()
+			c.selected[b.index].Add(n[0])
+			c.ttl[b.index].Add(n[1])
 		}
 	}
 }

@@ -68,6 +68,8 @@ type ViewExtra struct {
 	// NextTTLChange is the next instant at which the TTL changes by time alone (a scheduled
 	// drain's lead-in or one of its steps); zero for none. The record must be refreshed then.
 	NextTTLChange time.Time
+	// Watch follows a change of the record to its first answer (Record.Watch); nil for none.
+	Watch *AnswerWatch
 	// Signed are the view's prepared signatures (DNSSEC) in a signed zone; nil otherwise.
 	Signed *SignedView
 }
@@ -91,7 +93,7 @@ func (x *ViewExtra) empty() bool {
 			return false
 		}
 	}
-	return len(x.PublishedRTTs) == 0 && x.NextTTLChange.IsZero() && x.Signed == nil
+	return len(x.PublishedRTTs) == 0 && x.NextTTLChange.IsZero() && x.Watch == nil && x.Signed == nil
 }
 
 // FallbackApplies reports whether family f must be answered by the fallback policy: no backend
@@ -207,6 +209,7 @@ func (r *Record) refresh(now time.Time) {
 		}
 		r.chooseTTL(v, &x, f, now)
 	}
+	x.Watch = r.watch()
 	x.PublishedRTTs = r.publishedRTTs()
 	switch {
 	case r.Zone.signing != nil:
@@ -218,6 +221,9 @@ func (r *Record) refresh(now time.Time) {
 		v.extra = &extra
 	}
 	r.view.Store(v)
+	if x.Watch != nil {
+		x.Watch.swapped.CompareAndSwap(0, time.Now().UnixNano())
+	}
 	r.Zone.changes.Add(1)
 	r.scheduleRamp(now, rampNext)
 }

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/meridian-gslb/meridian/internal/health"
 )
@@ -73,6 +76,9 @@ func (c *Client) write() {
 func (c *Client) exec(batch []op) {
 	ctx, cancel := context.WithTimeout(c.ctx, opTimeout)
 	defer cancel()
+	ctx, span := otel.Tracer("meridian/cluster").Start(ctx, "redis pipeline",
+		trace.WithAttributes(attribute.Int("gslb.operations", len(batch))))
+	defer span.End()
 	pipe := c.rdb.Pipeline()
 	claims := make([]*redis.BoolCmd, len(batch))
 	writes := make([][]redis.Cmder, len(batch))

@@ -22,11 +22,11 @@ var (
 	})
 	operationsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "cluster_operations_total",
-		Help: "Redis operations, by kind: claim (SET NX of a lock), publish (SET and PUBLISH of a result), vote (HSET, PEXPIRE and PUBLISH of a vote), read (GET of a result or HGETALL of a cycle's votes).",
+		Help: "Redis operations, by kind: claim (SET NX of a lock), publish (SET and PUBLISH of a result), vote (HSET, PEXPIRE and PUBLISH of a vote), read (GET of a result or HGETALL of a cycle's votes), learned (HSET or HGETALL of when each instance learned a backend's change, for the failover timelines).",
 	}, []string{"op"})
 	errorsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "cluster_errors_total",
-		Help: "Failed Redis operations by kind (claim, publish, vote, read, subscribe), and messages that could not be decoded (decode).",
+		Help: "Failed Redis operations by kind (claim, publish, vote, read, learned, subscribe), and messages that could not be decoded (decode).",
 	}, []string{"op"})
 	locksTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: config.MetricsNamespace, Subsystem: config.MetricsSubsystem, Name: "cluster_locks_total",
@@ -69,6 +69,7 @@ const (
 	opPublish   = "publish"
 	opVote      = "vote"
 	opRead      = "read"
+	opLearned   = "learned"
 	opSubscribe = "subscribe"
 	opDecode    = "decode"
 
@@ -78,7 +79,7 @@ const (
 )
 
 func init() {
-	for _, op := range []string{opClaim, opPublish, opVote, opRead} {
+	for _, op := range []string{opClaim, opPublish, opVote, opRead, opLearned} {
 		operationsTotal.WithLabelValues(op)
 		errorsTotal.WithLabelValues(op)
 	}

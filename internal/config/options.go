@@ -17,6 +17,15 @@ type Options struct {
 	UseEDNSClientSubnet bool
 	// FastPath is the fast path's settings (fastpath, fastpath_log_sample): off unless set.
 	FastPath FastPathOptions
+	// TrafficShares counts each backend's answers weighted by their TTL, by client country for
+	// the geo modes, and measures the shares of traffic (traffic_shares; off by default).
+	TrafficShares bool
+	// Traces is the OpenTelemetry traces' exporter (traces_endpoint, traces_insecure,
+	// traces_service): off unless Traces.Endpoint is set.
+	Traces TracesOptions
+	// AnswerLog is the answer log's settings (answer_log, answer_log_sample,
+	// answer_log_queue): off unless AnswerLog.Enable.
+	AnswerLog AnswerLogOptions
 	// EnableTXT turns on the per-backend TXT debug answer (off by default: it discloses inventory).
 	EnableTXT bool
 	// CoreDNSGSLBMetrics exports CoreDNS-GSLB's metrics (gslb_*) beside Meridian's own, and
@@ -78,6 +87,45 @@ type FastPathOptions struct {
 	TCPMaxConns, TCPMaxConnsPerClient int
 }
 
+// AnswerLogOptions are the answer log's settings: the fast path's answers written as dnstap
+// frames to the server block's dnstap plugins, as those plugins write the plugin chain's, each
+// carrying Meridian's decision (docs/configuration.md, "Answer log").
+type AnswerLogOptions struct {
+	Enable bool
+	// Sample writes each fast-path answer with a chance of one in Sample (1: every answer).
+	Sample int
+	// Queue is how many fast-path answers wait to be written; an answer that finds it full is
+	// dropped and counted.
+	Queue int
+}
+
+// TracesOptions are where OpenTelemetry traces go: an OTLP/gRPC collector.
+type TracesOptions struct {
+	// Endpoint is the collector's host:port; empty: no traces.
+	Endpoint string
+	// Insecure sends them without TLS.
+	Insecure bool
+	// Service is the service.name of the spans; empty: DefaultTracesService.
+	Service string
+}
+
+// DefaultTracesService is the service.name of Meridian's spans.
+const DefaultTracesService = "meridian"
+
+// ServiceName returns the service.name of the spans.
+func (o TracesOptions) ServiceName() string {
+	if o.Service == "" {
+		return DefaultTracesService
+	}
+	return o.Service
+}
+
+// The answer log's defaults.
+const (
+	DefaultAnswerLogSample = 1
+	DefaultAnswerLogQueue  = 16384
+)
+
 // StateOptions are the state file's settings (state_persist_*, state_max_age): the health of
 // every probed backend, written periodically and at shutdown, read at start so that a
 // restarted instance answers from the last known health instead of from unknown.
@@ -117,8 +165,9 @@ func DefaultOptions() Options {
 			Interval: DefaultStatePersistInterval,
 			MaxAge:   DefaultStateMaxAge,
 		},
-		Webhooks: DefaultWebhookOptions(),
-		RRL:      defaultRRL(),
-		Cookies:  CookieOptions{Enable: true},
+		Webhooks:  DefaultWebhookOptions(),
+		RRL:       defaultRRL(),
+		Cookies:   CookieOptions{Enable: true},
+		AnswerLog: AnswerLogOptions{Sample: DefaultAnswerLogSample, Queue: DefaultAnswerLogQueue},
 	}
 }

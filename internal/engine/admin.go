@@ -14,9 +14,11 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/overlay"
 	"github.com/meridian-gslb/meridian/internal/published"
+	"github.com/meridian-gslb/meridian/internal/shares"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
 	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
 	"github.com/meridian-gslb/meridian/internal/source/sites"
+	"github.com/meridian-gslb/meridian/internal/timeline"
 )
 
 // Status implements admin.Provider: every zone, record and backend of the current snapshot
@@ -208,7 +210,7 @@ func (e *Engine) Ready() bool { return e.Snapshot() != nil }
 
 // AnswerOptions returns the answer switches of the block.
 func (e *Engine) AnswerOptions() answer.Options {
-	return answer.Options{UseECS: e.opts.UseEDNSClientSubnet, EnableTXT: e.opts.EnableTXT, Count: e.opts.CoreDNSGSLBMetrics,
+	return answer.Options{UseECS: e.opts.UseEDNSClientSubnet, EnableTXT: e.opts.EnableTXT, Count: e.opts.CoreDNSGSLBMetrics || e.opts.TrafficShares,
 		PeerKey: e.opts.Sites.TSIG != nil, Limit: e.sec.limiter, Cookies: e.sec.cookies, RequireCookie: e.opts.Cookies.Require}
 }
 
@@ -229,4 +231,74 @@ func CatalogOverrides(list []overlay.Override, now time.Time) map[string]catalog
 		}
 	}
 	return m
+}
+
+var _ admin.TimelineProvider = (*Engine)(nil)
+
+// Timelines implements admin.TimelineProvider: the block's failover timelines of record (every
+// record's when empty), the newest first, at most limit.
+func (e *Engine) Timelines(record string, limit int) []admin.Timeline {
+	k, ok := instanceOf[*timeline.Keeper](e)
+	if !ok {
+		return nil
+	}
+	ts := k.Timelines(record, limit)
+	out := make([]admin.Timeline, len(ts))
+	for i := range ts {
+		out[i] = adminTimeline(&ts[i])
+	}
+	return out
+}
+
+// adminTimeline returns t as the admin API shows it.
+func adminTimeline(t *timeline.Timeline) admin.Timeline {
+	at := func(x time.Time) *time.Time {
+		if x.IsZero() {
+			return nil
+		}
+		return &x
+	}
+	out := admin.Timeline{Record: t.Record, Backend: t.Backend, Key: t.Key, From: admin.State(t.From.String()),
+		To: admin.State(t.To.String()), Reason: t.Reason, Detected: t.Detected, Changed: t.Changed,
+		Swapped: at(t.Swapped), Answered: at(t.Answered), Target: admin.Millis(t.Target), Superseded: t.Superseded}
+	if m := t.Measured(); m > 0 {
+		out.Measured = admin.Millis(m)
+	}
+	for _, l := range t.Learned {
+		out.Learned = append(out.Learned, admin.Learned{By: l.By, At: l.At})
+	}
+	return out
+}
+
+var _ admin.SharesProvider = (*Engine)(nil)
+
+// Shares implements admin.SharesProvider: where the traffic of the block's records went, with
+// traffic_shares; nil without.
+func (e *Engine) Shares(now time.Time) []admin.RecordShares {
+	k, ok := instanceOf[*shares.Keeper](e)
+	if !ok {
+		return nil
+	}
+	var out []admin.RecordShares
+	for _, r := range k.Shares(now) {
+		rs := admin.RecordShares{Record: r.Name, Mode: r.Mode, Start: r.Start, BucketSeconds: int(shares.Bucket / time.Second)}
+		for _, s := range r.Backends {
+			bs := admin.BackendShare{Key: s.Key, Backend: s.Backend, Family: s.Family, Configured: s.Configured,
+				Series: admin.Shares(s.Series), TTLSeconds: s.Seconds}
+			if s.Actual >= 0 {
+				actual := s.Actual
+				bs.Actual = &actual
+			}
+			rs.Backends = append(rs.Backends, bs)
+		}
+		for _, c := range r.Countries {
+			cs := admin.CountryShares{Country: c.Country, TTLSeconds: c.Seconds, Shares: map[string]float64{}}
+			for key, n := range c.Backends {
+				cs.Shares[key] = float64(n) / float64(c.Seconds)
+			}
+			rs.Countries = append(rs.Countries, cs)
+		}
+		out = append(out, rs)
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"net/netip"
 
+	"github.com/meridian-gslb/meridian/internal/answerlog"
 	"github.com/meridian-gslb/meridian/internal/canary"
 	"github.com/meridian-gslb/meridian/internal/cgmetrics"
 	"github.com/meridian-gslb/meridian/internal/config"
@@ -11,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/publish/externaldns"
 	"github.com/meridian-gslb/meridian/internal/publish/resigner"
 	"github.com/meridian-gslb/meridian/internal/published"
+	"github.com/meridian-gslb/meridian/internal/shares"
 	"github.com/meridian-gslb/meridian/internal/shift"
 	"github.com/meridian-gslb/meridian/internal/source"
 	"github.com/meridian-gslb/meridian/internal/source/discovery"
@@ -18,6 +20,8 @@ import (
 	"github.com/meridian-gslb/meridian/internal/source/heartbeats"
 	"github.com/meridian-gslb/meridian/internal/source/kubernetes"
 	"github.com/meridian-gslb/meridian/internal/source/sites"
+	"github.com/meridian-gslb/meridian/internal/timeline"
+	"github.com/meridian-gslb/meridian/internal/traces"
 )
 
 // components is the constructor table: every input and publisher a gslb block may have, each
@@ -121,6 +125,39 @@ var components = []component{
 	}, func(w *notify.Webhooks, e *Engine) {
 		w.Configure(e.opts.Webhooks, e.opts.Sites.Site, e.log)
 	}),
+
+	// The failover timelines follow the health manager's transitions to the first answers.
+	row(component{
+		name: "failover timelines", roles: source.RolePublisher,
+		on: always, survives: true,
+	}, func(*blockEnv) *timeline.Keeper { return timeline.New() }, func(k *timeline.Keeper, e *Engine) {
+		k.Configure(e.Snapshot, e.fleet())
+	}),
+
+	// Where traffic goes: samples the records' traffic counts (which traffic_shares has the
+	// answers count) into the last hour; it keeps it across reloads.
+	row(component{
+		name: "traffic shares", roles: source.RolePublisher,
+		on: func(o config.Options) bool { return o.TrafficShares }, survives: true,
+	}, func(*blockEnv) *shares.Keeper { return shares.New() }, func(k *shares.Keeper, e *Engine) {
+		k.Configure(e.Snapshot)
+	}),
+
+	// The OpenTelemetry traces: the process's tracer provider while a block asks for it.
+	row(component{
+		name: "traces", roles: source.RolePublisher,
+		on:       func(o config.Options) bool { return o.Traces.Endpoint != "" },
+		survives: true,
+		restart:  func(o config.Options) any { return o.Traces }, restartOptions: "traces_endpoint, traces_insecure, traces_service",
+	}, func(b *blockEnv) *traces.Exporter { return traces.New(b.opts.Traces, b.log) }, nil),
+
+	// The fast path's answer log: the adapter attaches the server block's dnstap plugins to it
+	// (Engine.AnswerLog) and hands it the fast path's answers; the plugin chain's are the
+	// dnstap plugins' own.
+	row(component{
+		name: "answer log", roles: source.RolePublisher,
+		on: func(o config.Options) bool { return o.AnswerLog.Enable && o.FastPath.Enable },
+	}, func(b *blockEnv) *answerlog.Log { return answerlog.New(b.opts.AnswerLog) }, nil),
 
 	// The signer's rounds: the due signatures of the zones that dnssec blocks sign, made again
 	// off the query path, and their metrics. Each load has its own, with its own keys.

@@ -126,8 +126,8 @@ func TestReloadRules(t *testing.T) {
 		{"another peer", func(o *config.Options) { o.Sites.Peers = []string{"127.0.0.1:1"} }, true, nil},
 		{"another site", func(o *config.Options) { o.Sites.Site = "us" }, true, []string{"sites"}},
 		{"a kubeconfig", func(o *config.Options) { o.Kubernetes.Kubeconfig = kubeconfig(t) }, true, []string{"kubernetes"}},
-		{"max_stagger_start", func(o *config.Options) { o.MaxStaggerStart /= 2 }, false, []string{"discovery", "kubernetes", "sites", "webhooks", "shifts"}},
-		{"coredns_gslb_metrics", func(o *config.Options) { o.CoreDNSGSLBMetrics = true }, false, []string{"discovery", "kubernetes", "sites", "webhooks", "shifts"}},
+		{"max_stagger_start", func(o *config.Options) { o.MaxStaggerStart /= 2 }, false, []string{"discovery", "kubernetes", "sites", "webhooks", "failover timelines", "shifts"}},
+		{"coredns_gslb_metrics", func(o *config.Options) { o.CoreDNSGSLBMetrics = true }, false, []string{"discovery", "kubernetes", "sites", "webhooks", "failover timelines", "shifts"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,8 +202,8 @@ func goroutineIDs() map[string]string {
 }
 
 // TestOpeningABlockStartsNoGoroutine: opening a block (what a Corefile's setup does) with
-// webhooks, drills, canaries, sites, heartbeats, a delegation, Kubernetes with its delegation through
-// ExternalDNS and the admin API configured starts
+// webhooks, drills, canaries, sites, heartbeats, a delegation, Kubernetes with its delegation
+// through ExternalDNS, the answer log and the admin API configured starts
 // nothing that runs on: Start does.
 func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 	dir := t.TempDir()
@@ -219,6 +219,8 @@ func TestOpeningABlockStartsNoGoroutine(t *testing.T) {
 		ExternalDNS: config.ExternalDNSOptions{Parent: "org."}}
 	o.State = config.StateOptions{Enable: true, Path: filepath.Join(dir, "state.json")}
 	o.CoreDNSGSLBMetrics = true
+	o.FastPath.Enable, o.AnswerLog.Enable, o.TrafficShares = true, true, true
+	o.Traces = config.TracesOptions{Endpoint: "127.0.0.1:1", Insecure: true}
 	d := config.DefaultDNSSECOptions()
 	d.Keys = []string{testutil.WriteKey(t, dir, testutil.KeySpec{Zone: "example.org"}).Base}
 	o.DNSSEC = []config.DNSSECOptions{d}

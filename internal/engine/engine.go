@@ -7,12 +7,17 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/meridian-gslb/meridian/internal/answer"
 	"github.com/meridian-gslb/meridian/internal/catalog"
@@ -248,14 +253,18 @@ func (e *Engine) Snapshot() *catalog.Snapshot { return e.snap.Load() }
 // keeps serving, the error is logged and counted, and returned.
 func (e *Engine) Reload() error {
 	start := time.Now()
+	_, span := otel.Tracer("meridian/engine").Start(context.Background(), "reload")
+	defer span.End()
 	err := e.load()
 	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		countReload("failure")
 		e.log.Errorf("reload failed, still serving the previous configuration: %v", err)
 		return err
 	}
 	countReload("success")
 	s := e.Snapshot()
+	span.SetAttributes(attribute.Int("gslb.zones", s.Zones()), attribute.Int("gslb.records", len(s.Records())))
 	e.log.Infof("reloaded %d zones, %d records in %s", s.Zones(), len(s.Records()), time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/answer"
+	"github.com/meridian-gslb/meridian/internal/answerlog"
 	"github.com/meridian-gslb/meridian/internal/fastpath"
 )
 
@@ -71,6 +72,13 @@ func (f *FastPath) Resteer() { f.srv.Resteer() }
 // Close stops the fast path without dropping a query it holds; stopSlow stops the servers of
 // Slow and SlowTCP (fastpath.Server.Close).
 func (f *FastPath) Close(stopSlow func() error) error { return f.srv.Close(stopSlow) }
+
+// AnswerLog returns the block's answer log (answer_log), nil when it has none: the adapter
+// attaches the server block's dnstap plugins to it and tells it of the fast path's answers.
+func (e *Engine) AnswerLog() *answerlog.Log {
+	l, _ := instanceOf[*answerlog.Log](e)
+	return l
+}
 
 // fastHandler answers in the loops from the engine's current snapshot.
 type fastHandler struct {

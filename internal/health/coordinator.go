@@ -380,9 +380,9 @@ func (m *Manager) seedLocked(j *job, s Shared) {
 		if st := s.Status[sub.backend.key()]; st != Unknown {
 			sub.machine.status, sub.machine.successes, sub.machine.failures = st, 0, 0
 		} else {
-			sub.machine.observe(s.OK)
+			sub.machine.observe(s.OK, s.At.UnixNano())
 		}
-		m.updateLocked(sub.backend, s.Reason, s.Instance)
+		m.updateLocked(sub.backend, s.Reason, s.Instance, s.At)
 	}
 }
 
@@ -509,7 +509,7 @@ func (m *Manager) resetLocked(j *job, reason string) []func() {
 	var notify []func()
 	for _, s := range j.subs {
 		s.machine = newMachine(int(s.machine.rise), int(s.machine.fall))
-		if f := m.updateLocked(s.backend, reason, ""); f != nil {
+		if f := m.updateLocked(s.backend, reason, "", time.Time{}); f != nil {
 			notify = append(notify, f)
 		}
 	}

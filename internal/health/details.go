@@ -57,7 +57,11 @@ func fromUnixNano(ns int64) time.Time {
 
 // Transition is one change of a backend's status.
 type Transition struct {
-	Time            time.Time
+	Time time.Time
+	// Since is when the evidence for the change began: the start of the first probe of the run
+	// of results that changed it (here or, in cluster mode, on the instance that probed), or
+	// the time of a source's report; Time at the latest.
+	Since           time.Time
 	Record, Backend string // as Spec names them
 	Key             string // the backend's key
 	From, To        Status

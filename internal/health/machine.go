@@ -10,6 +10,9 @@ type machine struct {
 	status     Status
 	successes  int32 // consecutive, while not up (counting stops at the most rise can be)
 	failures   int32 // consecutive, while not down (likewise)
+	// since is when the first result of the current run of successes or failures began (Unix
+	// nanoseconds): once the run changes the status, when the evidence for the change began.
+	since int64
 }
 
 func newMachine(rise, fall int) machine {
@@ -23,18 +26,25 @@ func (m *machine) setThresholds(rise, fall int) {
 	m.rise, m.fall = int32(min(max(rise, 1), math.MaxInt32)), int32(min(max(fall, 1), math.MaxInt32))
 }
 
-// observe applies one raw result and reports whether the status changed.
-func (m *machine) observe(ok bool) (changed bool) {
+// observe applies one raw result, of a probe that started at (Unix nanoseconds), and reports
+// whether the status changed.
+func (m *machine) observe(ok bool, at int64) (changed bool) {
 	before := m.status
 	if ok {
 		m.failures = 0
 		m.successes = min(m.successes, math.MaxInt32-1) + 1
+		if m.successes == 1 {
+			m.since = at
+		}
 		if m.status == Unknown || m.successes >= m.rise {
 			m.status = Up
 		}
 	} else {
 		m.successes = 0
 		m.failures = min(m.failures, math.MaxInt32-1) + 1
+		if m.failures == 1 {
+			m.since = at
+		}
 		if m.status == Unknown || m.failures >= m.fall {
 			m.status = Down
 		}

@@ -100,8 +100,8 @@ func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *prob
 			moved = true
 		}
 		var f func()
-		if s.machine.observe(res.OK) {
-			f = m.updateLocked(b, res.Reason, by)
+		if s.machine.observe(res.OK, now.Add(-res.Latency).UnixNano()) {
+			f = m.updateLocked(b, res.Reason, by, time.Unix(0, s.machine.since))
 		}
 		if f == nil && moved {
 			f = b.onMeasure
@@ -114,13 +114,14 @@ func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *prob
 }
 
 // updateLocked recomputes b's status from its checks' machines, and on an External backend its
-// last report (withReport), and sets it (setLocked).
-func (m *Manager) updateLocked(b *backend, reason, by string) func() {
+// last report (withReport), and sets it (setLocked); since is when the evidence began (zero:
+// now).
+func (m *Manager) updateLocked(b *backend, reason, by string, since time.Time) func() {
 	next := b.checksStatus()
 	if b.external {
 		next = withReport(next, b.report.status)
 	}
-	return m.setLocked(b, next, reason, by)
+	return m.setLocked(b, next, reason, by, since)
 }
 
 // Report records next as the status the source of the external backend with key
@@ -137,7 +138,7 @@ func (m *Manager) Report(key string, next Status, reason string) bool {
 		return false
 	}
 	*b.report = report{status: next, reason: reason, at: time.Now()}
-	notify := m.updateLocked(b, reason, "")
+	notify := m.updateLocked(b, reason, "", b.report.at)
 	m.mu.Unlock()
 	if notify != nil {
 		notify()
@@ -146,8 +147,9 @@ func (m *Manager) Report(key string, next Status, reason string) bool {
 }
 
 // setLocked makes next b's status. On a change it logs it with reason (and by, the instance
-// that probed, when not this one), counts and stores it, and returns b's OnChange.
-func (m *Manager) setLocked(b *backend, next Status, reason, by string) func() {
+// that probed, when not this one), counts and stores it, and returns b's OnChange; since is
+// when the evidence for the change began (zero: now).
+func (m *Manager) setLocked(b *backend, next Status, reason, by string, since time.Time) func() {
 	if next == b.status {
 		return nil
 	}
@@ -158,7 +160,10 @@ func (m *Manager) setLocked(b *backend, next Status, reason, by string) func() {
 	recordTransition(b.status, next)
 	now := time.Now()
 	b.details.changed = unixNano(now)
-	tr := Transition{Time: now, Record: b.record, Backend: b.name, Key: b.key(), From: b.status, To: next, Reason: reason}
+	if since.IsZero() || since.After(now) {
+		since = now
+	}
+	tr := Transition{Time: now, Since: since, Record: b.record, Backend: b.name, Key: b.key(), From: b.status, To: next, Reason: reason}
 	m.history.add(tr)
 	b.history.change(now, next, reason)
 	if m.opts.OnTransition != nil {

@@ -167,3 +167,27 @@ func seq(n int) []int {
 	}
 	return out
 }
+
+// Decider returns the step that decided the chain's choice for client (whose location is loc
+// in src): the last one that narrowed the candidates, or that put one first while more than
+// one was left (weighted, hash, random, roundrobin); the health step when none did. It draws
+// nothing and turns no rotation (the steps that order are named, not run), and it allocates:
+// it is for the answer log, not the query path.
+func (c *Chain) Decider(client netip.Addr, src *geo.Sources, loc *geo.Location) config.ChainStep {
+	decider := config.StepHealth
+	work := seq(len(c.cands))
+	for k, s := range c.steps {
+		if len(work) <= 1 {
+			break
+		}
+		if s.rule() != "" {
+			decider = c.opts.Steps[k]
+			continue
+		}
+		before := len(work)
+		if work, _ = runStep(s, c, work, client, src, loc); len(work) < before {
+			decider = c.opts.Steps[k]
+		}
+	}
+	return decider
+}

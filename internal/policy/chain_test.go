@@ -297,3 +297,37 @@ func TestChainStepsAllocateNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestChainDecider checks which step the answer log names as the chain's decider: the last
+// that narrowed, or the one that ordered what was left, and that naming it turns no rotation.
+func TestChainDecider(t *testing.T) {
+	steps := func(s ...config.ChainStep) []config.ChainStep { return s }
+	tests := []struct {
+		name  string
+		steps []config.ChainStep
+		cands []policy.Candidate
+		want  config.ChainStep
+	}{
+		{"nothing narrows: health", steps(config.StepPriority), chainCands[:2], config.StepHealth},
+		{"priority narrows", steps(config.StepPriority), chainCands[2:], config.StepPriority},
+		{"rtt narrows after priority", steps(config.StepPriority, config.StepRTT), chainCands[2:], config.StepRTT},
+		{"rtt after priority narrows to one", steps(config.StepPriority, config.StepLoad), chainCands, config.StepLoad},
+		{"an ordering step decides among what is left", steps(config.StepPriority, config.StepRoundRobin), chainCands, config.StepRoundRobin},
+		{"an ordering step with one left does not run", steps(config.StepLoad, config.StepWeighted), chainCands, config.StepLoad},
+		{"a narrowing step after an ordering one", steps(config.StepRandom, config.StepLoad), chainCands, config.StepLoad},
+		{"one candidate: health", steps(config.StepPriority, config.StepRandom), chainCands[4:], config.StepHealth},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			counter := new(atomic.Uint64)
+			opts := policy.ChainOptions{Steps: tt.steps, RTTTolerance: config.DefaultRTTTolerance, MaxLoad: config.DefaultMaxLoad}
+			c := policy.PrepareChain(opts, tt.cands, make([]policy.GeoCandidate, len(tt.cands)), counter)
+			if got := c.Decider(netip.MustParseAddr("198.51.100.7"), nil, nil); got != tt.want {
+				t.Errorf("Decider = %s, want %s", got, tt.want)
+			}
+			if counter.Load() != 0 {
+				t.Errorf("Decider turned the rotation %d times", counter.Load())
+			}
+		})
+	}
+}

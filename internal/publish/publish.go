@@ -9,7 +9,9 @@
 //   - the status of k8gb's Gslb resources (package kubernetes' Watcher, also an input);
 //   - NOTIFY to the zones' secondaries when a transfer would carry something new (package
 //     axfr's Notifier);
-//   - CoreDNS-GSLB's compatibility metrics (package cgmetrics).
+//   - CoreDNS-GSLB's compatibility metrics (package cgmetrics);
+//   - the fast path's answer log, written to the server block's dnstap plugins (package
+//     answerlog).
 //
 // A publisher reads the snapshot its block serves through a Served function, and the health
 // transitions through a Transition method (the engine subscribes every publisher that has one

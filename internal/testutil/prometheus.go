@@ -1,9 +1,11 @@
 package testutil
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,6 +67,40 @@ scrape_configs:
 		return resp.StatusCode == http.StatusOK
 	})
 	return pr
+}
+
+// Sample is one series of an instant query's answer: its labels and value.
+type Sample struct {
+	Labels map[string]string
+	Value  string
+}
+
+// Query runs the PromQL expr at the present and returns its samples.
+func (p *Prometheus) Query(t testing.TB, expr string) []Sample {
+	t.Helper()
+	resp, err := http.Get(p.URL + "/api/v1/query?query=" + url.QueryEscape(expr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Status != "success" {
+		t.Fatalf("query %s: %v %s", expr, err, out.Error)
+	}
+	samples := make([]Sample, len(out.Data.Result))
+	for i, r := range out.Data.Result {
+		samples[i] = Sample{Labels: r.Metric, Value: fmt.Sprint(r.Value[1])}
+	}
+	return samples
 }
 
 // Logs returns what the server wrote so far.

@@ -21,7 +21,8 @@ import (
 
 // bypassed are the plugins that, before gslb in the chain, act on every query: the fast path,
 // which answers without the chain, would bypass them, so the fastpath option refuses them.
-var bypassed = []string{"acl", "any", "loadbalance", "rewrite", "tsig"}
+// dnstap is refused without answer_log only: with it, the fast path writes its frames too.
+var bypassed = []string{"acl", "any", "dnstap", "loadbalance", "rewrite", "tsig"}
 
 // fastPaths is the fast path of one gslb block: an engine.FastPath on each address of its
 // server block (UDP and TCP), started when CoreDNS serves the address, and beside each the
@@ -62,6 +63,9 @@ func newFastPaths(g *GSLB, opts config.FastPathOptions, cfg *dnsserver.Config) *
 // up by the time CoreDNS starts its servers, and so its startup (OnStartup) fails.
 func (f *fastPaths) check() error {
 	for _, name := range bypassed {
+		if name == "dnstap" && f.g.AnswerLog {
+			continue
+		}
 		if f.cfg.Handler(name) != nil {
 			return fmt.Errorf("fastpath: the %s plugin of this server block runs before gslb, and the fast path would bypass it: remove one of them", name)
 		}
@@ -192,14 +196,18 @@ func otherZones(s *dnsserver.Server, zone string) []string {
 }
 
 // observer returns what the fast path tells of each answer: CoreDNS's query metrics (with
-// metrics, nil without the prometheus plugin) and the sampled log.
+// metrics, nil without the prometheus plugin), the sampled log and the answer log.
 func (f *fastPaths) observer(metrics *fastMetrics) engine.FastObserver {
-	if metrics == nil && f.sampleOf == 0 {
+	answers := f.g.Engine.AnswerLog()
+	if metrics == nil && f.sampleOf == 0 && answers == nil {
 		return nil
 	}
 	return func(pkt, resp []byte, src netip.Addr, tcp bool, start time.Time) {
 		if metrics != nil {
 			metrics.observe(pkt, resp, src, tcp, start)
+		}
+		if answers != nil {
+			answers.Observe(f.g.Engine.Snapshot(), pkt, resp, src, tcp, start)
 		}
 		if f.sampleOf > 0 && f.sampled.Add(1)%f.sampleOf == 0 {
 			logSample(pkt, resp, src, tcp)

@@ -20,6 +20,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/meridian-gslb/meridian/internal/answer"
+	"github.com/meridian-gslb/meridian/internal/answerlog"
 	"github.com/meridian-gslb/meridian/internal/engine"
 )
 
@@ -32,6 +33,9 @@ type GSLB struct {
 	Engine *engine.Engine
 	Answer answer.Options
 	Fall   fall.F
+	// AnswerLog is set by answer_log: the queries' decisions are metadata (gslb/decision) for
+	// the server block's dnstap plugins.
+	AnswerLog bool
 	// PeerKey is the name of the peer_tsig key (canonical), "" without one: queries signed
 	// with it, which the server verified, are the peers' (answer.Query.Signed) and get signed
 	// answers.
@@ -62,6 +66,11 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	if q.Signed && m != nil && tsig != nil {
 		// The server signs what carries a TSIG record, with the key and the request's MAC.
 		m.SetTsig(tsig.Hdr.Name, tsig.Algorithm, tsig.Fudge, time.Now().Unix())
+	}
+	if g.AnswerLog && m != nil {
+		if c, ok := ctx.Value(cellKey{}).(*answerlog.Cell); ok {
+			c.Note(snap, q, m) // for the dnstap plugins' gslb/decision
+		}
 	}
 	if clog.D.Value() {
 		// Under CoreDNS's debug plugin only: one line per query saying why it got its answer.

@@ -34,6 +34,12 @@ records:
 // newTestGSLB returns a handler serving testZone for example.org., passing other queries to next.
 func newTestGSLB(t testing.TB, next plugin.Handler, fallthroughZones ...string) *GSLB {
 	t.Helper()
+	return newTestGSLBWith(t, next, func(*config.Options) {}, fallthroughZones...)
+}
+
+// newTestGSLBWith is newTestGSLB with the engine's options changed by set.
+func newTestGSLBWith(t testing.TB, next plugin.Handler, set func(*config.Options), fallthroughZones ...string) *GSLB {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "example.org.yml")
 	if err := os.WriteFile(file, []byte(testZone), 0o644); err != nil {
 		t.Fatal(err)
@@ -41,6 +47,7 @@ func newTestGSLB(t testing.TB, next plugin.Handler, fallthroughZones ...string) 
 	opts := config.DefaultOptions()
 	opts.Zones = []config.ZoneSource{{Origin: "example.org.", File: file}}
 	opts.UseEDNSClientSubnet = true
+	set(&opts)
 	eng, err := engine.New(opts, clog.NewWithPlugin("gslb"))
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,9 @@ func setup(c *caddy.Controller) error {
 		g.PeerKey = k.Name
 	}
 	hookStrictReplies(cfg)
+	if g.AnswerLog = block.Options.AnswerLog.Enable; g.AnswerLog {
+		hookAnswerLog(c, g, cfg)
+	}
 	if block.Options.FastPath.Enable {
 		fp := newFastPaths(g, block.Options.FastPath, cfg)
 		c.OnStartup(fp.check)

@@ -48,6 +48,7 @@ func (b *Block) optionGroups(root string) []optionGroup {
 		{table: sitesOptions(&o.Sites, b.port), sites: true},
 		{table: heartbeatOptions(&o.Heartbeats), sites: true},
 		{table: securityOptions(o, root)},
+		{table: observeOptions(&o.AnswerLog, &o.TrafficShares, &o.Traces)},
 		{table: dnssecOptions(o, root)},
 	}
 }

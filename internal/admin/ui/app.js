@@ -1,7 +1,8 @@
 // Meridian dashboard: polls the versioned admin API and renders zones -> records -> backends,
 // with overrides, a filter, the explain tool, the recent state changes, each backend's last hour
-// (a latency sparkline over its state strip, and per record a timeline of its backends' states)
-// and, for a block that names its site, what it knows of the other sites. Plain DOM and inline
+// (a latency sparkline over its state strip, and per record a timeline of its backends' states),
+// each record's last failovers and traffic shares (pictures.js) and, for a block that names its site, what it
+// knows of the other sites. Plain DOM and inline
 // SVG, no dependencies; every value is inserted as text, never as HTML.
 "use strict";
 
@@ -17,6 +18,8 @@ let shownKeys = [];
 let timer = null;
 let hist = { start: 0, end: 0, now: 0, buckets: 0, byKey: new Map() }; // GET /api/v1/backends/history
 let openTimelines = new Set(); // records whose timeline is open
+let failovers = new Map(); // record -> its failover timelines, newest first (GET /api/v1/timelines)
+let traffic = new Map(); // record -> where its traffic went (GET /api/v1/shares)
 const SITE_WINDOW_MS = 10 * 60 * 1000;
 let siteSeen = new Map(); // "this site|other site" -> [ms, state, heartbeat age] of each poll, over SITE_WINDOW_MS
 
@@ -225,7 +228,9 @@ function render() {
         el("td", { colspan: 13 }, r.name, " ", el("span", { class: "mode" },
           `${r.mode}, fallback ${r.fallback}, ${r.healthy} of ${(r.backends || []).length} served, TTL ${r.ttl} s`),
         recordBadges(r),
-        recordTimeline(r))));
+        recordTimeline(r),
+        failoverTimelines(r.name, failovers.get(r.name)),
+        trafficShares(r.name, traffic.get(r.name)))));
       for (const b of shown) {
         rows.push(backendRow(b));
         shownKeys.push(b.key);
@@ -292,7 +297,11 @@ const historyEvery = 5000;
 let historyAt = 0;
 
 async function refresh() {
-  const [z, t, s] = await Promise.all([api("/api/v1/zones"), api("/api/v1/transitions?limit=25"), api("/api/v1/sites")]);
+  const [z, t, s, f, sh] = await Promise.all([api("/api/v1/zones"), api("/api/v1/transitions?limit=25"), api("/api/v1/sites"),
+    api("/api/v1/timelines?limit=1000"), api("/api/v1/shares")]);
+  traffic = new Map(sh.map((r) => [r.record, r]));
+  failovers = new Map();
+  for (const tl of f) failovers.set(tl.record, [...(failovers.get(tl.record) || []), tl]);
   const now = Date.now();
   let changed = false;
   for (const zone of z) for (const r of zone.records || []) for (const b of r.backends || []) {
@@ -502,6 +511,7 @@ function renderSites(blocks) {
       ", heartbeat ", el("span", { "data-field": "seq", title: `boot ${v.heartbeat.boot}` }, `seq ${v.heartbeat.seq}`),
       el("span", { class: "muted" }, ` (zones ${(v.zones || []).join(", ")}; peer interval ${seconds(v.peer_interval_ns)}, ` +
         `split-brain threshold ${seconds(v.split_brain_threshold_ns)})`)),
+    sitesMap(v),
     table(["Site", "State", "Heartbeat age", "Heard at", "Silent since", "Last 10 min", "Targets"],
       (v.sites || []).length ? v.sites.map((s) => siteRow(v, s)) : [el("tr", {}, el("td", { colspan: 7, class: "muted" }, "no other site"))]),
     table(["Peer", "Site", "Last answer", "Errors", "Targets"],

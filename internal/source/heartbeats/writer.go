@@ -5,6 +5,11 @@ import (
 	"net/netip"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/exchange"
 )
@@ -65,6 +70,9 @@ func (k *Keeper) write(ctx context.Context, w *writer, reader *exchange.Client, 
 	k.mu.Unlock()
 
 	m := replaceTXT(w.zone.Zone, Name(site, w.zone.Zone), rec.TXT())
+	ctx, span := otel.Tracer("meridian/heartbeats").Start(ctx, "rfc2136 update",
+		trace.WithAttributes(attribute.String("gslb.zone", w.zone.Zone), attribute.String("gslb.kind", w.kind)))
+	defer span.End()
 	var res outcome
 	var err error
 	backoff := min(firstBackoff, opts.Interval/8)
@@ -78,6 +86,9 @@ func (k *Keeper) write(ctx context.Context, w *writer, reader *exchange.Client, 
 		if err == nil || ctx.Err() != nil {
 			break
 		}
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()

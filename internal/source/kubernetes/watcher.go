@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -319,6 +320,8 @@ func (w *Watcher) refresh() {
 		w.mu.Unlock()
 		return
 	}
+	_, span := otel.Tracer("meridian/kubernetes").Start(context.Background(), "kubernetes refresh")
+	defer span.End()
 	refreshes.Inc()
 	batches, moved := w.verdictsLocked()
 	if !moved {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/exchange"
@@ -40,6 +42,8 @@ type readout struct {
 // freshness, their targets, the verdicts on their backends, and the placeholders' new
 // targets (which rebuild the snapshot).
 func (f *Fleet) round(ctx context.Context) {
+	ctx, span := otel.Tracer("meridian/sites").Start(ctx, "sites peer round")
+	defer span.End()
 	f.mu.Lock()
 	opts, client, p := f.opts, f.client, f.plan
 	known := map[string]string{}
@@ -54,6 +58,7 @@ func (f *Fleet) round(ctx context.Context) {
 	addrs := f.peerAddrsLocked()
 	f.mu.Unlock()
 
+	span.SetAttributes(attribute.Int("gslb.peers", len(addrs)))
 	reads := make([]readout, len(addrs))
 	var wg sync.WaitGroup
 	for i, addr := range addrs {
