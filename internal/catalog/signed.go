@@ -36,6 +36,17 @@ type SignedRRset struct {
 	// RRs are the records signed: owned by the record's name (or its wildcard), in any order.
 	RRs []dns.RR
 	*dnssec.Signed
+	// SigWire are the signatures (Signed.RRSIGs) in wire form, with their owner, packed when
+	// they are made, for the fast path to copy (answer.AppendFast): empty without signatures.
+	// Wire are the records in wire form too, for the RRsets the fast path copies from here
+	// (SOA, NSEC); empty for the others.
+	SigWire, Wire Section
+}
+
+// Ready reports whether s is an RRset prepared with its signatures in wire form, which the
+// fast path may copy.
+func (s *SignedRRset) Ready() bool {
+	return s != nil && s.Signed != nil && s.SigWire.Count > 0
 }
 
 // SignedSet is the signed RRset of one answer of a record: a set of addresses (A or AAAA), or
@@ -61,6 +72,9 @@ type SignedView struct {
 	// were made in.
 	Due   time.Time
 	Epoch int
+	// Incomplete is set when a signature of the view could not be made: the fast path then
+	// leaves the view's signed answers to the slow path.
+	Incomplete bool
 }
 
 // Set returns the signed answer of family f whose key is key, nil when none was prepared.
