@@ -186,7 +186,7 @@ start_server() {
 }
 for s in $SERVERS; do
 	for ((attempt = 1; ; attempt++)); do
-		# shellcheck disable=SC2086
+		# shellcheck disable=SC2086,SC2048 # ports are numbers
 		PORT[$s]="$(bench_pick_port ${PORT[*]:-})"
 		write_configs
 		start_server "$s" && break
