@@ -213,18 +213,18 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	for ((k = 0; k < ${#servers[@]}; k++)); do order+=("${servers[$(((k + r - 1) % ${#servers[@]}))]}"); done
 	for kind in $KINDS; do
 		for s in "${order[@]}"; do
-			out="$WORK/$s.$kind.$r"
+			perf_out="$WORK/$s.$kind.$r"
 			t0="$(bench_tree_ticks "${PID[$s]}")"
 			# shellcheck disable=SC2046
-			if ! taskset -c 1 dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$WORK/q.$kind" -T 1 $(kind_args "$kind") -t "$TIMEOUT" -l "$DURATION" -q "$OUTSTANDING" >"$out" 2>&1; then
+			if ! taskset -c 1 dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$WORK/q.$kind" -T 1 $(kind_args "$kind") -t "$TIMEOUT" -l "$DURATION" -q "$OUTSTANDING" >"$perf_out" 2>&1; then
 				echo "dnsperf failed against $s ($kind):" >&2
-				cat "$out" >&2
+				cat "$perf_out" >&2
 				exit 1
 			fi
 			t1="$(bench_tree_ticks "${PID[$s]}")"
-			awk -v n="$(bench_field 'Queries completed:' "$out")" -v a="$t0" -v b="$t1" -v hz="$BENCH_CLK_TCK" \
+			awk -v n="$(bench_field 'Queries completed:' "$perf_out")" -v a="$t0" -v b="$t1" -v hz="$BENCH_CLK_TCK" \
 				'BEGIN { printf "%.0f\n", (b > a ? n * hz / (b - a) : 0) }' >>"$WORK/res/$s.$kind"
-			bench_log "round $r $s $kind: $(bench_field 'Queries per second:' "$out") qps, $(tail -n1 "$WORK/res/$s.$kind") per CPU-second"
+			bench_log "round $r $s $kind: $(bench_field 'Queries per second:' "$perf_out") qps, $(tail -n1 "$WORK/res/$s.$kind") per CPU-second"
 			kill -0 "${PID[$s]}" 2>/dev/null || {
 				echo "$s exited:" >&2
 				cat "$WORK/$s.log" >&2
