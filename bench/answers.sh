@@ -250,48 +250,17 @@ ready() {
 	[[ "$(probe "$p" www.bench.test.)" == "$WWW1" && "$(probe "$p" n00001.bench.test.)" == 10.1.0.1 ]]
 }
 
-# start_server server: starts it on CPU 0 and waits until it answers; returns 1 if its port was
-# taken (the caller retries with another).
-start_server() {
-	local s=$1 log="$WORK/$1.log" deadline
-	case "$s" in
-	meridian) taskset -c 0 "$BIN" -conf "$WORK/meridian/Corefile" >"$log" 2>&1 & ;;
-	gdnsd) taskset -c 0 gdnsd -c "$WORK/gdnsd" start >"$log" 2>&1 & ;;
-	knot) taskset -c 0 knotd -c "$WORK/knot/knot.conf" >"$log" 2>&1 & ;;
-	nsd) taskset -c 0 nsd -d -c "$WORK/nsd/nsd.conf" >"$log" 2>&1 & ;;
+# launch server log: starts it on CPU 0, in the background (bench_start_servers).
+launch() {
+	case "$1" in
+	meridian) taskset -c 0 "$BIN" -conf "$WORK/meridian/Corefile" >"$2" 2>&1 & ;;
+	gdnsd) taskset -c 0 gdnsd -c "$WORK/gdnsd" start >"$2" 2>&1 & ;;
+	knot) taskset -c 0 knotd -c "$WORK/knot/knot.conf" >"$2" 2>&1 & ;;
+	nsd) taskset -c 0 nsd -d -c "$WORK/nsd/nsd.conf" >"$2" 2>&1 & ;;
 	esac
-	PID[$s]=$!
-	deadline=$((SECONDS + READY_TIMEOUT))
-	until ready "$s"; do
-		if ! kill -0 "${PID[$s]}" 2>/dev/null; then
-			wait "${PID[$s]}" 2>/dev/null || true
-			unset "PID[$s]"
-			grep -qsi 'address already in use\|Address in use' "$log" && return 1
-			echo "$s exited during startup:" >&2
-			cat "$log" >&2
-			exit 1
-		fi
-		if ((SECONDS >= deadline)); then
-			echo "$s (127.0.0.1:${PORT[$s]}) not ready within ${READY_TIMEOUT}s:" >&2
-			cat "$log" >&2
-			exit 1
-		fi
-		sleep 0.2
-	done
 }
-for s in $SERVERS; do
-	for ((attempt = 1; ; attempt++)); do
-		# shellcheck disable=SC2086
-		PORT[$s]="$(bench_pick_port ${PORT[*]:-})"
-		write_configs
-		start_server "$s" && break
-		((attempt < 5)) || {
-			echo "$s could not bind a port" >&2
-			exit 1
-		}
-	done
-done
-bench_log "servers ready: $(for s in $SERVERS; do printf '%s on %s (pid %s); ' "$s" "${PORT[$s]}" "${PID[$s]}"; done)"
+# shellcheck disable=SC2086 # the servers' names
+bench_start_servers $SERVERS
 for s in $SERVERS; do
 	[[ "$(probe "${PORT[$s]}" txt.bench.test. TXT)" == "$TXT" ]] || {
 		echo "$s does not answer the TXT record" >&2
