@@ -216,16 +216,24 @@ func (a *fastAnswer) writeNegative(dst []byte, r *fastReply, auth *authority, sc
 const maxGlueRecords = 8
 
 // referral answers a query at or below the delegation d as builder.referral does: not
-// authoritative, d's NS RRset in authority, its static glue, then the healthy backends of the
-// GSLB records among its name servers, in additional.
+// authoritative, d's NS RRset in authority (with DO in a signed zone, then the cut's DS RRset
+// or NSEC record and their signatures: cutProof), its static glue, then the healthy backends
+// of the GSLB records among its name servers, in additional.
 func (a *fastAnswer) referral(dst []byte, d *catalog.Delegation) ([]byte, bool) {
 	q, w := &a.q, d.Wire
 	if q.qtype == dns.TypeDS || w == nil || len(d.GlueRecords) > maxGlueRecords {
 		return dst, false
 	}
+	proof, ok := a.cutProof(d)
+	if !ok {
+		return dst, false
+	}
 	r := q.base(dns.RcodeSuccess)
 	r.notAuth = true
 	r.addAuthority(w.NS.Count, q.sectionLen(w.NS))
+	for _, s := range proof {
+		r.addAuthority(s.Count, len(s.Wire))
+	}
 	r.addAdditional(w.Glue.Count, q.sectionLen(w.Glue))
 	var views [maxGlueRecords]*catalog.View
 	for i, rec := range d.GlueRecords {
@@ -246,6 +254,9 @@ func (a *fastAnswer) referral(dst []byte, d *catalog.Delegation) ([]byte, bool) 
 	}
 	dst = q.appendHeader(dst, &r)
 	dst = q.appendSection(dst, w.NS)
+	for _, s := range proof {
+		dst = append(dst, s.Wire...)
+	}
 	dst = q.appendSection(dst, w.Glue)
 	for i, rec := range d.GlueRecords {
 		for f := catalog.IPv4; f <= catalog.IPv6; f++ {

@@ -27,7 +27,7 @@ soa: {mname: ns1.example.org., rname: hostmaster.example.org., ttl: 3600, minimu
 ns: [ns1.example.org.]
 static:
   "@": ["MX 10 mail", "TXT \"v=spf1 -all\"", "CAA 0 issue \"letsencrypt.org\""]
-  sub: ["NS ns1.sub"]
+  sub: ["NS ns1.sub", "DS 12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF"]
   ns1.sub: ["A 192.0.2.53"]
   gsub: ["NS ns1.gsub", "NS gslb-ns", "NS ns.other.net."]
   ns1.gsub: ["A 192.0.2.54", "AAAA 2001:db8::54"]

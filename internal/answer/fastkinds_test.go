@@ -107,11 +107,11 @@ func TestAppendFastEveryKind(t *testing.T) {
 // Respond; it may leave those with the DO bit (those that need a signature made for the query,
 // or a referral), and whatever it answers with DO, signatures and NSEC records included, is
 // byte for byte Respond's. Every kind it answers from prepared signatures is among those
-// compared with DO: positive answers, NODATA and fail-closed.
+// compared with DO: positive answers, NODATA, fail-closed and referrals.
 func TestAppendFastEveryKindSigned(t *testing.T) {
 	snap, sources := fastSnapshotSigned(t, true, signerOf(t, testSigning))
 	seenDO := compareEveryKind(t, snap, sources, func(c fastCase) bool { return keyType(c.qtype) }, func(c fastCase) bool { return c.do })
-	for _, want := range []string{"NOERROR an", "NOERROR ns", "REFUSED ns"} {
+	for _, want := range []string{"NOERROR an", "NOERROR ns", "REFUSED ns", "NOERROR ns+ar (referral)"} {
 		if seenDO[want] == 0 {
 			t.Errorf("no signed answer of the shape %q compared: %v", want, seenDO)
 		}

@@ -17,17 +17,35 @@ import (
 // made), as builder.sign adds them; the query's ID, case and ECS scope are patched as in any
 // answer, and no signature covers them. It answers what was prepared and what the slow path
 // copies from there: a GSLB record's address and CNAME answers, the apex's SOA and NS, static
-// RRsets, fail-closed, and NODATA at a name that exists (its NSEC record as prepared). What
-// needs a signature made for the query (the denial of a name that does not exist, a wildcard's
-// proof, SRV, HTTPS and SVCB answers, an answer not prepared) and referrals (DS, or the NSEC of
-// the cut) are the slow path's.
+// RRsets, fail-closed, NODATA at a name that exists (its NSEC record as prepared), and
+// referrals (the cut's DS RRset, or its NSEC record). What needs a signature made for the
+// query (the denial of a name that does not exist, a wildcard's proof, SRV, HTTPS and SVCB
+// answers, an answer not prepared) is the slow path's.
 
 // signedKind reports whether the fast path may answer a DO query for qname, found in the zone
 // of a.signed: a name that exists, not at or below a cut, not answered by a wildcard, while the
 // zone's signatures are of its current serial.
 func (a *fastAnswer) signedKind(found catalog.Found, qname string) bool {
-	return found.Cut == nil && found.Exists && (found.Record == nil || found.Record.Name() == qname) &&
+	return (found.Cut != nil || found.Exists && (found.Record == nil || found.Record.Name() == qname)) &&
 		a.signed.Serial == a.zone.Serial()
+}
+
+// cutProof returns what a referral to d adds to its authority section for a DO query in a
+// signed zone (builder.signReferral): the cut's DS RRset and its signatures, or the NSEC
+// record proving it has none (an insecure delegation) and its signatures. ok is false when
+// they were not prepared (the slow path signs on demand).
+func (a *fastAnswer) cutProof(d *catalog.Delegation) (proof [2]catalog.Section, ok bool) {
+	if a.signed == nil {
+		return proof, true
+	}
+	s := a.signed.Static[catalog.NameType{Name: d.Name, Type: dns.TypeDS}]
+	if s == nil {
+		s = a.zone.NSECOf(d.Name)
+	}
+	if !s.Ready() || s.Wire.Count == 0 {
+		return proof, false
+	}
+	return [2]catalog.Section{s.Wire, s.SigWire}, true
 }
 
 // signatures returns the signatures that follow an RRset whose prepared signatures are s in the

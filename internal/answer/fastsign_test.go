@@ -42,7 +42,8 @@ func TestAppendFastSignsPrepared(t *testing.T) {
 		{fastCase{qname: "closed.example.org.", qtype: dns.TypeA}, true, 1, false},           // fail-closed
 		{fastCase{qname: "nope.example.org.", qtype: dns.TypeA}, false, 0, false},            // NXDOMAIN: denial made for the name
 		{fastCase{qname: "foo.app.example.org.", qtype: dns.TypeA}, false, 0, false},         // a wildcard: its proof
-		{fastCase{qname: "x.gsub.example.org.", qtype: dns.TypeA}, false, 0, false},          // a referral: DS or NSEC
+		{fastCase{qname: "x.gsub.example.org.", qtype: dns.TypeA}, true, 1, false},           // a referral: NSEC of the insecure cut
+		{fastCase{qname: "deep.below.sub.example.org.", qtype: dns.TypeA}, true, 1, false},   // a referral: the cut's DS
 		{fastCase{qname: "srv.example.org.", qtype: dns.TypeSRV}, false, 0, false},           // signed on demand
 		{fastCase{qname: "chain.example.org.", qtype: dns.TypeA}, true, 1, false},            // a chain that does not rotate
 		{fastCase{qname: "many.example.org.", qtype: dns.TypeA, edns: 512}, false, 0, false}, // does not fit
@@ -88,10 +89,10 @@ func TestAppendFastSignsPrepared(t *testing.T) {
 
 // signedSlow reports whether the fast path leaves c, a DO query of
 // TestAppendFastAllocatesNothing in the signed zone, to Respond: NXDOMAIN, a wildcard's
-// answer, a referral, SRV and HTTPS.
+// answer, SRV and HTTPS.
 func signedSlow(c fastCase) bool {
 	switch c.qname {
-	case "nope.example.org.", "foo.app.example.org.", "x.gsub.example.org.":
+	case "nope.example.org.", "foo.app.example.org.":
 		return true
 	}
 	return c.qtype == dns.TypeSRV || c.qtype == dns.TypeHTTPS

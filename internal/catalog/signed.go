@@ -39,7 +39,7 @@ type SignedRRset struct {
 	// SigWire are the signatures (Signed.RRSIGs) in wire form, with their owner, packed when
 	// they are made, for the fast path to copy (answer.AppendFast): empty without signatures.
 	// Wire are the records in wire form too, for the RRsets the fast path copies from here
-	// (SOA, NSEC); empty for the others.
+	// (SOA, NSEC, DS); empty for the others.
 	SigWire, Wire Section
 }
 

@@ -88,7 +88,7 @@ func withWire(rrs []dns.RR, sig *dnssec.Signed, old *SignedRRset) SignedRRset {
 	} else {
 		out.SigWire = packSection(sig.RRSIGs, false)
 	}
-	if t := rrs[0].Header().Rrtype; t == dns.TypeSOA || t == dns.TypeNSEC {
+	if t := rrs[0].Header().Rrtype; t == dns.TypeSOA || t == dns.TypeNSEC || t == dns.TypeDS {
 		out.Wire = packSection(rrs, false)
 	}
 	return out
