@@ -45,8 +45,9 @@ import (
 // buffer but at most 1232; over TCP maxFastTCP. A site's published names (with sites on)
 // take the slow path, and so do, in a signed zone, the queries of the types keyType names,
 // and with opts.PluginSigns (CoreDNS's dnssec plugin signs) those with the DO bit. In a zone
-// Meridian's signer signs, it answers the DO queries whose signatures were prepared, each
-// RRset followed by them as Respond adds them (fastsign.go), and leaves the others.
+// Meridian's signer signs, it answers the DO queries whose signatures and NSEC records were
+// prepared, each RRset followed by them as Respond adds them (fastsign.go), and leaves the
+// others (NXDOMAIN, SRV, HTTPS, SVCB, an answer not prepared).
 //
 // src is the client's transport address, unmapped here as gslb.ClientOf does for Respond (so
 // that a dual-stack socket's IPv4-mapped addresses select as IPv4 ones); sources are the GeoIP
@@ -89,15 +90,17 @@ type fastAnswer struct {
 	client netip.Addr
 	geo    *geo.Sources
 	// signed is the zone's prepared signatures for a DO query in a zone Meridian's signer
-	// signs (fastsign.go), nil otherwise.
+	// signs (fastsign.go), nil otherwise; wild, for such a query, the wildcard record that
+	// answers it, nil for none.
 	signed *catalog.SignedZone
+	wild   *catalog.Record
 }
 
 // answer answers the query for qname as builder.answer does.
 func (a *fastAnswer) answer(dst []byte, qname string) ([]byte, bool) {
 	q, zone := &a.q, a.zone
 	found := zone.Find(qname)
-	if a.signed != nil && !a.signedKind(found, qname) {
+	if a.signed != nil && !a.signedKind(found) {
 		return dst, false
 	}
 	if found.Cut != nil {

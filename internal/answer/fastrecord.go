@@ -93,8 +93,12 @@ func (a *fastAnswer) address(dst []byte, rec *catalog.Record) ([]byte, bool) {
 		return a.writeNegative(dst, &reply, &auth, sel.scope), true
 	}
 	sigs, ok := a.answerSignatures(sv, f, fixed, backends, hostFirst)
-	reply.addAnswer(sigs.Count, len(sigs.Wire))
-	if !ok || reply.size > q.limit {
+	cover, covered := a.covering("")
+	reply.addAnswer(sigs.Count, a.sigsLen(sigs))
+	for _, s := range cover {
+		reply.addAuthority(s.Count, len(s.Wire))
+	}
+	if !ok || !covered || reply.size > q.limit {
 		return dst, false
 	}
 	a.count(&r, rec, false, took)
@@ -113,7 +117,10 @@ func (a *fastAnswer) address(dst []byte, rec *catalog.Record) ([]byte, bool) {
 			}
 		}
 	}
-	dst = append(dst, sigs.Wire...)
+	dst = a.appendSigs(dst, sigs)
+	for _, s := range cover {
+		dst = append(dst, s.Wire...)
+	}
 	return q.finish(dst, sel.scope), true
 }
 

@@ -2,6 +2,7 @@ package answer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/netip"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/dnssec"
 )
 
 // The fast path's signed answers: a DO query in a zone Meridian's signer signs gets, after each
@@ -17,17 +19,20 @@ import (
 // made), as builder.sign adds them; the query's ID, case and ECS scope are patched as in any
 // answer, and no signature covers them. It answers what was prepared and what the slow path
 // copies from there: a GSLB record's address and CNAME answers, the apex's SOA and NS, static
-// RRsets, fail-closed, NODATA at a name that exists (its NSEC record as prepared), and
-// referrals (the cut's DS RRset, or its NSEC record). What needs a signature made for the
-// query (the denial of a name that does not exist, a wildcard's proof, SRV, HTTPS and SVCB
-// answers, an answer not prepared) is the slow path's.
+// RRsets, fail-closed, NODATA at a name that exists (its NSEC record as prepared), referrals
+// (the cut's DS RRset, or its NSEC record), and a wildcard's answers and NODATA (the
+// wildcard's signatures renamed to the query's name, and the NSEC record of its chain that
+// covers the name). What needs a signature made for the query (the denial of a name that does
+// not exist, SRV, HTTPS and SVCB answers, an answer not prepared) is the slow path's.
 
-// signedKind reports whether the fast path may answer a DO query for qname, found in the zone
-// of a.signed: a name that exists, not at or below a cut, not answered by a wildcard, while the
-// zone's signatures are of its current serial.
-func (a *fastAnswer) signedKind(found catalog.Found, qname string) bool {
-	return (found.Cut != nil || found.Exists && (found.Record == nil || found.Record.Name() == qname)) &&
-		a.signed.Serial == a.zone.Serial()
+// signedKind reports whether the fast path may answer a DO query for the name found in the
+// zone of a.signed: a name that exists or a referral, while the zone's signatures are of its
+// current serial. It notes a wildcard's answer in a.wild.
+func (a *fastAnswer) signedKind(found catalog.Found) bool {
+	if found.Wildcard {
+		a.wild = found.Record
+	}
+	return (found.Cut != nil || found.Exists) && a.signed.Serial == a.zone.Serial()
 }
 
 // cutProof returns what a referral to d adds to its authority section for a DO query in a
@@ -79,8 +84,9 @@ func (a *fastAnswer) staticSigned(qname string, t uint16) *catalog.SignedRRset {
 
 // authority is a negative answer's authority section: the zone's negative SOA, and for a DO
 // query in a signed zone its signatures and, for NODATA, the name's NSEC record and its
-// signatures. Its sections carry their owners.
-type authority [4]catalog.Section
+// signatures, then for a wildcard's the covering NSEC record and its signatures. Its sections
+// carry their owners.
+type authority [6]catalog.Section
 
 // count counts the authority's records in r.
 func (s *authority) count(r *fastReply) {
@@ -108,7 +114,11 @@ func (a *fastAnswer) negativeAuthority(rcode int) (auth authority, ok bool) {
 	if rcode != dns.RcodeSuccess {
 		return auth, true // fail-closed: nothing to prove
 	}
-	s := a.zone.NSECOf(a.q.lowerName())
+	name := a.q.lowerName()
+	if a.wild != nil {
+		name = a.wild.Name()
+	}
+	s := a.zone.NSECOf(name)
 	if !s.Ready() {
 		return authority{}, false
 	}
@@ -116,7 +126,71 @@ func (a *fastAnswer) negativeAuthority(rcode int) (auth authority, ok bool) {
 		return authority{}, false
 	}
 	auth[2], auth[3] = s.Wire, s.SigWire
-	return auth, true
+	cover, ok := a.covering(name)
+	auth[4], auth[5] = cover[0], cover[1]
+	return auth, ok
+}
+
+// covering returns the NSEC record and its signatures that prove the name of a wildcard's
+// answer does not exist itself (builder.appendCovering): none when the answer is not a
+// wildcard's, when the name is in no wildcard's chain, or when the record is the one owned by
+// have, already in the answer. ok is false when it was not prepared.
+func (a *fastAnswer) covering(have string) (proof [2]catalog.Section, ok bool) {
+	if a.wild == nil {
+		return proof, true
+	}
+	var buf [2 * maxNameWire]byte
+	owner, found := a.zone.CoveringKey(dnssec.AppendWireKey(buf[:0], a.q.owner()))
+	if !found || owner == have {
+		return proof, true
+	}
+	s := a.zone.NSECOf(owner)
+	if !s.Ready() || s.Wire.Count == 0 {
+		return proof, false
+	}
+	return [2]catalog.Section{s.Wire, s.SigWire}, true
+}
+
+// sigsLen is the size of an answer's signatures sigs in the reply: a wildcard's are renamed to
+// the query's name (builder.appendRRSIGs).
+func (a *fastAnswer) sigsLen(sigs catalog.Section) int {
+	if a.wild == nil {
+		return len(sigs.Wire)
+	}
+	n := 0
+	for rr, w := nextRecord(sigs.Wire); rr != nil; rr, w = nextRecord(w) {
+		n += len(a.q.owner()) + len(rr)
+	}
+	return n
+}
+
+// appendSigs appends an answer's signatures sigs, a wildcard's renamed to the query's name.
+func (a *fastAnswer) appendSigs(dst []byte, sigs catalog.Section) []byte {
+	if a.wild == nil {
+		return append(dst, sigs.Wire...)
+	}
+	owner := a.q.owner()
+	for rr, w := nextRecord(sigs.Wire); rr != nil; rr, w = nextRecord(w) {
+		dst = append(dst, owner...)
+		dst = append(dst, rr...)
+	}
+	return dst
+}
+
+// nextRecord returns the first record of w, records with their owners (a Section's), without
+// its owner (type, class, TTL, RDLENGTH and RDATA), and the records after it; nil when w is
+// empty.
+func nextRecord(w []byte) (rr, rest []byte) {
+	if len(w) == 0 {
+		return nil, nil
+	}
+	off := 0
+	for w[off] != 0 {
+		off += 1 + int(w[off])
+	}
+	w = w[off+1:]
+	n := rrFixedLen + int(binary.BigEndian.Uint16(w[8:]))
+	return w[:n], w[n:]
 }
 
 // signedView returns rec's prepared signatures for a DO query's address answer (nil without

@@ -41,7 +41,9 @@ func TestAppendFastSignsPrepared(t *testing.T) {
 		{fastCase{qname: "app.example.org.", qtype: dns.TypeA}, true, 2, false},              // an empty non-terminal
 		{fastCase{qname: "closed.example.org.", qtype: dns.TypeA}, true, 1, false},           // fail-closed
 		{fastCase{qname: "nope.example.org.", qtype: dns.TypeA}, false, 0, false},            // NXDOMAIN: denial made for the name
-		{fastCase{qname: "foo.app.example.org.", qtype: dns.TypeA}, false, 0, false},         // a wildcard: its proof
+		{fastCase{qname: "foo.app.example.org.", qtype: dns.TypeA}, true, 2, false},          // a wildcard: renamed, and the covering NSEC
+		{fastCase{qname: "a.b.app.example.org.", qtype: dns.TypeA}, true, 2, false},          //
+		{fastCase{qname: "foo.app.example.org.", qtype: dns.TypeMX}, true, 3, false},         // a wildcard's NODATA
 		{fastCase{qname: "x.gsub.example.org.", qtype: dns.TypeA}, true, 1, false},           // a referral: NSEC of the insecure cut
 		{fastCase{qname: "deep.below.sub.example.org.", qtype: dns.TypeA}, true, 1, false},   // a referral: the cut's DS
 		{fastCase{qname: "srv.example.org.", qtype: dns.TypeSRV}, false, 0, false},           // signed on demand
@@ -88,12 +90,7 @@ func TestAppendFastSignsPrepared(t *testing.T) {
 }
 
 // signedSlow reports whether the fast path leaves c, a DO query of
-// TestAppendFastAllocatesNothing in the signed zone, to Respond: NXDOMAIN, a wildcard's
-// answer, SRV and HTTPS.
+// TestAppendFastAllocatesNothing in the signed zone, to Respond: NXDOMAIN, SRV and HTTPS.
 func signedSlow(c fastCase) bool {
-	switch c.qname {
-	case "nope.example.org.", "foo.app.example.org.":
-		return true
-	}
-	return c.qtype == dns.TypeSRV || c.qtype == dns.TypeHTTPS
+	return c.qname == "nope.example.org." || c.qtype == dns.TypeSRV || c.qtype == dns.TypeHTTPS
 }

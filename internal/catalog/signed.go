@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -317,8 +318,26 @@ func (z *Zone) Covering(qname string) (owner string, ok bool) {
 	if !ok {
 		return "", false
 	}
+	return z.CoveringKey(key)
+}
+
+// CoveringKey is Covering of the name whose canonical key is key (dnssec.CanonicalKey). It
+// allocates nothing.
+func (z *Zone) CoveringKey(key []byte) (owner string, ok bool) {
+	if z.signing == nil {
+		return "", false
+	}
 	for _, is := range z.signing.islands {
-		i, found := slices.BinarySearchFunc(is.keys, key, compareBytes)
+		// The first of the chain's keys not before key.
+		i, j := 0, len(is.keys)
+		for i < j {
+			if h := int(uint(i+j) >> 1); bytes.Compare(is.keys[h], key) < 0 {
+				i = h + 1
+			} else {
+				j = h
+			}
+		}
+		found := i < len(is.keys) && bytes.Equal(is.keys[i], key)
 		if found || i == 0 {
 			continue // qname exists, or sorts before the chain's first name (its parent)
 		}
