@@ -98,11 +98,7 @@ stop_servers() {
 cleanup() {
 	stop_servers
 	bench_restore_cpus "$WORK/isolated"
-	if [[ "${KEEP_WORK:-0}" == 1 ]]; then
-		echo "work directory kept: $WORK" >&2
-	else
-		rm -rf "$WORK"
-	fi
+	bench_remove_work
 }
 trap cleanup EXIT
 IDLE="halt"
@@ -112,13 +108,6 @@ IDLE="halt"
 TTL=30
 WWW1=10.9.0.1 WWW2=10.9.0.2 GEO_HERE=10.8.0.1 GEO_THERE=10.8.0.2
 TXT='"v=spf1 ip4:192.0.2.0/24 -all"'
-static_lines() { # printf format of one static name (name, address)
-	local i
-	for ((i = 1; i <= NAMES; i++)); do
-		# shellcheck disable=SC2059
-		printf "$1" "$(printf 'n%05d' "$i")" "10.1.$((i / 256 % 256)).$((i % 256))"
-	done
-}
 mkdir -p "$WORK/meridian" "$WORK/gdnsd/zones" "$WORK/gdnsd/run" "$WORK/gdnsd/state" "$WORK/knot" "$WORK/nsd"
 {
 	cat <<EOF
@@ -128,7 +117,7 @@ static:
   ns1: ["A 127.0.0.1"]
   txt: ['$TTL TXT $TXT']
 EOF
-	static_lines "  %s: [\"$TTL A %s\"]\n"
+	bench_static_lines "  %s: [\"$TTL A %s\"]\n"
 	cat <<EOF
 records:
   www.bench.test.: {mode: failover, record_ttl: $TTL, backends: [{address: $WWW1, priority: 1}, {address: $WWW2, priority: 2}]}
@@ -139,27 +128,21 @@ records:
 EOF
 } >"$WORK/meridian/bench.yml"
 printf 'subnets:\n  - subnet: 198.51.100.0/24\n    location: here\n' >"$WORK/meridian/locations.yml"
-zone_head() { # the SOA and NS of the zone files
-	cat <<EOF
-\$ORIGIN bench.test.
-\$TTL 3600
-@	IN SOA	ns1.bench.test. hostmaster.bench.test. 1 7200 3600 1209600 60
-@	IN NS	ns1.bench.test.
-ns1	IN A	127.0.0.1
-txt	$TTL	IN TXT	$TXT
-EOF
+zone_head() { # the start of the zone files, with the TXT record
+	bench_zone_head
+	printf 'txt\t%s\tIN TXT\t%s\n' "$TTL" "$TXT"
 }
 {
 	zone_head
 	printf 'www\t%s\tIN A\t%s\ngeo\t%s\tIN A\t%s\n' "$TTL" "$WWW1" "$TTL" "$GEO_HERE"
-	static_lines "%s\t$TTL\tIN A\t%s\n"
+	bench_static_lines "%s\t$TTL\tIN A\t%s\n"
 } >"$WORK/db.bench.test"
 cp "$WORK/db.bench.test" "$WORK/knot/bench.test.zone"
 cp "$WORK/db.bench.test" "$WORK/nsd/bench.test.zone"
 {
 	zone_head
 	printf 'www\t%s\tDYNA\tsimplefo!www\ngeo\t%s\tDYNA\tgeoip!geo\n' "$TTL" "$TTL"
-	static_lines "%s\t$TTL\tIN A\t%s\n"
+	bench_static_lines "%s\t$TTL\tIN A\t%s\n"
 } >"$WORK/gdnsd/zones/bench.test"
 
 # --- 3. the queries of each kind ---------------------------------------------------------------
@@ -343,7 +326,6 @@ pct() { # server kind p (0.5, 0.99): nearest rank over the pooled latencies, in 
 	}
 	sort -n "$f" | awk -v p="$3" '{ v[NR] = $1 } END { k = int(NR * p); if (k < NR * p) k++; if (k < 1) k = 1; print v[k] }'
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
 label() {
 	case "$1" in
 	a) echo "A, a GSLB record" ;;
@@ -365,7 +347,7 @@ echo "| query | Meridian | gdnsd | Knot | NSD | Meridian / gdnsd |"
 echo "|---|---:|---:|---:|---:|---:|"
 for kind in $KINDS; do
 	printf '| %s | %s | %s | %s | %s | %s |\n' "$(label "$kind")" "$(med meridian "$kind" qpscpu)" "$(med gdnsd "$kind" qpscpu)" \
-		"$(med knot "$kind" qpscpu)" "$(med nsd "$kind" qpscpu)" "$(ratio "$(med meridian "$kind" qpscpu)" "$(med gdnsd "$kind" qpscpu)")"
+		"$(med knot "$kind" qpscpu)" "$(med nsd "$kind" qpscpu)" "$(bench_ratio "$(med meridian "$kind" qpscpu)" "$(med gdnsd "$kind" qpscpu)")"
 done
 echo
 echo "Latency at $RATE qps, p50 / p99 (µs), and the queries lost at max qps / at $RATE qps (%):"

@@ -24,6 +24,11 @@
 #   bench_lost_pct FILE         the queries a dnsperf report counts lost, in % of those sent
 #   bench_start_servers S...    starts each server S on a free port and waits until it is ready,
 #                               with the caller's functions and globals (answers.sh, signed.sh)
+#   bench_static_lines FORMAT   the zone's NAMES static names n00001... (addresses 10.1.x.y),
+#                               each printed with FORMAT (name, address)
+#   bench_zone_head             the start of bench.test.'s zone file: SOA, NS, ns1's A
+#   bench_ratio A B             A / B with two decimals ("n/a" when either is, or B is 0)
+#   bench_remove_work           removes $WORK, unless KEEP_WORK=1 (then says where it is)
 
 # shellcheck disable=SC2034 # used by the scripts that source this file
 BENCH_CLK_TCK="$(getconf CLK_TCK)"
@@ -229,7 +234,7 @@ bench_start_servers() {
 	for s in "$@"; do
 		for ((attempt = 1; ; attempt++)); do
 			# shellcheck disable=SC2086,SC2048 # ports are numbers
-			PORT[$s]="$(bench_pick_port ${PORT[*]:-})"
+			PORT["$s"]="$(bench_pick_port ${PORT[*]:-})"
 			write_configs
 			bench_start_server "$s" && break
 			((attempt < 5)) || {
@@ -246,7 +251,7 @@ bench_start_servers() {
 bench_start_server() {
 	local s=$1 log="$WORK/$1.log" deadline
 	launch "$s" "$log"
-	PID[$s]=$!
+	PID["$s"]=$!
 	deadline=$((SECONDS + READY_TIMEOUT))
 	until ready "$s"; do
 		if ! kill -0 "${PID[$s]}" 2>/dev/null; then
@@ -264,4 +269,34 @@ bench_start_server() {
 		fi
 		sleep 0.2
 	done
+}
+
+bench_static_lines() {
+	local i
+	for ((i = 1; i <= NAMES; i++)); do
+		# shellcheck disable=SC2059 # the format is the caller's
+		printf "$1" "$(printf 'n%05d' "$i")" "10.1.$((i / 256 % 256)).$((i % 256))"
+	done
+}
+
+bench_zone_head() {
+	cat <<ZONE
+\$ORIGIN bench.test.
+\$TTL 3600
+@	IN SOA	ns1.bench.test. hostmaster.bench.test. 1 7200 3600 1209600 60
+@	IN NS	ns1.bench.test.
+ns1	IN A	127.0.0.1
+ZONE
+}
+
+bench_ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'
+}
+
+bench_remove_work() {
+	if [[ "${KEEP_WORK:-0}" == 1 ]]; then
+		echo "work directory kept: $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
 }

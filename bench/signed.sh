@@ -62,11 +62,7 @@ declare -A PID=() PORT=()
 cleanup() {
 	local s
 	for s in "${!PID[@]}"; do bench_stop_pid "${PID[$s]}"; done
-	if [[ "${KEEP_WORK:-0}" == 1 ]]; then
-		echo "work directory kept: $WORK" >&2
-	else
-		rm -rf "$WORK"
-	fi
+	bench_remove_work
 }
 trap cleanup EXIT
 mkdir -p "$WORK/meridian" "$WORK/knot"
@@ -75,13 +71,6 @@ KEY="$(cd "$WORK/meridian" && dnssec-keygen -q -a ECDSAP256SHA256 -f KSK bench.t
 # --- 2. the zone, in each server's format -----------------------------------------------------
 TTL=30
 WWW1=10.9.0.1 WWW2=10.9.0.2
-static_lines() { # printf format of one static name (name, address)
-	local i
-	for ((i = 1; i <= NAMES; i++)); do
-		# shellcheck disable=SC2059
-		printf "$1" "$(printf 'n%05d' "$i")" "10.1.$((i / 256 % 256)).$((i % 256))"
-	done
-}
 {
 	cat <<EOF
 soa: {mname: ns1.bench.test., rname: hostmaster.bench.test., serial: 1, minimum: 60}
@@ -89,22 +78,16 @@ ns: [ns1.bench.test.]
 static:
   ns1: ["A 127.0.0.1"]
 EOF
-	static_lines "  %s: [\"$TTL A %s\"]\n"
+	bench_static_lines "  %s: [\"$TTL A %s\"]\n"
 	cat <<EOF
 records:
   www.bench.test.: {mode: failover, record_ttl: $TTL, backends: [{address: $WWW1, priority: 1}, {address: $WWW2, priority: 2}]}
 EOF
 } >"$WORK/meridian/bench.yml"
 {
-	cat <<EOF
-\$ORIGIN bench.test.
-\$TTL 3600
-@	IN SOA	ns1.bench.test. hostmaster.bench.test. 1 7200 3600 1209600 60
-@	IN NS	ns1.bench.test.
-ns1	IN A	127.0.0.1
-EOF
+	bench_zone_head
 	printf 'www\t%s\tIN A\t%s\n' "$TTL" "$WWW1"
-	static_lines "%s\t$TTL\tIN A\t%s\n"
+	bench_static_lines "%s\t$TTL\tIN A\t%s\n"
 } >"$WORK/knot/bench.test.zone"
 
 # --- 3. the queries of each kind ---------------------------------------------------------------
@@ -211,7 +194,6 @@ med() { # server kind
 	# shellcheck disable=SC2046
 	bench_median $(cat "$WORK/res/$1.$2")
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
 label() {
 	case "$1" in
 	a) echo "www A, no DO (unsigned)" ;;
@@ -229,7 +211,7 @@ echo
 echo "| query | Meridian | Knot | Meridian / Knot |"
 echo "|---|---:|---:|---:|"
 for kind in $KINDS; do
-	printf '| %s | %s | %s | %s |\n' "$(label "$kind")" "$(med meridian "$kind")" "$(med knot "$kind")" "$(ratio "$(med meridian "$kind")" "$(med knot "$kind")")"
+	printf '| %s | %s | %s | %s |\n' "$(label "$kind")" "$(med meridian "$kind")" "$(med knot "$kind")" "$(bench_ratio "$(med meridian "$kind")" "$(med knot "$kind")")"
 done
 echo
-echo "Meridian, signed A / unsigned A: $(ratio "$(med meridian a-do)" "$(med meridian a)"); Knot: $(ratio "$(med knot a-do)" "$(med knot a)")."
+echo "Meridian, signed A / unsigned A: $(bench_ratio "$(med meridian a-do)" "$(med meridian a)"); Knot: $(bench_ratio "$(med knot a-do)" "$(med knot a)")."
