@@ -66,12 +66,7 @@ IDLE_POLL="${IDLE_POLL:-1}"
 ISOLATE="${ISOLATE:-1}"
 KINDS="${KINDS:-a nxdomain nodata txt ecs tcp}"
 SERVERS="${SERVERS:-meridian gdnsd knot nsd}"
-for v in ROUNDS DURATION LAT_DURATION RATE NAMES RANDOM_NAMES CLIENTS TCP_CLIENTS OUTSTANDING TIMEOUT READY_TIMEOUT; do
-	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || {
-		echo "$v must be a positive integer, got '${!v}'" >&2
-		exit 2
-	}
-done
+bench_positive ROUNDS DURATION LAT_DURATION RATE NAMES RANDOM_NAMES CLIENTS TCP_CLIENTS OUTSTANDING TIMEOUT READY_TIMEOUT
 for k in $KINDS; do
 	[[ "$k" =~ ^(a|nxdomain|nodata|txt|ecs|tcp)$ ]] || {
 		echo "KINDS: unknown kind '$k' (a nxdomain nodata txt ecs tcp)" >&2
@@ -292,11 +287,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 			record "$s" "$kind" qps "$(printf '%.0f' "$(bench_field 'Queries per second:' "$out")")"
 			record "$s" "$kind" lost "$(bench_lost_pct "$out")"
 			bench_log "round $r $s $kind: $(bench_field 'Queries per second:' "$out") qps, server CPU ${cpu}s"
-			kill -0 "${PID[$s]}" 2>/dev/null || {
-				echo "$s exited:" >&2
-				cat "$WORK/$s.log" >&2
-				exit 1
-			}
+			bench_running "$s"
 		done
 		for s in "${order[@]}"; do
 			serves "$s" "$kind" || continue

@@ -29,6 +29,8 @@
 #   bench_zone_head             the start of bench.test.'s zone file: SOA, NS, ns1's A
 #   bench_ratio A B             A / B with two decimals ("n/a" when either is, or B is 0)
 #   bench_remove_work           removes $WORK, unless KEEP_WORK=1 (then says where it is)
+#   bench_positive VAR...       exits (status 2) unless each variable VAR is a positive integer
+#   bench_running S             exits, with its log ($WORK/S.log), unless server S (PID[S]) runs
 
 # shellcheck disable=SC2034 # used by the scripts that source this file
 BENCH_CLK_TCK="$(getconf CLK_TCK)"
@@ -299,4 +301,22 @@ bench_remove_work() {
 	else
 		rm -rf "$WORK"
 	fi
+}
+
+bench_positive() {
+	local v
+	for v in "$@"; do
+		[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || {
+			echo "$v must be a positive integer, got '${!v}'" >&2
+			exit 2
+		}
+	done
+}
+
+bench_running() {
+	kill -0 "${PID[$1]}" 2>/dev/null || {
+		echo "$1 exited:" >&2
+		cat "$WORK/$1.log" >&2
+		exit 1
+	}
 }

@@ -47,12 +47,7 @@ TIMEOUT="${TIMEOUT:-1}"
 READY_TIMEOUT="${READY_TIMEOUT:-30}"
 KINDS="a a-do nodata-do"
 SERVERS="meridian knot"
-for v in ROUNDS DURATION NAMES CLIENTS OUTSTANDING TIMEOUT READY_TIMEOUT; do
-	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || {
-		echo "$v must be a positive integer, got '${!v}'" >&2
-		exit 2
-	}
-done
+bench_positive ROUNDS DURATION NAMES CLIENTS OUTSTANDING TIMEOUT READY_TIMEOUT
 
 # --- 1. tools, binary and key -----------------------------------------------------------------
 bench_need_pkgs dnsperf:dnsperf dig:dnsutils taskset:util-linux knotd:knot dnssec-keygen:bind9-dnsutils
@@ -179,11 +174,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 			awk -v n="$(bench_field 'Queries completed:' "$perf_out")" -v a="$t0" -v b="$t1" -v hz="$BENCH_CLK_TCK" \
 				'BEGIN { printf "%.0f\n", (b > a ? n * hz / (b - a) : 0) }' >>"$WORK/res/$s.$kind"
 			bench_log "round $r $s $kind: $(bench_field 'Queries per second:' "$perf_out") qps, $(tail -n1 "$WORK/res/$s.$kind") per CPU-second"
-			kill -0 "${PID[$s]}" 2>/dev/null || {
-				echo "$s exited:" >&2
-				cat "$WORK/$s.log" >&2
-				exit 1
-			}
+			bench_running "$s"
 		done
 	done
 done
