@@ -66,12 +66,7 @@ IDLE_POLL="${IDLE_POLL:-1}"
 ISOLATE="${ISOLATE:-1}"
 KINDS="${KINDS:-a nxdomain nodata txt ecs tcp}"
 SERVERS="${SERVERS:-meridian gdnsd knot nsd}"
-for v in ROUNDS DURATION LAT_DURATION RATE NAMES RANDOM_NAMES CLIENTS TCP_CLIENTS OUTSTANDING TIMEOUT READY_TIMEOUT; do
-	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || {
-		echo "$v must be a positive integer, got '${!v}'" >&2
-		exit 2
-	}
-done
+bench_positive ROUNDS DURATION LAT_DURATION RATE NAMES RANDOM_NAMES CLIENTS TCP_CLIENTS OUTSTANDING TIMEOUT READY_TIMEOUT
 for k in $KINDS; do
 	[[ "$k" =~ ^(a|nxdomain|nodata|txt|ecs|tcp)$ ]] || {
 		echo "KINDS: unknown kind '$k' (a nxdomain nodata txt ecs tcp)" >&2
@@ -98,11 +93,7 @@ stop_servers() {
 cleanup() {
 	stop_servers
 	bench_restore_cpus "$WORK/isolated"
-	if [[ "${KEEP_WORK:-0}" == 1 ]]; then
-		echo "work directory kept: $WORK" >&2
-	else
-		rm -rf "$WORK"
-	fi
+	bench_remove_work
 }
 trap cleanup EXIT
 IDLE="halt"
@@ -112,13 +103,6 @@ IDLE="halt"
 TTL=30
 WWW1=10.9.0.1 WWW2=10.9.0.2 GEO_HERE=10.8.0.1 GEO_THERE=10.8.0.2
 TXT='"v=spf1 ip4:192.0.2.0/24 -all"'
-static_lines() { # printf format of one static name (name, address)
-	local i
-	for ((i = 1; i <= NAMES; i++)); do
-		# shellcheck disable=SC2059
-		printf "$1" "$(printf 'n%05d' "$i")" "10.1.$((i / 256 % 256)).$((i % 256))"
-	done
-}
 mkdir -p "$WORK/meridian" "$WORK/gdnsd/zones" "$WORK/gdnsd/run" "$WORK/gdnsd/state" "$WORK/knot" "$WORK/nsd"
 {
 	cat <<EOF
@@ -128,7 +112,7 @@ static:
   ns1: ["A 127.0.0.1"]
   txt: ['$TTL TXT $TXT']
 EOF
-	static_lines "  %s: [\"$TTL A %s\"]\n"
+	bench_static_lines "  %s: [\"$TTL A %s\"]\n"
 	cat <<EOF
 records:
   www.bench.test.: {mode: failover, record_ttl: $TTL, backends: [{address: $WWW1, priority: 1}, {address: $WWW2, priority: 2}]}
@@ -139,27 +123,21 @@ records:
 EOF
 } >"$WORK/meridian/bench.yml"
 printf 'subnets:\n  - subnet: 198.51.100.0/24\n    location: here\n' >"$WORK/meridian/locations.yml"
-zone_head() { # the SOA and NS of the zone files
-	cat <<EOF
-\$ORIGIN bench.test.
-\$TTL 3600
-@	IN SOA	ns1.bench.test. hostmaster.bench.test. 1 7200 3600 1209600 60
-@	IN NS	ns1.bench.test.
-ns1	IN A	127.0.0.1
-txt	$TTL	IN TXT	$TXT
-EOF
+zone_head() { # the start of the zone files, with the TXT record
+	bench_zone_head
+	printf 'txt\t%s\tIN TXT\t%s\n' "$TTL" "$TXT"
 }
 {
 	zone_head
 	printf 'www\t%s\tIN A\t%s\ngeo\t%s\tIN A\t%s\n' "$TTL" "$WWW1" "$TTL" "$GEO_HERE"
-	static_lines "%s\t$TTL\tIN A\t%s\n"
+	bench_static_lines "%s\t$TTL\tIN A\t%s\n"
 } >"$WORK/db.bench.test"
 cp "$WORK/db.bench.test" "$WORK/knot/bench.test.zone"
 cp "$WORK/db.bench.test" "$WORK/nsd/bench.test.zone"
 {
 	zone_head
 	printf 'www\t%s\tDYNA\tsimplefo!www\ngeo\t%s\tDYNA\tgeoip!geo\n' "$TTL" "$TTL"
-	static_lines "%s\t$TTL\tIN A\t%s\n"
+	bench_static_lines "%s\t$TTL\tIN A\t%s\n"
 } >"$WORK/gdnsd/zones/bench.test"
 
 # --- 3. the queries of each kind ---------------------------------------------------------------
@@ -250,48 +228,17 @@ ready() {
 	[[ "$(probe "$p" www.bench.test.)" == "$WWW1" && "$(probe "$p" n00001.bench.test.)" == 10.1.0.1 ]]
 }
 
-# start_server server: starts it on CPU 0 and waits until it answers; returns 1 if its port was
-# taken (the caller retries with another).
-start_server() {
-	local s=$1 log="$WORK/$1.log" deadline
-	case "$s" in
-	meridian) taskset -c 0 "$BIN" -conf "$WORK/meridian/Corefile" >"$log" 2>&1 & ;;
-	gdnsd) taskset -c 0 gdnsd -c "$WORK/gdnsd" start >"$log" 2>&1 & ;;
-	knot) taskset -c 0 knotd -c "$WORK/knot/knot.conf" >"$log" 2>&1 & ;;
-	nsd) taskset -c 0 nsd -d -c "$WORK/nsd/nsd.conf" >"$log" 2>&1 & ;;
+# launch server log: starts it on CPU 0, in the background (bench_start_servers).
+launch() {
+	case "$1" in
+	meridian) taskset -c 0 "$BIN" -conf "$WORK/meridian/Corefile" >"$2" 2>&1 & ;;
+	gdnsd) taskset -c 0 gdnsd -c "$WORK/gdnsd" start >"$2" 2>&1 & ;;
+	knot) taskset -c 0 knotd -c "$WORK/knot/knot.conf" >"$2" 2>&1 & ;;
+	nsd) taskset -c 0 nsd -d -c "$WORK/nsd/nsd.conf" >"$2" 2>&1 & ;;
 	esac
-	PID[$s]=$!
-	deadline=$((SECONDS + READY_TIMEOUT))
-	until ready "$s"; do
-		if ! kill -0 "${PID[$s]}" 2>/dev/null; then
-			wait "${PID[$s]}" 2>/dev/null || true
-			unset "PID[$s]"
-			grep -qsi 'address already in use\|Address in use' "$log" && return 1
-			echo "$s exited during startup:" >&2
-			cat "$log" >&2
-			exit 1
-		fi
-		if ((SECONDS >= deadline)); then
-			echo "$s (127.0.0.1:${PORT[$s]}) not ready within ${READY_TIMEOUT}s:" >&2
-			cat "$log" >&2
-			exit 1
-		fi
-		sleep 0.2
-	done
 }
-for s in $SERVERS; do
-	for ((attempt = 1; ; attempt++)); do
-		# shellcheck disable=SC2086
-		PORT[$s]="$(bench_pick_port ${PORT[*]:-})"
-		write_configs
-		start_server "$s" && break
-		((attempt < 5)) || {
-			echo "$s could not bind a port" >&2
-			exit 1
-		}
-	done
-done
-bench_log "servers ready: $(for s in $SERVERS; do printf '%s on %s (pid %s); ' "$s" "${PORT[$s]}" "${PID[$s]}"; done)"
+# shellcheck disable=SC2086 # the servers' names
+bench_start_servers $SERVERS
 for s in $SERVERS; do
 	[[ "$(probe "${PORT[$s]}" txt.bench.test. TXT)" == "$TXT" ]] || {
 		echo "$s does not answer the TXT record" >&2
@@ -340,11 +287,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 			record "$s" "$kind" qps "$(printf '%.0f' "$(bench_field 'Queries per second:' "$out")")"
 			record "$s" "$kind" lost "$(bench_lost_pct "$out")"
 			bench_log "round $r $s $kind: $(bench_field 'Queries per second:' "$out") qps, server CPU ${cpu}s"
-			kill -0 "${PID[$s]}" 2>/dev/null || {
-				echo "$s exited:" >&2
-				cat "$WORK/$s.log" >&2
-				exit 1
-			}
+			bench_running "$s"
 		done
 		for s in "${order[@]}"; do
 			serves "$s" "$kind" || continue
@@ -374,7 +317,6 @@ pct() { # server kind p (0.5, 0.99): nearest rank over the pooled latencies, in 
 	}
 	sort -n "$f" | awk -v p="$3" '{ v[NR] = $1 } END { k = int(NR * p); if (k < NR * p) k++; if (k < 1) k = 1; print v[k] }'
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
 label() {
 	case "$1" in
 	a) echo "A, a GSLB record" ;;
@@ -396,7 +338,7 @@ echo "| query | Meridian | gdnsd | Knot | NSD | Meridian / gdnsd |"
 echo "|---|---:|---:|---:|---:|---:|"
 for kind in $KINDS; do
 	printf '| %s | %s | %s | %s | %s | %s |\n' "$(label "$kind")" "$(med meridian "$kind" qpscpu)" "$(med gdnsd "$kind" qpscpu)" \
-		"$(med knot "$kind" qpscpu)" "$(med nsd "$kind" qpscpu)" "$(ratio "$(med meridian "$kind" qpscpu)" "$(med gdnsd "$kind" qpscpu)")"
+		"$(med knot "$kind" qpscpu)" "$(med nsd "$kind" qpscpu)" "$(bench_ratio "$(med meridian "$kind" qpscpu)" "$(med gdnsd "$kind" qpscpu)")"
 done
 echo
 echo "Latency at $RATE qps, p50 / p99 (µs), and the queries lost at max qps / at $RATE qps (%):"

@@ -22,6 +22,15 @@
 #   bench_field KEY FILE        the first word after "KEY" on the first line of FILE holding it
 #                               (dnsperf's report: "Queries per second:")
 #   bench_lost_pct FILE         the queries a dnsperf report counts lost, in % of those sent
+#   bench_start_servers S...    starts each server S on a free port and waits until it is ready,
+#                               with the caller's functions and globals (answers.sh, signed.sh)
+#   bench_static_lines FORMAT   the zone's NAMES static names n00001... (addresses 10.1.x.y),
+#                               each printed with FORMAT (name, address)
+#   bench_zone_head             the start of bench.test.'s zone file: SOA, NS, ns1's A
+#   bench_ratio A B             A / B with two decimals ("n/a" when either is, or B is 0)
+#   bench_remove_work           removes $WORK, unless KEEP_WORK=1 (then says where it is)
+#   bench_positive VAR...       exits (status 2) unless each variable VAR is a positive integer
+#   bench_running S             exits, with its log ($WORK/S.log), unless server S (PID[S]) runs
 
 # shellcheck disable=SC2034 # used by the scripts that source this file
 BENCH_CLK_TCK="$(getconf CLK_TCK)"
@@ -214,4 +223,100 @@ bench_lost_pct() {
 bench_median() {
 	printf '%s\n' "$@" | sort -g |
 		awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# bench_start_servers S...: starts each server S on a port of its own, picked anew (up to 5
+# times) when another process took it first, and waits until it answers. It uses the caller's
+# associative arrays PORT (set here) and PID, READY_TIMEOUT and WORK, and its functions
+# write_configs (writes every server's configuration from PORT), launch S LOG (starts S in the
+# background, its output to LOG) and ready S (true once S answers). Exits on a server that
+# fails.
+bench_start_servers() {
+	local s attempt
+	for s in "$@"; do
+		for ((attempt = 1; ; attempt++)); do
+			# shellcheck disable=SC2086,SC2048 # ports are numbers
+			PORT["$s"]="$(bench_pick_port ${PORT[*]:-})"
+			write_configs
+			bench_start_server "$s" && break
+			((attempt < 5)) || {
+				echo "$s could not bind a port" >&2
+				exit 1
+			}
+		done
+	done
+	bench_log "servers ready: $(for s in "$@"; do printf '%s on %s (pid %s); ' "$s" "${PORT[$s]}" "${PID[$s]}"; done)"
+}
+
+# bench_start_server S: launches S and waits until it is ready (see bench_start_servers);
+# returns 1 when its port was taken.
+bench_start_server() {
+	local s=$1 log="$WORK/$1.log" deadline
+	launch "$s" "$log"
+	PID["$s"]=$!
+	deadline=$((SECONDS + READY_TIMEOUT))
+	until ready "$s"; do
+		if ! kill -0 "${PID[$s]}" 2>/dev/null; then
+			wait "${PID[$s]}" 2>/dev/null || true
+			unset "PID[$s]"
+			grep -qsi 'address already in use\|Address in use' "$log" && return 1
+			echo "$s exited during startup:" >&2
+			cat "$log" >&2
+			exit 1
+		fi
+		if ((SECONDS >= deadline)); then
+			echo "$s (127.0.0.1:${PORT[$s]}) not ready within ${READY_TIMEOUT}s:" >&2
+			cat "$log" >&2
+			exit 1
+		fi
+		sleep 0.2
+	done
+}
+
+bench_static_lines() {
+	local i
+	for ((i = 1; i <= NAMES; i++)); do
+		# shellcheck disable=SC2059 # the format is the caller's
+		printf "$1" "$(printf 'n%05d' "$i")" "10.1.$((i / 256 % 256)).$((i % 256))"
+	done
+}
+
+bench_zone_head() {
+	cat <<ZONE
+\$ORIGIN bench.test.
+\$TTL 3600
+@	IN SOA	ns1.bench.test. hostmaster.bench.test. 1 7200 3600 1209600 60
+@	IN NS	ns1.bench.test.
+ns1	IN A	127.0.0.1
+ZONE
+}
+
+bench_ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'
+}
+
+bench_remove_work() {
+	if [[ "${KEEP_WORK:-0}" == 1 ]]; then
+		echo "work directory kept: $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
+}
+
+bench_positive() {
+	local v
+	for v in "$@"; do
+		[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || {
+			echo "$v must be a positive integer, got '${!v}'" >&2
+			exit 2
+		}
+	done
+}
+
+bench_running() {
+	kill -0 "${PID[$1]}" 2>/dev/null || {
+		echo "$1 exited:" >&2
+		cat "$WORK/$1.log" >&2
+		exit 1
+	}
 }

@@ -49,8 +49,11 @@ import (
 //
 // in a response that fits the client's limit: over UDP 512 bytes without EDNS, else its
 // buffer but at most 1232; over TCP maxFastTCP. A site's published names (with sites on)
-// take the slow path, and so do, in a zone Meridian's signer signs or with opts.PluginSigns,
-// the queries with the DO bit and those of the types keyType names.
+// take the slow path, and so do, in a signed zone, the queries of the types keyType names,
+// and with opts.PluginSigns (CoreDNS's dnssec plugin signs) those with the DO bit. In a zone
+// Meridian's signer signs, it answers the DO queries whose signatures and NSEC records were
+// prepared, each RRset followed by them as Respond adds them (fastsign.go), and leaves the
+// others (NXDOMAIN, SRV, HTTPS, SVCB, an answer not prepared).
 //
 // src is the client's transport address, unmapped here as gslb.ClientOf does for Respond (so
 // that a dual-stack socket's IPv4-mapped addresses select as IPv4 ones); sources are the GeoIP
@@ -67,8 +70,8 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 	qname := q.lowerName()
 	zone := snap.Zone(qname)
 	if zone == nil || under(opts.Exclude, qname) || snap.Heartbeat() != nil && mayBePublished(qname) ||
-		(opts.PluginSigns || zone.Signer() != nil) && (q.do || keyType(q.qtype)) {
-		return dst, false // a signed zone's DO queries and key types are the slow path's
+		(opts.PluginSigns || zone.Signer() != nil) && keyType(q.qtype) || opts.PluginSigns && q.do {
+		return dst, false // key types, and the DO queries the dnssec plugin signs, are the slow path's
 	}
 	src = src.Unmap()
 	st := q.readCookie(opts.Cookies, src, now)
@@ -78,6 +81,12 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 	case opts.RequireCookie && !tcp && st == cookie.ClientOnly:
 		return q.errorReply(dst, dns.RcodeBadCookie, false), true
 	}
+	if q.do && zone.Signer() != nil {
+		if a.signed = zone.Signed(); a.signed == nil {
+			return dst, false
+		}
+	}
+	q.co = q.co && a.signed != nil // the reply echoes CO when it is signed (builder.co)
 	q.limit = q.sizeLimit(tcp)
 	a.zone, a.opts, a.client, a.geo = zone, opts, src, sources
 	if q.ecsClient.IsValid() {
@@ -104,12 +113,20 @@ type fastAnswer struct {
 	geo    *geo.Sources
 	// cut is the delegation point of a referral, which rate limiting keeps accounts by.
 	cut string
+	// signed is the zone's prepared signatures for a DO query in a zone Meridian's signer
+	// signs (fastsign.go), nil otherwise; wild, for such a query, the wildcard record that
+	// answers it, nil for none.
+	signed *catalog.SignedZone
+	wild   *catalog.Record
 }
 
 // answer answers the query for qname as builder.answer does.
 func (a *fastAnswer) answer(dst []byte, qname string) ([]byte, bool) {
 	q, zone := &a.q, a.zone
 	found := zone.Find(qname)
+	if a.signed != nil && !a.signedKind(found) {
+		return dst, false
+	}
 	if found.Cut != nil {
 		return a.referral(dst, found.Cut) // DS queries, answered at the cut, are the slow path's
 	}
@@ -122,14 +139,17 @@ func (a *fastAnswer) answer(dst []byte, qname string) ([]byte, bool) {
 	rec, apex, w := found.Record, qname == zone.Origin, zone.Wire()
 	switch {
 	case apex && q.qtype == dns.TypeSOA:
-		return a.static(dst, w.SOA)
+		if a.signed != nil {
+			return a.static(dst, a.signed.SOA.Wire, &a.signed.SOA) // the SOA its signatures sign
+		}
+		return a.static(dst, w.SOA, nil)
 	case apex && q.qtype == dns.TypeNS:
-		return a.static(dst, w.NS)
+		return a.static(dst, w.NS, a.apexNS())
 	}
-	if s, answers, ok := staticSection(found, rec != nil, q.qtype); !ok {
+	if s, t, answers, ok := staticSection(found, rec != nil, q.qtype); !ok {
 		return dst, false
 	} else if answers {
-		return a.static(dst, s)
+		return a.static(dst, s, a.staticSigned(qname, t))
 	}
 	if rec == nil {
 		return a.negative(dst, dns.RcodeSuccess, 0, nil)
@@ -137,9 +157,13 @@ func (a *fastAnswer) answer(dst []byte, qname string) ([]byte, bool) {
 	switch q.qtype {
 	case dns.TypeA, dns.TypeAAAA, dns.TypeCNAME:
 		return a.address(dst, rec)
-	case dns.TypeSRV:
-		return a.srv(dst, rec)
-	case dns.TypeHTTPS, dns.TypeSVCB:
+	case dns.TypeSRV, dns.TypeHTTPS, dns.TypeSVCB:
+		if a.signed != nil {
+			return dst, false // signed on demand (ViewSigner)
+		}
+		if q.qtype == dns.TypeSRV {
+			return a.srv(dst, rec)
+		}
 		return a.svcb(dst, rec)
 	case dns.TypeTXT:
 		if a.opts.EnableTXT {
@@ -153,31 +177,37 @@ func (a *fastAnswer) answer(dst []byte, qname string) ([]byte, bool) {
 // staticAnswer gives them to the slow path (with record set when a GSLB record is at the name):
 // answers tells whether static records answer it at all, ok is false when they do but have no
 // wire form (the slow path answers).
-func staticSection(found catalog.Found, record bool, qtype uint16) (s catalog.Section, answers, ok bool) {
+func staticSection(found catalog.Found, record bool, qtype uint16) (s catalog.Section, t uint16, answers, ok bool) {
 	if found.Static == nil || record && (qtype == dns.TypeA || qtype == dns.TypeAAAA || qtype == dns.TypeCNAME) {
-		return catalog.Section{}, false, true
+		return catalog.Section{}, 0, false, true
 	}
-	t := qtype
+	t = qtype
 	if len(found.Static[t]) == 0 {
 		if t = dns.TypeCNAME; len(found.Static[t]) == 0 {
-			return catalog.Section{}, false, true
+			return catalog.Section{}, 0, false, true
 		}
 	}
 	s, ok = found.Wire.RRset(t)
-	return s, true, ok
+	return s, t, true, ok
 }
 
 // static answers with the records of s: the name's static RRset (or CNAME), or the apex's SOA
-// or NS.
-func (a *fastAnswer) static(dst []byte, s catalog.Section) ([]byte, bool) {
+// or NS; for a DO query in a signed zone, followed by their signatures sigs (signatures).
+func (a *fastAnswer) static(dst []byte, s catalog.Section, sigs *catalog.SignedRRset) ([]byte, bool) {
 	q := &a.q
+	sig, ok := a.signatures(sigs)
+	if !ok {
+		return dst, false
+	}
 	r := q.base(dns.RcodeSuccess)
 	r.addAnswer(s.Count, q.sectionLen(s))
+	r.addAnswer(sig.Count, len(sig.Wire))
 	if r.size > q.limit {
 		return dst, false
 	}
 	dst = q.appendHeader(dst, &r)
 	dst = q.appendSection(dst, s)
+	dst = append(dst, sig.Wire...)
 	return q.finish(dst, 0), true
 }
 
@@ -185,23 +215,26 @@ func (a *fastAnswer) static(dst []byte, s catalog.Section) ([]byte, bool) {
 // NODATA, fail-closed), with the ECS scope scope. rec, when not nil, is the record asked for,
 // marked queried once the answer is certain.
 func (a *fastAnswer) negative(dst []byte, rcode, scope int, rec *catalog.Record) ([]byte, bool) {
-	q, soa := &a.q, a.zone.Wire().Negative
+	q := &a.q
+	auth, ok := a.negativeAuthority(rcode)
 	r := q.base(rcode)
-	r.addAuthority(soa.Count, q.sectionLen(soa))
-	if r.size > q.limit || rcode > 0xf {
+	auth.count(&r)
+	if !ok || r.size > q.limit || rcode > 0xf {
 		return dst, false
 	}
 	if rec != nil {
 		rec.MarkQueried()
 	}
-	return a.writeNegative(dst, &r, soa, scope), true
+	return a.writeNegative(dst, &r, &auth, scope), true
 }
 
-// writeNegative writes the reply r, a negative one whose authority is soa.
-func (a *fastAnswer) writeNegative(dst []byte, r *fastReply, soa catalog.Section, scope int) []byte {
+// writeNegative writes the reply r, a negative one whose authority is auth.
+func (a *fastAnswer) writeNegative(dst []byte, r *fastReply, auth *authority, scope int) []byte {
 	q := &a.q
 	dst = q.appendHeader(dst, r)
-	dst = q.appendSection(dst, soa)
+	for _, s := range auth {
+		dst = q.appendSection(dst, s)
+	}
 	return q.finish(dst, scope)
 }
 
@@ -210,17 +243,25 @@ func (a *fastAnswer) writeNegative(dst []byte, r *fastReply, soa catalog.Section
 const maxGlueRecords = 8
 
 // referral answers a query at or below the delegation d as builder.referral does: not
-// authoritative, d's NS RRset in authority, its static glue, then the healthy backends of the
-// GSLB records among its name servers, in additional.
+// authoritative, d's NS RRset in authority (with DO in a signed zone, then the cut's DS RRset
+// or NSEC record and their signatures: cutProof), its static glue, then the healthy backends
+// of the GSLB records among its name servers, in additional.
 func (a *fastAnswer) referral(dst []byte, d *catalog.Delegation) ([]byte, bool) {
 	q, w := &a.q, d.Wire
 	if q.qtype == dns.TypeDS || w == nil || len(d.GlueRecords) > maxGlueRecords {
 		return dst, false
 	}
 	a.cut = d.Name
+	proof, ok := a.cutProof(d)
+	if !ok {
+		return dst, false
+	}
 	r := q.base(dns.RcodeSuccess)
 	r.notAuth = true
 	r.addAuthority(w.NS.Count, q.sectionLen(w.NS))
+	for _, s := range proof {
+		r.addAuthority(s.Count, len(s.Wire))
+	}
 	r.addAdditional(w.Glue.Count, q.sectionLen(w.Glue))
 	var views [maxGlueRecords]*catalog.View
 	for i, rec := range d.GlueRecords {
@@ -241,6 +282,9 @@ func (a *fastAnswer) referral(dst []byte, d *catalog.Delegation) ([]byte, bool) 
 	}
 	dst = q.appendHeader(dst, &r)
 	dst = q.appendSection(dst, w.NS)
+	for _, s := range proof {
+		dst = append(dst, s.Wire...)
+	}
 	dst = q.appendSection(dst, w.Glue)
 	for i, rec := range d.GlueRecords {
 		for f := catalog.IPv4; f <= catalog.IPv6; f++ {

@@ -13,8 +13,10 @@ import (
 // records (the random ones could not be compared), over UDP or TCP, with or without
 // use_edns_csubnet, from an IPv4 or IPv6 client, unsigned or signed by Meridian's signer: it
 // never panics, and whatever it answers miekg/dns unpacks, and Respond answers with the same
-// bytes (in the signed zone, Respond signs every DO query's answer, so the fast path must leave
-// them). The seeds are queries of every kind TestAppendFastEveryKind asks.
+// bytes (in the signed zone, DO queries included: the signatures and NSEC records the fast path
+// copies are Respond's, and it leaves those Respond signs on demand). The seeds are queries of
+// every kind TestAppendFastEveryKind asks, and, with the DO bit (and the Compact Answers OK
+// flag), those the signed zone answers from prepared signatures.
 func FuzzAppendFast(f *testing.F) {
 	plain, sources := fastSnapshot(f, false)
 	signed, _ := fastSnapshotSigned(f, false, signerOf(f, testSigning))
@@ -56,6 +58,13 @@ func FuzzAppendFast(f *testing.F) {
 	for _, c := range seeds {
 		f.Add(c.packet(f), true, false, false, false)
 		f.Add(c.packet(f), false, true, true, true)
+		c.edns, c.do = 1232, true
+		pkt := c.packet(f)
+		f.Add(pkt, true, false, false, true)
+		if c.ecs == nil {
+			pkt[len(pkt)-4] |= ednsCO >> 8 // the OPT record's flags, the last of the packet
+			f.Add(pkt, false, false, false, true)
+		}
 	}
 	f.Add([]byte{}, false, true, false, false)
 	f.Add(guardPacket(f, "www.example.org.", dns.TypeA, []byte{1, 2, 3, 4, 5, 6, 7, 8}, true), true, false, false, false)

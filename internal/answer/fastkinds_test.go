@@ -100,22 +100,32 @@ var randomNames = map[string]bool{
 // each rcode and section shape it compared, so that a zone change that loses a kind shows.
 func TestAppendFastEveryKind(t *testing.T) {
 	snap, sources := fastSnapshot(t, true)
-	compareEveryKind(t, snap, sources, func(fastCase) bool { return false })
+	compareEveryKind(t, snap, sources, func(fastCase) bool { return false }, func(fastCase) bool { return false })
 }
 
 // TestAppendFastEveryKindSigned is TestAppendFastEveryKind in the zone signed by Meridian's
-// signer: the fast path leaves every query with the DO bit, and those of the types the signer
-// answers (DNSKEY, NSEC), to Respond, which signs them, and answers the others as Respond does.
+// signer: the fast path leaves the queries of the types the signer answers (DNSKEY, NSEC) to
+// Respond; it may leave those with the DO bit (those that need a signature made for the query,
+// or a referral), and whatever it answers with DO, signatures and NSEC records included, is
+// byte for byte Respond's. Every kind it answers from prepared signatures is among those
+// compared with DO: positive answers, NODATA, fail-closed and referrals.
 func TestAppendFastEveryKindSigned(t *testing.T) {
 	snap, sources := fastSnapshotSigned(t, true, signerOf(t, testSigning))
-	compareEveryKind(t, snap, sources, func(c fastCase) bool { return c.do || keyType(c.qtype) })
+	seenDO := compareEveryKind(t, snap, sources, func(c fastCase) bool { return keyType(c.qtype) }, func(c fastCase) bool { return c.do })
+	for _, want := range []string{"NOERROR an", "NOERROR ns", "REFUSED ns", "NOERROR ns+ar (referral)"} {
+		if seenDO[want] == 0 {
+			t.Errorf("no signed answer of the shape %q compared: %v", want, seenDO)
+		}
+	}
+	t.Logf("signed answers compared, by shape: %v", seenDO)
 }
 
 // compareEveryKind asks snap every kind of question both ways, as TestAppendFastEveryKind says;
-// the fast path must leave the questions slow names to Respond.
-func compareEveryKind(t *testing.T, snap *catalog.Snapshot, sources *geo.Sources, slow func(fastCase) bool) {
+// the fast path must leave the questions slow names to Respond, and may leave those may names.
+// It returns how many answers to DO queries it compared, by shape.
+func compareEveryKind(t *testing.T, snap *catalog.Snapshot, sources *geo.Sources, slow, may func(fastCase) bool) map[string]int {
 	t.Helper()
-	seen := map[string]int{}
+	seen, seenDO := map[string]int{}, map[string]int{}
 	for _, name := range fastKindNames {
 		for _, qtype := range fastKindTypes {
 			for _, v := range fastKindVariants {
@@ -131,7 +141,7 @@ func compareEveryKind(t *testing.T, snap *catalog.Snapshot, sources *geo.Sources
 				for range trials {
 					out, handled := AppendFast(nil, snap, opts, pkt, c.client(), c.tcp, sources, time.Time{})
 					wire, answered := slowWire(t, snap, opts, pkt, c.client(), c.tcp, sources)
-					if handled && (!answered || slow(c)) || !handled && !slow(c) && mustHandle(c, wire, answered) {
+					if handled && (!answered || slow(c)) || !handled && !slow(c) && !may(c) && mustHandle(c, wire, answered) {
 						t.Errorf("%s (%s): handled %v, answered by Respond %v:\n%s", c, v.name, handled, answered, unpacked(string(wire)))
 						break
 					}
@@ -145,6 +155,9 @@ func compareEveryKind(t *testing.T, snap *catalog.Snapshot, sources *geo.Sources
 						t.Errorf("%s (%s): fast path\n%s\nnot among Respond's:\n%s", c, v.name, unpacked(wire), unpackedSet(slowWires))
 					}
 					seen[shape(wire)]++
+					if c.do {
+						seenDO[shape(wire)]++
+					}
 				}
 				for wire := range slowWires {
 					if !fast[wire] {
@@ -160,6 +173,7 @@ func compareEveryKind(t *testing.T, snap *catalog.Snapshot, sources *geo.Sources
 		}
 	}
 	t.Logf("answers compared, by shape: %v", seen)
+	return seenDO
 }
 
 // mustHandle reports whether the fast path must answer c, which Respond answered (answered)

@@ -45,6 +45,9 @@ type fastQuery struct {
 	edns    bool
 	udpSize uint16
 	do      bool
+	// co is the query's Compact Answers OK flag (RFC 9824), which a signed reply echoes;
+	// AppendFast clears it for the others.
+	co bool
 	// ecs is set when the query has a Client Subnet option (with opts.UseECS): its family,
 	// source prefix and address bytes, and the client address it gives (invalid for prefix 0:
 	// the transport address is the client then).
@@ -178,6 +181,7 @@ func (q *fastQuery) parseOPT(rr []byte, useECS bool) bool {
 		return false // BADVERS
 	}
 	q.edns, q.udpSize, q.do = true, binary.BigEndian.Uint16(rr[3:]), ttl&ednsDO != 0
+	q.co = q.do && ttl&ednsCO != 0
 	rdata := rr[optFixedLen:]
 	if int(binary.BigEndian.Uint16(rr[9:])) != len(rdata) {
 		return false

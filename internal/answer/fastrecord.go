@@ -30,21 +30,22 @@ func (a *fastAnswer) address(dst []byte, rec *catalog.Record) ([]byte, bool) {
 		f = catalog.IPv4 // CNAME: a host-name backend or a fallback CNAME answers it
 	}
 	owner := q.owner()
-	if rotates(rec.Config) && q.base(0).size+maxAddressAnswer(rec, f, owner) > q.limit {
+	sv, ok := a.signedView(rec)
+	if !ok || rotates(rec.Config) && q.base(0).size+maxAddressAnswer(rec, f, owner)+maxSignatures(sv) > q.limit {
 		return dst, false
 	}
 	r := a.picker(rec)
 	var buf [maxInlinePicks]*catalog.Backend
 	sel, took := r.timedPick(f, buf[:0])
 	if sel.closed {
-		soa := a.zone.Wire().Negative
+		auth, ok := a.negativeAuthority(sel.rcode)
 		reply := q.base(sel.rcode)
-		reply.addAuthority(soa.Count, q.sectionLen(soa))
-		if reply.size > q.limit || sel.rcode > 0xf {
+		auth.count(&reply)
+		if !ok || reply.size > q.limit || sel.rcode > 0xf {
 			return dst, false
 		}
 		a.count(&r, rec, true, took)
-		return a.writeNegative(dst, &reply, soa, sel.scope), true
+		return a.writeNegative(dst, &reply, &auth, sel.scope), true
 	}
 	// The records rrs makes: the fixed ones, else the backends, a host name chosen first
 	// alone as a CNAME, the other host names left out.
@@ -77,10 +78,10 @@ func (a *fastAnswer) address(dst []byte, rec *catalog.Record) ([]byte, bool) {
 	firstCNAME := hostFirst || len(fixed) > 0 && fixed[0].Header().Rrtype == dns.TypeCNAME
 	if reply.an == 0 || !isAddress && !firstCNAME {
 		// NODATA: no record, or for CNAME, no CNAME now.
-		soa := a.zone.Wire().Negative
+		auth, ok := a.negativeAuthority(dns.RcodeSuccess)
 		reply = q.base(dns.RcodeSuccess)
-		reply.addAuthority(soa.Count, q.sectionLen(soa))
-		if reply.size > q.limit {
+		auth.count(&reply)
+		if !ok || reply.size > q.limit {
 			return dst, false
 		}
 		a.count(&r, rec, false, took)
@@ -89,9 +90,15 @@ func (a *fastAnswer) address(dst []byte, rec *catalog.Record) ([]byte, bool) {
 				r.selected(be)
 			}
 		}
-		return a.writeNegative(dst, &reply, soa, sel.scope), true
+		return a.writeNegative(dst, &reply, &auth, sel.scope), true
 	}
-	if reply.size > q.limit {
+	sigs, ok := a.answerSignatures(sv, f, fixed, backends, hostFirst)
+	cover, covered := a.covering("")
+	reply.addAnswer(sigs.Count, a.sigsLen(sigs))
+	for _, s := range cover {
+		reply.addAuthority(s.Count, len(s.Wire))
+	}
+	if !ok || !covered || reply.size > q.limit {
 		return dst, false
 	}
 	a.count(&r, rec, false, took)
@@ -109,6 +116,10 @@ func (a *fastAnswer) address(dst []byte, rec *catalog.Record) ([]byte, bool) {
 				dst = appendBackendAddress(dst, owner, sel.ttl, be.Config.IP)
 			}
 		}
+	}
+	dst = a.appendSigs(dst, sigs)
+	for _, s := range cover {
+		dst = append(dst, s.Wire...)
 	}
 	return q.finish(dst, sel.scope), true
 }

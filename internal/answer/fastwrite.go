@@ -88,6 +88,9 @@ func (q *fastQuery) appendOPT(dst []byte, scope, rcode int, ecs bool) []byte {
 	if q.do {
 		ttl |= ednsDO
 	}
+	if q.co {
+		ttl |= ednsCO
+	}
 	dst = append(dst, 0) // the root
 	dst = binary.BigEndian.AppendUint16(dst, dns.TypeOPT)
 	dst = binary.BigEndian.AppendUint16(dst, advertisedUDPSize)

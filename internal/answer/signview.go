@@ -72,9 +72,9 @@ func (s ViewSigner) SignView(r *catalog.Record, v *catalog.View, prev *catalog.S
 		out.PublishedRTTs, err = z.Reuse(prevPart(prev, func(p *catalog.SignedView) *catalog.SignedRRset { return &p.PublishedRTTs }), x.PublishedRTTs, now)
 		errs = append(errs, err)
 	}
-	out.Due = now // a signature that failed is due at once
+	out.Due, out.Incomplete = now, true // a signature that failed is due at once
 	if errors.Join(errs...) == nil {
-		out.Due = due(out)
+		out.Due, out.Incomplete = due(out), false
 	}
 	return out
 }

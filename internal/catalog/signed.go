@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -36,6 +37,17 @@ type SignedRRset struct {
 	// RRs are the records signed: owned by the record's name (or its wildcard), in any order.
 	RRs []dns.RR
 	*dnssec.Signed
+	// SigWire are the signatures (Signed.RRSIGs) in wire form, with their owner, packed when
+	// they are made, for the fast path to copy (answer.AppendFast): empty without signatures.
+	// Wire are the records in wire form too, for the RRsets the fast path copies from here
+	// (SOA, NSEC, DS); empty for the others.
+	SigWire, Wire Section
+}
+
+// Ready reports whether s is an RRset prepared with its signatures in wire form, which the
+// fast path may copy.
+func (s *SignedRRset) Ready() bool {
+	return s != nil && s.Signed != nil && s.SigWire.Count > 0
 }
 
 // SignedSet is the signed RRset of one answer of a record: a set of addresses (A or AAAA), or
@@ -61,6 +73,9 @@ type SignedView struct {
 	// were made in.
 	Due   time.Time
 	Epoch int
+	// Incomplete is set when a signature of the view could not be made: the fast path then
+	// leaves the view's signed answers to the slow path.
+	Incomplete bool
 }
 
 // Set returns the signed answer of family f whose key is key, nil when none was prepared.
@@ -303,8 +318,26 @@ func (z *Zone) Covering(qname string) (owner string, ok bool) {
 	if !ok {
 		return "", false
 	}
+	return z.CoveringKey(key)
+}
+
+// CoveringKey is Covering of the name whose canonical key is key (dnssec.CanonicalKey). It
+// allocates nothing.
+func (z *Zone) CoveringKey(key []byte) (owner string, ok bool) {
+	if z.signing == nil {
+		return "", false
+	}
 	for _, is := range z.signing.islands {
-		i, found := slices.BinarySearchFunc(is.keys, key, compareBytes)
+		// The first of the chain's keys not before key.
+		i, j := 0, len(is.keys)
+		for i < j {
+			if h := int(uint(i+j) >> 1); bytes.Compare(is.keys[h], key) < 0 {
+				i = h + 1
+			} else {
+				j = h
+			}
+		}
+		found := i < len(is.keys) && bytes.Equal(is.keys[i], key)
 		if found || i == 0 {
 			continue // qname exists, or sorts before the chain's first name (its parent)
 		}

@@ -187,3 +187,65 @@ func TestResignFollowsKeyEvents(t *testing.T) {
 		t.Error("after the rollover, a pass does not sign with the new key")
 	}
 }
+
+// TestSignedWire: every prepared signature is packed with its RRset as the fast path copies
+// it: the RRSIGs in wire form (their owner in full, uncompressed), and the records too for the
+// SOA and NSEC RRsets; a reuse keeps them, a new serial packs the new SOA and signatures.
+func TestSignedWire(t *testing.T) {
+	s := testSigner(t, signing)
+	first := signed(t, signedZoneYAML, s, nil)
+	z := first.ZoneOf("example.org.")
+	sz := z.Signed()
+	check := func(name string, rs *SignedRRset, records bool) {
+		t.Helper()
+		if !rs.Ready() {
+			t.Fatalf("%s: not ready", name)
+		}
+		if got := unpackRRs(t, rs.SigWire); !slices.EqualFunc(got, rs.RRSIGs, func(a, b dns.RR) bool { return a.String() == b.String() }) {
+			t.Errorf("%s: signatures' wire %v, want %v", name, got, rs.RRSIGs)
+		}
+		want := []dns.RR(nil)
+		if records {
+			want = rs.RRs
+		}
+		if got := unpackRRs(t, rs.Wire); !slices.EqualFunc(got, want, func(a, b dns.RR) bool { return a.String() == b.String() }) {
+			t.Errorf("%s: records' wire %v, want %v", name, got, want)
+		}
+	}
+	check("SOA", &sz.SOA, true)
+	check("negative SOA", &sz.NegativeSOA, true)
+	check("NS", &sz.NS, false)
+	check("mail A", sz.Static[NameType{"mail.example.org.", dns.TypeA}], false)
+	check("mail NSEC", z.NSECOf("mail.example.org."), true)
+	check("www NSEC", z.NSECOf("www.example.org."), true)
+
+	again := signed(t, signedZoneYAML, s, first)
+	if w := again.ZoneOf("example.org.").Signed().SOA.SigWire.Wire; &w[0] != &sz.SOA.SigWire.Wire[0] {
+		t.Error("reused signatures packed again")
+	}
+	z.SetSerial(z.Serial() + 1)
+	check("SOA, new serial", &z.Signed().SOA, true)
+	if soa := unpackRRs(t, z.Signed().SOA.Wire)[0].(*dns.SOA); soa.Serial != z.Serial() {
+		t.Errorf("SOA wire of serial %d, want %d", soa.Serial, z.Serial())
+	}
+	if (&SignedRRset{}).Ready() || (*SignedRRset)(nil).Ready() {
+		t.Error("an RRset without signatures is ready")
+	}
+}
+
+// unpackRRs unpacks the records of s (with their owners).
+func unpackRRs(t *testing.T, s Section) []dns.RR {
+	t.Helper()
+	var out []dns.RR
+	for off := 0; off < len(s.Wire); {
+		rr, next, err := dns.UnpackRR(s.Wire, off)
+		if err != nil {
+			t.Fatalf("unpacking %x at %d: %v", s.Wire, off, err)
+		}
+		out, off = append(out, rr), next
+	}
+	if len(out) != s.Count {
+		t.Fatalf("%d records, Count %d", len(out), s.Count)
+	}
+	return out
+}

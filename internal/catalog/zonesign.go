@@ -70,10 +70,28 @@ func (z *Zone) signZone(prev *SignedZone, now time.Time) error {
 // fresh, else new ones. On error the RRset is returned without signatures.
 func reuse(signer *dnssec.Signer, old *SignedRRset, rrs []dns.RR, now time.Time) (SignedRRset, error) {
 	if old != nil && sameRRs(old.RRs, rrs) && old.Signed.Fresh(now, signer.Epoch(now)) {
-		return SignedRRset{RRs: rrs, Signed: old.Signed}, nil
+		return withWire(rrs, old.Signed, old), nil
 	}
 	sig, err := signer.Sign(rrs, now)
-	return SignedRRset{RRs: rrs, Signed: sig}, err
+	return withWire(rrs, sig, nil), err
+}
+
+// withWire returns rrs and their signatures sig (nil for none) with their wire forms (see
+// SignedRRset): old's signatures' when sig is old's.
+func withWire(rrs []dns.RR, sig *dnssec.Signed, old *SignedRRset) SignedRRset {
+	out := SignedRRset{RRs: rrs, Signed: sig}
+	if sig == nil {
+		return out
+	}
+	if old != nil && old.Signed == sig && old.SigWire.Count > 0 {
+		out.SigWire = old.SigWire
+	} else {
+		out.SigWire = packSection(sig.RRSIGs, false)
+	}
+	if t := rrs[0].Header().Rrtype; t == dns.TypeSOA || t == dns.TypeNSEC || t == dns.TypeDS {
+		out.Wire = packSection(rrs, false)
+	}
+	return out
 }
 
 // Reuse is reuse for the view signers: rrs signed by the zone's signer, with old's signatures

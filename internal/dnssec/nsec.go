@@ -53,26 +53,34 @@ func CanonicalKey(name string) (key []byte, ok bool) {
 	if err != nil {
 		return nil, false
 	}
-	wire := buf[:end]
-	var labels [][]byte
-	for off := 0; off < len(wire) && wire[off] != 0; off += int(wire[off]) + 1 {
-		labels = append(labels, wire[off+1:off+1+int(wire[off])])
+	return AppendWireKey(make([]byte, 0, 2*end), buf[:end]), true
+}
+
+// AppendWireKey appends CanonicalKey's key of wire, a name in lower case in wire form
+// (uncompressed), to dst; it allocates nothing when dst has room for it (twice the name's
+// length).
+func AppendWireKey(dst, wire []byte) []byte {
+	var starts [128]uint8 // the offset of each label's length octet
+	n := 0
+	for off := 0; off < len(wire) && wire[off] != 0 && n < len(starts); off += int(wire[off]) + 1 {
+		starts[n] = uint8(off)
+		n++
 	}
-	key = make([]byte, 0, 2*end)
-	for i := len(labels) - 1; i >= 0; i-- {
+	for i := n - 1; i >= 0; i-- {
+		off := int(starts[i])
 		// Octets 0 and 1 are escaped as 1 1 and 1 2, so that 0 ends a label and sorts first:
 		// a label before its extensions ("a" before "a\000").
-		for _, c := range labels[i] {
+		for _, c := range wire[off+1 : min(off+1+int(wire[off]), len(wire))] {
 			switch c {
 			case 0:
-				key = append(key, 1, 1)
+				dst = append(dst, 1, 1)
 			case 1:
-				key = append(key, 1, 2)
+				dst = append(dst, 1, 2)
 			default:
-				key = append(key, c)
+				dst = append(dst, c)
 			}
 		}
-		key = append(key, 0)
+		dst = append(dst, 0)
 	}
-	return key, true
+	return dst
 }
