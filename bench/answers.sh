@@ -33,27 +33,12 @@
 # Environment: see bench/README.md (section answers.sh).
 set -euo pipefail
 
-QUICK=0
-case "${1:-}" in
---quick) QUICK=1 ;;
-"") ;;
-*)
-	echo "usage: $0 [--quick]" >&2
-	exit 2
-	;;
-esac
-
-BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$BENCH_DIR/.." && pwd)"
 # shellcheck source=bench/lib.sh
-source "$BENCH_DIR/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_quick_arg "$@"
 
-ROUNDS="${ROUNDS:-3}"
-DURATION="${DURATION:-3}"
-LAT_DURATION="${LAT_DURATION:-2}"
-if ((QUICK)); then
-	ROUNDS=1 DURATION=1 LAT_DURATION=1
-fi
+ROUNDS="${ROUNDS:-3}" DURATION="${DURATION:-3}" LAT_DURATION="${LAT_DURATION:-2}"
+((QUICK)) && ROUNDS=1 DURATION=1 LAT_DURATION=1
 RATE="${RATE:-20000}"
 NAMES="${NAMES:-1000}"
 RANDOM_NAMES="${RANDOM_NAMES:-200000}"
@@ -82,20 +67,10 @@ done
 
 # --- 1. tools and binary ----------------------------------------------------------------------
 bench_need_pkgs dnsperf:dnsperf dig:dnsutils taskset:util-linux gdnsd:gdnsd knotd:knot nsd:nsd
-BIN="$(bench_meridian_bin "$REPO")"
+BIN="$(bench_meridian_bin "$BENCH_REPO")"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-answers.XXXXXX")"
 declare -A PID=() PORT=()
-stop_servers() {
-	local s
-	for s in "${!PID[@]}"; do bench_stop_pid "${PID[$s]}"; done
-	PID=()
-}
-cleanup() {
-	stop_servers
-	bench_restore_cpus "$WORK/isolated"
-	bench_remove_work
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 IDLE="halt"
 ((IDLE_POLL)) && bench_hold_idle_poll && IDLE="poll (/dev/cpu_dma_latency held at 0)"
 
@@ -105,14 +80,7 @@ WWW1=10.9.0.1 WWW2=10.9.0.2 GEO_HERE=10.8.0.1 GEO_THERE=10.8.0.2
 TXT='"v=spf1 ip4:192.0.2.0/24 -all"'
 mkdir -p "$WORK/meridian" "$WORK/gdnsd/zones" "$WORK/gdnsd/run" "$WORK/gdnsd/state" "$WORK/knot" "$WORK/nsd"
 {
-	cat <<EOF
-soa: {mname: ns1.bench.test., rname: hostmaster.bench.test., serial: 1, minimum: 60}
-ns: [ns1.bench.test.]
-static:
-  ns1: ["A 127.0.0.1"]
-  txt: ['$TTL TXT $TXT']
-EOF
-	bench_static_lines "  %s: [\"$TTL A %s\"]\n"
+	bench_gslb_static "  txt: ['$TTL TXT $TXT']"
 	cat <<EOF
 records:
   www.bench.test.: {mode: failover, record_ttl: $TTL, backends: [{address: $WWW1, priority: 1}, {address: $WWW2, priority: 2}]}
@@ -123,22 +91,10 @@ records:
 EOF
 } >"$WORK/meridian/bench.yml"
 printf 'subnets:\n  - subnet: 198.51.100.0/24\n    location: here\n' >"$WORK/meridian/locations.yml"
-zone_head() { # the start of the zone files, with the TXT record
-	bench_zone_head
-	printf 'txt\t%s\tIN TXT\t%s\n' "$TTL" "$TXT"
-}
-{
-	zone_head
-	printf 'www\t%s\tIN A\t%s\ngeo\t%s\tIN A\t%s\n' "$TTL" "$WWW1" "$TTL" "$GEO_HERE"
-	bench_static_lines "%s\t$TTL\tIN A\t%s\n"
-} >"$WORK/db.bench.test"
+bench_zone_file "txt\t$TTL\tIN TXT\t$TXT" "www\t$TTL\tIN A\t$WWW1" "geo\t$TTL\tIN A\t$GEO_HERE" >"$WORK/db.bench.test"
 cp "$WORK/db.bench.test" "$WORK/knot/bench.test.zone"
 cp "$WORK/db.bench.test" "$WORK/nsd/bench.test.zone"
-{
-	zone_head
-	printf 'www\t%s\tDYNA\tsimplefo!www\ngeo\t%s\tDYNA\tgeoip!geo\n' "$TTL" "$TTL"
-	bench_static_lines "%s\t$TTL\tIN A\t%s\n"
-} >"$WORK/gdnsd/zones/bench.test"
+bench_zone_file "txt\t$TTL\tIN TXT\t$TXT" "www\t$TTL\tDYNA\tsimplefo!www" "geo\t$TTL\tDYNA\tgeoip!geo" >"$WORK/gdnsd/zones/bench.test"
 
 # --- 3. the queries of each kind ---------------------------------------------------------------
 for ((i = 0; i < 1000; i++)); do echo "www.bench.test. A"; done >"$WORK/q.a"
@@ -162,17 +118,8 @@ serves() { [[ "$2" != ecs || "$1" == meridian || "$1" == gdnsd ]]; }
 
 # --- 4. servers -------------------------------------------------------------------------------
 write_configs() {
-	cat >"$WORK/meridian/Corefile" <<EOF
-bench.test:${PORT[meridian]:-0} {
-    bind 127.0.0.1
-    gslb {
-        zone bench.test. $WORK/meridian/bench.yml
-        geoip_custom $WORK/meridian/locations.yml
-        use_edns_csubnet
-        fastpath
-    }
-}
-EOF
+	bench_gslb_corefile "$WORK/meridian/Corefile" "${PORT[meridian]:-0}" "$WORK/meridian/bench.yml" \
+		"geoip_custom $WORK/meridian/locations.yml" use_edns_csubnet fastpath
 	cat >"$WORK/gdnsd/config" <<EOF
 options => {
   listen => [ 127.0.0.1:${PORT[gdnsd]:-0} ]
@@ -187,20 +134,7 @@ plugins => {
   }
 }
 EOF
-	cat >"$WORK/knot/knot.conf" <<EOF
-server:
-    rundir: "$WORK/knot"
-    listen: 127.0.0.1@${PORT[knot]:-0}
-database:
-    storage: "$WORK/knot"
-zone:
-  - domain: bench.test
-    storage: "$WORK/knot"
-    file: "bench.test.zone"
-log:
-  - target: stderr
-    any: warning
-EOF
+	bench_knot_conf "$WORK/knot" "${PORT[knot]:-0}"
 	cat >"$WORK/nsd/nsd.conf" <<EOF
 server:
     ip-address: 127.0.0.1@${PORT[nsd]:-0}
@@ -248,67 +182,36 @@ done
 
 # --- 5. measurements --------------------------------------------------------------------------
 mkdir -p "$WORK/res"
-record() { echo "$4" >>"$WORK/res/$1.$2.$3"; } # server kind metric value
 if ((ISOLATE)); then
 	# shellcheck disable=SC2046
 	ISOLATED="$(bench_isolate_cpu 0 "$WORK/isolated" $(for s in $SERVERS; do bench_tree_pids "${PID[$s]}"; done))"
 	bench_log "CPU 0 isolated for the servers: $ISOLATED tasks moved off it"
 fi
-LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 
-# perf server kind out args...: dnsperf (on CPU 1) of the kind's queries against the server;
-# prints the server's CPU seconds over the run.
-perf() {
-	local s=$1 kind=$2 out=$3 t0 t1
-	shift 3
-	t0="$(bench_tree_ticks "${PID[$s]}")"
-	# shellcheck disable=SC2046
-	if ! taskset -c 1 dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$WORK/q.$kind" -T 1 $(kind_args "$kind") -t "$TIMEOUT" "$@" >"$out" 2>&1; then
-		echo "dnsperf failed against $s ($kind):" >&2
-		cat "$out" >&2
-		exit 1
-	fi
-	t1="$(bench_tree_ticks "${PID[$s]}")"
-	awk -v a="$t0" -v b="$t1" -v hz="$BENCH_CLK_TCK" 'BEGIN { printf "%.3f\n", (b - a) / hz }'
+# max_run server kind round: a max-qps run of the kind, when the server serves it.
+max_run() {
+	local s=$1 kind=$2 out="$WORK/$1.$2.$3.max" cpu done_q
+	serves "$s" "$kind" || return 0
+	cpu="$(bench_perf_kind "$s" "$kind" "$out" -l "$DURATION" -q "$OUTSTANDING")"
+	done_q="$(bench_field 'Queries completed:' "$out")"
+	bench_record "$s" "$kind" qpscpu "$(bench_per_cpu "$done_q" "$cpu")"
+	bench_record "$s" "$kind" qps "$(printf '%.0f' "$(bench_field 'Queries per second:' "$out")")"
+	bench_record "$s" "$kind" lost "$(bench_lost_pct "$out")"
+	bench_log "round $3 $s $kind: $(bench_field 'Queries per second:' "$out") qps, server CPU ${cpu}s"
+	bench_running "$s"
 }
-
-for ((r = 1; r <= ROUNDS; r++)); do
-	read -ra servers <<<"$SERVERS"
-	n=${#servers[@]}
-	order=()
-	for ((k = 0; k < n; k++)); do order+=("${servers[$(((k + r - 1) % n))]}"); done
-	for kind in $KINDS; do
-		for s in "${order[@]}"; do
-			serves "$s" "$kind" || continue
-			out="$WORK/$s.$kind.$r.max"
-			cpu="$(perf "$s" "$kind" "$out" -l "$DURATION" -q "$OUTSTANDING")"
-			done_q="$(bench_field 'Queries completed:' "$out")"
-			record "$s" "$kind" qpscpu "$(awk -v n="$done_q" -v c="$cpu" 'BEGIN { printf "%.0f", (c > 0 ? n / c : 0) }')"
-			record "$s" "$kind" qps "$(printf '%.0f' "$(bench_field 'Queries per second:' "$out")")"
-			record "$s" "$kind" lost "$(bench_lost_pct "$out")"
-			bench_log "round $r $s $kind: $(bench_field 'Queries per second:' "$out") qps, server CPU ${cpu}s"
-			bench_running "$s"
-		done
-		for s in "${order[@]}"; do
-			serves "$s" "$kind" || continue
-			out="$WORK/$s.$kind.$r.rate"
-			perf "$s" "$kind" "$out" -l "$LAT_DURATION" -q 2000 -Q "$RATE" -v >/dev/null
-			awk '$1 == ">" && NF == 5 { printf "%.0f\n", $5 * 1e6 }' "$out" >>"$WORK/res/$s.$kind.lat"
-			record "$s" "$kind" ratelost "$(bench_lost_pct "$out")"
-		done
-	done
-done
-LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
+# rate_run server kind round: a run of the kind at RATE qps, when the server serves it.
+rate_run() {
+	local s=$1 kind=$2 out="$WORK/$1.$2.$3.rate"
+	serves "$s" "$kind" || return 0
+	bench_perf_kind "$s" "$kind" "$out" -l "$LAT_DURATION" -q 2000 -Q "$RATE" -v >/dev/null
+	bench_latencies "$out" >>"$WORK/res/$s.$kind.lat"
+	bench_record "$s" "$kind" ratelost "$(bench_lost_pct "$out")"
+}
+bench_rounds max_run rate_run
 
 # --- 6. report --------------------------------------------------------------------------------
-med() { # server kind metric
-	if [[ -s "$WORK/res/$1.$2.$3" ]]; then
-		# shellcheck disable=SC2046
-		bench_median $(cat "$WORK/res/$1.$2.$3")
-	else
-		echo n/a
-	fi
-}
+med() { bench_med_file "$WORK/res/$1.$2.$3"; } # server kind metric
 pct() { # server kind p (0.5, 0.99): nearest rank over the pooled latencies, in microseconds
 	local f="$WORK/res/$1.$2.lat"
 	[[ -s "$f" ]] || {

@@ -42,9 +42,9 @@ BIN="$(bench_meridian_bin "$REPO")"
 NAMES="${NAMES:-100000}"
 RUNS="${RUNS:-3}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-bigzone.XXXXXX")"
-PID=""
+SERVER_PID=""
 cleanup() {
-	bench_stop_pid "$PID"
+	bench_stop_pid "$SERVER_PID"
 	if [[ -n "${KEEP:-}" ]]; then
 		bench_log "kept $WORK"
 	else
@@ -131,17 +131,17 @@ for run in $(seq 1 "$RUNS"); do
 	bench_log "run $run/$RUNS: start"
 	T0="$(now)"
 	"$BIN" -conf "$WORK/Corefile" >"$WORK/log" 2>&1 &
-	PID=$!
+	SERVER_PID=$!
 	until answers; do
-		kill -0 "$PID" 2>/dev/null || {
+		kill -0 "$SERVER_PID" 2>/dev/null || {
 			cat "$WORK/log" >&2
 			exit 1
 		}
 		sleep 0.05
 	done
 	START_T+=("$(awk -v a="$T0" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')")
-	START_C+=("$(cpu_s "$PID")")
-	START_M+=("$(hwm_mib "$PID")")
+	START_C+=("$(cpu_s "$SERVER_PID")")
+	START_M+=("$(hwm_mib "$SERVER_PID")")
 	LIVE+=("$(live_mb)")
 	[[ -n "${LIVE[-1]}" ]] || {
 		echo "no heap profile from the pprof plugin on port $PPROF" >&2
@@ -149,7 +149,7 @@ for run in $(seq 1 "$RUNS"); do
 	}
 
 	bench_log "run $run/$RUNS: reload"
-	C0="$(cpu_s "$PID")"
+	C0="$(cpu_s "$SERVER_PID")"
 	# The API's answer may come after its write timeout (a minute): the time is the one the
 	# server logs for the reload ("reloaded 1 zones, N records in 1m2.5s").
 	curl -s --max-time 600 -X POST -H 'Content-Type: application/json' "http://127.0.0.1:$API/api/v1/reload" >"$WORK/reload.out" || true
@@ -157,7 +157,7 @@ for run in $(seq 1 "$RUNS"); do
 		grep -q 'reloaded 1 zones' "$WORK/log" && break
 		sleep 0.1
 	done
-	C1="$(cpu_s "$PID")"
+	C1="$(cpu_s "$SERVER_PID")"
 	took="$(grep -o 'reloaded 1 zones, [0-9]* records in [0-9hmsµ.]*' "$WORK/log" | tail -1 | awk '{ print $NF }')"
 	[[ -n "$took" ]] || {
 		cat "$WORK/reload.out" >&2
@@ -174,9 +174,9 @@ for run in $(seq 1 "$RUNS"); do
 		printf "%.2f", s
 	}')")
 	RELOAD_C+=("$(awk -v a="$C0" -v b="$C1" 'BEGIN { printf "%.2f", b - a }')")
-	RELOAD_M+=("$(hwm_mib "$PID")")
-	bench_stop_pid "$PID"
-	PID=""
+	RELOAD_M+=("$(hwm_mib "$SERVER_PID")")
+	bench_stop_pid "$SERVER_PID"
+	SERVER_PID=""
 done
 
 best() { printf '%s\n' "$@" | sort -g | head -1; }

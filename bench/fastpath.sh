@@ -45,23 +45,9 @@
 # Environment: see bench/README.md (section fastpath.sh).
 set -euo pipefail
 
-usage() {
-	echo "usage: $0 [--quick]" >&2
-	exit 2
-}
-QUICK=0
-while (($#)); do
-	case "$1" in
-	--quick) QUICK=1 ;;
-	*) usage ;;
-	esac
-	shift
-done
-
-BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$BENCH_DIR/.." && pwd)"
 # shellcheck source=bench/lib.sh
-source "$BENCH_DIR/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_quick_arg "$@"
 
 FASTPATH="${FASTPATH:-0}"
 NAMES="${NAMES:-1000}"
@@ -100,12 +86,7 @@ for k in $KINDS; do
 done
 KIND_DURATION="${KIND_DURATION:-2}"
 
-for v in NAMES ROUNDS DURATION KIND_DURATION LAT_DURATION CLIENTS THREADS OUTSTANDING LAT_OUTSTANDING TIMEOUT READY_TIMEOUT WEIGHT_SAMPLES FAILOVER_TIMEOUT; do
-	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || {
-		echo "$v must be a positive integer, got '${!v}'" >&2
-		exit 2
-	}
-done
+bench_positive NAMES ROUNDS DURATION KIND_DURATION LAT_DURATION CLIENTS THREADS OUTSTANDING LAT_OUTSTANDING TIMEOUT READY_TIMEOUT WEIGHT_SAMPLES FAILOVER_TIMEOUT
 for r in $RATES; do
 	[[ "$r" =~ ^[1-9][0-9]*$ ]] || {
 		echo "RATES must be positive integers, got '$r'" >&2
@@ -129,7 +110,7 @@ done
 
 # --- 1. tools and binary ---------------------------------------------------------------------
 bench_need_pkgs dnsperf:dnsperf dig:dnsutils taskset:util-linux "$GDNSD_BIN:gdnsd"
-BIN="$(bench_meridian_bin "$REPO")"
+BIN="$(bench_meridian_bin "$BENCH_REPO")"
 command -v "$GDNSD_BIN" >/dev/null || {
 	echo "gdnsd not found: $GDNSD_BIN" >&2
 	exit 1
@@ -153,25 +134,14 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-fastpath.XXXXXX")"
 declare -A PID=() PORT=()
 CHECK_PIDS=()
 FAST_NA="" # the reason the fast path column is n/a
-stop_servers() {
-	local s
-	for s in "${!PID[@]}"; do bench_stop_pid "${PID[$s]}"; done
-	PID=()
-}
 cleanup() {
-	stop_servers
 	local p
-	bench_restore_cpus "$WORK/isolated"
 	for p in "${CHECK_PIDS[@]}"; do bench_stop_pid "$p"; done
-	if [[ "${KEEP_WORK:-0}" == 1 ]]; then
-		echo "work directory kept: $WORK" >&2
-	else
-		rm -rf "$WORK"
-	fi
+	bench_cleanup
 }
 trap cleanup EXIT
 
-go build -o "$WORK/blackhole" "$REPO/bench/blackhole"
+go build -o "$WORK/blackhole" "$BENCH_REPO/bench/blackhole"
 IDLE="halt (IDLE_POLL=0)"
 if ((IDLE_POLL)); then
 	if bench_hold_idle_poll; then
@@ -186,31 +156,10 @@ TTL=30
 WGT_HEAVY=10.9.0.1 WGT_LIGHT=10.9.0.2
 FO_PRIMARY=127.0.0.1 FO_SECONDARY=127.0.0.2
 GEO_HERE=10.8.0.1 GEO_THERE=10.8.0.2
-addr() { echo "10.1.$(($1 / 256 % 256)).$(($1 % 256))"; } # static name i
-
 PORT_CHECK="$(bench_pick_port)"
+BENCH_AVOID_PORTS=$PORT_CHECK # no server takes the check targets' port
 
-static_lines() { # format: printf format of one static name (name, address)
-	local i
-	for ((i = 1; i <= NAMES; i++)); do
-		# shellcheck disable=SC2059
-		printf "$1" "$(printf 'n%05d' "$i")" "$(addr "$i")"
-	done
-}
-
-{
-	cat <<EOF
-\$ORIGIN bench.test.
-\$TTL 3600
-@	IN SOA	ns1.bench.test. hostmaster.bench.test. 1 7200 3600 1209600 60
-@	IN NS	ns1.bench.test.
-ns1	IN A	127.0.0.1
-wgt	$TTL	IN A	$WGT_HEAVY
-fo	$TTL	IN A	$FO_PRIMARY
-geo	$TTL	IN A	$GEO_HERE
-EOF
-	static_lines "%s\t$TTL\tIN A\t%s\n"
-} >"$WORK/db.bench.test"
+bench_zone_file "wgt\t$TTL\tIN A\t$WGT_HEAVY" "fo\t$TTL\tIN A\t$FO_PRIMARY" "geo\t$TTL\tIN A\t$GEO_HERE" >"$WORK/db.bench.test"
 
 # gslb's files have a directory of their own: Meridian watches the directories of its files, and
 # every write to another file of such a directory (the dnsperf output of a latency run, with a
@@ -230,7 +179,7 @@ wgt	$TTL	DYNA	weighted!wgt
 fo	$TTL	DYNA	simplefo!fo
 geo	$TTL	DYNA	geoip!geo
 EOF
-	static_lines "%s\t$TTL\tA\t%s\n"
+	bench_static_lines "%s\t$TTL\tA\t%s\n"
 } >"$WORK/gdnsd/zones/bench.test"
 
 {
@@ -243,7 +192,7 @@ ns:
 static:
   ns1: ["A 127.0.0.1"]
 EOF
-	static_lines "  %s: [\"$TTL A %s\"]\n"
+	bench_static_lines "  %s: [\"$TTL A %s\"]\n"
 	cat <<EOF
 records:
   wgt.bench.test.:
@@ -289,21 +238,8 @@ for k in $KINDS; do queries_of "$k" >"$WORK/queries.$k.txt"; done
 
 # write_configs writes every server's configuration for the ports in PORT.
 write_configs() {
-	local s extra
-	for s in gslb fast; do
-		extra=""
-		[[ "$s" == fast ]] && extra="fastpath"
-		cat >"$WORK/Corefile.$s" <<EOF
-bench.test:${PORT[$s]:-0} {
-    bind 127.0.0.1
-    gslb {
-        zone bench.test. $GSLB_CONF/gslb.yml
-        geoip_custom $GSLB_CONF/locations.yml
-        $extra
-    }
-}
-EOF
-	done
+	bench_gslb_corefile "$WORK/Corefile.gslb" "${PORT[gslb]:-0}" "$GSLB_CONF/gslb.yml" "geoip_custom $GSLB_CONF/locations.yml"
+	bench_gslb_corefile "$WORK/Corefile.fast" "${PORT[fast]:-0}" "$GSLB_CONF/gslb.yml" "geoip_custom $GSLB_CONF/locations.yml" fastpath
 	cat >"$WORK/Corefile.file" <<EOF
 bench.test:${PORT[file]:-0} {
     bind 127.0.0.1
@@ -348,7 +284,7 @@ probe() { # port name -> first A address or empty
 # checks of both failover addresses are up).
 ready() {
 	local p=${PORT[$1]} w
-	[[ "$(probe "$p" n00001.bench.test.)" == "$(addr 1)" ]] || return 1
+	[[ "$(probe "$p" n00001.bench.test.)" == "$(bench_static_addr 1)" ]] || return 1
 	[[ "$(probe "$p" fo.bench.test.)" == "$FO_PRIMARY" ]] || return 1
 	[[ "$(probe "$p" geo.bench.test.)" == "$GEO_HERE" ]] || return 1
 	w="$(probe "$p" wgt.bench.test.)"
@@ -358,67 +294,32 @@ ready() {
 	fi
 }
 
-# start_server server phase: starts it and waits until it is ready. Returns 1 if its port was
-# taken (the caller retries with a new port), 2 if it is the fast path and the binary rejects
-# the option; exits the script on any other failure.
-start_server() {
-	local s=$1 pin=() deadline log="$WORK/$1.log"
-	[[ "$2" == pinned ]] && pin=(taskset -c 0)
-	if [[ "$s" == gdnsd ]]; then
-		"${pin[@]}" "$GDNSD_BIN" -c "$WORK/gdnsd" start >"$log" 2>&1 &
+# launch server log: starts it in the background, on CPU 0 in the pinned phase (PHASE).
+launch() {
+	local pin=()
+	[[ "$PHASE" == pinned ]] && pin=(taskset -c 0)
+	if [[ "$1" == gdnsd ]]; then
+		"${pin[@]}" "$GDNSD_BIN" -c "$WORK/gdnsd" start >"$2" 2>&1 &
 	else
-		"${pin[@]}" "$BIN" -conf "$WORK/Corefile.$s" >"$log" 2>&1 &
+		"${pin[@]}" "$BIN" -conf "$WORK/Corefile.$1" >"$2" 2>&1 &
 	fi
-	PID[$s]=$!
-	deadline=$((SECONDS + READY_TIMEOUT))
-	until ready "$s"; do
-		if ! kill -0 "${PID[$s]}" 2>/dev/null; then
-			wait "${PID[$s]}" 2>/dev/null || true
-			unset "PID[$s]"
-			grep -qsi 'address already in use' "$log" && return 1
-			if [[ "$s" == fast ]] && grep -qs 'unknown option "fastpath"' "$log"; then
-				FAST_NA="$(grep -m1 -o 'unknown option "fastpath"' "$log")"
-				return 2
-			fi
-			echo "$s exited during startup:" >&2
-			cat "$log" >&2
-			exit 1
-		fi
-		if ((SECONDS >= deadline)); then
-			echo "$s (127.0.0.1:${PORT[$s]}) not ready within ${READY_TIMEOUT}s:" >&2
-			cat "$log" >&2
-			exit 1
-		fi
-		sleep 0.2
-	done
+}
+
+# start_failed server log: true (its column n/a) when it is the fast path and the binary
+# rejects the option.
+start_failed() {
+	[[ "$1" == fast ]] && grep -qs 'unknown option "fastpath"' "$2" || return 1
+	FAST_NA="$(grep -m1 -o 'unknown option "fastpath"' "$2")"
+	bench_log "fast path: the binary rejects it ($FAST_NA): column n/a"
 }
 
 # start_all phase: picks ports and starts every server (the fast path's may turn out n/a).
 start_all() {
-	local s attempt rc used
-	for s in "${SERVERS[@]}"; do
-		[[ "$s" == fast && -n "$FAST_NA" ]] && continue
-		for ((attempt = 1; ; attempt++)); do
-			used="${PORT[*]:-} $PORT_CHECK"
-			# shellcheck disable=SC2086
-			PORT[$s]="$(bench_pick_port $used)"
-			write_configs
-			rc=0
-			start_server "$s" "$1" || rc=$?
-			((rc == 0)) && break
-			if ((rc == 2)); then
-				bench_log "fast path: the binary rejects it ($FAST_NA): column n/a"
-				break
-			fi
-			((attempt < 5)) || {
-				echo "$s could not bind a port:" >&2
-				cat "$WORK/$s.log" >&2
-				exit 1
-			}
-			bench_log "$s: port ${PORT[$s]} taken, retrying with another"
-		done
-	done
-	bench_log "$1: servers ready: $(for s in "${!PID[@]}"; do printf '%s on %s; ' "$s" "${PORT[$s]}"; done)"
+	local s servers=()
+	PHASE=$1
+	bench_log "$PHASE: starting the servers"
+	for s in "${SERVERS[@]}"; do [[ "$s" == fast && -n "$FAST_NA" ]] || servers+=("$s"); done
+	bench_start_servers "${servers[@]}"
 }
 
 # --- 4. answers: weights and failover ---------------------------------------------------------
@@ -474,7 +375,6 @@ check_failover() {
 # --- 5. measurements -------------------------------------------------------------------------
 # Results: $WORK/res/PHASE.SERVER.METRIC, one value per round.
 mkdir -p "$WORK/res"
-record() { echo "$4" >>"$WORK/res/$1.$2.$3"; }
 
 # perf phase server out queries args...: runs dnsperf on the query list queries (pinned to
 # core 1 in the pinned phase) against the server; prints "wall_seconds server_cpu_seconds"
@@ -509,12 +409,12 @@ measure_max() {
 	read -r wall cpu <<<"$res"
 	qps="$(bench_field 'Queries per second:' "$out")"
 	done_q="$(bench_field 'Queries completed:' "$out")"
-	record "$phase" "$s" "${pfx}qps" "$(printf '%.0f' "$qps")"
+	bench_record "$phase" "$s" "${pfx}qps" "$(printf '%.0f' "$qps")"
 	# Cores used: over dnsperf's sending time, not its start and its wait for the last answers
 	# (the server is idle then).
-	record "$phase" "$s" "${pfx}cores" "$(awk -v c="$cpu" -v w="$(bench_field 'Run time (s):' "$out")" 'BEGIN { printf "%.2f", (w > 0 ? c / w : 0) }')"
-	record "$phase" "$s" "${pfx}qpscore" "$(awk -v n="$done_q" -v c="$cpu" 'BEGIN { printf "%.0f", (c > 0 ? n / c : 0) }')"
-	record "$phase" "$s" "${pfx}lost" "$(bench_lost_pct "$out")"
+	bench_record "$phase" "$s" "${pfx}cores" "$(awk -v c="$cpu" -v w="$(bench_field 'Run time (s):' "$out")" 'BEGIN { printf "%.2f", (w > 0 ? c / w : 0) }')"
+	bench_record "$phase" "$s" "${pfx}qpscore" "$(bench_per_cpu "$done_q" "$cpu")"
+	bench_record "$phase" "$s" "${pfx}lost" "$(bench_lost_pct "$out")"
 	bench_log "$phase round $r $s${kind:+ ($kind)}: $qps qps, server CPU ${cpu}s over ${wall}s"
 }
 
@@ -522,19 +422,10 @@ measure_max() {
 measure_rate() {
 	local phase=$1 s=$2 r=$3 rate=$4 out="$WORK/$1.$2.$3.q$4.txt"
 	perf "$phase" "$s" "$out" "$WORK/queries.txt" -l "$LAT_DURATION" -q "$LAT_OUTSTANDING" -Q "$rate" -t "$TIMEOUT" -v >/dev/null
-	record "$phase" "$s" "q$rate.qps" "$(printf '%.0f' "$(bench_field 'Queries per second:' "$out")")"
-	record "$phase" "$s" "q$rate.lost" "$(bench_lost_pct "$out")"
-	# Per-query lines: "> RCODE NAME TYPE LATENCY_SECONDS"; kept in microseconds, pooled over
-	# the rounds.
-	awk '$1 == ">" && NF == 5 { printf "%.0f\n", $5 * 1e6 }' "$out" >>"$WORK/res/$phase.$s.q$rate.lat"
-}
-
-# alive server: exits, with the server's log, when it is gone.
-alive() {
-	kill -0 "${PID[$1]}" 2>/dev/null && return
-	echo "$1 exited during the benchmark:" >&2
-	cat "$WORK/$1.log" >&2
-	exit 1
+	bench_record "$phase" "$s" "q$rate.qps" "$(printf '%.0f' "$(bench_field 'Queries per second:' "$out")")"
+	bench_record "$phase" "$s" "q$rate.lost" "$(bench_lost_pct "$out")"
+	# The latencies, pooled over the rounds.
+	bench_latencies "$out" >>"$WORK/res/$phase.$s.q$rate.lat"
 }
 
 checked=0
@@ -555,31 +446,21 @@ for phase in $PHASES; do
 		# from round to round: the host's slow spells fall on the servers alike.
 		servers=()
 		for s in "${SERVERS[@]}"; do [[ -n "${PID[$s]:-}" ]] && servers+=("$s"); done
-		n=${#servers[@]}
-		order=()
-		for ((k = 0; k < n; k++)); do order+=("${servers[$(((k + r - 1) % n))]}"); done
-		for s in "${order[@]}"; do measure_max "$phase" "$s" "$r" && alive "$s"; done
+		read -ra order <<<"$(bench_rotate "$r" "${servers[@]}")"
+		for s in "${order[@]}"; do measure_max "$phase" "$s" "$r" && bench_running "$s"; done
 		for kind in $KINDS; do
-			for s in "${order[@]}"; do measure_max "$phase" "$s" "$r" "$kind" && alive "$s"; done
+			for s in "${order[@]}"; do measure_max "$phase" "$s" "$r" "$kind" && bench_running "$s"; done
 		done
 		for rate in $RATES; do
-			for s in "${order[@]}"; do measure_rate "$phase" "$s" "$r" "$rate" && alive "$s"; done
+			for s in "${order[@]}"; do measure_rate "$phase" "$s" "$r" "$rate" && bench_running "$s"; done
 		done
 	done
-	stop_servers
+	bench_stop_servers
 	bench_restore_cpus "$WORK/isolated"
 done
 
 # --- 6. report -------------------------------------------------------------------------------
-med() { # phase server metric -> median or n/a
-	local f="$WORK/res/$1.$2.$3"
-	if [[ -s "$f" ]]; then
-		# shellcheck disable=SC2046
-		bench_median $(cat "$f")
-	else
-		echo n/a
-	fi
-}
+med() { bench_med_file "$WORK/res/$1.$2.$3"; } # phase server metric -> median or n/a
 # percentiles phase server rate: computes p50, p99 and p99.9 (nearest rank) of the pooled
 # latencies into the results.
 percentiles() {
@@ -597,8 +478,6 @@ percentiles() {
 			}
 		}'
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
-
 row() { # phase label metric [noratio]: with noratio, the ratio cells stay empty
 	local phase=$1 label=$2 metric=$3 s line g f d x
 	line="| $label |"
@@ -609,7 +488,7 @@ row() { # phase label metric [noratio]: with noratio, the ratio cells stay empty
 		echo "$line | | | |"
 		return
 	fi
-	line+=" $(ratio "$g" "$d") | $(ratio "$g" "$f") | $(ratio "$x" "$d") | $(ratio "$x" "$f") |"
+	line+=" $(bench_ratio "$g" "$d") | $(bench_ratio "$g" "$f") | $(bench_ratio "$x" "$d") | $(bench_ratio "$x" "$f") |"
 	echo "$line"
 }
 

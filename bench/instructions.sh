@@ -61,5 +61,6 @@ for entry in "${benches[@]}"; do
 	[ -x "$bin.now" ] || build . "$pkg" "$bin.now"
 	old=$(perop "$bin.base" "$bench")
 	new=$(perop "$bin.now" "$bench")
+	# shellcheck disable=SC2016 # the backquotes are Markdown's
 	printf '| `%s %s` | %d | %d | %.3f |\n' "$pkg" "$bench" "$old" "$new" "$(echo "$new / $old" | bc -l)"
 done

@@ -16,9 +16,9 @@ RELOADS="${RELOADS:-400}"
 START_SETTLE="${START_SETTLE:-8}"
 SETTLE="${SETTLE:-10}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-reloads.XXXXXX")"
-PID=""
+SERVER_PID=""
 cleanup() {
-	bench_stop_pid "$PID"
+	bench_stop_pid "$SERVER_PID"
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -31,12 +31,12 @@ trap cleanup EXIT
 read -r DNS API < <(bench_free_ports 2)
 bench_api_corefile "$WORK/Corefile" "$DNS" "$API" "$WORK/zone.yml"
 "$BIN" -conf "$WORK/Corefile" >"$WORK/log" 2>&1 &
-PID=$!
+SERVER_PID=$!
 for _ in $(seq 1 100); do
 	curl -sf "http://127.0.0.1:$API/livez" >/dev/null && break
 	sleep 0.2
 done
-rss() { awk '/VmRSS/ { print $2 }' "/proc/$PID/status"; }
+rss() { awk '/VmRSS/ { print $2 }' "/proc/$SERVER_PID/status"; }
 sleep "$START_SETTLE"
 START="$(rss)"
 T0="$(date +%s.%N)"
@@ -44,7 +44,7 @@ for _ in $(seq 1 "$RELOADS"); do
 	curl -sf -X POST -H 'Content-Type: application/json' "http://127.0.0.1:$API/api/v1/reload" >/dev/null
 done
 T1="$(date +%s.%N)"
-PEAK="$(awk '/VmHWM/ { print $2 }' "/proc/$PID/status")"
+PEAK="$(awk '/VmHWM/ { print $2 }' "/proc/$SERVER_PID/status")"
 sleep "$SETTLE"
 END="$(rss)"
 echo "| records | reloads | reload time (s) | RSS at start (MiB) | peak RSS (MiB) | RSS ${SETTLE}s after (MiB) | after / start |"

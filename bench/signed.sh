@@ -20,26 +20,12 @@
 # Environment: see bench/README.md (section signed.sh).
 set -euo pipefail
 
-QUICK=0
-case "${1:-}" in
---quick) QUICK=1 ;;
-"") ;;
-*)
-	echo "usage: $0 [--quick]" >&2
-	exit 2
-	;;
-esac
-
-BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$BENCH_DIR/.." && pwd)"
 # shellcheck source=bench/lib.sh
-source "$BENCH_DIR/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_quick_arg "$@"
 
-ROUNDS="${ROUNDS:-3}"
-DURATION="${DURATION:-3}"
-if ((QUICK)); then
-	ROUNDS=1 DURATION=1
-fi
+ROUNDS="${ROUNDS:-3}" DURATION="${DURATION:-3}"
+((QUICK)) && ROUNDS=1 DURATION=1
 NAMES="${NAMES:-1000}"
 CLIENTS="${CLIENTS:-4}"
 OUTSTANDING="${OUTSTANDING:-200}"
@@ -51,15 +37,10 @@ bench_positive ROUNDS DURATION NAMES CLIENTS OUTSTANDING TIMEOUT READY_TIMEOUT
 
 # --- 1. tools, binary and key -----------------------------------------------------------------
 bench_need_pkgs dnsperf:dnsperf dig:dnsutils taskset:util-linux knotd:knot dnssec-keygen:bind9-dnsutils
-BIN="$(bench_meridian_bin "$REPO")"
+BIN="$(bench_meridian_bin "$BENCH_REPO")"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/meridian-signed.XXXXXX")"
 declare -A PID=() PORT=()
-cleanup() {
-	local s
-	for s in "${!PID[@]}"; do bench_stop_pid "${PID[$s]}"; done
-	bench_remove_work
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 mkdir -p "$WORK/meridian" "$WORK/knot"
 KEY="$(cd "$WORK/meridian" && dnssec-keygen -q -a ECDSAP256SHA256 -f KSK bench.test.)"
 
@@ -67,23 +48,14 @@ KEY="$(cd "$WORK/meridian" && dnssec-keygen -q -a ECDSAP256SHA256 -f KSK bench.t
 TTL=30
 WWW1=10.9.0.1 WWW2=10.9.0.2
 {
-	cat <<EOF
-soa: {mname: ns1.bench.test., rname: hostmaster.bench.test., serial: 1, minimum: 60}
-ns: [ns1.bench.test.]
-static:
-  ns1: ["A 127.0.0.1"]
-EOF
-	bench_static_lines "  %s: [\"$TTL A %s\"]\n"
+	# shellcheck disable=SC2119 # no static lines of its own
+	bench_gslb_static
 	cat <<EOF
 records:
   www.bench.test.: {mode: failover, record_ttl: $TTL, backends: [{address: $WWW1, priority: 1}, {address: $WWW2, priority: 2}]}
 EOF
 } >"$WORK/meridian/bench.yml"
-{
-	bench_zone_head
-	printf 'www\t%s\tIN A\t%s\n' "$TTL" "$WWW1"
-	bench_static_lines "%s\t$TTL\tIN A\t%s\n"
-} >"$WORK/knot/bench.test.zone"
+bench_zone_file "www\t$TTL\tIN A\t$WWW1" >"$WORK/knot/bench.test.zone"
 
 # --- 3. the queries of each kind ---------------------------------------------------------------
 for ((i = 0; i < 1000; i++)); do echo "www.bench.test. A"; done >"$WORK/q.a"
@@ -98,44 +70,23 @@ kind_args() { # dnsperf's arguments for the kind
 
 # --- 4. servers -------------------------------------------------------------------------------
 write_configs() {
-	cat >"$WORK/meridian/Corefile" <<EOF
-bench.test:${PORT[meridian]:-0} {
-    bind 127.0.0.1
-    gslb {
-        zone bench.test. $WORK/meridian/bench.yml
-        dnssec {
-            key file $WORK/meridian/$KEY
-        }
-        fastpath
-    }
-}
-EOF
-	cat >"$WORK/knot/knot.conf" <<EOF
-server:
-    rundir: "$WORK/knot"
-    listen: 127.0.0.1@${PORT[knot]:-0}
-database:
-    storage: "$WORK/knot"
-policy:
+	bench_gslb_corefile "$WORK/meridian/Corefile" "${PORT[meridian]:-0}" "$WORK/meridian/bench.yml" \
+		"dnssec {" "    key file $WORK/meridian/$KEY" "}" fastpath
+	bench_knot_conf "$WORK/knot" "${PORT[knot]:-0}" "policy:
   - id: bench
     algorithm: ecdsap256sha256
     single-type-signing: on
-zone:
-  - domain: bench.test
-    storage: "$WORK/knot"
-    file: "bench.test.zone"
-    zonefile-sync: -1
+" "    zonefile-sync: -1
     dnssec-signing: on
     dnssec-policy: bench
-log:
-  - target: stderr
-    any: warning
-EOF
+"
 }
 
+# probe port name [type]: dig's whole answer (read to its end, not by grep -q: under pipefail, dig
+# killed by SIGPIPE would fail the check).
 probe() { dig +dnssec +time=1 +tries=1 @127.0.0.1 -p "$1" "$2" "${3:-A}" 2>/dev/null; }
 ready() { # answers www A signed
-	probe "${PORT[$1]}" www.bench.test. | grep -q "RRSIG.*A 13 3"
+	probe "${PORT[$1]}" www.bench.test. | grep "RRSIG.*A 13 3" >/dev/null
 }
 # launch server log: starts it on CPU 0, in the background (bench_start_servers).
 launch() {
@@ -147,7 +98,7 @@ launch() {
 # shellcheck disable=SC2086 # the servers' names
 bench_start_servers $SERVERS
 for s in $SERVERS; do
-	probe "${PORT[$s]}" www.bench.test. AAAA | grep -q "NSEC.*RRSIG" || {
+	probe "${PORT[$s]}" www.bench.test. AAAA | grep "NSEC.*RRSIG" >/dev/null || {
 		echo "$s does not answer NODATA with a signed NSEC record" >&2
 		exit 1
 	}
@@ -155,36 +106,18 @@ done
 
 # --- 5. measurements --------------------------------------------------------------------------
 mkdir -p "$WORK/res"
-LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
-for ((r = 1; r <= ROUNDS; r++)); do
-	read -ra servers <<<"$SERVERS"
-	order=()
-	for ((k = 0; k < ${#servers[@]}; k++)); do order+=("${servers[$(((k + r - 1) % ${#servers[@]}))]}"); done
-	for kind in $KINDS; do
-		for s in "${order[@]}"; do
-			perf_out="$WORK/$s.$kind.$r"
-			t0="$(bench_tree_ticks "${PID[$s]}")"
-			# shellcheck disable=SC2046
-			if ! taskset -c 1 dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$WORK/q.$kind" -T 1 $(kind_args "$kind") -t "$TIMEOUT" -l "$DURATION" -q "$OUTSTANDING" >"$perf_out" 2>&1; then
-				echo "dnsperf failed against $s ($kind):" >&2
-				cat "$perf_out" >&2
-				exit 1
-			fi
-			t1="$(bench_tree_ticks "${PID[$s]}")"
-			awk -v n="$(bench_field 'Queries completed:' "$perf_out")" -v a="$t0" -v b="$t1" -v hz="$BENCH_CLK_TCK" \
-				'BEGIN { printf "%.0f\n", (b > a ? n * hz / (b - a) : 0) }' >>"$WORK/res/$s.$kind"
-			bench_log "round $r $s $kind: $(bench_field 'Queries per second:' "$perf_out") qps, $(tail -n1 "$WORK/res/$s.$kind") per CPU-second"
-			bench_running "$s"
-		done
-	done
-done
-LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
+# measure server kind round: a max-qps run of the kind.
+measure() {
+	local s=$1 kind=$2 out="$WORK/$1.$2.$3" cpu
+	cpu="$(bench_perf_kind "$s" "$kind" "$out" -l "$DURATION" -q "$OUTSTANDING")"
+	bench_per_cpu "$(bench_field 'Queries completed:' "$out")" "$cpu" >>"$WORK/res/$s.$kind"
+	bench_log "round $3 $s $kind: $(bench_field 'Queries per second:' "$out") qps, $(tail -n1 "$WORK/res/$s.$kind") per CPU-second"
+	bench_running "$s"
+}
+bench_rounds measure
 
 # --- 6. report --------------------------------------------------------------------------------
-med() { # server kind
-	# shellcheck disable=SC2046
-	bench_median $(cat "$WORK/res/$1.$2")
-}
+med() { bench_med_file "$WORK/res/$1.$2"; } # server kind
 label() {
 	case "$1" in
 	a) echo "www A, no DO (unsigned)" ;;
