@@ -41,6 +41,7 @@ BIN="$(bench_meridian_bin "$ROOT")"
 WORK="$(mktemp -d)"
 (cd "$ROOT" && go build -o "$WORK/flood" ./bench/flood)
 PIDS=()
+declare -A PID # each server's pid, by name (off, on, flood)
 cleanup() {
 	for p in "${PIDS[@]}"; do bench_stop_pid "$p"; done
 	((KEEP_WORK)) || rm -rf "$WORK"
@@ -72,7 +73,7 @@ $4
 COREFILE
 	taskset -c 0 "$BIN" -conf "$WORK/Corefile.$1" >"$WORK/log.$1" 2>&1 &
 	PIDS+=($!)
-	eval "PID_$1=$!"
+	PID[$1]=$!
 	for _ in $(seq 1 100); do
 		dig +short +time=1 +tries=1 -p "$2" @127.0.0.1 n00001.bench.test A 2>/dev/null | grep -q . && return 0
 		sleep 0.2
@@ -105,8 +106,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	((r % 2)) || order=(on off)
 	for s in "${order[@]}"; do
 		port="P_${s^^}"
-		pid="PID_$s"
-		ticks="$(perf "${!port}" "$WORK/q.names" "$WORK/perf.$s.$r" "${!pid}" -l "$DURATION")"
+		ticks="$(perf "${!port}" "$WORK/q.names" "$WORK/perf.$s.$r" "${PID[$s]}" -l "$DURATION")"
 		done_q="$(bench_field 'Queries completed:' "$WORK/perf.$s.$r")"
 		qps="$(bench_field 'Queries per second:' "$WORK/perf.$s.$r")"
 		per="$(awk -v q="$done_q" -v t="$ticks" -v hz="$BENCH_CLK_TCK" 'BEGIN { printf "%.0f", (t > 0 ? q / (t / hz) : 0) }')"
@@ -120,7 +120,7 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 # The flood, against "on" restarted with the flood's limit.
-bench_stop_pid "$PID_on"
+bench_stop_pid "${PID[on]}"
 read -r P_FLOOD M_FLOOD <<<"$(bench_free_ports 2)"
 start flood "$P_FLOOD" "$M_FLOOD" "        rrl
         rrl_responses_per_second $FLOOD_LIMIT"
