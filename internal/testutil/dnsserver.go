@@ -14,21 +14,43 @@ import (
 // servers stop when the test ends.
 func StartDNS(t testing.TB, handler dns.Handler, tsig map[string]string) string {
 	t.Helper()
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
-	for _, network := range []string{"udp", "tcp"} {
+	// The sockets are bound here and handed to the servers, so no other process can take the
+	// port between choosing it and listening on it.
+	pc, l := listenUDPAndTCP(t)
+	for _, srv := range []*dns.Server{
+		{PacketConn: pc, Net: "udp", Handler: handler, TsigSecret: tsig},
+		{Listener: l, Net: "tcp", Handler: handler, TsigSecret: tsig},
+	} {
 		started := make(chan struct{})
 		failed := make(chan error, 1)
-		srv := &dns.Server{Addr: addr, Net: network, Handler: handler, TsigSecret: tsig,
-			NotifyStartedFunc: func() { close(started) }}
-		go func() { failed <- srv.ListenAndServe() }()
+		srv.NotifyStartedFunc = func() { close(started) }
+		go func() { failed <- srv.ActivateAndServe() }()
 		select {
 		case <-started:
 		case err := <-failed:
-			t.Fatalf("dns server on %s %s: %v", network, addr, err)
+			t.Fatalf("dns server on %s %s: %v", srv.Net, l.Addr(), err)
 		}
 		t.Cleanup(func() { _ = srv.Shutdown() })
 	}
-	return addr
+	return l.Addr().String()
+}
+
+// listenUDPAndTCP binds a UDP socket and a TCP listener on one free loopback port.
+func listenUDPAndTCP(t testing.TB) (net.PacketConn, net.Listener) {
+	t.Helper()
+	for range 50 {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)))
+		if err == nil {
+			return pc, l
+		}
+		pc.Close()
+	}
+	t.Fatal("no loopback port free for both UDP and TCP")
+	return nil, nil
 }
 
 // ServeUDP listens on addr (host:port on loopback; port 0 for a free one) and answers every
