@@ -127,10 +127,10 @@ func TestManyLoops(t *testing.T) {
 	droppedBefore := promtest.ToFloat64(dropped)
 	l := New(config.AnswerLogOptions{Queue: 64})
 	var mu sync.Mutex
-	seen := map[[2]byte]bool{}
+	seen := map[[3]byte]int{} // each answer's query: its loop and its number in two bytes
 	defer l.Attach(func(e *Entry) {
 		mu.Lock()
-		seen[[2]byte{e.Query[0], e.Query[1]}] = true
+		seen[[3]byte{e.Query[0], e.Query[1], e.Query[2]}]++
 		mu.Unlock()
 	})()
 	l.Start()
@@ -139,7 +139,7 @@ func TestManyLoops(t *testing.T) {
 	for i := range loops {
 		wg.Go(func() {
 			for j := range each {
-				l.Observe(nil, []byte{byte(i), byte(j)}, []byte{0}, client, false, time.Now())
+				l.Observe(nil, []byte{byte(i), byte(j >> 8), byte(j)}, []byte{0}, client, false, time.Now())
 			}
 		})
 	}
@@ -147,6 +147,11 @@ func TestManyLoops(t *testing.T) {
 	l.Stop()
 	mu.Lock()
 	defer mu.Unlock()
+	for q, n := range seen {
+		if n != 1 {
+			t.Errorf("answer %v written %d times", q, n)
+		}
+	}
 	if total := len(seen) + int(promtest.ToFloat64(dropped)-droppedBefore); total != loops*each {
 		t.Errorf("%d written and dropped, want %d", total, loops*each)
 	}
