@@ -166,11 +166,14 @@ func withTTL(rr dns.RR, ttl uint32) dns.RR {
 	return rr
 }
 
-// selected counts be in the answer, when the answer counts: with the answer's TTL and, when
-// the selection looked the client up, its country (traffic_shares).
+// selected counts be in the answer, when the answer counts: with traffic_shares, with the
+// answer's TTL and, when the selection looked the client up, its country.
 func (r *builder) selected(be *catalog.Backend) {
-	if r.count {
+	switch {
+	case r.count && r.traffic:
 		r.rec.CountSelected(be, r.ttl, r.country)
+	case r.count:
+		r.rec.CountSelected(be, 0, "") // no traffic to weigh
 	}
 }
 

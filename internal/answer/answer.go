@@ -26,9 +26,11 @@ type Options struct {
 	EnableTXT bool
 	// Count counts address answers in the record's and the backends' query counts and times
 	// their selection (catalog.Record.CountAnswer), for CoreDNS-GSLB's metrics and the
-	// traffic shares (each backend's answers weighted by their TTL, by client country where
-	// the selection looked it up).
+	// traffic shares.
 	Count bool
+	// Traffic also weighs each counted answer's backends by the answer's TTL, by client
+	// country where the selection looked it up (traffic_shares; with Count).
+	Traffic bool
 	// PeerKey is set when the peers' exchanges are signed (peer_tsig): the names a site
 	// publishes for its peers are answered to signed queries only (Query.Signed).
 	PeerKey bool
@@ -115,7 +117,7 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count, explaining bo
 		return m, Answered
 	}
 
-	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, source: q.Source, geo: q.Geo, count: count, explaining: explaining}
+	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, source: q.Source, geo: q.Geo, count: count, traffic: opts.Traffic, explaining: explaining}
 	m, result := b.respond(snap, opts, q)
 	if opts.Limit != nil && !q.TCP && m != nil {
 		if m = b.limit(opts.Limit, m); m == nil {
@@ -187,8 +189,9 @@ type builder struct {
 	scope int
 	// geo are the GeoIP sources of the query.
 	geo *geo.Sources
-	// count makes address answers count in the record's and the backends' query counts.
-	count bool
+	// count makes address answers count in the record's and the backends' query counts,
+	// and traffic weighs them by their TTL and country (Options.Traffic).
+	count, traffic bool
 	// explaining is set for an answer no client asked for (Explain, Decide): it does not note
 	// the first answer of a change on the record's AnswerWatch.
 	explaining bool

@@ -101,28 +101,40 @@ func TestAnswerCountsAllocateNothing(t *testing.T) {
 	}
 }
 
-// TestTrafficCounts: a counted answer adds its TTL to the traffic of each backend it carries,
-// by either path, and for a geo record to the client's country's.
+// TestTrafficCounts: with traffic_shares (Options.Traffic), a counted answer adds its TTL to
+// the traffic of each backend it carries, by either path, and for a geo record to the
+// client's country's; counted without it (CoreDNS-GSLB's metrics alone), it adds none.
 func TestTrafficCounts(t *testing.T) {
-	snap, _ := geoSnapshot(t)
-	src := geoSources(t)
-	rec := recordNamed(t, snap, "single.example.org.")
-	opts := Options{Count: true}
-	q := new(dns.Msg)
-	q.SetQuestion("single.example.org.", dns.TypeA)
-	Respond(snap, opts, Query{Msg: q, Source: netip.MustParseAddr("198.51.100.7"), Geo: src})
-	if _, ok := AppendFast(nil, snap, opts, pack(t, q), netip.MustParseAddr("203.0.113.9"), false, src, time.Time{}); !ok {
-		t.Fatal("the fast path did not answer")
-	}
-	ttl := uint64(rec.View().TTL[catalog.IPv4])
-	if got := rec.Traffic(rec.Backends[0]); got != 2*ttl {
-		t.Errorf("traffic %d, want two answers of TTL %d", got, ttl)
-	}
-	var got []string
-	rec.TrafficByCountry(func(country string, _ *catalog.Backend, seconds uint64) {
-		got = append(got, fmt.Sprintf("%s %d", country, seconds))
-	})
-	if want := fmt.Sprintf("[FR %d US %d]", ttl, ttl); fmt.Sprint(got) != want {
-		t.Errorf("by country %v, want %s", got, want)
+	for _, traffic := range []bool{true, false} {
+		t.Run(fmt.Sprint("traffic=", traffic), func(t *testing.T) {
+			snap, _ := geoSnapshot(t)
+			src := geoSources(t)
+			rec := recordNamed(t, snap, "single.example.org.")
+			opts := Options{Count: true, Traffic: traffic}
+			q := new(dns.Msg)
+			q.SetQuestion("single.example.org.", dns.TypeA)
+			Respond(snap, opts, Query{Msg: q, Source: netip.MustParseAddr("198.51.100.7"), Geo: src})
+			if _, ok := AppendFast(nil, snap, opts, pack(t, q), netip.MustParseAddr("203.0.113.9"), false, src, time.Time{}); !ok {
+				t.Fatal("the fast path did not answer")
+			}
+			if got := rec.Selected(rec.Backends[0]); got != 2 {
+				t.Errorf("selected %d times, want 2", got)
+			}
+			ttl := uint64(rec.View().TTL[catalog.IPv4])
+			wantTraffic, wantCountries := 2*ttl, fmt.Sprintf("[FR %d US %d]", ttl, ttl)
+			if !traffic {
+				wantTraffic, wantCountries = 0, "[]"
+			}
+			if got := rec.Traffic(rec.Backends[0]); got != wantTraffic {
+				t.Errorf("traffic %d, want %d", got, wantTraffic)
+			}
+			var got []string
+			rec.TrafficByCountry(func(country string, _ *catalog.Backend, seconds uint64) {
+				got = append(got, fmt.Sprintf("%s %d", country, seconds))
+			})
+			if fmt.Sprint(got) != wantCountries {
+				t.Errorf("by country %v, want %s", got, wantCountries)
+			}
+		})
 	}
 }

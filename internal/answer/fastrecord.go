@@ -17,7 +17,7 @@ import (
 // picker returns the builder whose pick the fast path's selection runs: what pick reads only
 // (its other fields point into the response under construction, which the fast path has not).
 func (a *fastAnswer) picker(rec *catalog.Record) builder {
-	return builder{rec: rec, client: a.client, geo: a.geo, count: a.opts.Count}
+	return builder{rec: rec, client: a.client, geo: a.geo, count: a.opts.Count, traffic: a.opts.Traffic}
 }
 
 // address answers A, AAAA and CNAME at rec (builder.address): the selection's address records,

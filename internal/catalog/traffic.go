@@ -22,8 +22,12 @@ func countryIndex(code string) (int, bool) {
 // countryCode returns the code of slot i.
 func countryCode(i int) string { return string([]byte{byte('A' + i/26), byte('A' + i%26)}) }
 
-// countTraffic adds ttl to b's traffic, and to its country's when known.
+// countTraffic adds ttl to b's traffic, and to its country's when known. A ttl of 0 adds
+// nothing: the answer carries no traffic, or it is not weighed (traffic_shares off).
 func (c *queryCounts) countTraffic(r *Record, b *Backend, ttl uint32, country string) {
+	if ttl == 0 {
+		return
+	}
 	c.ttl[b.index].Add(uint64(ttl))
 	i, ok := countryIndex(country)
 	if !ok {

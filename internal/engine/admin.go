@@ -210,7 +210,7 @@ func (e *Engine) Ready() bool { return e.Snapshot() != nil }
 
 // AnswerOptions returns the answer switches of the block.
 func (e *Engine) AnswerOptions() answer.Options {
-	return answer.Options{UseECS: e.opts.UseEDNSClientSubnet, EnableTXT: e.opts.EnableTXT, Count: e.opts.CoreDNSGSLBMetrics || e.opts.TrafficShares,
+	return answer.Options{UseECS: e.opts.UseEDNSClientSubnet, EnableTXT: e.opts.EnableTXT, Count: e.opts.CoreDNSGSLBMetrics || e.opts.TrafficShares, Traffic: e.opts.TrafficShares,
 		PeerKey: e.opts.Sites.TSIG != nil, Limit: e.sec.limiter, Cookies: e.sec.cookies, RequireCookie: e.opts.Cookies.Require}
 }
 
