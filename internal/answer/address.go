@@ -102,10 +102,30 @@ func pickFamily(rec *catalog.Record, v *catalog.View, c client, f catalog.Family
 	return selection{backends: append(dst, v.Enabled[f]...)}
 }
 
+// chooser is what a selection reads of the query and what counting it needs, apart from the
+// response under construction (builder embeds it), so that the fast path's selection starts
+// from these few words alone.
+type chooser struct {
+	rec    *catalog.Record // the record asked for, once found
+	client netip.Addr
+	// geo are the GeoIP sources of the query.
+	geo *geo.Sources
+	// count makes address answers count in the record's and the backends' query counts,
+	// and traffic weighs them by their TTL and country (Options.Traffic).
+	count, traffic bool
+	// explaining is set for an answer no client asked for (Explain, Decide): it does not note
+	// the first answer of a change on the record's AnswerWatch.
+	explaining bool
+	// ttl and country are, while an answer counts, its TTL and its client's country (when the
+	// selection looked it up), for the traffic counts (catalog.Record.CountSelected).
+	ttl     uint32
+	country string
+}
+
 // pick runs selectFamily for the query's client. A geo mode first looks the client up in the
 // GeoIP sources, into a Location on this function's stack: queries of the other modes neither
 // zero nor carry it.
-func (r *builder) pick(f catalog.Family, dst []*catalog.Backend) selection {
+func (r *chooser) pick(f catalog.Family, dst []*catalog.Backend) selection {
 	c := client{addr: r.client, explaining: r.explaining}
 	if mode := r.rec.Config.Mode; !policy.IsGeo(mode) && (mode != config.ModeChain || !needsLocation(r.rec, f)) {
 		return selectFamily(r.rec, c, f, dst)
@@ -124,7 +144,7 @@ func (r *builder) pick(f catalog.Family, dst []*catalog.Backend) selection {
 
 // timedPick is pick, and the time the selection took when the answer counts (0 otherwise), for
 // catalog.Record.CountAnswer.
-func (r *builder) timedPick(f catalog.Family, dst []*catalog.Backend) (selection, time.Duration) {
+func (r *chooser) timedPick(f catalog.Family, dst []*catalog.Backend) (selection, time.Duration) {
 	if !r.count {
 		return r.pick(f, dst), 0
 	}
@@ -166,15 +186,22 @@ func withTTL(rr dns.RR, ttl uint32) dns.RR {
 	return rr
 }
 
-// selected counts be in the answer, when the answer counts: with traffic_shares, with the
-// answer's TTL and, when the selection looked the client up, its country.
-func (r *builder) selected(be *catalog.Backend) {
-	switch {
-	case r.count && r.traffic:
-		r.rec.CountSelected(be, r.ttl, r.country)
-	case r.count:
-		r.rec.CountSelected(be, 0, "") // no traffic to weigh
+// selected counts be in the answer, when the answer counts (countSelected): one branch when
+// it does not.
+func (r *chooser) selected(be *catalog.Backend) {
+	if r.count {
+		r.countSelected(be)
 	}
+}
+
+// countSelected counts be in the answer: with traffic_shares, with the answer's TTL and, when
+// the selection looked the client up, its country.
+func (r *chooser) countSelected(be *catalog.Backend) {
+	if r.traffic {
+		r.rec.CountSelected(be, r.ttl, r.country)
+		return
+	}
+	r.rec.CountSelected(be, 0, "") // no traffic to weigh
 }
 
 // address answers A, AAAA and CNAME queries.

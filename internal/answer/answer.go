@@ -117,7 +117,8 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count, explaining bo
 		return m, Answered
 	}
 
-	b := builder{req: req, zone: zone, qname: qname, qtype: question.Qtype, client: q.Source, source: q.Source, geo: q.Geo, count: count, traffic: opts.Traffic, explaining: explaining}
+	b := builder{chooser: chooser{client: q.Source, geo: q.Geo, count: count, traffic: opts.Traffic, explaining: explaining},
+		req: req, zone: zone, qname: qname, qtype: question.Qtype, source: q.Source}
 	m, result := b.respond(snap, opts, q)
 	if opts.Limit != nil && !q.TCP && m != nil {
 		if m = b.limit(opts.Limit, m); m == nil {
@@ -172,33 +173,21 @@ func (b *builder) respond(snap *catalog.Snapshot, opts Options, q Query) (*dns.M
 	return b.finish(q.TCP), result
 }
 
-// builder carries one response under construction.
+// builder carries one response under construction. Its chooser (the record, once found, and
+// the client) is what a selection reads and counts.
 type builder struct {
-	req    *dns.Msg
-	zone   *catalog.Zone
-	qname  string
-	qtype  uint16
-	client netip.Addr
+	chooser
+	req   *dns.Msg
+	zone  *catalog.Zone
+	qname string
+	qtype uint16
 
-	rec   *catalog.Record // the record asked for, once found
-	owner string          // the name answers carry: the record's, or the query's for a wildcard
+	owner string // the name answers carry: the record's, or the query's for a wildcard
 
 	opt *dns.OPT // the request's OPT record, or nil
 	ecs *dns.EDNS0_SUBNET
 	// scope is the EDNS Client Subnet scope of the answer (see selection.scope).
 	scope int
-	// geo are the GeoIP sources of the query.
-	geo *geo.Sources
-	// count makes address answers count in the record's and the backends' query counts,
-	// and traffic weighs them by their TTL and country (Options.Traffic).
-	count, traffic bool
-	// explaining is set for an answer no client asked for (Explain, Decide): it does not note
-	// the first answer of a change on the record's AnswerWatch.
-	explaining bool
-	// ttl and country are, while an answer counts, its TTL and its client's country (when the
-	// selection looked it up), for the traffic counts (catalog.Record.CountSelected).
-	ttl     uint32
-	country string
 	// reserve is room the caller adds to the response after it (its TSIG signature), which
 	// UDP answers leave free.
 	reserve int

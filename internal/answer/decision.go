@@ -64,7 +64,7 @@ func Decide(snap *catalog.Snapshot, opts Options, q Query, m *dns.Msg) Decision 
 	if m == nil || len(req.Question) != 1 || req.Opcode != dns.OpcodeQuery {
 		return Decision{Kind: KindError}
 	}
-	b := builder{req: req, qtype: req.Question[0].Qtype, client: q.Source, geo: q.Geo, explaining: true}
+	b := builder{chooser: chooser{client: q.Source, geo: q.Geo, explaining: true}, req: req, qtype: req.Question[0].Qtype}
 	b.qname = strings.ToLower(req.Question[0].Name)
 	if b.zone = snap.Zone(b.qname); b.zone == nil {
 		return Decision{Kind: KindError}

@@ -93,7 +93,7 @@ func Describe(snap *catalog.Snapshot, opts Options, q Query, m *dns.Msg, res Res
 	}
 
 	// Walk the same path as Respond, keeping what it decided.
-	b := builder{req: q.Msg, qtype: q.Msg.Question[0].Qtype, client: q.Source, geo: q.Geo, explaining: true}
+	b := builder{chooser: chooser{client: q.Source, geo: q.Geo, explaining: true}, req: q.Msg, qtype: q.Msg.Question[0].Qtype}
 	b.qname = strings.ToLower(q.Msg.Question[0].Name)
 	b.zone = snap.Zone(b.qname)
 	e.Zone = b.zone.Origin

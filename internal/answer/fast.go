@@ -74,21 +74,26 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 		return dst, false // key types, and the DO queries the dnssec plugin signs, are the slow path's
 	}
 	src = src.Unmap()
-	st := q.readCookie(opts.Cookies, src, now)
-	switch {
-	case st == cookie.Malformed:
-		return dst, false // FORMERR
-	case opts.RequireCookie && !tcp && st == cookie.ClientOnly:
-		return q.errorReply(dst, dns.RcodeBadCookie, false), true
-	}
-	if q.do && zone.Signer() != nil {
-		if a.signed = zone.Signed(); a.signed == nil {
-			return dst, false
+	st := cookie.None
+	if q.cookie != nil && opts.Cookies != nil { // one branch for a query without a cookie
+		switch st = q.readCookie(opts.Cookies, src, now); {
+		case st == cookie.Malformed:
+			return dst, false // FORMERR
+		case opts.RequireCookie && !tcp && st == cookie.ClientOnly:
+			return q.errorReply(dst, dns.RcodeBadCookie, false), true
 		}
 	}
-	q.co = q.co && a.signed != nil // the reply echoes CO when it is signed (builder.co)
+	if q.do {
+		if zone.Signer() != nil {
+			if a.signed = zone.Signed(); a.signed == nil {
+				return dst, false
+			}
+		}
+		q.co = q.co && a.signed != nil // the reply echoes CO when it is signed (builder.co)
+	}
 	q.limit = q.sizeLimit(tcp)
-	a.zone, a.opts, a.client, a.geo = zone, opts, src, sources
+	a.zone, a.client, a.geo = zone, src, sources
+	a.fallthroughZones, a.enableTXT, a.countAnswers, a.traffic = opts.Fallthrough, opts.EnableTXT, opts.Count, opts.Traffic
 	if q.ecsClient.IsValid() {
 		a.client = q.ecsClient
 	}
@@ -106,11 +111,14 @@ func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, sr
 // fastAnswer is one query that AppendFast answers. The query is part of it, not behind a
 // pointer, so that it stays on the stack with it.
 type fastAnswer struct {
-	q      fastQuery
-	zone   *catalog.Zone
-	opts   Options
-	client netip.Addr
-	geo    *geo.Sources
+	q    fastQuery
+	zone *catalog.Zone
+	// fallthroughZones, enableTXT, countAnswers and traffic are the options answering reads
+	// (Options' Fallthrough, EnableTXT, Count and Traffic), not a copy of them all.
+	fallthroughZones                 []string
+	enableTXT, countAnswers, traffic bool
+	client                           netip.Addr
+	geo                              *geo.Sources
 	// cut is the delegation point of a referral, which rate limiting keeps accounts by.
 	cut string
 	// signed is the zone's prepared signatures for a DO query in a zone Meridian's signer
@@ -131,7 +139,7 @@ func (a *fastAnswer) answer(dst []byte, qname string) ([]byte, bool) {
 		return a.referral(dst, found.Cut) // DS queries, answered at the cut, are the slow path's
 	}
 	if !found.Exists {
-		if under(a.opts.Fallthrough, qname) {
+		if under(a.fallthroughZones, qname) {
 			return dst, false
 		}
 		return a.negative(dst, dns.RcodeNameError, 0, nil)
@@ -146,10 +154,12 @@ func (a *fastAnswer) answer(dst []byte, qname string) ([]byte, bool) {
 	case apex && q.qtype == dns.TypeNS:
 		return a.static(dst, w.NS, a.apexNS())
 	}
-	if s, t, answers, ok := staticSection(found, rec != nil, q.qtype); !ok {
-		return dst, false
-	} else if answers {
-		return a.static(dst, s, a.staticSigned(qname, t))
+	if found.Static != nil && (rec == nil || !addressType(q.qtype)) { // one branch for most names
+		if s, t, answers, ok := staticSection(found, q.qtype); !ok {
+			return dst, false
+		} else if answers {
+			return a.static(dst, s, a.staticSigned(qname, t))
+		}
 	}
 	if rec == nil {
 		return a.negative(dst, dns.RcodeSuccess, 0, nil)
@@ -166,7 +176,7 @@ func (a *fastAnswer) answer(dst []byte, qname string) ([]byte, bool) {
 		}
 		return a.svcb(dst, rec)
 	case dns.TypeTXT:
-		if a.opts.EnableTXT {
+		if a.enableTXT {
 			return dst, false
 		}
 	}
@@ -174,13 +184,12 @@ func (a *fastAnswer) answer(dst []byte, qname string) ([]byte, bool) {
 }
 
 // staticSection returns the static records that answer qtype at the name found, as
-// staticAnswer gives them to the slow path (with record set when a GSLB record is at the name):
-// answers tells whether static records answer it at all, ok is false when they do but have no
-// wire form (the slow path answers).
-func staticSection(found catalog.Found, record bool, qtype uint16) (s catalog.Section, t uint16, answers, ok bool) {
-	if found.Static == nil || record && (qtype == dns.TypeA || qtype == dns.TypeAAAA || qtype == dns.TypeCNAME) {
-		return catalog.Section{}, 0, false, true
-	}
+// staticAnswer gives them to the slow path, and their type t (qtype, or CNAME): answers tells
+// whether static records answer it at all, ok is false when they do but have no wire form (the
+// slow path answers). The caller asks only where the name has static records, and, when a GSLB
+// record is at the name too, for a type but A, AAAA and CNAME (addressType), which the record
+// answers.
+func staticSection(found catalog.Found, qtype uint16) (s catalog.Section, t uint16, answers, ok bool) {
 	t = qtype
 	if len(found.Static[t]) == 0 {
 		if t = dns.TypeCNAME; len(found.Static[t]) == 0 {
@@ -296,6 +305,12 @@ func (a *fastAnswer) referral(dst []byte, d *catalog.Delegation) ([]byte, bool) 
 		}
 	}
 	return q.finish(dst, 0), true
+}
+
+// addressType reports whether t is A, AAAA or CNAME: the types a GSLB record's selection
+// answers.
+func addressType(t uint16) bool {
+	return t == dns.TypeA || t == dns.TypeAAAA || t == dns.TypeCNAME
 }
 
 // under reports whether qname (lower case, fully qualified) is at or below one of zones

@@ -14,12 +14,10 @@ import (
 // DNS cookies and response rate limiting in the fast path, as guard.go applies them to the
 // slow path's responses: the same statuses, the same accounts, the same replies byte for byte.
 
-// readCookie checks the query's COOKIE option with the secrets of jar (nil: cookies off, the
-// option is ignored) for the client src at now, and sets the reply's cookie.
+// readCookie checks the query's COOKIE option (q.cookie, not nil) with the secrets of jar for
+// the client src at now, and sets the reply's cookie. Without cookies (jar nil) or without the
+// option, AppendFast does not call it: the option is ignored, the status cookie.None.
 func (q *fastQuery) readCookie(jar *cookie.Jar, src netip.Addr, now time.Time) cookie.Status {
-	if q.cookie == nil || jar == nil {
-		return cookie.None
-	}
 	secrets := jar.Secrets()
 	st := secrets.Check(q.cookie, src, uint32(now.Unix()))
 	if st == cookie.ClientOnly || st == cookie.Valid {
@@ -64,8 +62,12 @@ func (a *fastAnswer) limit(dst []byte, start int, l *rrl.Limiter, st cookie.Stat
 // authoritative, the question, the OPT record without ECS but with the reply's cookie; or, with
 // truncated, the slip of a limited response (builder.truncated): NOERROR, TC and AA set.
 func (q *fastQuery) errorReply(dst []byte, rcode int, truncated bool) []byte {
-	r := fastReply{rcode: rcode, notAuth: !truncated, truncated: truncated}
+	start := len(dst)
+	r := fastReply{rcode: rcode, notAuth: !truncated}
 	dst = q.appendHeader(dst, &r)
+	if truncated {
+		dst[start+2] |= flagTC >> 8 // the flags' upper byte (appendHeader stays small enough to inline)
+	}
 	if q.edns {
 		dst = q.appendOPT(dst, 0, rcode, false)
 	}

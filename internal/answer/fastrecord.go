@@ -14,10 +14,10 @@ import (
 // make them: the selection is the slow path's own (builder.timedPick), and a rotating mode's
 // is made only once the largest answer it may give is known to fit.
 
-// picker returns the builder whose pick the fast path's selection runs: what pick reads only
-// (its other fields point into the response under construction, which the fast path has not).
-func (a *fastAnswer) picker(rec *catalog.Record) builder {
-	return builder{rec: rec, client: a.client, geo: a.geo, count: a.opts.Count, traffic: a.opts.Traffic}
+// picker returns the chooser whose pick the fast path's selection runs (a builder's without
+// the response under construction, which the fast path has not).
+func (a *fastAnswer) picker(rec *catalog.Record) chooser {
+	return chooser{rec: rec, client: a.client, geo: a.geo, count: a.countAnswers, traffic: a.traffic}
 }
 
 // address answers A, AAAA and CNAME at rec (builder.address): the selection's address records,
@@ -92,13 +92,14 @@ func (a *fastAnswer) address(dst []byte, rec *catalog.Record) ([]byte, bool) {
 		}
 		return a.writeNegative(dst, &reply, &auth, sel.scope), true
 	}
-	sigs, ok := a.answerSignatures(sv, f, fixed, backends, hostFirst)
-	cover, covered := a.covering("")
-	reply.addAnswer(sigs.Count, a.sigsLen(sigs))
-	for _, s := range cover {
-		reply.addAuthority(s.Count, len(s.Wire))
+	var proof answerProof // an unsigned answer has none, and pays one branch on a.signed for it
+	if a.signed != nil {
+		if proof, ok = a.addressProof(sv, f, fixed, backends, hostFirst); !ok {
+			return dst, false
+		}
+		a.countProof(&reply, &proof)
 	}
-	if !ok || !covered || reply.size > q.limit {
+	if reply.size > q.limit {
 		return dst, false
 	}
 	a.count(&r, rec, false, took)
@@ -117,15 +118,14 @@ func (a *fastAnswer) address(dst []byte, rec *catalog.Record) ([]byte, bool) {
 			}
 		}
 	}
-	dst = a.appendSigs(dst, sigs)
-	for _, s := range cover {
-		dst = append(dst, s.Wire...)
+	if a.signed != nil {
+		dst = a.appendProof(dst, &proof)
 	}
 	return q.finish(dst, sel.scope), true
 }
 
 // count marks rec queried and, when the answer counts, counts it (closed: fail-closed).
-func (a *fastAnswer) count(r *builder, rec *catalog.Record, closed bool, took time.Duration) {
+func (a *fastAnswer) count(r *chooser, rec *catalog.Record, closed bool, took time.Duration) {
 	rec.MarkQueried()
 	if r.count {
 		rec.CountAnswer(closed, took)

@@ -19,7 +19,7 @@ type fastChosen struct {
 }
 
 // chosen runs r's selection in both families as builder.chosen does, into buf.
-func chosen(r *builder, buf []*catalog.Backend) fastChosen {
+func chosen(r *chooser, buf []*catalog.Backend) fastChosen {
 	var c fastChosen
 	c.backends = buf[:0]
 	for f := catalog.IPv4; f <= catalog.IPv6; f++ {

@@ -196,11 +196,16 @@ func nextRecord(w []byte) (rr, rest []byte) {
 // signedView returns rec's prepared signatures for a DO query's address answer (nil without
 // a.signed); ok is false when the fast path leaves the query: none prepared, one of them
 // failed, or a chain that rotates (its rarer answers are signed on demand, after the
-// rotation turned).
+// rotation turned). Without a.signed it is one branch, inlined.
 func (a *fastAnswer) signedView(rec *catalog.Record) (sv *catalog.SignedView, ok bool) {
 	if a.signed == nil {
 		return nil, true
 	}
+	return preparedView(rec)
+}
+
+// preparedView is signedView for a DO query in a signed zone.
+func preparedView(rec *catalog.Record) (sv *catalog.SignedView, ok bool) {
 	sv = rec.View().Extra().Signed
 	if sv == nil || sv.Incomplete || rotates(rec.Config) && rec.Config.Mode != config.ModeRoundRobin {
 		return nil, false
@@ -223,15 +228,47 @@ func maxSignatures(sv *catalog.SignedView) int {
 	return n
 }
 
-// answerSignatures returns the prepared signatures of the address answer the fast path writes
-// from sv's record (none without a.signed): of the fixed records, else of the CNAME of a
-// host-name backend chosen first (hostFirst), else of the backends' addresses of family f. ok
-// is false when they were not prepared (builder.prepared finds none; the slow path signs on
-// demand).
-func (a *fastAnswer) answerSignatures(sv *catalog.SignedView, f catalog.Family, fixed []dns.RR, backends []*catalog.Backend, hostFirst bool) (catalog.Section, bool) {
-	if a.signed == nil {
-		return catalog.Section{}, true
+// answerProof is what follows a signed address answer: its signatures, and for a wildcard's
+// answer the NSEC record that covers the query's name and its signatures (covering).
+type answerProof struct {
+	sigs  catalog.Section
+	cover [2]catalog.Section
+}
+
+// addressProof returns the proof of the address answer the fast path writes from sv's record
+// (answerSignatures) for a DO query in a signed zone (a.signed set); ok is false when it was
+// not prepared.
+func (a *fastAnswer) addressProof(sv *catalog.SignedView, f catalog.Family, fixed []dns.RR, backends []*catalog.Backend, hostFirst bool) (p answerProof, ok bool) {
+	sigs, ok := a.answerSignatures(sv, f, fixed, backends, hostFirst)
+	cover, covered := a.covering("")
+	return answerProof{sigs: sigs, cover: cover}, ok && covered
+}
+
+// countProof counts the records of p in r: the signatures in the answer, the covering NSEC
+// record and its signatures in authority.
+func (a *fastAnswer) countProof(r *fastReply, p *answerProof) {
+	r.addAnswer(p.sigs.Count, a.sigsLen(p.sigs))
+	for _, s := range p.cover {
+		r.addAuthority(s.Count, len(s.Wire))
 	}
+}
+
+// appendProof appends p after the answer's records, its covering NSEC record after the
+// signatures (the first of the authority section).
+func (a *fastAnswer) appendProof(dst []byte, p *answerProof) []byte {
+	dst = a.appendSigs(dst, p.sigs)
+	for _, s := range p.cover {
+		dst = append(dst, s.Wire...)
+	}
+	return dst
+}
+
+// answerSignatures returns the prepared signatures of the address answer the fast path writes
+// from sv's record for a DO query in a signed zone (a.signed set): of the fixed records, else
+// of the CNAME of a host-name backend chosen first (hostFirst), else of the backends'
+// addresses of family f. ok is false when they were not prepared (builder.prepared finds none;
+// the slow path signs on demand).
+func (a *fastAnswer) answerSignatures(sv *catalog.SignedView, f catalog.Family, fixed []dns.RR, backends []*catalog.Backend, hostFirst bool) (catalog.Section, bool) {
 	var buf [maxInlinePicks]netip.Addr
 	addrs, target := buf[:0], ""
 	switch {

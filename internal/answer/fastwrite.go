@@ -20,7 +20,6 @@ import (
 type fastReply struct {
 	rcode      int
 	notAuth    bool
-	truncated  bool
 	an, ns, ar int
 	size       int
 }
@@ -59,9 +58,6 @@ func (q *fastQuery) appendHeader(dst []byte, r *fastReply) []byte {
 	flags := flagQR | flagAA | q.flags | uint16(r.rcode&0xf)
 	if r.notAuth {
 		flags &^= flagAA
-	}
-	if r.truncated {
-		flags |= flagTC
 	}
 	dst = binary.BigEndian.AppendUint16(dst, q.id)
 	dst = binary.BigEndian.AppendUint16(dst, flags)
