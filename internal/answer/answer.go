@@ -90,12 +90,13 @@ type Query struct {
 // Respond answers q from snap and, with opts.Count, counts the answer in the record's and the
 // backends' query counts (catalog.Record.CountAnswer).
 func Respond(snap *catalog.Snapshot, opts Options, q Query) (*dns.Msg, Result) {
-	return respond(snap, opts, q, opts.Count, false)
+	return respond(snap, &opts, &q, opts.Count, false)
 }
 
 // respond is Respond; count is false for answers that no client asked for (Explain), and
 // explaining is set for them: they are not the first answer of a change (catalog.AnswerWatch).
-func respond(snap *catalog.Snapshot, opts Options, q Query, count, explaining bool) (*dns.Msg, Result) {
+// opts and q are Respond's, by reference: they are not copied again down the path.
+func respond(snap *catalog.Snapshot, opts *Options, q *Query, count, explaining bool) (*dns.Msg, Result) {
 	req := q.Msg
 	if req.Response || (req.Opcode != dns.OpcodeQuery && req.Opcode != dns.OpcodeNotify) || len(req.Question) != 1 {
 		return nil, NotOurs
@@ -117,8 +118,9 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count, explaining bo
 		return m, Answered
 	}
 
-	b := builder{chooser: chooser{client: q.Source, geo: q.Geo, count: count, traffic: opts.Traffic, explaining: explaining},
-		req: req, zone: zone, qname: qname, qtype: question.Qtype, source: q.Source}
+	var b builder // set field by field: a composite literal is built aside and copied
+	b.client, b.geo, b.count, b.traffic, b.explaining = q.Source, q.Geo, count, opts.Traffic, explaining
+	b.req, b.zone, b.qname, b.qtype, b.source = req, zone, qname, question.Qtype, q.Source
 	m, result := b.respond(snap, opts, q)
 	if opts.Limit != nil && !q.TCP && m != nil {
 		if m = b.limit(opts.Limit, m); m == nil {
@@ -129,7 +131,7 @@ func respond(snap *catalog.Snapshot, opts Options, q Query, count, explaining bo
 }
 
 // respond builds the response to q into b.
-func (b *builder) respond(snap *catalog.Snapshot, opts Options, q Query) (*dns.Msg, Result) {
+func (b *builder) respond(snap *catalog.Snapshot, opts *Options, q *Query) (*dns.Msg, Result) {
 	if opts.Cookies != nil || opts.Limit != nil {
 		b.now = q.Now
 		if b.now.IsZero() {
@@ -219,7 +221,7 @@ func (b *builder) reply(rcode int) {
 }
 
 // answer fills in b.msg for the query.
-func (b *builder) answer(opts Options) Result {
+func (b *builder) answer(opts *Options) Result {
 	found := b.zone.Find(b.qname)
 	b.found = found
 	if found.Cut != nil && (b.qname != found.Cut.Name || b.qtype != dns.TypeDS) {

@@ -91,7 +91,7 @@ func TestAnswerCountsAllocateNothing(t *testing.T) {
 		q.SetQuestion(c.qname, c.qtype)
 		query := Query{Msg: q, Source: testClient}
 		counted := testing.AllocsPerRun(200, func() { Respond(snap, Options{Count: true}, query) })
-		uncounted := testing.AllocsPerRun(200, func() { respond(snap, Options{}, query, false, false) })
+		uncounted := testing.AllocsPerRun(200, func() { respond(snap, &Options{}, &query, false, false) })
 		if counted != uncounted {
 			t.Errorf("%s %s: %v allocations counted, %v without counting", c.qname, dns.TypeToString[c.qtype], counted, uncounted)
 		}

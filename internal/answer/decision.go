@@ -77,7 +77,7 @@ func Decide(snap *catalog.Snapshot, opts Options, q Query, m *dns.Msg) Decision 
 		scope := int(ecs.SourceScope)
 		d.Client, d.Scope = b.ecs.Address.String()+"/"+strconv.Itoa(int(b.ecs.SourceNetmask)), &scope
 	}
-	if probe := b; probe.published(snap, Options{}, true) {
+	if probe := b; probe.published(snap, &Options{}, true) {
 		d.Kind = KindPublished
 		return d
 	}

@@ -69,7 +69,7 @@ func (e Explanation) String() string {
 // Explain answers q from snap like Respond and says how the answer was chosen.
 func Explain(snap *catalog.Snapshot, opts Options, q Query) Explanation {
 	opts.Limit = nil // no client asked: nothing to limit
-	m, res := respond(snap, opts, q, false, true)
+	m, res := respond(snap, &opts, &q, false, true)
 	return Describe(snap, opts, q, m, res)
 }
 
@@ -308,7 +308,7 @@ func backendList(bs []*catalog.Backend) string {
 // builder.published), and reports false for other names.
 func explainPublished(snap *catalog.Snapshot, b *builder, m *dns.Msg) (string, bool) {
 	probe := *b
-	if !probe.published(snap, Options{}, true) {
+	if !probe.published(snap, &Options{}, true) {
 		return "", false
 	}
 	if m.Rcode == dns.RcodeRefused {

@@ -16,7 +16,7 @@ import (
 // heartbeat-<site>.<zone>. It reports false for every other name, and for a name that is a
 // record of its own. With a peer key (opts.PeerKey), only signed queries (q.Signed) get them;
 // others get REFUSED.
-func (b *builder) published(snap *catalog.Snapshot, opts Options, signed bool) bool {
+func (b *builder) published(snap *catalog.Snapshot, opts *Options, signed bool) bool {
 	hb := snap.Heartbeat()
 	if hb == nil {
 		return false
