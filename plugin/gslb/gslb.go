@@ -40,6 +40,9 @@ type GSLB struct {
 	// with it, which the server verified, are the peers' (answer.Query.Signed) and get signed
 	// answers.
 	PeerKey string
+	// PlainDNS is set when every address of the server block is plain DNS (no scheme, or
+	// dns://): ServeDNS then does not look up the transport of each query's server (schemeOf).
+	PlainDNS bool
 }
 
 // Name implements plugin.Handler.
@@ -50,8 +53,11 @@ func (g *GSLB) Name() string { return pluginName }
 // through to the next plugin, the writer that adds ECS to its reply).
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	src, tcp := ClientOf(w)
-	scheme := schemeOf(ctx)
-	tcp = tcp || scheme != transport.DNS
+	scheme := transport.DNS
+	if !g.PlainDNS {
+		scheme = schemeOf(ctx)
+		tcp = tcp || scheme != transport.DNS
+	}
 	snap, q := g.Engine.Snapshot(), answer.Query{Msg: r, Source: src, TCP: tcp, Geo: g.Engine.Geo()}
 	var tsig *dns.TSIG
 	if g.PeerKey != "" {

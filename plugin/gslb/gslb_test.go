@@ -52,7 +52,9 @@ func newTestGSLBWith(t testing.TB, next plugin.Handler, set func(*config.Options
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &GSLB{Next: next, Engine: eng, Answer: answer.Options{UseECS: true}}
+	// PlainDNS as setup sets it for a block of plain DNS addresses (the encrypted transports'
+	// answers are cmd/meridian's TestEncryptedTransports).
+	g := &GSLB{Next: next, Engine: eng, Answer: answer.Options{UseECS: true}, PlainDNS: true}
 	if fallthroughZones != nil {
 		g.Fall.SetZonesFromArgs(fallthroughZones)
 	}

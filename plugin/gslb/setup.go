@@ -41,7 +41,7 @@ func setup(c *caddy.Controller) error {
 		}
 		cfg.TsigSecret[k.Name] = k.Secret
 	}
-	g := &GSLB{Engine: eng, Answer: eng.AnswerOptions(), Fall: block.Fall}
+	g := &GSLB{Engine: eng, Answer: eng.AnswerOptions(), Fall: block.Fall, PlainDNS: plainDNS(c.ServerBlockKeys)}
 	if k := block.Options.Sites.TSIG; k != nil {
 		g.PeerKey = k.Name
 	}

@@ -91,6 +91,17 @@ func (b *Block) checkSecurity() error {
 	return nil
 }
 
+// plainDNS reports whether every one of a server block's keys is a plain DNS address (no
+// scheme, or dns://): no query of the block comes over TLS, QUIC, HTTPS or gRPC.
+func plainDNS(keys []string) bool {
+	for _, k := range keys {
+		if scheme, _, found := strings.Cut(k, "://"); found && scheme != transport.DNS {
+			return false
+		}
+	}
+	return true
+}
+
 // serverTLS gives the server block of cfg, whose keys are keys, the certificate of eng
 // (tls_cert, tls_key) for its encrypted addresses: DNS over TLS (tls://) and DNS over QUIC
 // (quic://) need one, DNS over HTTPS and gRPC use it when given.

@@ -72,3 +72,24 @@ func TestParseSecurityOptions(t *testing.T) {
 		t.Errorf("rrl false: %+v", b.Options.RRL)
 	}
 }
+
+// TestPlainDNS: a server block is plain DNS only when none of its keys names another
+// transport; ServeDNS looks up the transport of the others' queries.
+func TestPlainDNS(t *testing.T) {
+	tests := []struct {
+		keys []string
+		want bool
+	}{
+		{[]string{"example.org.:53"}, true},
+		{[]string{"dns://example.org.:53", ".:1053"}, true},
+		{[]string{".:53", "tls://.:853"}, false},
+		{[]string{"quic://.:853"}, false},
+		{[]string{"https://.:443"}, false},
+		{[]string{"grpc://.:443", "dns://.:53"}, false},
+	}
+	for _, tt := range tests {
+		if got := plainDNS(tt.keys); got != tt.want {
+			t.Errorf("plainDNS(%q) = %t, want %t", tt.keys, got, tt.want)
+		}
+	}
+}
