@@ -204,19 +204,24 @@ func staticSection(found catalog.Found, qtype uint16) (s catalog.Section, t uint
 // or NS; for a DO query in a signed zone, followed by their signatures sigs (signatures).
 func (a *fastAnswer) static(dst []byte, s catalog.Section, sigs *catalog.SignedRRset) ([]byte, bool) {
 	q := &a.q
-	sig, ok := a.signatures(sigs)
-	if !ok {
-		return dst, false
-	}
 	r := q.base(dns.RcodeSuccess)
 	r.addAnswer(s.Count, q.sectionLen(s))
-	r.addAnswer(sig.Count, len(sig.Wire))
+	var sig catalog.Section // none unsigned: one branch on a.signed
+	if a.signed != nil {
+		var ok bool
+		if sig, ok = a.signatures(sigs); !ok {
+			return dst, false
+		}
+		r.addAnswer(sig.Count, len(sig.Wire))
+	}
 	if r.size > q.limit {
 		return dst, false
 	}
 	dst = q.appendHeader(dst, &r)
 	dst = q.appendSection(dst, s)
-	dst = append(dst, sig.Wire...)
+	if a.signed != nil {
+		dst = append(dst, sig.Wire...)
+	}
 	return q.finish(dst, 0), true
 }
 
@@ -224,27 +229,32 @@ func (a *fastAnswer) static(dst []byte, s catalog.Section, sigs *catalog.SignedR
 // NODATA, fail-closed), with the ECS scope scope. rec, when not nil, is the record asked for,
 // marked queried once the answer is certain.
 func (a *fastAnswer) negative(dst []byte, rcode, scope int, rec *catalog.Record) ([]byte, bool) {
-	q := &a.q
-	auth, ok := a.negativeAuthority(rcode)
-	r := q.base(rcode)
-	auth.count(&r)
-	if !ok || r.size > q.limit || rcode > 0xf {
-		return dst, false
-	}
-	if rec != nil {
+	dst, ok := a.negativeReply(dst, rcode, scope)
+	if ok && rec != nil {
 		rec.MarkQueried()
 	}
-	return a.writeNegative(dst, &r, &auth, scope), true
+	return dst, ok
 }
 
-// writeNegative writes the reply r, a negative one whose authority is auth.
-func (a *fastAnswer) writeNegative(dst []byte, r *fastReply, auth *authority, scope int) []byte {
-	q := &a.q
-	dst = q.appendHeader(dst, r)
-	for _, s := range auth {
-		dst = q.appendSection(dst, s)
+// negativeReply appends the reply of rcode without an answer, with the zone's negative SOA in
+// authority (for a DO query in a signed zone, the authority signedNegative writes) and the
+// ECS scope scope. ok is false, dst unchanged, when it does not fit or the slow path answers.
+func (a *fastAnswer) negativeReply(dst []byte, rcode, scope int) ([]byte, bool) {
+	if rcode > 0xf {
+		return dst, false
 	}
-	return q.finish(dst, scope)
+	if a.signed != nil {
+		return a.signedNegative(dst, rcode, scope)
+	}
+	q, soa := &a.q, a.zone.Wire().Negative
+	r := q.base(rcode)
+	r.addAuthority(soa.Count, q.sectionLen(soa))
+	if r.size > q.limit {
+		return dst, false
+	}
+	dst = q.appendHeader(dst, &r)
+	dst = q.appendSection(dst, soa)
+	return q.finish(dst, scope), true
 }
 
 // maxGlueRecords bounds the GSLB records among a referral's glue that the fast path answers:
@@ -261,15 +271,20 @@ func (a *fastAnswer) referral(dst []byte, d *catalog.Delegation) ([]byte, bool) 
 		return dst, false
 	}
 	a.cut = d.Name
-	proof, ok := a.cutProof(d)
-	if !ok {
-		return dst, false
+	var proof [2]catalog.Section // none unsigned: one branch on a.signed
+	if a.signed != nil {
+		var ok bool
+		if proof, ok = a.cutProof(d); !ok {
+			return dst, false
+		}
 	}
 	r := q.base(dns.RcodeSuccess)
 	r.notAuth = true
 	r.addAuthority(w.NS.Count, q.sectionLen(w.NS))
-	for _, s := range proof {
-		r.addAuthority(s.Count, len(s.Wire))
+	if a.signed != nil {
+		for _, s := range proof {
+			r.addAuthority(s.Count, len(s.Wire))
+		}
 	}
 	r.addAdditional(w.Glue.Count, q.sectionLen(w.Glue))
 	var views [maxGlueRecords]*catalog.View
@@ -291,8 +306,10 @@ func (a *fastAnswer) referral(dst []byte, d *catalog.Delegation) ([]byte, bool) 
 	}
 	dst = q.appendHeader(dst, &r)
 	dst = q.appendSection(dst, w.NS)
-	for _, s := range proof {
-		dst = append(dst, s.Wire...)
+	if a.signed != nil {
+		for _, s := range proof {
+			dst = append(dst, s.Wire...)
+		}
 	}
 	dst = q.appendSection(dst, w.Glue)
 	for i, rec := range d.GlueRecords {

@@ -38,14 +38,11 @@ func (a *fastAnswer) address(dst []byte, rec *catalog.Record) ([]byte, bool) {
 	var buf [maxInlinePicks]*catalog.Backend
 	sel, took := r.timedPick(f, buf[:0])
 	if sel.closed {
-		auth, ok := a.negativeAuthority(sel.rcode)
-		reply := q.base(sel.rcode)
-		auth.count(&reply)
-		if !ok || reply.size > q.limit || sel.rcode > 0xf {
-			return dst, false
+		dst, ok := a.negativeReply(dst, sel.rcode, sel.scope)
+		if ok {
+			a.count(&r, rec, true, took)
 		}
-		a.count(&r, rec, true, took)
-		return a.writeNegative(dst, &reply, &auth, sel.scope), true
+		return dst, ok
 	}
 	// The records rrs makes: the fixed ones, else the backends, a host name chosen first
 	// alone as a CNAME, the other host names left out.
@@ -78,19 +75,16 @@ func (a *fastAnswer) address(dst []byte, rec *catalog.Record) ([]byte, bool) {
 	firstCNAME := hostFirst || len(fixed) > 0 && fixed[0].Header().Rrtype == dns.TypeCNAME
 	if reply.an == 0 || !isAddress && !firstCNAME {
 		// NODATA: no record, or for CNAME, no CNAME now.
-		auth, ok := a.negativeAuthority(dns.RcodeSuccess)
-		reply = q.base(dns.RcodeSuccess)
-		auth.count(&reply)
-		if !ok || reply.size > q.limit {
-			return dst, false
-		}
-		a.count(&r, rec, false, took)
-		for _, be := range backends {
-			if be.IsAddressOf(f) {
-				r.selected(be)
+		dst, ok := a.negativeReply(dst, dns.RcodeSuccess, sel.scope)
+		if ok {
+			a.count(&r, rec, false, took)
+			for _, be := range backends {
+				if be.IsAddressOf(f) {
+					r.selected(be)
+				}
 			}
 		}
-		return a.writeNegative(dst, &reply, &auth, sel.scope), true
+		return dst, ok
 	}
 	var proof answerProof // an unsigned answer has none, and pays one branch on a.signed for it
 	if a.signed != nil {

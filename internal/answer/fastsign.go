@@ -36,13 +36,10 @@ func (a *fastAnswer) signedKind(found catalog.Found) bool {
 }
 
 // cutProof returns what a referral to d adds to its authority section for a DO query in a
-// signed zone (builder.signReferral): the cut's DS RRset and its signatures, or the NSEC
-// record proving it has none (an insecure delegation) and its signatures. ok is false when
-// they were not prepared (the slow path signs on demand).
+// signed zone (a.signed set; builder.signReferral): the cut's DS RRset and its signatures, or
+// the NSEC record proving it has none (an insecure delegation) and its signatures. ok is false
+// when they were not prepared (the slow path signs on demand).
 func (a *fastAnswer) cutProof(d *catalog.Delegation) (proof [2]catalog.Section, ok bool) {
-	if a.signed == nil {
-		return proof, true
-	}
 	s := a.signed.Static[catalog.NameType{Name: d.Name, Type: dns.TypeDS}]
 	if s == nil {
 		s = a.zone.NSECOf(d.Name)
@@ -95,13 +92,28 @@ func (s *authority) count(r *fastReply) {
 	}
 }
 
-// negativeAuthority returns the authority section of a negative answer of rcode, as
-// builder.sign makes it; ok is false when the slow path must make it (NXDOMAIN, whose proof
-// names the query; a NODATA whose NSEC record is not prepared, or has the type asked for).
-func (a *fastAnswer) negativeAuthority(rcode int) (auth authority, ok bool) {
-	if a.signed == nil {
-		return authority{a.zone.Wire().Negative}, true
+// signedNegative is negativeReply for a DO query in a signed zone (a.signed set): the
+// authority section negativeAuthority makes.
+func (a *fastAnswer) signedNegative(dst []byte, rcode, scope int) ([]byte, bool) {
+	q := &a.q
+	auth, ok := a.negativeAuthority(rcode)
+	r := q.base(rcode)
+	auth.count(&r)
+	if !ok || r.size > q.limit {
+		return dst, false
 	}
+	dst = q.appendHeader(dst, &r)
+	for _, s := range auth {
+		dst = q.appendSection(dst, s)
+	}
+	return q.finish(dst, scope), true
+}
+
+// negativeAuthority returns the authority section of a negative answer of rcode for a DO
+// query in a signed zone (a.signed set), as builder.sign makes it; ok is false when the slow
+// path must make it (NXDOMAIN, whose proof names the query; a NODATA whose NSEC record is not
+// prepared, or has the type asked for).
+func (a *fastAnswer) negativeAuthority(rcode int) (auth authority, ok bool) {
 	sz := a.signed
 	soa := &sz.NegativeSOA
 	if bytes.Equal(sz.SOA.Wire.Wire, soa.Wire.Wire) {
