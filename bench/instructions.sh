@@ -3,8 +3,9 @@
 # callgrind: a count that other load on the machine does not move (unlike ns/op), for
 # comparing two revisions on a shared machine. Each benchmark runs under callgrind twice, with
 # 1,000 and 11,000 iterations; the difference over 10,000 is its cost per operation, setup
-# and start-up left out. The garbage collector's share moves it by a few percent from run to
-# run: differences under 5% are noise.
+# and start-up left out. The garbage collector is off (GOGC=off): its share moved a count by a
+# few percent from run to run, and allocations are -benchmem's to compare. The maps' random
+# hash seeds still move a count by 1 to 2% between runs: differences under 3% are noise.
 #
 #   bench/instructions.sh [BASE]        # BASE (default HEAD~1) against the working tree
 #
@@ -20,8 +21,12 @@ work=$(mktemp -d)
 trap 'git worktree remove --force "$work/base" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 git worktree add -q --detach "$work/base" "$base"
 
-# The benchmarks: package, then the -test.bench expression of each.
+# The benchmarks: package, then the -test.bench expression of each. A level of the expression
+# that matches nothing below a benchmark's name (/XXX) runs that benchmark alone, without the
+# sub-benchmarks beside it (Respond+Pack), and reports nothing: its count is what it ran.
 benches=(
+	"internal/answer|BenchmarkAppendFast\$/^failover\$/^A\$/XXX"
+	"internal/answer|BenchmarkAppendFast\$/^failover\$/^A\\+count\$/XXX"
 	"internal/answer|BenchmarkRespond\$/failover/A\$"
 	"internal/answer|BenchmarkRespond\$/ip-hash/A\\+ECS\$"
 	"internal/answer|BenchmarkRespond\$/NXDOMAIN\$"
@@ -30,16 +35,17 @@ benches=(
 	"internal/answer|BenchmarkRespondSites\$"
 	"internal/answer|BenchmarkAppendFast\$"
 	"plugin/gslb|BenchmarkServeDNS\$"
+	"plugin/gslb|BenchmarkServeDNS\$/^failover\$/XXX"
 )
 
 # build DIR PKG OUT compiles the test binary of PKG in DIR.
 build() { (cd "$1" && go test -c -o "$3" "./$2"); }
 
 # count BIN BENCH N prints the instructions of running BENCH N times (asynchronous preemption
-# off: its signals confuse callgrind).
+# off: its signals confuse callgrind; the garbage collector off).
 count() {
 	local out="$work/cg.out"
-	GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$out" \
+	GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$out" \
 		"$1" -test.run XXX -test.bench "$2" -test.benchtime "$3x" -test.cpu 1 >/dev/null 2>&1
 	awk '/^(summary|totals):/ {print $2; exit}' "$out"
 }
