@@ -17,20 +17,30 @@ import (
 //
 // The nodes are allocated from arena, which the caller releases once it is done with them.
 func fastDecode(data []byte) (doc *yaml.Node, arena *nodeArena, ok bool) {
-	lineLen := 0
-	for _, c := range data {
-		lineLen++
-		if c == '\n' {
-			lineLen = 0
-		}
-		if fastRefused[c] || lineLen > maxFastLine {
-			return nil, nil, false
-		}
+	return fastDecodeAt(nil, data, 0)
+}
+
+// fastDecodeAt is fastDecode of the document made of the line first (nil for none; without
+// its newline) followed by data, with every line number offset lines further down: a chunk
+// of a zone file is parsed where it lies in the file, without a copy of it.
+func fastDecodeAt(first, data []byte, offset int) (doc *yaml.Node, arena *nodeArena, ok bool) {
+	if !fastText(first) || !fastText(data) {
+		return nil, nil, false
 	}
-	lines := bytes.Split(data, []byte("\n"))
-	// About a short scalar per line is kept apart (a record's keys repeat, its addresses
-	// do not): sized to the lines, the map does not rehash as it fills.
-	f := fastParser{lines: lines, arena: &nodeArena{}, strs: make(map[string]string, len(lines))}
+	f := fastParsers.Get().(*fastParser)
+	defer f.done()
+	if first != nil {
+		f.lines = append(f.lines, first)
+	}
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			f.lines = append(f.lines, data) // as bytes.Split: the text after the last newline
+			break
+		}
+		f.lines, data = append(f.lines, data[:i]), data[i+1:]
+	}
+	f.arena, f.offset = &nodeArena{}, offset
 	defer func() {
 		if !ok {
 			f.arena.release()
@@ -49,6 +59,33 @@ func fastDecode(data []byte) (doc *yaml.Node, arena *nodeArena, ok bool) {
 		return nil, nil, false
 	}
 	return &yaml.Node{Kind: yaml.DocumentNode, Line: root.Line, Column: 1, Content: []*yaml.Node{root}}, f.arena, true
+}
+
+// fastText reports whether data holds only bytes fastDecode parses, in lines it parses.
+func fastText(data []byte) bool {
+	lineLen := 0
+	for _, c := range data {
+		lineLen++
+		if c == '\n' {
+			lineLen = 0
+		}
+		if fastRefused[c] || lineLen > maxFastLine {
+			return false
+		}
+	}
+	return true
+}
+
+// fastParsers holds fastParsers between documents, with the room their lines and short
+// strings took: a big zone's chunks are parsed one after another.
+var fastParsers = sync.Pool{New: func() any { return &fastParser{strs: map[string]string{}} }}
+
+// done clears f and returns it to fastParsers; the nodes it made stay in its arena.
+func (f *fastParser) done() {
+	clear(f.lines)
+	clear(f.strs)
+	*f = fastParser{lines: f.lines[:0], strs: f.strs}
+	fastParsers.Put(f)
 }
 
 // nodeArena holds the nodes of a document that fastDecode parsed, in slabs that release hands
@@ -106,13 +143,15 @@ var fastRefused = func() (t [256]bool) {
 	return t
 }()
 
-// fastParser is the state of fastDecode: the lines of the data, the one it is at, the arena
-// of the nodes, and the short scalars made so far (a chunk repeats its keys and many values).
+// fastParser is the state of fastDecode: the lines of the data, the one it is at, how many
+// lines the document's first line is below the file's first, the arena of the nodes, and the
+// short scalars made so far (a chunk repeats its keys and many values).
 type fastParser struct {
-	lines [][]byte
-	i     int
-	arena *nodeArena
-	strs  map[string]string
+	lines  [][]byte
+	i      int
+	offset int
+	arena  *nodeArena
+	strs   map[string]string
 }
 
 // str returns b as a string, the same string for the same short text.
@@ -179,7 +218,7 @@ func (f *fastParser) block(col int) (*yaml.Node, bool) {
 // node returns a node of kind at the current line and column col (0-based).
 func (f *fastParser) node(kind yaml.Kind, value string, col int) *yaml.Node {
 	n := f.arena.node()
-	*n = yaml.Node{Kind: kind, Value: value, Line: f.i + 1, Column: col + 1}
+	*n = yaml.Node{Kind: kind, Value: value, Line: f.offset + f.i + 1, Column: col + 1}
 	switch kind {
 	case yaml.MappingNode:
 		n.Tag = "!!map"
