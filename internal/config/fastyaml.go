@@ -11,7 +11,7 @@ import (
 // fastDecode parses data into the node tree yaml.v3 makes of it, for the plain subset of YAML
 // that zone files' records are written in, about three times faster than yaml.v3: block
 // mappings and sequences, one-line flow mappings and sequences, and plain scalars, with ASCII
-// text and no comments, quotes, anchors, tags, tabs, multi-line scalars or long lines. It reports false for
+// text and no comments, quotes, anchors, tags, tabs, document markers, multi-line scalars or long lines. It reports false for
 // anything outside that subset, and for what it cannot be sure yaml.v3 reads the same way; the
 // caller parses data with yaml.v3 then. FuzzFastDecode holds it to yaml.v3's result.
 //
@@ -39,6 +39,11 @@ func fastDecodeAt(first, data []byte, offset int) (doc *yaml.Node, arena *nodeAr
 			break
 		}
 		f.lines, data = append(f.lines, data[:i]), data[i+1:]
+	}
+	for _, line := range f.lines {
+		if bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("...")) {
+			return nil, nil, false // perhaps a document marker
+		}
 	}
 	f.arena, f.offset = &nodeArena{}, offset
 	defer func() {
@@ -84,36 +89,39 @@ var fastParsers = sync.Pool{New: func() any { return &fastParser{strs: map[strin
 func (f *fastParser) done() {
 	clear(f.lines)
 	clear(f.strs)
-	*f = fastParser{lines: f.lines[:0], strs: f.strs}
+	clear(f.stack[:cap(f.stack)])
+	*f = fastParser{lines: f.lines[:0], strs: f.strs, stack: f.stack[:0]}
 	fastParsers.Put(f)
 }
 
-// nodeArena holds the nodes of a document that fastDecode parsed, in slabs that release hands
-// on to the next documents: a big zone's chunks are parsed one after another, and their nodes
-// were most of what its loading allocated.
+// nodeArena holds the nodes of a document that fastDecode parsed, and their Content slices,
+// in slabs that release hands on to the next documents: a big zone's chunks are parsed one
+// after another, and their nodes were most of what its loading allocated.
 type nodeArena struct {
-	slabs []*[]yaml.Node
-	next  []yaml.Node // the unused rest of the last slab
+	nodes slabs[yaml.Node]
+	ptrs  slabs[*yaml.Node]
 }
 
-// slabPool holds released slabs of nodeArenaSlab nodes, zeroed.
-var slabPool = sync.Pool{New: func() any {
-	s := make([]yaml.Node, nodeArenaSlab)
-	return &s
-}}
+// Pools of released slabs, zeroed.
+var (
+	nodeSlabs = sync.Pool{New: func() any { return new(make([]yaml.Node, arenaSlab)) }}
+	ptrSlabs  = sync.Pool{New: func() any { return new(make([]*yaml.Node, arenaSlab)) }}
+)
 
-const nodeArenaSlab = 512
+// arenaSlab is the length of a slab.
+const arenaSlab = 512
 
 // node returns a zeroed node of the arena.
-func (a *nodeArena) node() *yaml.Node {
-	if len(a.next) == 0 {
-		s := slabPool.Get().(*[]yaml.Node)
-		a.slabs = append(a.slabs, s)
-		a.next = *s
+func (a *nodeArena) node() *yaml.Node { return &a.nodes.take(1, &nodeSlabs)[0] }
+
+// content returns a copy of l in the arena, nil when l is empty.
+func (a *nodeArena) content(l []*yaml.Node) []*yaml.Node {
+	if len(l) == 0 {
+		return nil
 	}
-	n := &a.next[0]
-	a.next = a.next[1:]
-	return n
+	c := a.ptrs.take(len(l), &ptrSlabs)
+	copy(c, l)
+	return c
 }
 
 // release zeroes the arena's nodes and hands them on; nothing may use them afterwards. A nil
@@ -122,11 +130,39 @@ func (a *nodeArena) release() {
 	if a == nil {
 		return
 	}
-	for _, s := range a.slabs {
-		clear(*s)
-		slabPool.Put(s)
+	a.nodes.release(&nodeSlabs)
+	a.ptrs.release(&ptrSlabs)
+}
+
+// slabs hands out runs of zeroed elements from slabs of arenaSlab elements taken from a pool.
+type slabs[T any] struct {
+	held []*[]T
+	next []T // the unused rest of the last slab
+}
+
+// take returns n zeroed elements, of capacity n, from pool's slabs (n > arenaSlab: from
+// the heap).
+func (s *slabs[T]) take(n int, pool *sync.Pool) []T {
+	if n > arenaSlab {
+		return make([]T, n)
 	}
-	*a = nodeArena{}
+	if len(s.next) < n {
+		slab := pool.Get().(*[]T)
+		s.held = append(s.held, slab)
+		s.next = *slab
+	}
+	run := s.next[:n:n]
+	s.next = s.next[n:]
+	return run
+}
+
+// release zeroes the slabs and puts them back in pool.
+func (s *slabs[T]) release(pool *sync.Pool) {
+	for _, slab := range s.held {
+		clear(*slab)
+		pool.Put(slab)
+	}
+	*s = slabs[T]{}
 }
 
 // maxFastLine is the longest line fastDecode parses: yaml.v3 refuses a key of more than 1024
@@ -144,14 +180,16 @@ var fastRefused = func() (t [256]bool) {
 }()
 
 // fastParser is the state of fastDecode: the lines of the data, the one it is at, how many
-// lines the document's first line is below the file's first, the arena of the nodes, and the
-// short scalars made so far (a chunk repeats its keys and many values).
+// lines the document's first line is below the file's first, the arena of the nodes, the
+// short scalars made so far (a chunk repeats its keys and many values), and the stack of the
+// nodes parsed before their parent's Content is made.
 type fastParser struct {
 	lines  [][]byte
 	i      int
 	offset int
 	arena  *nodeArena
 	strs   map[string]string
+	stack  []*yaml.Node // the children of the nodes being parsed (see content)
 }
 
 // str returns b as a string, the same string for the same short text.
@@ -191,28 +229,49 @@ func (f *fastParser) block(col int) (*yaml.Node, bool) {
 		kind = yaml.SequenceNode
 	}
 	n := f.node(kind, "", col)
+	mark := len(f.stack)
+	if !f.body(col, seq) {
+		return nil, false
+	}
+	n.Content = f.content(mark)
+	return n, true
+}
+
+// body parses the lines of a block node indented by col spaces, a sequence's items or a
+// mapping's pairs, onto the stack.
+func (f *fastParser) body(col int, seq bool) bool {
 	for {
 		f.skipBlank()
 		if f.i == len(f.lines) {
-			return n, true
+			return true
 		}
 		in, rest := f.indent()
 		if in < col {
-			return n, true
+			return true
 		}
 		if in > col || (len(rest) > 0 && rest[0] == '-') != seq {
-			return nil, false
+			return false
 		}
 		var ok bool
 		if seq {
-			ok = f.item(n, col)
+			ok = f.item(col)
 		} else {
-			ok = f.pair(n, col, rest)
+			ok = f.pair(col, rest)
 		}
 		if !ok {
-			return nil, false
+			return false
 		}
 	}
+}
+
+// content returns the nodes on the stack from mark on, as a node's Content in the arena, and
+// takes them off the stack. A node's children are pushed as they are parsed, each after its
+// own children came off: one Content slice of the right length for every node.
+func (f *fastParser) content(mark int) []*yaml.Node {
+	c := f.arena.content(f.stack[mark:])
+	clear(f.stack[mark:])
+	f.stack = f.stack[:mark]
+	return c
 }
 
 // node returns a node of kind at the current line and column col (0-based).
@@ -260,56 +319,54 @@ func plainTag(s string) string {
 	return ""
 }
 
-// item parses a sequence item "- value" at column col into seq. A value that is a mapping
-// continues on the next lines indented like its first key.
-func (f *fastParser) item(seq *yaml.Node, col int) bool {
+// item parses a sequence item "- value" at column col onto the stack. A value that is a
+// mapping continues on the next lines indented like its first key.
+func (f *fastParser) item(col int) bool {
 	line := f.lines[f.i]
 	if len(line) < col+3 || line[col+1] != ' ' || line[col+2] == ' ' {
 		return false // "-" alone, or more than one space after it
 	}
 	if _, _, isPair := splitPair(line[col+2:]); isPair && line[col+2] != '-' {
 		m := f.node(yaml.MappingNode, "", col+2)
-		seq.Content = append(seq.Content, m)
-		if !f.pair(m, col+2, line[col+2:]) {
+		mark := len(f.stack)
+		if !f.pair(col+2, line[col+2:]) || !f.continued(col+2) {
 			return false
 		}
-		more, ok := f.continued(col + 2)
-		if ok && more != nil {
-			m.Content = append(m.Content, more.Content...)
-		}
-		return ok
+		m.Content = f.content(mark)
+		f.stack = append(f.stack, m)
+		return true
 	}
 	v, ok := f.inline(line, col+2)
-	seq.Content = append(seq.Content, v)
+	f.stack = append(f.stack, v)
 	f.i++
 	return ok
 }
 
-// continued parses the rest of a mapping started on a sequence item's line: the following
-// lines indented by col, if any.
-func (f *fastParser) continued(col int) (*yaml.Node, bool) {
+// continued parses the rest of a mapping started on a sequence item's line onto the stack:
+// the following lines indented by col, if any.
+func (f *fastParser) continued(col int) bool {
 	f.skipBlank()
 	if f.i == len(f.lines) {
-		return nil, true
+		return true
 	}
 	if in, rest := f.indent(); in != col || len(rest) > 0 && rest[0] == '-' {
-		return nil, in < col
+		return in < col
 	}
-	return f.block(col)
+	return f.body(col, false)
 }
 
-// pair parses the "key: value" or "key:" line rest, at column col, into m; a key without a
-// value on its line has a block below it, indented more.
-func (f *fastParser) pair(m *yaml.Node, col int, rest []byte) bool {
+// pair parses the "key: value" or "key:" line rest, at column col, onto the stack; a key
+// without a value on its line has a block below it, indented more.
+func (f *fastParser) pair(col int, rest []byte) bool {
 	key, value, ok := splitPair(rest)
 	if !ok || !plainOK(key, false) {
 		return false
 	}
 	line := f.lines[f.i]
-	m.Content = append(m.Content, f.node(yaml.ScalarNode, f.str(key), col))
+	f.stack = append(f.stack, f.node(yaml.ScalarNode, f.str(key), col))
 	if value >= 0 {
 		v, ok := f.inline(line, skipSpaces(line, col+value))
-		m.Content = append(m.Content, v)
+		f.stack = append(f.stack, v)
 		f.i++
 		return ok
 	}
@@ -323,7 +380,7 @@ func (f *fastParser) pair(m *yaml.Node, col int, rest []byte) bool {
 		return false
 	}
 	v, ok := f.block(in)
-	m.Content = append(m.Content, v)
+	f.stack = append(f.stack, v)
 	return ok
 }
 
@@ -391,12 +448,13 @@ func (f *fastParser) flow(text []byte, at int) (*yaml.Node, int, bool) {
 	if pos < len(text) && text[pos] == closer {
 		return n, pos + 1, true
 	}
+	mark := len(f.stack)
 	for {
 		v, end, ok := f.flow(text, pos)
 		if !ok {
 			return nil, end, false
 		}
-		n.Content = append(n.Content, v)
+		f.stack = append(f.stack, v)
 		pos = end
 		if mapping {
 			if v.Kind != yaml.ScalarNode || pos+1 >= len(text) || text[pos] != ':' || text[pos+1] != ' ' {
@@ -405,13 +463,14 @@ func (f *fastParser) flow(text []byte, at int) (*yaml.Node, int, bool) {
 			if v, pos, ok = f.flow(text, pos+1); !ok {
 				return nil, pos, false
 			}
-			n.Content = append(n.Content, v)
+			f.stack = append(f.stack, v)
 		}
 		pos = skipSpaces(text, pos)
 		switch {
 		case pos == len(text):
 			return nil, pos, false
 		case text[pos] == closer:
+			n.Content = f.content(mark)
 			return n, pos + 1, true
 		case text[pos] != ',':
 			return nil, pos, false
