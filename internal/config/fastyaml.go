@@ -293,31 +293,46 @@ func (f *fastParser) node(kind yaml.Kind, value string, col int) *yaml.Node {
 }
 
 // plainTag returns the tag yaml.v3 resolves the plain scalar s to, for the common cases that
-// are quick to tell: a word that starts with a letter none of null, true, false, .inf or .nan
-// start with, a dotted address and a small decimal integer. It returns "" for the others.
+// are quick to tell: a word that does not start like a number, a null or a boolean, or starts
+// like one but is none of the words yaml.v3 reads as one; a dotted address; a small decimal
+// integer; and a duration such as 60s or 1m30s. It returns "" for the others.
 func plainTag(s string) string {
-	if c := s[0] | 0x20; 'a' <= c && c <= 'z' && strings.IndexByte("nft", c) < 0 {
+	switch c := s[0]; {
+	case c == '~' || c == '.' || c == '+' || c == '-':
+		return ""
+	case c < '0' || c > '9':
+		if yamlWords[s] {
+			return ""
+		}
 		return "!!str"
 	}
-	digits, dots := 0, 0
+	digits, dots, units := 0, 0, 0
 	for i := range len(s) {
 		switch c := s[i]; {
 		case '0' <= c && c <= '9':
 			digits++
 		case c == '.':
 			dots++
+		case c == 'h' || c == 'm' || c == 's':
+			units++ // no number, timestamp or boolean has these
 		default:
 			return ""
 		}
 	}
 	switch {
-	case dots >= 2 && s[0] != '.':
+	case units > 0:
+		return "!!str"
+	case dots >= 2:
 		return "!!str" // not a number, and a timestamp has dashes
 	case dots == 0 && digits < 19 && (s[0] != '0' || len(s) == 1):
 		return "!!int"
 	}
 	return ""
 }
+
+// yamlWords are the plain words yaml.v3 reads as a boolean or a null.
+var yamlWords = map[string]bool{"true": true, "True": true, "TRUE": true, "false": true, "False": true,
+	"FALSE": true, "null": true, "Null": true, "NULL": true}
 
 // item parses a sequence item "- value" at column col onto the stack. A value that is a
 // mapping continues on the next lines indented like its first key.
