@@ -352,25 +352,41 @@ func (p *parser) defaults(n *yaml.Node) recordOpts {
 // far, across the chunks of a file parsed in parts.
 func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profileSet, first map[string]int) {
 	for _, e := range p.entries(n, "records") {
-		path := "records[" + strconv.Quote(e.key) + "]"
 		name := CanonicalName(e.key)
 		valid := true
 		if err := checkName(name, true); err != nil {
-			p.Errorf(e.k, path, "invalid record name %q: %v", e.key, err)
+			p.Errorf(e.k, recordPath(e.key), "invalid record name %q: %v", e.key, err)
 			valid = false
 		} else if !inZone(name, z.Origin) {
-			p.Errorf(e.k, path, "%s is outside zone %s", name, z.Origin)
+			p.Errorf(e.k, recordPath(e.key), "%s is outside zone %s", name, z.Origin)
 			valid = false
 		} else if line, dup := first[name]; dup {
-			p.Errorf(e.k, path, "duplicate record %s (first at line %d)", name, line)
+			p.Errorf(e.k, recordPath(e.key), "duplicate record %s (first at line %d)", name, line)
 			valid = false
 		}
-		rec := p.record(name, e, path, defs, profiles)
+		rec := p.quietRecord(name, e, defs, profiles)
 		if valid {
 			first[name] = e.k.Line
 			z.Records = append(z.Records, rec)
 		}
 	}
+}
+
+// recordPath returns the path of the record written under key.
+func recordPath(key string) string { return "records[" + strconv.Quote(key) + "]" }
+
+// quietRecord is record without the paths of the record's fields, which only its problems
+// name: when the record has none (nor warnings), none is made (for bench/bigzone.sh's mixed
+// zone of 100,000 records, 83 MB in 1.4 million allocations). A record with problems is parsed
+// again, with its paths, once what the first walk recorded is forgotten.
+func (p *parser) quietRecord(name string, e entry, defs recordOpts, profiles profileSet) Record {
+	m := p.mark()
+	rec := p.record(name, e, noPath, defs, profiles)
+	if !p.recordedSince(m) {
+		return rec
+	}
+	p.rollback(m)
+	return p.record(name, e, recordPath(e.key), defs, profiles)
 }
 
 // addBackend appends b, parsed from item at path, to rec's backends when ok and when no backend

@@ -387,9 +387,17 @@ func (p *parser) plainScalar(n *yaml.Node, path string) (any, bool) {
 	return nil, false
 }
 
+// noPath is the path of a record's fields while it is parsed without paths (see
+// parser.quietRecord), and every path below it: no key is this string, since yaml.v3 reads
+// and makes only UTF-8.
+const noPath = "\xff"
+
 // child returns the path of a key below path.
 func child(path, key string) string {
-	if path == "" {
+	switch path {
+	case noPath:
+		return noPath
+	case "":
 		return key
 	}
 	if isIdent(key) {
@@ -410,5 +418,8 @@ func isIdent(key string) bool {
 
 // index returns the path of a list element.
 func index(path string, i int) string {
+	if path == noPath {
+		return noPath
+	}
 	return path + "[" + strconv.Itoa(i) + "]"
 }
