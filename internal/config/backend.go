@@ -120,7 +120,9 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 	default:
 		lb.HasCoords = lat != nil
 	}
-	b.SetLabels(lb)
+	if !lb.empty() {
+		b.labels = shareLast(&p.labels, lb, (*Labels).equal) // the backends of a pool share theirs
+	}
 	b.SetOrigin(origin)
 	cs.thresholds(&checks, profiles)
 	b.checks = shareLast(&p.checks, checks, (*Checks).equal)

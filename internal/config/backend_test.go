@@ -245,8 +245,8 @@ func TestRecordStaysSmall(t *testing.T) {
 }
 
 // TestLabelsAndSteeringSeeEveryField sets each field of Labels, Steering, Settings, Fallback,
-// Checks and HealthCheck alone: Labels are then not empty, and the others not equal to their
-// zero one. A field added
+// Checks and HealthCheck alone: Labels are then neither empty nor equal to the zero Labels,
+// and the others not equal to their zero one. A field added
 // to one and forgotten in empty or equal fails here.
 func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 	for _, tc := range []struct {
@@ -254,6 +254,7 @@ func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 		alike func(v reflect.Value) bool
 	}{
 		{Labels{}, func(v reflect.Value) bool { l := v.Interface().(Labels); return l.empty() }},
+		{Labels{}, func(v reflect.Value) bool { l := v.Interface().(Labels); return l.equal(&Labels{}) }},
 		{Steering{}, func(v reflect.Value) bool { s := v.Interface().(Steering); return s.equal(&Steering{}) }},
 		{Settings{}, func(v reflect.Value) bool { s := v.Interface().(Settings); return s.equal(&Settings{}) }},
 		{Fallback{}, func(v reflect.Value) bool { f := v.Interface().(Fallback); return f.equal(&Fallback{}) }},

@@ -24,6 +24,8 @@ type parser struct {
 	settings *Settings
 	// checks are the last backend's with checks, shared the same way by the next backends.
 	checks *Checks
+	// labels are the last backend's with labels, shared the same way.
+	labels *Labels
 	// addresses are the backends' addresses seen last, so that backends with the same address
 	// (a pool that serves many names) keep one string.
 	addresses stringCache
