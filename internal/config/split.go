@@ -7,12 +7,41 @@ import (
 	"runtime"
 )
 
-// Lines that splitRecords accepts as the start of a record (a block mapping key, plain or
-// quoted) and as the top-level key that ends the records block.
-var (
-	recordKeyLine = regexp.MustCompile(`^ +("[^"]*"|'[^']*'|[^\s#'"\-?:][^:#]*):( |\r?\n|$)`)
-	topKeyLine    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*:( |\r?\n|$)`)
-)
+// topKeyLine matches the lines that splitRecords accepts as the top-level key that ends the
+// records block.
+var topKeyLine = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*:( |\r?\n|$)`)
+
+// isRecordKeyLine reports whether splitRecords accepts line as the start of a record: a block
+// mapping key, plain or quoted, indented by spaces. It is the regular expression
+// ^ +("[^"]*"|'[^']*'|[^\s#'"\-?:][^:#]*):( |\r?\n|$) (TestRecordKeyLine), written out: it
+// runs for every record of a big zone before the parse can start.
+func isRecordKeyLine(line []byte) bool {
+	key := bytes.TrimLeft(line, " ")
+	if len(key) == len(line) || len(key) == 0 {
+		return false
+	}
+	var end int // the index of the colon after the key
+	switch c := key[0]; c {
+	case '"', '\'':
+		end = bytes.IndexByte(key[1:], c) + 2
+		if end == 1 || end == len(key) || key[end] != ':' {
+			return false
+		}
+	case ' ', '\t', '\n', '\f', '\r', '#', '-', '?', ':':
+		return false
+	default:
+		end = bytes.IndexAny(key[1:], ":#") + 1
+		if end == 0 || key[end] != ':' {
+			return false
+		}
+	}
+	switch after := key[end+1:]; {
+	case len(after) == 0, after[0] == ' ', after[0] == '\n':
+		return true
+	default:
+		return len(after) > 1 && after[0] == '\r' && after[1] == '\n'
+	}
+}
 
 // recordsChunkSize is how many records one YAML parse covers when a file is parsed in chunks.
 const recordsChunkSize = 256
@@ -72,7 +101,7 @@ func splitRecords(data []byte) (head []byte, chunks []chunk, records int, ok boo
 			}
 			end = i // the next top-level key
 		case indent < 0 || lead == indent:
-			if !recordKeyLine.Match(line) {
+			if !isRecordKeyLine(line) {
 				return nil, nil, 0, false
 			}
 			indent = lead
