@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ type parser struct {
 	// addresses are the backends' addresses seen last, so that backends with the same address
 	// (a pool that serves many names) keep one string.
 	addresses stringCache
+	// entryBuf holds the lists entries returns, one after another: records truncates it to
+	// where it was before each record once the record is parsed (see entries).
+	entryBuf []entry
 }
 
 func newParser(file string, size int) *parser {
@@ -68,6 +72,8 @@ func isMerge(k *yaml.Node) bool {
 
 // entries returns the pairs of a mapping in file order, expanding merge keys (<<); explicit keys
 // win over merged ones. It reports duplicate and non-scalar keys. A null node has no entries.
+// Unless the mapping has a merge key, the list is made in p.entryBuf after the lists made
+// before, and stays valid until records truncates the buffer below it.
 func (p *parser) entries(n *yaml.Node, path string) []entry {
 	n = YAMLResolve(n)
 	if YAMLIsNull(n) {
@@ -78,7 +84,15 @@ func (p *parser) entries(n *yaml.Node, path string) []entry {
 		return nil
 	}
 	var merged []entry
-	seen := entrySet{list: make([]entry, 0, len(n.Content)/2)}
+	var seen entrySet
+	start := len(p.entryBuf)
+	if hasMergeKey(n) {
+		seen.list = make([]entry, 0, len(n.Content)/2) // the merged mappings' entries are made meanwhile
+	} else {
+		p.entryBuf = slices.Grow(p.entryBuf, len(n.Content)/2)
+		seen.list = p.entryBuf[start:start]
+		defer func() { p.entryBuf = p.entryBuf[:start+len(seen.list)] }()
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := YAMLResolve(n.Content[i]), n.Content[i+1]
 		if !p.Spend(k) {
@@ -100,7 +114,17 @@ func (p *parser) entries(n *yaml.Node, path string) []entry {
 			seen.add(e)
 		}
 	}
-	return seen.list
+	return seen.list[:len(seen.list):len(seen.list)]
+}
+
+// hasMergeKey reports whether the mapping n has a merge key (<<).
+func hasMergeKey(n *yaml.Node) bool {
+	for i := 0; i < len(n.Content); i += 2 {
+		if isMerge(YAMLResolve(n.Content[i])) {
+			return true
+		}
+	}
+	return false
 }
 
 // entrySet is the entries of a mapping so far, found by key: by a scan while they are as few
