@@ -308,25 +308,20 @@ func (p *parser) scrapeTimes(o *recordOpts) (time.Duration, time.Duration) {
 // are written (the record, or defaults), and returns them as Record holds them: nil when not
 // set.
 func (p *parser) lowTTLs(o *recordOpts, ttl uint32) (degraded, drain *uint32) {
-	for _, t := range []struct {
-		o    opt[uint32]
-		key  string
-		dst  **uint32
-		note string
-	}{
-		{o.degradedTTL, "degraded_ttl", &degraded, ": a degraded answer must not be cached longer than a healthy one"},
-		{o.drainTTL, "drain_ttl", &drain, ""},
-	} {
-		if !t.o.set {
-			continue
-		}
-		if t.o.v > ttl {
-			p.ErrorAt(t.o.pos, t.o.path, "%s %d is above record_ttl %d%s", t.key, t.o.v, ttl, t.note)
-		}
-		v := t.o.v
-		*t.dst = &v
+	return p.lowTTL(o.degradedTTL, "degraded_ttl", ttl, ": a degraded answer must not be cached longer than a healthy one"),
+		p.lowTTL(o.drainTTL, "drain_ttl", ttl, "")
+}
+
+// lowTTL is lowTTLs for the setting o, written under key; note ends its message.
+func (p *parser) lowTTL(o opt[uint32], key string, ttl uint32, note string) *uint32 {
+	if !o.set {
+		return nil
 	}
-	return degraded, drain
+	if o.v > ttl {
+		p.ErrorAt(o.pos, o.path, "%s %d is above record_ttl %d%s", key, o.v, ttl, note)
+	}
+	v := o.v
+	return &v
 }
 
 // defaults parses the defaults mapping: record settings merged under every record.

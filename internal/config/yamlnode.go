@@ -27,6 +27,8 @@ type parser struct {
 	checks *Checks
 	// labels are the last backend's with labels, shared the same way.
 	labels *Labels
+	// checkBuf is where a backend's health checks are parsed before they are shared or copied.
+	checkBuf []HealthCheck
 	// addresses are the backends' addresses seen last, so that backends with the same address
 	// (a pool that serves many names) keep one string.
 	addresses stringCache
@@ -241,7 +243,8 @@ func (p *parser) integer(n *yaml.Node, path string, lo, hi int64) (int64, bool) 
 	switch s.ShortTag() {
 	case "!!int":
 		if v, err = strconv.ParseInt(s.Value, 10, 64); err != nil {
-			err = s.Decode(&v) // 0x, 0o and other YAML forms
+			var w int64 // to the heap (Decode's argument) only here, not for every integer
+			err, v = s.Decode(&w), w // 0x, 0o and other YAML forms
 		}
 	case "!!str":
 		v, err = strconv.ParseInt(strings.TrimSpace(s.Value), 10, 64)
