@@ -305,3 +305,15 @@ func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegersInOtherYAMLForms checks that integers written as YAML's hexadecimal and octal
+// forms are read as their values.
+func TestIntegersInOtherYAMLForms(t *testing.T) {
+	z, err := ParseZone("zone.yml", []byte("records:\n  a.example.org:\n    mode: weighted\n    backends: [{address: 10.0.0.1, port: 0x50, weight: 0o17}]\n"), "example.org", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := z.Records[0].Backends[0]; b.Port != 80 || b.Weight != 15 {
+		t.Errorf("port %d, weight %d; want 80 and 15", b.Port, b.Weight)
+	}
+}

@@ -243,8 +243,9 @@ func (p *parser) integer(n *yaml.Node, path string, lo, hi int64) (int64, bool) 
 	switch s.ShortTag() {
 	case "!!int":
 		if v, err = strconv.ParseInt(s.Value, 10, 64); err != nil {
-			var w int64 // to the heap (Decode's argument) only here, not for every integer
-			err, v = s.Decode(&w), w // 0x, 0o and other YAML forms
+			var w int64        // to the heap (Decode's argument) only here, not for every integer
+			err = s.Decode(&w) // 0x, 0o and other YAML forms
+			v = w
 		}
 	case "!!str":
 		v, err = strconv.ParseInt(strings.TrimSpace(s.Value), 10, 64)
