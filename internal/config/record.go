@@ -2,6 +2,7 @@ package config
 
 import (
 	"math"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -391,31 +392,59 @@ func (p *parser) quietRecord(name string, e entry, defs recordOpts, profiles pro
 // addBackend appends b, parsed from item at path, to rec's backends when ok and when no backend
 // before it has its address (or site, or Kubernetes object) and port: first holds those of the
 // backends before it. A backend with none of them (its errors recorded) is left out.
-func (p *parser) addBackend(rec *Record, first map[string]*yaml.Node, b *Backend, ok bool, item *yaml.Node, path string) {
+func (p *parser) addBackend(rec *Record, first map[backendID]*yaml.Node, b *Backend, ok bool, item *yaml.Node, path string) {
 	if b.Address == "" && b.Site() == "" && b.Kubernetes() == nil {
 		return
 	}
-	key := b.Address
+	id := backendID{name: b.Address, port: b.Port}
 	switch {
+	case b.IP.IsValid():
+		id.ip, id.name = b.IP, ""
 	case b.IsPlaceholder():
-		key = "site " + b.Site()
+		id.name = "site " + b.Site()
 	case b.IsKubernetes():
-		key = "kubernetes " + b.Kubernetes().Key()
+		id.name = "kubernetes " + b.Kubernetes().Key()
 	}
-	if b.IP.IsValid() {
-		key = b.IP.String()
-	}
-	if b.Port != 0 {
-		key += " port " + strconv.Itoa(int(b.Port))
-	}
-	if f := first[key]; f != nil {
-		p.Errorf(YAMLResolve(item), path, "duplicate backend %s (first at line %d)", key, f.Line)
+	if f := first[id]; f != nil {
+		p.Errorf(YAMLResolve(item), path, "duplicate backend %s (first at line %d)", id, f.Line)
 		return
 	}
-	first[key] = YAMLResolve(item)
+	first[id] = YAMLResolve(item)
 	if ok {
 		rec.Backends = append(rec.Backends, *b)
 	}
+}
+
+// backendID is what tells the backends of a record apart: the address, else the host name,
+// the site ("site " and its name) or the Kubernetes object ("kubernetes " and its key); and
+// the port.
+type backendID struct {
+	ip   netip.Addr
+	name string
+	port uint16
+}
+
+// String returns id as messages name it: "192.0.2.1 port 80".
+func (id backendID) String() string {
+	key := id.name
+	if id.ip.IsValid() {
+		key = id.ip.String()
+	}
+	if id.port != 0 {
+		key += " port " + strconv.Itoa(int(id.port))
+	}
+	return key
+}
+
+// backendIDs returns the parser's map for a record's addBackend, empty. It is reused from
+// record to record, unless a record with many backends grew it.
+func (p *parser) backendIDs() map[backendID]*yaml.Node {
+	if p.seenBackends == nil || len(p.seenBackends) > 8 {
+		p.seenBackends = make(map[backendID]*yaml.Node)
+	} else {
+		clear(p.seenBackends)
+	}
+	return p.seenBackends
 }
 
 // shareLast returns v as a part a record keeps out of line (its Steering, its Settings): *last,
@@ -499,7 +528,7 @@ func (p *parser) record(name string, e entry, path string, defs recordOpts, prof
 		}
 		p.Errorf(at, bpath, "a record needs at least one backend")
 	}
-	first := map[string]*yaml.Node{}
+	first := p.backendIDs()
 	rec.Backends = make([]Backend, 0, len(items)+len(kubeBackends)) // kept for the configuration's life: no slack
 	for i, item := range items {
 		ipath := index(bpath, i)

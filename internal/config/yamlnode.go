@@ -29,6 +29,8 @@ type parser struct {
 	labels *Labels
 	// checkBuf is where a backend's health checks are parsed before they are shared or copied.
 	checkBuf []HealthCheck
+	// seenBackends is the map of a record's backends (backendIDs).
+	seenBackends map[backendID]*yaml.Node
 	// addresses are the backends' addresses seen last, so that backends with the same address
 	// (a pool that serves many names) keep one string.
 	addresses stringCache
