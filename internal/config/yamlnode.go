@@ -88,7 +88,7 @@ func (p *parser) entries(n *yaml.Node, path string) []entry {
 		return nil
 	}
 	var merged []entry
-	var seen entrySet
+	seen := entrySet{size: len(n.Content) / 2}
 	start := len(p.entryBuf)
 	if hasMergeKey(n) {
 		seen.list = make([]entry, 0, len(n.Content)/2) // the merged mappings' entries are made meanwhile
@@ -136,6 +136,7 @@ func hasMergeKey(n *yaml.Node) bool {
 type entrySet struct {
 	list  []entry
 	index map[string]*yaml.Node // nil while list is short
+	size  int                   // how many entries the set may get at most, merged ones aside
 }
 
 // scanLimit is how many entries entrySet scans before it indexes them.
@@ -161,7 +162,7 @@ func (s *entrySet) add(e entry) {
 	case s.index != nil:
 		s.index[e.key] = e.k
 	case len(s.list) > scanLimit:
-		s.index = make(map[string]*yaml.Node, 2*len(s.list))
+		s.index = make(map[string]*yaml.Node, max(s.size, 2*len(s.list)))
 		for _, x := range s.list {
 			s.index[x.key] = x.k
 		}
