@@ -28,7 +28,7 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 	before := p.Len()
 	var address, kube, lat, lon *yaml.Node
 	var cs checkSettings
-	checks := Checks{Capacity: DefaultCapacity}
+	checks := Checks{Capacity: DefaultCapacity, HealthChecks: p.checkBuf[:0]}
 	var lb Labels
 	var origin Origin
 	for _, e := range p.entries(n, path) {
@@ -120,9 +120,20 @@ func (p *parser) backend(n *yaml.Node, path string, profiles profileSet, interva
 	default:
 		lb.HasCoords = lat != nil
 	}
-	b.SetLabels(lb)
+	if !lb.empty() {
+		b.labels = shareLast(&p.labels, lb, (*Labels).equal) // the backends of a pool share theirs
+	}
 	b.SetOrigin(origin)
 	cs.thresholds(&checks, profiles)
+	// The checks were parsed into p.checkBuf: they get a slice of their own only when they
+	// are not the last backend's, which most backends of a zone share.
+	p.checkBuf = checks.HealthChecks[:0]
+	switch {
+	case len(checks.HealthChecks) == 0:
+		checks.HealthChecks = nil
+	case p.checks == nil || !p.checks.equal(&checks):
+		checks.HealthChecks = slices.Clone(checks.HealthChecks)
+	}
 	b.checks = shareLast(&p.checks, checks, (*Checks).equal)
 	// A kubernetes backend's addresses are judged by the Service's readiness, and by its
 	// healthchecks (with its rise, fall and timeout) when it has some: both must pass.
@@ -147,7 +158,7 @@ type checkSettings struct{ riseSet, fallSet bool }
 func (p *parser) checkKey(c *Checks, e entry, kpath string, profiles profileSet, cs *checkSettings) bool {
 	switch e.key {
 	case "healthchecks":
-		c.HealthChecks = p.healthChecks(e.v, kpath, profiles)
+		c.HealthChecks = p.healthChecks(c.HealthChecks[:0], e.v, kpath, profiles)
 	case "rise":
 		c.Rise, cs.riseSet = p.count(e.v, kpath)
 	case "fall":
@@ -255,9 +266,9 @@ func (p *parser) asn(n *yaml.Node, path string) uint32 {
 	return uint32(v)
 }
 
-// healthChecks parses a backend's checks: profile names or inline checks.
-func (p *parser) healthChecks(n *yaml.Node, path string, profiles profileSet) []HealthCheck {
-	var out []HealthCheck
+// healthChecks parses a backend's checks, profile names or inline checks, appending them to
+// out.
+func (p *parser) healthChecks(out []HealthCheck, n *yaml.Node, path string, profiles profileSet) []HealthCheck {
 	for i, item := range p.items(n, path) {
 		ipath := index(path, i)
 		switch r := YAMLResolve(item); {

@@ -245,8 +245,8 @@ func TestRecordStaysSmall(t *testing.T) {
 }
 
 // TestLabelsAndSteeringSeeEveryField sets each field of Labels, Steering, Settings, Fallback,
-// Checks and HealthCheck alone: Labels are then not empty, and the others not equal to their
-// zero one. A field added
+// Checks and HealthCheck alone: Labels are then neither empty nor equal to the zero Labels,
+// and the others not equal to their zero one. A field added
 // to one and forgotten in empty or equal fails here.
 func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 	for _, tc := range []struct {
@@ -254,6 +254,7 @@ func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 		alike func(v reflect.Value) bool
 	}{
 		{Labels{}, func(v reflect.Value) bool { l := v.Interface().(Labels); return l.empty() }},
+		{Labels{}, func(v reflect.Value) bool { l := v.Interface().(Labels); return l.equal(&Labels{}) }},
 		{Steering{}, func(v reflect.Value) bool { s := v.Interface().(Steering); return s.equal(&Steering{}) }},
 		{Settings{}, func(v reflect.Value) bool { s := v.Interface().(Settings); return s.equal(&Settings{}) }},
 		{Fallback{}, func(v reflect.Value) bool { f := v.Interface().(Fallback); return f.equal(&Fallback{}) }},
@@ -302,5 +303,17 @@ func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 				t.Errorf("%s with only %s set reads as the zero one", typ.Name(), typ.Field(i).Name)
 			}
 		}
+	}
+}
+
+// TestIntegersInOtherYAMLForms checks that integers written as YAML's hexadecimal and octal
+// forms are read as their values.
+func TestIntegersInOtherYAMLForms(t *testing.T) {
+	z, err := ParseZone("zone.yml", []byte("records:\n  a.example.org:\n    mode: weighted\n    backends: [{address: 10.0.0.1, port: 0x50, weight: 0o17}]\n"), "example.org", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := z.Records[0].Backends[0]; b.Port != 80 || b.Weight != 15 {
+		t.Errorf("port %d, weight %d; want 80 and 15", b.Port, b.Weight)
 	}
 }

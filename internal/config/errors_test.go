@@ -368,3 +368,56 @@ func TestPlaceholderChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordsWithProblemsNameTheirFields checks that the records parsed without paths
+// (quietRecord) name the full path of every problem and warning, in a zone parsed whole and
+// in one parsed in chunks: a record's problem recorded once at its position, the same problem
+// of another record at its own, and the records between them loaded.
+func TestRecordsWithProblemsNameTheirFields(t *testing.T) {
+	for _, n := range []int{4, 3 * recordsChunkSize} {
+		var zone strings.Builder
+		zone.WriteString("records:\n")
+		var want []string
+		for i := range n {
+			fmt.Fprintf(&zone, "  r%d.example.org:\n", i)
+			line := 2 + 5*i
+			if i%(n/2) == 1 {
+				zone.WriteString("    failover_policy: {mode: fail-open}\n")
+				fmt.Fprintf(&zone, "    backends:\n      - {address: 10.0.0.1}\n      - {address: 10.0.0.2, port: 0}\n")
+				want = append(want, fmt.Sprintf(`zone.yml:%d:35: records["r%d.example.org"].backends[1].port: must be between 1 and 65535, not 0`, line+4, i))
+				continue
+			}
+			fmt.Fprintf(&zone, "    record_ttl: 30\n    backends:\n      - {address: 10.0.0.1}\n      - {address: 10.0.0.2, port: 53}\n")
+		}
+		_, err := ParseZone("zone.yml", []byte(zone.String()), "example.org", nil, 1)
+		var list ErrorList
+		if !errors.As(err, &list) {
+			t.Fatalf("%d records: %v, want an ErrorList", n, err)
+		}
+		var got []string
+		for _, e := range list {
+			got = append(got, e.Error())
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%d records: errors\n%s\nwant\n%s", n, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	z, err := ParseZone("zone.yml", []byte("records:\n  a.example.org:\n    failover_policy: {mode: fail-open}\n    backends: [{address: 10.0.0.1}]\n  b.example.org:\n    svcb_alpn: [h2]\n    failover_policy: {mode: fail-open}\n    backends: [{address: 10.0.0.1}]\n"), "example.org", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`zone.yml:3:5: records["a.example.org"].failover_policy: failover_policy is deprecated: rename it fallback_policy`,
+		`zone.yml:7:5: records["b.example.org"].failover_policy: failover_policy is deprecated: rename it fallback_policy`,
+	}
+	var got []string
+	for _, w := range z.Warnings {
+		got = append(got, w.Error())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("warnings\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(z.Records) != 2 {
+		t.Errorf("%d records loaded, want 2", len(z.Records))
+	}
+}

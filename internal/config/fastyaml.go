@@ -11,26 +11,41 @@ import (
 // fastDecode parses data into the node tree yaml.v3 makes of it, for the plain subset of YAML
 // that zone files' records are written in, about three times faster than yaml.v3: block
 // mappings and sequences, one-line flow mappings and sequences, and plain scalars, with ASCII
-// text and no comments, quotes, anchors, tags, tabs, multi-line scalars or long lines. It reports false for
+// text and no comments, quotes, anchors, tags, tabs, document markers, multi-line scalars or long lines. It reports false for
 // anything outside that subset, and for what it cannot be sure yaml.v3 reads the same way; the
 // caller parses data with yaml.v3 then. FuzzFastDecode holds it to yaml.v3's result.
 //
 // The nodes are allocated from arena, which the caller releases once it is done with them.
 func fastDecode(data []byte) (doc *yaml.Node, arena *nodeArena, ok bool) {
-	lineLen := 0
-	for _, c := range data {
-		lineLen++
-		if c == '\n' {
-			lineLen = 0
+	return fastDecodeAt(nil, data, 0)
+}
+
+// fastDecodeAt is fastDecode of the document made of the line first (nil for none; without
+// its newline) followed by data, with every line number offset lines further down: a chunk
+// of a zone file is parsed where it lies in the file, without a copy of it.
+func fastDecodeAt(first, data []byte, offset int) (doc *yaml.Node, arena *nodeArena, ok bool) {
+	if !fastText(first) || !fastText(data) {
+		return nil, nil, false
+	}
+	f := fastParsers.Get().(*fastParser)
+	defer f.done()
+	if first != nil {
+		f.lines = append(f.lines, first)
+	}
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			f.lines = append(f.lines, data) // as bytes.Split: the text after the last newline
+			break
 		}
-		if fastRefused[c] || lineLen > maxFastLine {
-			return nil, nil, false
+		f.lines, data = append(f.lines, data[:i]), data[i+1:]
+	}
+	for _, line := range f.lines {
+		if bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("...")) {
+			return nil, nil, false // perhaps a document marker
 		}
 	}
-	lines := bytes.Split(data, []byte("\n"))
-	// About a short scalar per line is kept apart (a record's keys repeat, its addresses
-	// do not): sized to the lines, the map does not rehash as it fills.
-	f := fastParser{lines: lines, arena: &nodeArena{}, strs: make(map[string]string, len(lines))}
+	f.arena, f.offset = &nodeArena{}, offset
 	defer func() {
 		if !ok {
 			f.arena.release()
@@ -51,32 +66,62 @@ func fastDecode(data []byte) (doc *yaml.Node, arena *nodeArena, ok bool) {
 	return &yaml.Node{Kind: yaml.DocumentNode, Line: root.Line, Column: 1, Content: []*yaml.Node{root}}, f.arena, true
 }
 
-// nodeArena holds the nodes of a document that fastDecode parsed, in slabs that release hands
-// on to the next documents: a big zone's chunks are parsed one after another, and their nodes
-// were most of what its loading allocated.
-type nodeArena struct {
-	slabs []*[]yaml.Node
-	next  []yaml.Node // the unused rest of the last slab
+// fastText reports whether data holds only bytes fastDecode parses, in lines it parses.
+func fastText(data []byte) bool {
+	lineLen := 0
+	for _, c := range data {
+		lineLen++
+		if c == '\n' {
+			lineLen = 0
+		}
+		if fastRefused[c] || lineLen > maxFastLine {
+			return false
+		}
+	}
+	return true
 }
 
-// slabPool holds released slabs of nodeArenaSlab nodes, zeroed.
-var slabPool = sync.Pool{New: func() any {
-	s := make([]yaml.Node, nodeArenaSlab)
-	return &s
-}}
+// fastParsers holds fastParsers between documents, with the room their lines and short
+// strings took: a big zone's chunks are parsed one after another.
+var fastParsers = sync.Pool{New: func() any { return &fastParser{strs: map[string]string{}} }}
 
-const nodeArenaSlab = 512
+// done clears f and returns it to fastParsers; the nodes it made stay in its arena.
+func (f *fastParser) done() {
+	clear(f.lines)
+	clear(f.strs)
+	clear(f.stack[:cap(f.stack)])
+	*f = fastParser{lines: f.lines[:0], strs: f.strs, stack: f.stack[:0]}
+	fastParsers.Put(f)
+}
+
+// nodeArena holds the nodes of a document that fastDecode parsed, and their Content slices,
+// in slabs that release hands on to the next documents: a big zone's chunks are parsed one
+// after another, and their nodes were most of what its loading allocated.
+type nodeArena struct {
+	nodes slabs[yaml.Node]
+	ptrs  slabs[*yaml.Node]
+}
+
+// Pools of released slabs, zeroed.
+var (
+	nodeSlabs = sync.Pool{New: func() any { return new(make([]yaml.Node, arenaSlab)) }}
+	ptrSlabs  = sync.Pool{New: func() any { return new(make([]*yaml.Node, arenaSlab)) }}
+)
+
+// arenaSlab is the length of a slab.
+const arenaSlab = 512
 
 // node returns a zeroed node of the arena.
-func (a *nodeArena) node() *yaml.Node {
-	if len(a.next) == 0 {
-		s := slabPool.Get().(*[]yaml.Node)
-		a.slabs = append(a.slabs, s)
-		a.next = *s
+func (a *nodeArena) node() *yaml.Node { return &a.nodes.take(1, &nodeSlabs)[0] }
+
+// content returns a copy of l in the arena, nil when l is empty.
+func (a *nodeArena) content(l []*yaml.Node) []*yaml.Node {
+	if len(l) == 0 {
+		return nil
 	}
-	n := &a.next[0]
-	a.next = a.next[1:]
-	return n
+	c := a.ptrs.take(len(l), &ptrSlabs)
+	copy(c, l)
+	return c
 }
 
 // release zeroes the arena's nodes and hands them on; nothing may use them afterwards. A nil
@@ -85,11 +130,39 @@ func (a *nodeArena) release() {
 	if a == nil {
 		return
 	}
-	for _, s := range a.slabs {
-		clear(*s)
-		slabPool.Put(s)
+	a.nodes.release(&nodeSlabs)
+	a.ptrs.release(&ptrSlabs)
+}
+
+// slabs hands out runs of zeroed elements from slabs of arenaSlab elements taken from a pool.
+type slabs[T any] struct {
+	held []*[]T
+	next []T // the unused rest of the last slab
+}
+
+// take returns n zeroed elements, of capacity n, from pool's slabs (n > arenaSlab: from
+// the heap).
+func (s *slabs[T]) take(n int, pool *sync.Pool) []T {
+	if n > arenaSlab {
+		return make([]T, n)
 	}
-	*a = nodeArena{}
+	if len(s.next) < n {
+		slab := pool.Get().(*[]T)
+		s.held = append(s.held, slab)
+		s.next = *slab
+	}
+	run := s.next[:n:n]
+	s.next = s.next[n:]
+	return run
+}
+
+// release zeroes the slabs and puts them back in pool.
+func (s *slabs[T]) release(pool *sync.Pool) {
+	for _, slab := range s.held {
+		clear(*slab)
+		pool.Put(slab)
+	}
+	*s = slabs[T]{}
 }
 
 // maxFastLine is the longest line fastDecode parses: yaml.v3 refuses a key of more than 1024
@@ -106,13 +179,17 @@ var fastRefused = func() (t [256]bool) {
 	return t
 }()
 
-// fastParser is the state of fastDecode: the lines of the data, the one it is at, the arena
-// of the nodes, and the short scalars made so far (a chunk repeats its keys and many values).
+// fastParser is the state of fastDecode: the lines of the data, the one it is at, how many
+// lines the document's first line is below the file's first, the arena of the nodes, the
+// short scalars made so far (a chunk repeats its keys and many values), and the stack of the
+// nodes parsed before their parent's Content is made.
 type fastParser struct {
-	lines [][]byte
-	i     int
-	arena *nodeArena
-	strs  map[string]string
+	lines  [][]byte
+	i      int
+	offset int
+	arena  *nodeArena
+	strs   map[string]string
+	stack  []*yaml.Node // the children of the nodes being parsed (see content)
 }
 
 // str returns b as a string, the same string for the same short text.
@@ -152,34 +229,55 @@ func (f *fastParser) block(col int) (*yaml.Node, bool) {
 		kind = yaml.SequenceNode
 	}
 	n := f.node(kind, "", col)
+	mark := len(f.stack)
+	if !f.body(col, seq) {
+		return nil, false
+	}
+	n.Content = f.content(mark)
+	return n, true
+}
+
+// body parses the lines of a block node indented by col spaces, a sequence's items or a
+// mapping's pairs, onto the stack.
+func (f *fastParser) body(col int, seq bool) bool {
 	for {
 		f.skipBlank()
 		if f.i == len(f.lines) {
-			return n, true
+			return true
 		}
 		in, rest := f.indent()
 		if in < col {
-			return n, true
+			return true
 		}
 		if in > col || (len(rest) > 0 && rest[0] == '-') != seq {
-			return nil, false
+			return false
 		}
 		var ok bool
 		if seq {
-			ok = f.item(n, col)
+			ok = f.item(col)
 		} else {
-			ok = f.pair(n, col, rest)
+			ok = f.pair(col, rest)
 		}
 		if !ok {
-			return nil, false
+			return false
 		}
 	}
+}
+
+// content returns the nodes on the stack from mark on, as a node's Content in the arena, and
+// takes them off the stack. A node's children are pushed as they are parsed, each after its
+// own children came off: one Content slice of the right length for every node.
+func (f *fastParser) content(mark int) []*yaml.Node {
+	c := f.arena.content(f.stack[mark:])
+	clear(f.stack[mark:])
+	f.stack = f.stack[:mark]
+	return c
 }
 
 // node returns a node of kind at the current line and column col (0-based).
 func (f *fastParser) node(kind yaml.Kind, value string, col int) *yaml.Node {
 	n := f.arena.node()
-	*n = yaml.Node{Kind: kind, Value: value, Line: f.i + 1, Column: col + 1}
+	*n = yaml.Node{Kind: kind, Value: value, Line: f.offset + f.i + 1, Column: col + 1}
 	switch kind {
 	case yaml.MappingNode:
 		n.Tag = "!!map"
@@ -195,25 +293,36 @@ func (f *fastParser) node(kind yaml.Kind, value string, col int) *yaml.Node {
 }
 
 // plainTag returns the tag yaml.v3 resolves the plain scalar s to, for the common cases that
-// are quick to tell: a word that starts with a letter none of null, true, false, .inf or .nan
-// start with, a dotted address and a small decimal integer. It returns "" for the others.
+// are quick to tell: a word that does not start like a number, a null or a boolean, or starts
+// like one but is none of the words yaml.v3 reads as one; a dotted address; a small decimal
+// integer; and a duration such as 60s or 1m30s. It returns "" for the others.
 func plainTag(s string) string {
-	if c := s[0] | 0x20; 'a' <= c && c <= 'z' && strings.IndexByte("nft", c) < 0 {
+	switch c := s[0]; {
+	case c == '~' || c == '.' || c == '+' || c == '-':
+		return ""
+	case c < '0' || c > '9':
+		if yamlWords[s] {
+			return ""
+		}
 		return "!!str"
 	}
-	digits, dots := 0, 0
+	digits, dots, units := 0, 0, 0
 	for i := range len(s) {
 		switch c := s[i]; {
 		case '0' <= c && c <= '9':
 			digits++
 		case c == '.':
 			dots++
+		case c == 'h' || c == 'm' || c == 's':
+			units++ // no number, timestamp or boolean has these
 		default:
 			return ""
 		}
 	}
 	switch {
-	case dots >= 2 && s[0] != '.':
+	case units > 0:
+		return "!!str"
+	case dots >= 2:
 		return "!!str" // not a number, and a timestamp has dashes
 	case dots == 0 && digits < 19 && (s[0] != '0' || len(s) == 1):
 		return "!!int"
@@ -221,56 +330,58 @@ func plainTag(s string) string {
 	return ""
 }
 
-// item parses a sequence item "- value" at column col into seq. A value that is a mapping
-// continues on the next lines indented like its first key.
-func (f *fastParser) item(seq *yaml.Node, col int) bool {
+// yamlWords are the plain words yaml.v3 reads as a boolean or a null.
+var yamlWords = map[string]bool{"true": true, "True": true, "TRUE": true, "false": true, "False": true,
+	"FALSE": true, "null": true, "Null": true, "NULL": true}
+
+// item parses a sequence item "- value" at column col onto the stack. A value that is a
+// mapping continues on the next lines indented like its first key.
+func (f *fastParser) item(col int) bool {
 	line := f.lines[f.i]
 	if len(line) < col+3 || line[col+1] != ' ' || line[col+2] == ' ' {
 		return false // "-" alone, or more than one space after it
 	}
 	if _, _, isPair := splitPair(line[col+2:]); isPair && line[col+2] != '-' {
 		m := f.node(yaml.MappingNode, "", col+2)
-		seq.Content = append(seq.Content, m)
-		if !f.pair(m, col+2, line[col+2:]) {
+		mark := len(f.stack)
+		if !f.pair(col+2, line[col+2:]) || !f.continued(col+2) {
 			return false
 		}
-		more, ok := f.continued(col + 2)
-		if ok && more != nil {
-			m.Content = append(m.Content, more.Content...)
-		}
-		return ok
+		m.Content = f.content(mark)
+		f.stack = append(f.stack, m)
+		return true
 	}
 	v, ok := f.inline(line, col+2)
-	seq.Content = append(seq.Content, v)
+	f.stack = append(f.stack, v)
 	f.i++
 	return ok
 }
 
-// continued parses the rest of a mapping started on a sequence item's line: the following
-// lines indented by col, if any.
-func (f *fastParser) continued(col int) (*yaml.Node, bool) {
+// continued parses the rest of a mapping started on a sequence item's line onto the stack:
+// the following lines indented by col, if any.
+func (f *fastParser) continued(col int) bool {
 	f.skipBlank()
 	if f.i == len(f.lines) {
-		return nil, true
+		return true
 	}
 	if in, rest := f.indent(); in != col || len(rest) > 0 && rest[0] == '-' {
-		return nil, in < col
+		return in < col
 	}
-	return f.block(col)
+	return f.body(col, false)
 }
 
-// pair parses the "key: value" or "key:" line rest, at column col, into m; a key without a
-// value on its line has a block below it, indented more.
-func (f *fastParser) pair(m *yaml.Node, col int, rest []byte) bool {
+// pair parses the "key: value" or "key:" line rest, at column col, onto the stack; a key
+// without a value on its line has a block below it, indented more.
+func (f *fastParser) pair(col int, rest []byte) bool {
 	key, value, ok := splitPair(rest)
 	if !ok || !plainOK(key, false) {
 		return false
 	}
 	line := f.lines[f.i]
-	m.Content = append(m.Content, f.node(yaml.ScalarNode, f.str(key), col))
+	f.stack = append(f.stack, f.node(yaml.ScalarNode, f.str(key), col))
 	if value >= 0 {
 		v, ok := f.inline(line, skipSpaces(line, col+value))
-		m.Content = append(m.Content, v)
+		f.stack = append(f.stack, v)
 		f.i++
 		return ok
 	}
@@ -284,7 +395,7 @@ func (f *fastParser) pair(m *yaml.Node, col int, rest []byte) bool {
 		return false
 	}
 	v, ok := f.block(in)
-	m.Content = append(m.Content, v)
+	f.stack = append(f.stack, v)
 	return ok
 }
 
@@ -352,12 +463,13 @@ func (f *fastParser) flow(text []byte, at int) (*yaml.Node, int, bool) {
 	if pos < len(text) && text[pos] == closer {
 		return n, pos + 1, true
 	}
+	mark := len(f.stack)
 	for {
 		v, end, ok := f.flow(text, pos)
 		if !ok {
 			return nil, end, false
 		}
-		n.Content = append(n.Content, v)
+		f.stack = append(f.stack, v)
 		pos = end
 		if mapping {
 			if v.Kind != yaml.ScalarNode || pos+1 >= len(text) || text[pos] != ':' || text[pos+1] != ' ' {
@@ -366,13 +478,14 @@ func (f *fastParser) flow(text []byte, at int) (*yaml.Node, int, bool) {
 			if v, pos, ok = f.flow(text, pos+1); !ok {
 				return nil, pos, false
 			}
-			n.Content = append(n.Content, v)
+			f.stack = append(f.stack, v)
 		}
 		pos = skipSpaces(text, pos)
 		switch {
 		case pos == len(text):
 			return nil, pos, false
 		case text[pos] == closer:
+			n.Content = f.content(mark)
 			return n, pos + 1, true
 		case text[pos] != ',':
 			return nil, pos, false

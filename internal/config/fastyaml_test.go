@@ -118,6 +118,28 @@ func TestFastDecodeChunks(t *testing.T) {
 	}
 }
 
+// TestPlainTag holds plainTag to the tag yaml.v3 resolves a plain scalar to, where it gives one.
+func TestPlainTag(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		known bool // plainTag names a tag
+	}{
+		{"n000001.bench.test.", true}, {"web", true}, {"true", false}, {"True", false}, {"TRUE", false},
+		{"false", false}, {"null", false}, {"NULL", false}, {"Nul", true}, {"nothing", true}, {"yes", true},
+		{"/healthz", true}, {"_x", true}, {"~", false}, {".5", false}, {"-1", false}, {"+1", false},
+		{"60s", true}, {"1m30s", true}, {"1.5h", true}, {"10ms", true}, {"0s", true}, {"2006-01-02", false},
+		{"127.0.0.1", true}, {"9", true}, {"09", false}, {"0x1F", false}, {"1e3", false}, {"1.5", false},
+	} {
+		got := plainTag(tc.value)
+		if (got != "") != tc.known {
+			t.Errorf("plainTag(%q) = %q, want a tag: %v", tc.value, got, tc.known)
+		}
+		if want := (&yaml.Node{Kind: yaml.ScalarNode, Value: tc.value}).ShortTag(); got != "" && got != want {
+			t.Errorf("plainTag(%q) = %s, yaml.v3 resolves it to %s", tc.value, got, want)
+		}
+	}
+}
+
 // FuzzFastDecode checks that what fastDecode accepts, yaml.v3 reads into the same tree.
 func FuzzFastDecode(f *testing.F) {
 	for _, s := range []string{
@@ -125,6 +147,7 @@ func FuzzFastDecode(f *testing.F) {
 		"a:\n  - b: c\n    d: [e, {f: g}]\n  - h\n",
 		"a: [1, 1.5, true, null, ~, 0x1F, 2001-01-01, text, 1e3, .inf]\n",
 		"a: b c:d\nx:\n   y: z\n",
+		"a: [n1.example., Null, NULL, nil, 2s, 1m30s, 1.5h, 0s, 10ms, /healthz, _x, yes, on, 1h-2]\n",
 	} {
 		f.Add([]byte(s))
 	}

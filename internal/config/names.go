@@ -50,13 +50,16 @@ func checkName(name string, wildcard bool) error {
 	if len(name)-1 > 253 {
 		return fmt.Errorf("name is longer than 253 characters")
 	}
-	for i, label := range strings.Split(name[:len(name)-1], ".") {
+	first := true
+	for label := range strings.SplitSeq(name[:len(name)-1], ".") {
+		leftmost := first
+		first = false
 		switch {
 		case label == "":
 			return errors.New("name has an empty label")
 		case len(label) > 63:
 			return fmt.Errorf("label %q is longer than 63 characters", label)
-		case label == "*" && wildcard && i == 0:
+		case label == "*" && wildcard && leftmost:
 			continue
 		}
 		for _, c := range []byte(label) {

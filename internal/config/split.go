@@ -7,12 +7,41 @@ import (
 	"runtime"
 )
 
-// Lines that splitRecords accepts as the start of a record (a block mapping key, plain or
-// quoted) and as the top-level key that ends the records block.
-var (
-	recordKeyLine = regexp.MustCompile(`^ +("[^"]*"|'[^']*'|[^\s#'"\-?:][^:#]*):( |\r?\n|$)`)
-	topKeyLine    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*:( |\r?\n|$)`)
-)
+// topKeyLine matches the lines that splitRecords accepts as the top-level key that ends the
+// records block.
+var topKeyLine = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*:( |\r?\n|$)`)
+
+// isRecordKeyLine reports whether splitRecords accepts line as the start of a record: a block
+// mapping key, plain or quoted, indented by spaces. It is the regular expression
+// ^ +("[^"]*"|'[^']*'|[^\s#'"\-?:][^:#]*):( |\r?\n|$) (TestRecordKeyLine), written out: it
+// runs for every record of a big zone before the parse can start.
+func isRecordKeyLine(line []byte) bool {
+	key := bytes.TrimLeft(line, " ")
+	if len(key) == len(line) || len(key) == 0 {
+		return false
+	}
+	var end int // the index of the colon after the key
+	switch c := key[0]; c {
+	case '"', '\'':
+		end = bytes.IndexByte(key[1:], c) + 2
+		if end == 1 || end == len(key) || key[end] != ':' {
+			return false
+		}
+	case ' ', '\t', '\n', '\f', '\r', '#', '-', '?', ':':
+		return false
+	default:
+		end = bytes.IndexAny(key[1:], ":#") + 1
+		if end == 0 || key[end] != ':' {
+			return false
+		}
+	}
+	switch after := key[end+1:]; {
+	case len(after) == 0, after[0] == ' ', after[0] == '\n':
+		return true
+	default:
+		return len(after) > 1 && after[0] == '\r' && after[1] == '\n'
+	}
+}
 
 // recordsChunkSize is how many records one YAML parse covers when a file is parsed in chunks.
 const recordsChunkSize = 256
@@ -35,9 +64,12 @@ func splitRecords(data []byte) (head []byte, chunks []chunk, records int, ok boo
 	if bytes.ContainsAny(data, "&*\t") || bytes.Contains(data, []byte("<<")) {
 		return nil, nil, 0, false
 	}
-	lines := bytes.SplitAfter(data, []byte("\n"))
+	offsets := lineOffsets(data)
+	lines := len(offsets) - 1
+	lineAt := func(i int) []byte { return data[offsets[i]:offsets[i+1]] }
 	start := -1 // index of the "records:" line
-	for i, line := range lines {
+	for i := range lines {
+		line := lineAt(i)
 		content := bytes.TrimRight(stripComment(line), " \r\n")
 		if bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("...")) {
 			return nil, nil, 0, false
@@ -53,10 +85,10 @@ func splitRecords(data []byte) (head []byte, chunks []chunk, records int, ok boo
 		return nil, nil, 0, false
 	}
 	indent := -1
-	end := len(lines)
+	end := lines
 	var cuts []int // line indexes where a record starts
-	for i := start + 1; i < len(lines); i++ {
-		line := lines[i]
+	for i := start + 1; i < lines; i++ {
+		line := lineAt(i)
 		trimmed := bytes.TrimLeft(line, " ")
 		if len(bytes.TrimSpace(trimmed)) == 0 || trimmed[0] == '#' {
 			continue
@@ -69,7 +101,7 @@ func splitRecords(data []byte) (head []byte, chunks []chunk, records int, ok boo
 			}
 			end = i // the next top-level key
 		case indent < 0 || lead == indent:
-			if !recordKeyLine.Match(line) {
+			if !isRecordKeyLine(line) {
 				return nil, nil, 0, false
 			}
 			indent = lead
@@ -77,16 +109,12 @@ func splitRecords(data []byte) (head []byte, chunks []chunk, records int, ok boo
 		case lead < indent:
 			return nil, nil, 0, false
 		}
-		if end != len(lines) {
+		if end != lines {
 			break
 		}
 	}
 	if len(cuts) == 0 {
 		return nil, nil, 0, false
-	}
-	offsets := make([]int, len(lines)+1) // where each line starts in data: lines are slices of it
-	for i, line := range lines {
-		offsets[i+1] = offsets[i] + len(line)
 	}
 	chunks = make([]chunk, 0, (len(cuts)+recordsChunkSize-1)/recordsChunkSize)
 	for c := 0; c < len(cuts); c += recordsChunkSize {
@@ -97,15 +125,29 @@ func splitRecords(data []byte) (head []byte, chunks []chunk, records int, ok boo
 		}
 		chunks = append(chunks, chunk{firstLine: from + 1, text: data[offsets[from]:offsets[to]]})
 	}
-	head = make([]byte, 0, len(data))
-	for i, line := range lines {
-		if i > start && i < end {
-			head = append(head, '\n') // blanked: the records block is parsed in chunks
-			continue
-		}
-		head = append(head, line...)
-	}
+	// The records block's lines are blanked: it is parsed in chunks.
+	blanked := end - start - 1
+	head = make([]byte, 0, offsets[start+1]+blanked+len(data)-offsets[end])
+	head = append(head, data[:offsets[start+1]]...)
+	head = append(head, bytes.Repeat([]byte("\n"), blanked)...)
+	head = append(head, data[offsets[end]:]...)
 	return head, chunks, len(cuts), true
+}
+
+// lineOffsets returns where each line of data starts, as bytes.SplitAfter(data, "\n") cuts
+// them (the text after the last newline is a line, empty when data ends with one), followed
+// by len(data): line i is data[offsets[i]:offsets[i+1]].
+func lineOffsets(data []byte) []int {
+	offsets := make([]int, 1, bytes.Count(data, []byte("\n"))+2)
+	for at := 0; ; {
+		i := bytes.IndexByte(data[at:], '\n')
+		if i < 0 {
+			break
+		}
+		at += i + 1
+		offsets = append(offsets, at)
+	}
+	return append(offsets, len(data))
 }
 
 // stripComment removes a comment that starts a line or follows a space; good enough to
@@ -151,12 +193,16 @@ func decodeChunks(chunks []chunk) iter.Seq[decodedDoc] {
 	}
 }
 
-// decode parses the chunk's document: with fastDecode when it can, else with yaml.v3.
+// decode parses the chunk's document: with fastDecode when it can (from the file's data in
+// place), else with yaml.v3.
 func (c chunk) decode() decodedDoc {
-	doc, offset := c.document()
-	if root, arena, ok := fastDecode(doc); ok {
-		shiftLines(root, offset)
+	offset := c.firstLine - 2
+	if root, arena, ok := fastDecodeAt(recordsLine, c.text, offset); ok {
 		return decodedDoc{doc: root, offset: offset, arena: arena}
 	}
+	doc, offset := c.document()
 	return decodeDocument(doc, offset)
 }
+
+// recordsLine is the first line of a chunk's document (see chunk.document).
+var recordsLine = []byte("records:")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -95,4 +96,32 @@ func FuzzSplitParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		parseBoth(t, data)
 	})
+}
+
+// TestRecordKeyLine holds isRecordKeyLine to the regular expression it is written from, on
+// every line of up to five bytes of an alphabet of the characters the expression names.
+func TestRecordKeyLine(t *testing.T) {
+	re := regexp.MustCompile(`^ +("[^"]*"|'[^']*'|[^\s#'"\-?:][^:#]*):( |\r?\n|$)`)
+	alphabet := []byte(" a:#\"'-?\r\n\t\vé")
+	line := make([]byte, 0, 5)
+	var walk func()
+	walk = func() {
+		if got, want := isRecordKeyLine(line), re.Match(line); got != want {
+			t.Fatalf("isRecordKeyLine(%q) = %v, the expression says %v", line, got, want)
+		}
+		if len(line) == cap(line) {
+			return
+		}
+		for _, c := range alphabet {
+			line = append(line, c)
+			walk()
+			line = line[:len(line)-1]
+		}
+	}
+	walk()
+	for _, s := range []string{"  a.example.org.:\n", "  \"a b\": x\n", "  'a': {x: 1}\r\n", "  a:b: c\n", "  a # b: c\n", "    backends:\n"} {
+		if got, want := isRecordKeyLine([]byte(s)), re.Match([]byte(s)); got != want {
+			t.Errorf("isRecordKeyLine(%q) = %v, the expression says %v", s, got, want)
+		}
+	}
 }

@@ -378,6 +378,13 @@ func (l *Labels) empty() bool {
 		l.Latitude == 0 && l.Longitude == 0
 }
 
+// equal reports whether l and o say the same.
+func (l *Labels) equal(o *Labels) bool {
+	return slices.Equal(l.Tags, o.Tags) && l.Description == o.Description && l.Country == o.Country &&
+		l.Subdivision == o.Subdivision && l.City == o.City && l.Continent == o.Continent && l.ASN == o.ASN &&
+		l.Location == o.Location && l.Latitude == o.Latitude && l.Longitude == o.Longitude && l.HasCoords == o.HasCoords
+}
+
 // SetLabels replaces the backend's labels by l. Copies of a backend made before share the
 // labels they had: each keeps its own from then on.
 func (b *Backend) SetLabels(l Labels) {
@@ -385,7 +392,8 @@ func (b *Backend) SetLabels(l Labels) {
 		b.labels = nil
 		return
 	}
-	b.labels = &l
+	own := l // only labels that say something go to the heap
+	b.labels = &own
 }
 
 // Checks are how a backend's health and load are checked.
@@ -466,7 +474,8 @@ func (b *Backend) SetOrigin(o Origin) {
 		b.origin = nil
 		return
 	}
-	b.origin = &o
+	own := o // only an origin that says something goes to the heap
+	b.origin = &own
 }
 
 // WithOrigin returns a copy of b with the origin o: for a backend written as a literal.

@@ -125,6 +125,36 @@ func (f *YAMLFile) Spend(n *yaml.Node) bool {
 	return !f.exhausted
 }
 
+// yamlMark is what a YAMLFile has recorded up to a point of a walk (see mark).
+type yamlMark struct {
+	errs, warns, work int
+	exhausted         bool
+}
+
+// mark returns what f has recorded so far, for rollback.
+func (f *YAMLFile) mark() yamlMark {
+	return yamlMark{errs: len(f.errs), warns: len(f.warns), work: f.work, exhausted: f.exhausted}
+}
+
+// recordedSince reports whether a problem or a warning was recorded after m.
+func (f *YAMLFile) recordedSince(m yamlMark) bool {
+	return len(f.errs) != m.errs || len(f.warns) != m.warns
+}
+
+// rollback forgets the problems, warnings and work recorded after m, so that the same part of
+// the file can be walked again with the same outcome.
+func (f *YAMLFile) rollback(m yamlMark) {
+	for _, e := range f.errs[m.errs:] {
+		delete(f.seen, errorKey{e.Pos, e.Msg})
+	}
+	for _, w := range f.warns[m.warns:] {
+		delete(f.seen, errorKey{w.Pos, "warning: " + w.Msg})
+	}
+	clear(f.errs[m.errs:])
+	clear(f.warns[m.warns:])
+	f.errs, f.warns, f.work, f.exhausted = f.errs[:m.errs], f.warns[:m.warns], m.work, m.exhausted
+}
+
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // Document parses data, which must hold at most one YAML document, and returns that document's

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,9 +25,18 @@ type parser struct {
 	settings *Settings
 	// checks are the last backend's with checks, shared the same way by the next backends.
 	checks *Checks
+	// labels are the last backend's with labels, shared the same way.
+	labels *Labels
+	// checkBuf is where a backend's health checks are parsed before they are shared or copied.
+	checkBuf []HealthCheck
+	// seenBackends is the map of a record's backends (backendIDs).
+	seenBackends map[backendID]*yaml.Node
 	// addresses are the backends' addresses seen last, so that backends with the same address
 	// (a pool that serves many names) keep one string.
 	addresses stringCache
+	// entryBuf holds the lists entries returns, one after another: records truncates it to
+	// where it was before each record once the record is parsed (see entries).
+	entryBuf []entry
 }
 
 func newParser(file string, size int) *parser {
@@ -66,6 +76,8 @@ func isMerge(k *yaml.Node) bool {
 
 // entries returns the pairs of a mapping in file order, expanding merge keys (<<); explicit keys
 // win over merged ones. It reports duplicate and non-scalar keys. A null node has no entries.
+// Unless the mapping has a merge key, the list is made in p.entryBuf after the lists made
+// before, and stays valid until records truncates the buffer below it.
 func (p *parser) entries(n *yaml.Node, path string) []entry {
 	n = YAMLResolve(n)
 	if YAMLIsNull(n) {
@@ -76,7 +88,15 @@ func (p *parser) entries(n *yaml.Node, path string) []entry {
 		return nil
 	}
 	var merged []entry
-	seen := entrySet{list: make([]entry, 0, len(n.Content)/2)}
+	seen := entrySet{size: len(n.Content) / 2}
+	start := len(p.entryBuf)
+	if hasMergeKey(n) {
+		seen.list = make([]entry, 0, len(n.Content)/2) // the merged mappings' entries are made meanwhile
+	} else {
+		p.entryBuf = slices.Grow(p.entryBuf, len(n.Content)/2)
+		seen.list = p.entryBuf[start:start]
+		defer func() { p.entryBuf = p.entryBuf[:start+len(seen.list)] }()
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := YAMLResolve(n.Content[i]), n.Content[i+1]
 		if !p.Spend(k) {
@@ -98,7 +118,17 @@ func (p *parser) entries(n *yaml.Node, path string) []entry {
 			seen.add(e)
 		}
 	}
-	return seen.list
+	return seen.list[:len(seen.list):len(seen.list)]
+}
+
+// hasMergeKey reports whether the mapping n has a merge key (<<).
+func hasMergeKey(n *yaml.Node) bool {
+	for i := 0; i < len(n.Content); i += 2 {
+		if isMerge(YAMLResolve(n.Content[i])) {
+			return true
+		}
+	}
+	return false
 }
 
 // entrySet is the entries of a mapping so far, found by key: by a scan while they are as few
@@ -106,6 +136,7 @@ func (p *parser) entries(n *yaml.Node, path string) []entry {
 type entrySet struct {
 	list  []entry
 	index map[string]*yaml.Node // nil while list is short
+	size  int                   // how many entries the set may get at most, merged ones aside
 }
 
 // scanLimit is how many entries entrySet scans before it indexes them.
@@ -131,7 +162,7 @@ func (s *entrySet) add(e entry) {
 	case s.index != nil:
 		s.index[e.key] = e.k
 	case len(s.list) > scanLimit:
-		s.index = make(map[string]*yaml.Node, 2*len(s.list))
+		s.index = make(map[string]*yaml.Node, max(s.size, 2*len(s.list)))
 		for _, x := range s.list {
 			s.index[x.key] = x.k
 		}
@@ -215,7 +246,9 @@ func (p *parser) integer(n *yaml.Node, path string, lo, hi int64) (int64, bool) 
 	switch s.ShortTag() {
 	case "!!int":
 		if v, err = strconv.ParseInt(s.Value, 10, 64); err != nil {
-			err = s.Decode(&v) // 0x, 0o and other YAML forms
+			var w int64        // to the heap (Decode's argument) only here, not for every integer
+			err = s.Decode(&w) // 0x, 0o and other YAML forms
+			v = w
 		}
 	case "!!str":
 		v, err = strconv.ParseInt(strings.TrimSpace(s.Value), 10, 64)
@@ -387,9 +420,17 @@ func (p *parser) plainScalar(n *yaml.Node, path string) (any, bool) {
 	return nil, false
 }
 
+// noPath is the path of a record's fields while it is parsed without paths (see
+// parser.quietRecord), and every path below it: no key is this string, since yaml.v3 reads
+// and makes only UTF-8.
+const noPath = "\xff"
+
 // child returns the path of a key below path.
 func child(path, key string) string {
-	if path == "" {
+	switch path {
+	case noPath:
+		return noPath
+	case "":
 		return key
 	}
 	if isIdent(key) {
@@ -410,5 +451,8 @@ func isIdent(key string) bool {
 
 // index returns the path of a list element.
 func index(path string, i int) string {
+	if path == noPath {
+		return noPath
+	}
 	return path + "[" + strconv.Itoa(i) + "]"
 }
