@@ -356,12 +356,13 @@ func (m *Manager) syncCluster(jobs map[jobIdentity]*job, fresh []*job, now time.
 		sh := j.shared
 		switch {
 		case sh.check.Passive:
-			j.next = sh.staleAt()
+			next := sh.staleAt()
 			if sh.at.IsZero() {
-				j.next = now.Add(sh.check.Interval)
+				next = now.Add(sh.check.Interval)
 			}
+			j.setNext(next, now)
 		case !sh.at.IsZero():
-			j.next = sh.runAfter(now)
+			j.setNext(sh.runAfter(now), now)
 		default:
 			rest = append(rest, j) // nothing shared yet: probe as soon as a new check would
 			continue

@@ -24,7 +24,9 @@ type job struct {
 	subs     []*subscription
 	one      [1]*subscription // subs' storage while one backend has the check (the common case)
 
-	next time.Time
+	// next is when the job runs next, as a monoTime: 8 bytes where a time.Time takes 24, and
+	// most checks have a job of their own.
+	next monoTime
 
 	shared  *sharedJob    // cluster mode only
 	metrics *probeMetrics // the series of its type, which it names
@@ -145,10 +147,10 @@ func (m *Manager) loop() {
 		}
 		m.mu.Lock()
 		now := time.Now()
-		for len(m.queue) > 0 && !m.queue.First().next.After(now.Add(dispatchSlack)) {
+		for len(m.queue) > 0 && !m.queue.First().due().After(now.Add(dispatchSlack)) {
 			j := m.queue.First()
-			due := j.next
-			j.next = m.nextRun(j, now)
+			due := j.due()
+			j.setNext(m.nextRun(j, now), now)
 			m.queue.FixFirst()
 			if j.running {
 				skippedTotal.WithLabelValues(j.typ(), "running").Inc()
@@ -162,7 +164,7 @@ func (m *Manager) loop() {
 		}
 		wait := time.Hour
 		if len(m.queue) > 0 {
-			wait = m.queue.First().next.Sub(now)
+			wait = m.queue.First().due().Sub(now)
 		}
 		m.mu.Unlock()
 		if m.cluster != nil {
@@ -188,10 +190,10 @@ func (m *Manager) nextRun(j *job, now time.Time) time.Time {
 		interval *= time.Duration(m.opts.IdleMultiplier)
 	}
 	if j.shared != nil {
-		return j.shared.nextRun(j.next, now, interval)
+		return j.shared.nextRun(j.due(), now, interval)
 	}
 	jitter := time.Duration(rand.Int64N(int64(interval)/10+1)) - interval/20
-	next := j.next.Add(interval + jitter)
+	next := j.due().Add(interval + jitter)
 	if next.Before(now) {
 		next = now.Add(jitter + interval/20)
 	}
@@ -312,5 +314,21 @@ func (m *Manager) finish(j *job, res probe.Result, start time.Time) {
 }
 
 // Due and SetIndex make a job a timequeue.Item.
-func (j *job) Due() time.Time { return j.next }
+func (j *job) Due() time.Time { return j.due() }
 func (j *job) SetIndex(i int) { j.index = int32(i) }
+
+// monoTime is a time on the process's monotonic clock: nanoseconds since monoEpoch.
+type monoTime int64
+
+// monoEpoch is the origin of monoTime, taken at start-up (with its monotonic reading).
+var monoEpoch = time.Now()
+
+// due returns when j runs next, with a monotonic reading.
+func (j *job) due() time.Time { return monoEpoch.Add(time.Duration(j.next)) }
+
+// setNext makes t, which now is a reading of the clock near, when j runs next. t is placed
+// relative to now, so that a t without a monotonic reading (a wall-clock time of the fleet's
+// cycles) keeps its distance from now, as comparing it with now would.
+func (j *job) setNext(t, now time.Time) {
+	j.next = monoTime(now.Sub(monoEpoch) + t.Sub(now))
+}
