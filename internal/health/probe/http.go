@@ -16,6 +16,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math"
@@ -43,19 +44,24 @@ const (
 // httpProbe is a compiled http check for one target. It is safe for concurrent use.
 type httpProbe struct {
 	dialTarget
-	req      []byte           // the prebuilt request
+	*httpCheck        // shared by the checks of a load that differ only in their target and uri
+	req        []byte // the prebuilt request
+
+	mu     sync.Mutex
+	idle   net.Conn // at most one idle keep-alive connection (goroutine probes)
+	idleFD int32    // the same for probes on the poller (a descriptor); -1 for none
+	closed bool
+}
+
+// httpCheck is what an http check is apart from its target and its request.
+type httpCheck struct {
 	redirect *httpRequestSpec // what requests after a redirect are made of; nil unless followed
 	tls      *httpTLS         // nil without enable_tls
 	timeout  time.Duration
 	codes    *httpCodes      // expected_code
 	body     *regexp.Regexp  // expected_body, nil when unset
 	metric   *metricSelector // the sample that is the backend's load, nil when unset
-
-	mu     sync.Mutex
-	idle   net.Conn // at most one idle keep-alive connection (goroutine probes)
-	idleFD int32    // the same for probes on the poller (a descriptor); -1 for none
-	closed bool
-	head   bool // the method is HEAD: responses have no body
+	head     bool            // the method is HEAD: responses have no body
 }
 
 // httpCodes are the status codes a check expects, and the pass reason of each ("http 200").
@@ -69,14 +75,18 @@ type httpCodes struct {
 // rather than a tls.Config (about 550 bytes): a zone's checks number in the tens of thousands,
 // and each handshake allocates far more than the Config it is given.
 type httpTLS struct {
-	serverName string // the host parameter or the target's host, without brackets
+	serverName string // the host parameter without brackets; "" for the target's host
 	skipVerify bool
 }
 
-// config returns the configuration of one handshake.
-func (t *httpTLS) config() *tls.Config {
+// config returns the configuration of one handshake with the target whose host is host.
+func (t *httpTLS) config(host string) *tls.Config {
+	name := t.serverName
+	if name == "" {
+		name = host
+	}
 	return &tls.Config{
-		ServerName:         t.serverName,
+		ServerName:         name,
 		InsecureSkipVerify: t.skipVerify, //nolint:gosec // the operator's explicit choice
 		MinVersion:         tls.VersionTLS12,
 		NextProtos:         httpNextProtos,
@@ -112,17 +122,13 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 		defPort, scheme = 443, "https"
 	}
 	port := p.Port(t, defPort)
-	hp := &httpProbe{
-		dialTarget: newDialTarget(t, port),
-		idleFD:     -1,
-		timeout:    timeout,
-		codes:      httpDefaultCodes,
-	}
+	hp := &httpProbe{dialTarget: newDialTarget(t, port), idleFD: -1}
+	check := &httpCheck{timeout: timeout, codes: httpDefaultCodes}
 	rs := &httpRequestSpec{scheme: scheme, method: p.String("method", http.MethodGet), uri: p.String("uri", "/")}
 	if !httpIsToken(rs.method) {
 		p.Errorf("method", "must be an HTTP method such as GET or HEAD, not %q", rs.method)
 	}
-	hp.head = rs.method == http.MethodHead
+	check.head = rs.method == http.MethodHead
 	if !strings.HasPrefix(rs.uri, "/") || !httpIsPrintable(rs.uri) || strings.ContainsRune(rs.uri, ' ') {
 		p.Errorf("uri", `must be a path such as "/health" without spaces, not %q`, rs.uri)
 	}
@@ -130,15 +136,16 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	case len(codes) == 0:
 		p.Errorf("expected_code", "must list at least one status code")
 	case !slices.Equal(codes, httpDefaultCodes.codes):
-		hp.codes = &httpCodes{codes: codes}
+		check.codes = &httpCodes{codes: codes}
 		for _, c := range codes {
-			hp.codes.passes = append(hp.codes.passes, "http "+strconv.Itoa(c))
+			check.codes.passes = append(check.codes.passes, "http "+strconv.Itoa(c))
 		}
 	}
-	hp.body = p.Regexp("expected_body")
-	if sel := p.String("metric", ""); sel != "" {
+	check.body = p.Regexp("expected_body")
+	sel := p.String("metric", "")
+	if sel != "" {
 		var err error
-		if hp.metric, err = parseMetricSelector(sel); err != nil {
+		if check.metric, err = parseMetricSelector(sel); err != nil {
 			p.Errorf("metric", "must name a sample such as http_inflight or http_inflight{pool=\"a\"}: %v", err)
 		}
 	}
@@ -171,7 +178,7 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	}
 	slices.SortFunc(rs.headers, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 	if p.Bool("follow_redirects", false) {
-		hp.redirect = rs
+		check.redirect = rs
 	}
 
 	skipVerify := p.Bool("skip_tls_verify", false)
@@ -185,13 +192,52 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 		if h, _, err := net.SplitHostPort(name); err == nil {
 			name = h
 		}
-		if name == "" {
-			name = t.Host
-		}
-		hp.tls = &httpTLS{serverName: strings.Trim(name, "[]"), skipVerify: skipVerify}
+		check.tls = &httpTLS{serverName: strings.Trim(name, "[]"), skipVerify: skipVerify}
 	}
 	hp.req = rs.build(rs.method, rs.uri)
+	hp.httpCheck = check
+	if check.redirect == nil { // (the requests of redirects are the check's own)
+		hp.httpCheck = share(p, check.appendKey(p.key[:0], sel), func() *httpCheck { return check })
+	}
 	return hp, nil
+}
+
+// appendKey appends to b what tells c from the other checks of a load without redirects:
+// the key of share, with sel, the metric parameter.
+func (c *httpCheck) appendKey(b []byte, sel string) []byte {
+	b = binary.LittleEndian.AppendUint64(append(b, "http"...), uint64(c.timeout))
+	b = binary.AppendUvarint(b, uint64(len(c.codes.codes)))
+	for _, code := range c.codes.codes {
+		b = binary.AppendUvarint(b, uint64(code))
+	}
+	pattern := ""
+	if c.body != nil {
+		pattern = c.body.String()
+	}
+	b = append(binary.AppendUvarint(b, uint64(len(pattern))), pattern...)
+	b = append(binary.AppendUvarint(b, uint64(len(sel))), sel...)
+	flags := byte(0)
+	if c.head {
+		flags |= 1
+	}
+	if c.tls != nil {
+		flags |= 2
+		if c.tls.skipVerify {
+			flags |= 4
+		}
+		b = append(binary.AppendUvarint(b, uint64(len(c.tls.serverName))), c.tls.serverName...)
+	}
+	return append(b, flags)
+}
+
+// tlsHost returns the host of hp's target, the server name of its handshakes when the check
+// names none.
+func (hp *httpProbe) tlsHost() string {
+	host, _, err := net.SplitHostPort(hp.hostPort())
+	if err != nil {
+		return ""
+	}
+	return host
 }
 
 // build returns the request bytes for method and uri with the check's host and headers.
@@ -478,7 +524,7 @@ func (hp *httpProbe) dial(ctx context.Context, deadline time.Time, budget time.D
 		conn.Close()
 		return nil, connReason(ctx, err, budget)
 	}
-	tc := tls.Client(conn, hp.tls.config())
+	tc := tls.Client(conn, hp.tls.config(hp.tlsHost()))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		conn.Close()
 		return nil, tlsReason(ctx, err, budget)

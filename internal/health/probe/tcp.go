@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -17,6 +18,11 @@ const tcpExpectLimit = connReadSize
 // expect matches, then close. Connections are not reused. It is safe for concurrent use.
 type tcpProbe struct {
 	dialTarget
+	*tcpCheck // shared by the checks of a load that differ only in their target
+}
+
+// tcpCheck is what a tcp check is apart from its target.
+type tcpCheck struct {
 	send    []byte         // written after connecting; nil for none
 	expect  *regexp.Regexp // matched on the answer; nil for none
 	timeout time.Duration
@@ -28,15 +34,23 @@ func newTCPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	if port == 0 {
 		p.Errorf("port", "required: the target has no port")
 	}
-	tp := &tcpProbe{
-		dialTarget: newDialTarget(t, port),
-		expect:     p.Regexp("expect"),
-		timeout:    timeout,
+	expect, send := p.Regexp("expect"), p.String("send", "")
+	// The key: the timeout, and send and the pattern each after its length.
+	p.key = binary.LittleEndian.AppendUint64(append(p.key[:0], "tcp"...), uint64(timeout))
+	pattern := ""
+	if expect != nil {
+		pattern = expect.String()
 	}
-	if s := p.String("send", ""); s != "" {
-		tp.send = []byte(s)
-	}
-	return tp, nil
+	p.key = append(binary.AppendUvarint(p.key, uint64(len(pattern))), pattern...)
+	p.key = append(binary.AppendUvarint(p.key, uint64(len(send))), send...)
+	check := share(p, p.key, func() *tcpCheck {
+		c := &tcpCheck{expect: expect, timeout: timeout}
+		if send != "" {
+			c.send = []byte(send)
+		}
+		return c
+	})
+	return &tcpProbe{dialTarget: newDialTarget(t, port), tcpCheck: check}, nil
 }
 
 // Probe connects to the target and, when configured, writes send and reads up to 4 KiB until
