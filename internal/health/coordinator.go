@@ -377,7 +377,8 @@ func (m *Manager) syncCluster(jobs map[jobIdentity]*job, fresh []*job, now time.
 func (m *Manager) seedLocked(j *job, s Shared) {
 	for _, sub := range j.subs {
 		d := &sub.backend.details
-		d.checked, d.ok, d.reason = unixNano(s.At), s.OK, s.Reason
+		d.checked, d.reason = unixNano(s.At), s.Reason
+		d.setOK(s.OK)
 		if st := s.Status[sub.backend.key()]; st != Unknown {
 			sub.machine.status, sub.machine.successes, sub.machine.failures = st, 0, 0
 		} else {
