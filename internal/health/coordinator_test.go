@@ -218,9 +218,7 @@ func TestClusterSeedsBeforeTheFirstProbe(t *testing.T) {
 				t.Fatalf("seeded backend is %s, want %s as the fleet saw it", st, tt.want)
 			}
 			j := m.cluster.byID[id]
-			// (the job keeps its time on the monotonic clock: the wall clock's may differ by
-			// the nanoseconds the two clocks drift apart in a test)
-			if want := j.shared.runAfter(time.Now()); j.due().Sub(want).Abs() > time.Millisecond || j.index < 0 {
+			if want := j.shared.runAfter(time.Now()); !j.due().Equal(want) || j.index < 0 {
 				t.Fatalf("seeded check runs at %s, want its next cycle at %s", j.due(), want)
 			}
 			// A backend whose check has no shared result yet runs at once, as without a

@@ -24,9 +24,9 @@ type job struct {
 	subs     []*subscription
 	one      [1]*subscription // subs' storage while one backend has the check (the common case)
 
-	// next is when the job runs next, as a monoTime: 8 bytes where a time.Time takes 24, and
-	// most checks have a job of their own.
-	next monoTime
+	// next is when the job runs next: 8 bytes where a time.Time takes 24, and most checks
+	// have a job of their own.
+	next jobTime
 
 	shared  *sharedJob    // cluster mode only
 	metrics *probeMetrics // the series of its type, which it names
@@ -317,18 +317,29 @@ func (m *Manager) finish(j *job, res probe.Result, start time.Time) {
 func (j *job) Due() time.Time { return j.due() }
 func (j *job) SetIndex(i int) { j.index = int32(i) }
 
-// monoTime is a time on the process's monotonic clock: nanoseconds since monoEpoch.
-type monoTime int64
+// jobTime is when a job runs next, in nanoseconds: since monoEpoch on the monotonic clock, or,
+// for a job of cluster mode, Unix time on the wall clock, which the fleet's cycles are aligned
+// on (and which must come back exactly as it was set).
+type jobTime int64
 
-// monoEpoch is the origin of monoTime, taken at start-up (with its monotonic reading).
+// monoEpoch is the origin of the jobTime of the jobs run here alone, taken at start-up (with
+// its monotonic reading).
 var monoEpoch = time.Now()
 
-// due returns when j runs next, with a monotonic reading.
-func (j *job) due() time.Time { return monoEpoch.Add(time.Duration(j.next)) }
+// due returns when j runs next.
+func (j *job) due() time.Time {
+	if j.shared != nil {
+		return time.Unix(0, int64(j.next))
+	}
+	return monoEpoch.Add(time.Duration(j.next))
+}
 
-// setNext makes t, which now is a reading of the clock near, when j runs next. t is placed
-// relative to now, so that a t without a monotonic reading (a wall-clock time of the fleet's
-// cycles) keeps its distance from now, as comparing it with now would.
+// setNext makes t, which now is a reading of the clock near, when j runs next. Outside cluster
+// mode, t is placed relative to now on the monotonic clock.
 func (j *job) setNext(t, now time.Time) {
-	j.next = monoTime(now.Sub(monoEpoch) + t.Sub(now))
+	if j.shared != nil {
+		j.next = jobTime(t.UnixNano())
+		return
+	}
+	j.next = jobTime(now.Sub(monoEpoch) + t.Sub(now))
 }
