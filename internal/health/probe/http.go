@@ -45,7 +45,7 @@ const (
 type httpProbe struct {
 	dialTarget
 	*httpCheck        // shared by the checks of a load that differ only in their target and uri
-	req        []byte // the prebuilt request
+	uri        string // the request target of its first request
 
 	mu     sync.Mutex
 	idle   net.Conn // at most one idle keep-alive connection (goroutine probes)
@@ -62,6 +62,13 @@ type httpCheck struct {
 	body     *regexp.Regexp  // expected_body, nil when unset
 	metric   *metricSelector // the sample that is the backend's load, nil when unset
 	head     bool            // the method is HEAD: responses have no body
+	// A request is the method, the probe's uri, the Host header (hostHeader, or the target's,
+	// with the port unless it is defaultPort), then tail: built for each probe, since most
+	// checks share all of it but the target.
+	method      string
+	hostHeader  string
+	defaultPort uint16
+	tail        []byte
 }
 
 // httpCodes are the status codes a check expects, and the pass reason of each ("http 200").
@@ -123,7 +130,7 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	}
 	port := p.Port(t, defPort)
 	hp := &httpProbe{dialTarget: newDialTarget(t, port), idleFD: -1}
-	check := &httpCheck{timeout: timeout, codes: httpDefaultCodes}
+	check := &httpCheck{timeout: timeout, codes: httpDefaultCodes, defaultPort: uint16(defPort)}
 	rs := &httpRequestSpec{scheme: scheme, method: p.String("method", http.MethodGet), uri: p.String("uri", "/")}
 	if !httpIsToken(rs.method) {
 		p.Errorf("method", "must be an HTTP method such as GET or HEAD, not %q", rs.method)
@@ -194,13 +201,36 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 		}
 		check.tls = &httpTLS{serverName: strings.Trim(name, "[]"), skipVerify: skipVerify}
 	}
-	hp.req = rs.build(rs.method, rs.uri)
+	hp.uri, check.method, check.hostHeader, check.tail = rs.uri, rs.method, hostParam, rs.tail()
 	hp.httpCheck = check
 	if check.redirect == nil { // (the requests of redirects are the check's own)
 		hp.httpCheck = share(p, check.appendKey(p.key[:0], sel), func() *httpCheck { return check })
 	}
 	return hp, nil
 }
+
+// appendRequest appends the first request of a probe of hp to b.
+func (hp *httpProbe) appendRequest(b []byte) []byte {
+	b = appendRequestLine(b, hp.method, hp.uri)
+	if hp.hostHeader != "" {
+		b = append(b, hp.hostHeader...)
+	} else {
+		start := len(b)
+		if hp.dialTarget.host != nil {
+			b = append(b, *hp.dialTarget.host...)
+		} else {
+			b = hp.ap.AppendTo(b)
+		}
+		if hp.ap.Port() == hp.defaultPort { // host:port without the port
+			b = b[:start+bytes.LastIndexByte(b[start:], ':')]
+		}
+	}
+	b = append(b, "\r\n"...)
+	return append(b, hp.tail...)
+}
+
+// httpRequests are the buffers of requests being written.
+var httpRequests = sync.Pool{New: func() any { return new([]byte) }}
 
 // appendKey appends to b what tells c from the other checks of a load without redirects:
 // the key of share, with sel, the metric parameter.
@@ -216,6 +246,10 @@ func (c *httpCheck) appendKey(b []byte, sel string) []byte {
 	}
 	b = append(binary.AppendUvarint(b, uint64(len(pattern))), pattern...)
 	b = append(binary.AppendUvarint(b, uint64(len(sel))), sel...)
+	for _, part := range []string{c.method, c.hostHeader, string(c.tail)} {
+		b = append(binary.AppendUvarint(b, uint64(len(part))), part...)
+	}
+	b = binary.LittleEndian.AppendUint16(b, c.defaultPort)
 	flags := byte(0)
 	if c.head {
 		flags |= 1
@@ -242,12 +276,26 @@ func (hp *httpProbe) tlsHost() string {
 
 // build returns the request bytes for method and uri with the check's host and headers.
 func (rs *httpRequestSpec) build(method, uri string) []byte {
-	const (
-		requestLine = " HTTP/1.1\r\nHost: "
-		userAgent   = "User-Agent: " + httpUserAgent + "\r\n"
-	)
-	// Sized exactly: every check keeps its request.
-	n := len(method) + 1 + len(uri) + len(requestLine) + len(rs.host) + len("\r\nConnection: keep-alive\r\n\r\n")
+	b := appendRequestLine(nil, method, uri)
+	b = append(b, rs.host...)
+	b = append(b, "\r\n"...)
+	return append(b, rs.tail()...)
+}
+
+// appendRequestLine appends the request line of method and uri to b, and the start of the
+// Host header.
+func appendRequestLine(b []byte, method, uri string) []byte {
+	b = append(b, method...)
+	b = append(b, ' ')
+	b = append(b, uri...)
+	return append(b, " HTTP/1.1\r\nHost: "...)
+}
+
+// tail returns the lines of the check's requests after Host, and the blank line that ends them.
+func (rs *httpRequestSpec) tail() []byte {
+	const userAgent = "User-Agent: " + httpUserAgent + "\r\n"
+	// Sized exactly: it is kept.
+	n := len("Connection: keep-alive\r\n\r\n")
 	ua := true
 	for _, h := range rs.headers {
 		n += len(h[0]) + len(h[1]) + 4
@@ -259,12 +307,6 @@ func (rs *httpRequestSpec) build(method, uri string) []byte {
 		n += len(userAgent)
 	}
 	b := make([]byte, 0, n)
-	b = append(b, method...)
-	b = append(b, ' ')
-	b = append(b, uri...)
-	b = append(b, requestLine...)
-	b = append(b, rs.host...)
-	b = append(b, "\r\n"...)
 	if ua {
 		b = append(b, userAgent...)
 	}
@@ -287,7 +329,10 @@ func (hp *httpProbe) Probe(ctx context.Context) Result {
 	if ctx.Err() != nil {
 		return Result{Reason: connTimeoutReason(budget)}
 	}
-	req, readReq := hp.req, httpReadRequest(hp.head)
+	buf := httpRequests.Get().(*[]byte)
+	*buf = hp.appendRequest((*buf)[:0])
+	defer httpRequests.Put(buf)
+	req, readReq := *buf, httpReadRequest(hp.head)
 	var cur *url.URL // the current URL once a redirect was followed
 	var method string
 	for hop := 0; ; hop++ {

@@ -478,7 +478,7 @@ func TestHTTPDefaultPort(t *testing.T) {
 	} {
 		hp := compileProbe(t, "http", tc.params, tc.tg).(*httpProbe)
 		if hp.hostPort() != tc.addr || !hostHeaderIs(hp, tc.host) || (hp.tls != nil) != tc.wantTLSConf {
-			t.Errorf("%v on %v: addr %q request %q tls %v", tc.params, tc.tg, hp.hostPort(), hp.req, hp.tls != nil)
+			t.Errorf("%v on %v: addr %q request %q tls %v", tc.params, tc.tg, hp.hostPort(), hp.appendRequest(nil), hp.tls != nil)
 		}
 		if hp.tls != nil && hp.tls.config(hp.tlsHost()).ServerName != tc.serverName {
 			t.Errorf("%v on %v: server name %q", tc.params, tc.tg, hp.tls.config(hp.tlsHost()).ServerName)
@@ -562,7 +562,7 @@ func TestHTTPDefaultsAgainstRealServers(t *testing.T) {
 
 // hostHeaderIs reports whether the prebuilt request of hp has the Host header host.
 func hostHeaderIs(hp *httpProbe, host string) bool {
-	return bytes.Contains(hp.req, []byte("\r\nHost: "+host+"\r\n"))
+	return bytes.Contains(hp.appendRequest(nil), []byte("\r\nHost: "+host+"\r\n"))
 }
 
 // rawOK is the response of rawKeepAliveServer.
@@ -660,10 +660,10 @@ func TestHTTPChecksShareWhatTheirTargetsDoNot(t *testing.T) {
 				t.Errorf("shared = %v, want %v", got, tt.shared)
 			}
 			if !hostHeaderIs(p1, "127.0.0.1:9") || p1.tls.config(p1.tlsHost()).ServerName != "127.0.0.1" {
-				t.Errorf("first check: request %q", p1.req)
+				t.Errorf("first check: request %q", p1.appendRequest(nil))
 			}
 			if host, _ := tt.params["host"].(string); host == "" && !hostHeaderIs(p2, "127.0.0.2:9") {
-				t.Errorf("second check: request %q", p2.req)
+				t.Errorf("second check: request %q", p2.appendRequest(nil))
 			}
 		})
 	}
