@@ -4,8 +4,10 @@ package probe
 // thousands of checks, many of them waiting on dead backends), not net/http's Transport:
 //
 //   - a probe runs on the caller's goroutine only: no goroutine per probe or per connection;
-//   - the request bytes are built once per prober; the response is parsed with
-//     http.ReadResponse over a pooled 4 KiB bufio.Reader taken after the first byte arrived;
+//   - what a request is made of is read once at load, most of it kept once for all the probers
+//     of a profile (httpCheck), and the request's bytes are written for each probe into a
+//     pooled buffer; the response is parsed with http.ReadResponse over a pooled 4 KiB
+//     bufio.Reader taken after the first byte arrived;
 //   - each prober keeps at most one idle keep-alive connection (an fd and a few hundred bytes),
 //     reused by the next probe; a reused connection that turns out stale is replaced once by a
 //     fresh one within the same deadline;
@@ -104,8 +106,8 @@ func (t *httpTLS) config(host string) *tls.Config {
 var httpNextProtos = []string{"http/1.1"}
 
 // httpRequestSpec is what an http check's requests are made of. A probe keeps it only when it
-// follows redirects; the others need just the prebuilt request (at 30,000 checks, the
-// difference is megabytes).
+// follows redirects; the others need just their check's method, Host and tail and their own
+// uri (at 30,000 checks, the difference is megabytes).
 type httpRequestSpec struct {
 	scheme  string      // "http" or "https"
 	host    string      // Host header value

@@ -560,7 +560,7 @@ func TestHTTPDefaultsAgainstRealServers(t *testing.T) {
 	}
 }
 
-// hostHeaderIs reports whether the prebuilt request of hp has the Host header host.
+// hostHeaderIs reports whether the request of hp has the Host header host.
 func hostHeaderIs(hp *httpProbe, host string) bool {
 	return bytes.Contains(hp.appendRequest(nil), []byte("\r\nHost: "+host+"\r\n"))
 }
