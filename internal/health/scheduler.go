@@ -323,15 +323,21 @@ func (j *job) SetIndex(i int) { j.index = int32(i) }
 type jobTime int64
 
 // monoEpoch is the origin of the jobTime of the jobs run here alone, taken at start-up (with
-// its monotonic reading).
+// its monotonic reading). It never changes: read it with epochPlus.
 var monoEpoch = time.Now()
+
+// epochPlus returns monoEpoch plus d.
+func epochPlus(d time.Duration) time.Time {
+	epoch := monoEpoch // time.Time's Add returns a new time; calling it on a copy says so
+	return epoch.Add(d)
+}
 
 // due returns when j runs next.
 func (j *job) due() time.Time {
 	if j.shared != nil {
 		return time.Unix(0, int64(j.next))
 	}
-	return monoEpoch.Add(time.Duration(j.next))
+	return epochPlus(time.Duration(j.next))
 }
 
 // setNext makes t, which now is a reading of the clock near, when j runs next. Outside cluster
