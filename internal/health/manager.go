@@ -377,7 +377,7 @@ func (b *backend) key() string { return b.state.key }
 
 // sameChecks reports whether checks are the checks b's subscriptions run, in order.
 func (b *backend) sameChecks(checks []*probe.Compiled) bool {
-	return slices.EqualFunc(b.subs, checks, func(s subscription, c *probe.Compiled) bool { return s.job.check == c.Key })
+	return slices.EqualFunc(b.subs, checks, func(s subscription, c *probe.Compiled) bool { return s.job.check == keyOf(c.Key) })
 }
 
 // schedule queues new jobs: at once while running, spread in batches at start-up.

@@ -13,7 +13,7 @@ import (
 
 // job is one distinct check on one schedule, shared by every backend that has it.
 type job struct {
-	check    string // the compiled check's Key
+	check    checkKey // the compiled check's Key, in the job rather than a string of its own
 	prober   probe.Prober
 	timeout  time.Duration
 	interval time.Duration
@@ -33,7 +33,7 @@ type job struct {
 }
 
 func newJob(c *probe.Compiled, spec *Spec) *job {
-	j := &job{check: c.Key, prober: c.Prober, timeout: c.Timeout, interval: spec.Interval, retries: int32(spec.Retries), index: -1, metrics: probeMetricsFor(c.Type)}
+	j := &job{check: keyOf(c.Key), prober: c.Prober, timeout: c.Timeout, interval: spec.Interval, retries: int32(spec.Retries), index: -1, metrics: probeMetricsFor(c.Type)}
 	j.subs = j.one[:0]
 	return j
 }
@@ -47,12 +47,24 @@ type jobIdentity [16 + 8 + 8]byte
 
 // jobKey returns the jobIdentity of check c of spec.
 func jobKey(c *probe.Compiled, spec *Spec) jobIdentity {
-	return makeJobKey(c.Key, spec.Interval, spec.Retries)
+	return makeJobKey(keyOf(c.Key), spec.Interval, spec.Retries)
 }
 
-func makeJobKey(check string, interval time.Duration, retries int) jobIdentity {
+// checkKey is a compiled check's Key as a job keeps it: its 16 bytes (a key, the first 16 bytes
+// of a digest, has no more; a longer one, as tests make, is cut there, as jobIdentity always
+// did).
+type checkKey [16]byte
+
+// keyOf returns the checkKey of a compiled check's Key.
+func keyOf(key string) checkKey {
+	var k checkKey
+	copy(k[:], key)
+	return k
+}
+
+func makeJobKey(check checkKey, interval time.Duration, retries int) jobIdentity {
 	var k jobIdentity
-	copy(k[:], check)
+	copy(k[:], check[:])
 	binary.LittleEndian.PutUint64(k[16:], uint64(interval))
 	binary.LittleEndian.PutUint64(k[24:], uint64(retries))
 	return k
