@@ -291,9 +291,10 @@ func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 	m.seed = nil
 	m.replaceJobs(jobs, now)
 	for key, st := range m.states {
-		// The states of the backends probed now stay, without a look-up: whatever keep says,
-		// State(key) must return the word their backend writes.
-		if (st.b == nil || st.b.gen != m.gen) && !keep[key] {
+		// The states of the backends probed now (the only ones with a backend: those that
+		// left lost theirs above) stay, without a look-up: whatever keep says, State(key)
+		// must return the word their backend writes.
+		if st.b == nil && !keep[key] {
 			delete(m.states, key)
 		}
 	}

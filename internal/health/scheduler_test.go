@@ -41,3 +41,31 @@ func TestJobKeepsWhenItRunsNext(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncKeepsTheStatesOfProbedBackends checks which health words a Sync forgets: those of
+// keys neither probed nor in keep; a probed backend's stays even when keep leaves it out, so
+// that State returns the word its backend writes.
+func TestSyncKeepsTheStatesOfProbedBackends(t *testing.T) {
+	probed := spec("probed", &scriptedProber{}, "probed-check", time.Hour)
+	m := NewManager(Options{Log: testLog{}})
+	kept, dropped, words := m.State("kept"), m.State("dropped"), m.State("probed")
+	m.Sync([]Spec{probed}, map[string]bool{"kept": true}) // keep names neither "probed" nor "dropped"
+	for _, tt := range []struct {
+		key  string
+		was  *State
+		same bool
+	}{
+		{"kept", kept, true},
+		{"probed", words, true},
+		{"dropped", dropped, false},
+	} {
+		if got := m.State(tt.key); (got == tt.was) != tt.same {
+			t.Errorf("State(%q) is the word from before the Sync: %v, want %v", tt.key, got == tt.was, tt.same)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b := m.backendLocked("probed"); b == nil || b.state != words {
+		t.Error("the probed backend does not write the word State returns")
+	}
+}
