@@ -356,12 +356,13 @@ func (m *Manager) syncCluster(jobs map[jobIdentity]*job, fresh []*job, now time.
 		sh := j.shared
 		switch {
 		case sh.check.Passive:
-			j.next = sh.staleAt()
+			next := sh.staleAt()
 			if sh.at.IsZero() {
-				j.next = now.Add(sh.check.Interval)
+				next = now.Add(sh.check.Interval)
 			}
+			j.setNext(next, now)
 		case !sh.at.IsZero():
-			j.next = sh.runAfter(now)
+			j.setNext(sh.runAfter(now), now)
 		default:
 			rest = append(rest, j) // nothing shared yet: probe as soon as a new check would
 			continue
@@ -376,7 +377,8 @@ func (m *Manager) syncCluster(jobs map[jobIdentity]*job, fresh []*job, now time.
 func (m *Manager) seedLocked(j *job, s Shared) {
 	for _, sub := range j.subs {
 		d := &sub.backend.details
-		d.checked, d.ok, d.reason = unixNano(s.At), s.OK, s.Reason
+		d.checked, d.reason = unixNano(s.At), s.Reason
+		d.setOK(s.OK)
 		if st := s.Status[sub.backend.key()]; st != Unknown {
 			sub.machine.status, sub.machine.successes, sub.machine.failures = st, 0, 0
 		} else {

@@ -218,15 +218,15 @@ func TestClusterSeedsBeforeTheFirstProbe(t *testing.T) {
 				t.Fatalf("seeded backend is %s, want %s as the fleet saw it", st, tt.want)
 			}
 			j := m.cluster.byID[id]
-			if want := j.shared.runAfter(time.Now()); !j.next.Equal(want) || j.index < 0 {
-				t.Fatalf("seeded check runs at %s, want its next cycle at %s", j.next, want)
+			if want := j.shared.runAfter(time.Now()); !j.due().Equal(want) || j.index < 0 {
+				t.Fatalf("seeded check runs at %s, want its next cycle at %s", j.due(), want)
 			}
 			// A backend whose check has no shared result yet runs at once, as without a
 			// coordinator.
 			u := spec("u", &scriptedProber{script: []bool{true}}, "unseeded", interval)
 			m.Sync([]Spec{s, u}, keys(s, u))
-			if j := m.cluster.byID[checkID(jobKey(u.Checks[0], &u))]; time.Until(j.next) > time.Second {
-				t.Fatalf("unseeded check runs in %s, want at once", time.Until(j.next))
+			if j := m.cluster.byID[checkID(jobKey(u.Checks[0], &u))]; time.Until(j.due()) > time.Second {
+				t.Fatalf("unseeded check runs in %s, want at once", time.Until(j.due()))
 			}
 		})
 	}

@@ -222,7 +222,8 @@ func (m *Manager) stateLocked(key string) *State {
 // External) are unchanged keep their state and schedule; changed ones start over as unknown;
 // new checks are probed at once (or, before Start, spread over the start-up stagger); checks
 // nobody uses any more stop. States of keys not in keep are forgotten. The manager keeps
-// nothing of specs but the probers of their checks.
+// nothing of specs but the probers of their checks. The states of the backends of specs are
+// kept whether keep names them or not.
 func (m *Manager) Sync(specs []Spec, keep map[string]bool) {
 	m.SyncSeq(len(specs), func(yield func(*Spec) bool) {
 		for i := range specs {
@@ -289,8 +290,11 @@ func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 	m.keepHistories(now)
 	m.seed = nil
 	m.replaceJobs(jobs, now)
-	for key := range m.states {
-		if !keep[key] {
+	for key, st := range m.states {
+		// The states of the backends probed now (the only ones with a backend: those that
+		// left lost theirs above) stay, without a look-up: whatever keep says, State(key)
+		// must return the word their backend writes.
+		if st.b == nil && !keep[key] {
 			delete(m.states, key)
 		}
 	}
@@ -374,7 +378,7 @@ func (b *backend) key() string { return b.state.key }
 
 // sameChecks reports whether checks are the checks b's subscriptions run, in order.
 func (b *backend) sameChecks(checks []*probe.Compiled) bool {
-	return slices.EqualFunc(b.subs, checks, func(s subscription, c *probe.Compiled) bool { return s.job.check == c.Key })
+	return slices.EqualFunc(b.subs, checks, func(s subscription, c *probe.Compiled) bool { return s.job.check == keyOf(c.Key) })
 }
 
 // schedule queues new jobs: at once while running, spread in batches at start-up.
@@ -389,7 +393,7 @@ func (m *Manager) schedule(fresh []*job, now time.Time) {
 		spacing = window / time.Duration(batches)
 	}
 	for i, j := range fresh {
-		j.next = now.Add(time.Duration(i/m.opts.BatchSizeStart) * spacing)
+		j.setNext(now.Add(time.Duration(i/m.opts.BatchSizeStart)*spacing), now)
 		m.queue.Push(j)
 	}
 }

@@ -89,3 +89,53 @@ func TestBackendHealthySeriesFollowTheManagers(t *testing.T) {
 		t.Fatalf("series after every manager stopped: %v", got)
 	}
 }
+
+// TestBackendHealthySeriesOfManyRecords checks the labels and values of the series of
+// backends of several records, the record's label shared by the consecutive backends of one
+// record, and whether a record that comes back after another keeps its name.
+func TestBackendHealthySeriesOfManyRecords(t *testing.T) {
+	tests := []struct {
+		record, backend string
+		status          Status
+		want            float64 // -1: no series
+	}{
+		{"a.example.org.", "10.0.0.1", Up, 1},
+		{"a.example.org.", "10.0.0.2", Down, 0},
+		{"b.example.org.", "10.0.0.1", Unknown, -1},
+		{"b.example.org.", "10.0.0.3", Stale, 0},
+		{"a.example.org.", "10.0.0.9", Up, 1},
+		{"c.example.org.", "10.0.0.4", Up, 1},
+	}
+	specs := make([]Spec, len(tests))
+	for i, tt := range tests {
+		key := tt.record + "|" + tt.backend
+		specs[i] = spec(key, &scriptedProber{}, key, time.Hour)
+		specs[i].Record, specs[i].Backend = tt.record, tt.backend
+	}
+	m := NewManager(Options{Log: testLog{}})
+	m.Sync(specs, keys(specs...))
+	m.mu.Lock()
+	for i, b := range m.backends {
+		b.status = tests[i].status
+	}
+	m.mu.Unlock()
+	backendHealthy.add(m) // as Start does, without probing
+	defer backendHealthy.remove(m)
+	got := healthyGauges(t)
+	n := 0
+	for _, tt := range tests {
+		v, ok := got[tt.record+" "+tt.backend]
+		switch {
+		case tt.want < 0 && ok:
+			t.Errorf("%s %s (%s) has a series", tt.record, tt.backend, tt.status)
+		case tt.want >= 0 && (!ok || v != tt.want):
+			t.Errorf("%s %s (%s) = %v (present %v), want %v", tt.record, tt.backend, tt.status, v, ok, tt.want)
+		}
+		if tt.want >= 0 {
+			n++
+		}
+	}
+	if len(got) != n {
+		t.Errorf("series %v, want %d", got, n)
+	}
+}

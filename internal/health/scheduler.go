@@ -13,7 +13,7 @@ import (
 
 // job is one distinct check on one schedule, shared by every backend that has it.
 type job struct {
-	check    string // the compiled check's Key
+	check    checkKey // the compiled check's Key, in the job rather than a string of its own
 	prober   probe.Prober
 	timeout  time.Duration
 	interval time.Duration
@@ -24,14 +24,16 @@ type job struct {
 	subs     []*subscription
 	one      [1]*subscription // subs' storage while one backend has the check (the common case)
 
-	next time.Time
+	// next is when the job runs next: 8 bytes where a time.Time takes 24, and most checks
+	// have a job of their own.
+	next jobTime
 
 	shared  *sharedJob    // cluster mode only
 	metrics *probeMetrics // the series of its type, which it names
 }
 
 func newJob(c *probe.Compiled, spec *Spec) *job {
-	j := &job{check: c.Key, prober: c.Prober, timeout: c.Timeout, interval: spec.Interval, retries: int32(spec.Retries), index: -1, metrics: probeMetricsFor(c.Type)}
+	j := &job{check: keyOf(c.Key), prober: c.Prober, timeout: c.Timeout, interval: spec.Interval, retries: int32(spec.Retries), index: -1, metrics: probeMetricsFor(c.Type)}
 	j.subs = j.one[:0]
 	return j
 }
@@ -45,12 +47,24 @@ type jobIdentity [16 + 8 + 8]byte
 
 // jobKey returns the jobIdentity of check c of spec.
 func jobKey(c *probe.Compiled, spec *Spec) jobIdentity {
-	return makeJobKey(c.Key, spec.Interval, spec.Retries)
+	return makeJobKey(keyOf(c.Key), spec.Interval, spec.Retries)
 }
 
-func makeJobKey(check string, interval time.Duration, retries int) jobIdentity {
+// checkKey is a compiled check's Key as a job keeps it: its 16 bytes (a key, the first 16 bytes
+// of a digest, has no more; a longer one, as tests make, is cut there, as jobIdentity always
+// did).
+type checkKey [16]byte
+
+// keyOf returns the checkKey of a compiled check's Key.
+func keyOf(key string) checkKey {
+	var k checkKey
+	copy(k[:], key)
+	return k
+}
+
+func makeJobKey(check checkKey, interval time.Duration, retries int) jobIdentity {
 	var k jobIdentity
-	copy(k[:], check)
+	copy(k[:], check[:])
 	binary.LittleEndian.PutUint64(k[16:], uint64(interval))
 	binary.LittleEndian.PutUint64(k[24:], uint64(retries))
 	return k
@@ -145,10 +159,10 @@ func (m *Manager) loop() {
 		}
 		m.mu.Lock()
 		now := time.Now()
-		for len(m.queue) > 0 && !m.queue.First().next.After(now.Add(dispatchSlack)) {
+		for len(m.queue) > 0 && !m.queue.First().due().After(now.Add(dispatchSlack)) {
 			j := m.queue.First()
-			due := j.next
-			j.next = m.nextRun(j, now)
+			due := j.due()
+			j.setNext(m.nextRun(j, now), now)
 			m.queue.FixFirst()
 			if j.running {
 				skippedTotal.WithLabelValues(j.typ(), "running").Inc()
@@ -162,7 +176,7 @@ func (m *Manager) loop() {
 		}
 		wait := time.Hour
 		if len(m.queue) > 0 {
-			wait = m.queue.First().next.Sub(now)
+			wait = m.queue.First().due().Sub(now)
 		}
 		m.mu.Unlock()
 		if m.cluster != nil {
@@ -188,10 +202,10 @@ func (m *Manager) nextRun(j *job, now time.Time) time.Time {
 		interval *= time.Duration(m.opts.IdleMultiplier)
 	}
 	if j.shared != nil {
-		return j.shared.nextRun(j.next, now, interval)
+		return j.shared.nextRun(j.due(), now, interval)
 	}
 	jitter := time.Duration(rand.Int64N(int64(interval)/10+1)) - interval/20
-	next := j.next.Add(interval + jitter)
+	next := j.due().Add(interval + jitter)
 	if next.Before(now) {
 		next = now.Add(jitter + interval/20)
 	}
@@ -312,5 +326,38 @@ func (m *Manager) finish(j *job, res probe.Result, start time.Time) {
 }
 
 // Due and SetIndex make a job a timequeue.Item.
-func (j *job) Due() time.Time { return j.next }
+func (j *job) Due() time.Time { return j.due() }
 func (j *job) SetIndex(i int) { j.index = int32(i) }
+
+// jobTime is when a job runs next, in nanoseconds: since monoEpoch on the monotonic clock, or,
+// for a job of cluster mode, Unix time on the wall clock, which the fleet's cycles are aligned
+// on (and which must come back exactly as it was set).
+type jobTime int64
+
+// monoEpoch is the origin of the jobTime of the jobs run here alone, taken at start-up (with
+// its monotonic reading). It never changes: read it with epochPlus.
+var monoEpoch = time.Now()
+
+// epochPlus returns monoEpoch plus d.
+func epochPlus(d time.Duration) time.Time {
+	epoch := monoEpoch // time.Time's Add returns a new time; calling it on a copy says so
+	return epoch.Add(d)
+}
+
+// due returns when j runs next.
+func (j *job) due() time.Time {
+	if j.shared != nil {
+		return time.Unix(0, int64(j.next))
+	}
+	return epochPlus(time.Duration(j.next))
+}
+
+// setNext makes t, which now is a reading of the clock near, when j runs next. Outside cluster
+// mode, t is placed relative to now on the monotonic clock.
+func (j *job) setNext(t, now time.Time) {
+	if j.shared != nil {
+		j.next = jobTime(t.UnixNano())
+		return
+	}
+	j.next = jobTime(now.Sub(monoEpoch) + t.Sub(now))
+}

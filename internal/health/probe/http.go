@@ -4,8 +4,10 @@ package probe
 // thousands of checks, many of them waiting on dead backends), not net/http's Transport:
 //
 //   - a probe runs on the caller's goroutine only: no goroutine per probe or per connection;
-//   - the request bytes are built once per prober; the response is parsed with
-//     http.ReadResponse over a pooled 4 KiB bufio.Reader taken after the first byte arrived;
+//   - what a request is made of is read once at load, most of it kept once for all the probers
+//     of a profile (httpCheck), and the request's bytes are written for each probe into a
+//     pooled buffer; the response is parsed with http.ReadResponse over a pooled 4 KiB
+//     bufio.Reader taken after the first byte arrived;
 //   - each prober keeps at most one idle keep-alive connection (an fd and a few hundred bytes),
 //     reused by the next probe; a reused connection that turns out stale is replaced once by a
 //     fresh one within the same deadline;
@@ -43,19 +45,31 @@ const (
 // httpProbe is a compiled http check for one target. It is safe for concurrent use.
 type httpProbe struct {
 	dialTarget
-	req      []byte           // the prebuilt request
+	*httpCheck        // shared by the checks of a load that differ only in their target and uri
+	uri        string // the request target of its first request
+
+	mu     sync.Mutex
+	idle   net.Conn // at most one idle keep-alive connection (goroutine probes)
+	idleFD int32    // the same for probes on the poller (a descriptor); -1 for none
+	closed bool
+}
+
+// httpCheck is what an http check is apart from its target and its request.
+type httpCheck struct {
 	redirect *httpRequestSpec // what requests after a redirect are made of; nil unless followed
 	tls      *httpTLS         // nil without enable_tls
 	timeout  time.Duration
 	codes    *httpCodes      // expected_code
 	body     *regexp.Regexp  // expected_body, nil when unset
 	metric   *metricSelector // the sample that is the backend's load, nil when unset
-
-	mu     sync.Mutex
-	idle   net.Conn // at most one idle keep-alive connection (goroutine probes)
-	idleFD int32    // the same for probes on the poller (a descriptor); -1 for none
-	closed bool
-	head   bool // the method is HEAD: responses have no body
+	head     bool            // the method is HEAD: responses have no body
+	// A request is the method, the probe's uri, the Host header (hostHeader, or the target's,
+	// with the port unless it is defaultPort), then tail: built for each probe, since most
+	// checks share all of it but the target.
+	method      string
+	hostHeader  string
+	defaultPort uint16
+	tail        []byte
 }
 
 // httpCodes are the status codes a check expects, and the pass reason of each ("http 200").
@@ -69,14 +83,18 @@ type httpCodes struct {
 // rather than a tls.Config (about 550 bytes): a zone's checks number in the tens of thousands,
 // and each handshake allocates far more than the Config it is given.
 type httpTLS struct {
-	serverName string // the host parameter or the target's host, without brackets
+	serverName string // the host parameter without brackets; "" for the target's host
 	skipVerify bool
 }
 
-// config returns the configuration of one handshake.
-func (t *httpTLS) config() *tls.Config {
+// config returns the configuration of one handshake with the target whose host is host.
+func (t *httpTLS) config(host string) *tls.Config {
+	name := t.serverName
+	if name == "" {
+		name = host
+	}
 	return &tls.Config{
-		ServerName:         t.serverName,
+		ServerName:         name,
 		InsecureSkipVerify: t.skipVerify, //nolint:gosec // the operator's explicit choice
 		MinVersion:         tls.VersionTLS12,
 		NextProtos:         httpNextProtos,
@@ -85,17 +103,6 @@ func (t *httpTLS) config() *tls.Config {
 
 // httpNextProtos is the ALPN of every handshake: the probes speak HTTP/1.1 only.
 var httpNextProtos = []string{"http/1.1"}
-
-// httpRequestSpec is what an http check's requests are made of. A probe keeps it only when it
-// follows redirects; the others need just the prebuilt request (at 30,000 checks, the
-// difference is megabytes).
-type httpRequestSpec struct {
-	scheme  string      // "http" or "https"
-	host    string      // Host header value
-	method  string      // request method
-	uri     string      // request target
-	headers [][2]string // extra headers, sorted by name
-}
 
 // httpDefaultCodes is the expected_code default and its pass reason, shared by the checks that
 // keep it.
@@ -112,17 +119,13 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 		defPort, scheme = 443, "https"
 	}
 	port := p.Port(t, defPort)
-	hp := &httpProbe{
-		dialTarget: newDialTarget(t, port),
-		idleFD:     -1,
-		timeout:    timeout,
-		codes:      httpDefaultCodes,
-	}
+	hp := &httpProbe{dialTarget: newDialTarget(t, port), idleFD: -1}
+	check := &httpCheck{timeout: timeout, codes: httpDefaultCodes, defaultPort: uint16(defPort)}
 	rs := &httpRequestSpec{scheme: scheme, method: p.String("method", http.MethodGet), uri: p.String("uri", "/")}
 	if !httpIsToken(rs.method) {
 		p.Errorf("method", "must be an HTTP method such as GET or HEAD, not %q", rs.method)
 	}
-	hp.head = rs.method == http.MethodHead
+	check.head = rs.method == http.MethodHead
 	if !strings.HasPrefix(rs.uri, "/") || !httpIsPrintable(rs.uri) || strings.ContainsRune(rs.uri, ' ') {
 		p.Errorf("uri", `must be a path such as "/health" without spaces, not %q`, rs.uri)
 	}
@@ -130,15 +133,16 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	case len(codes) == 0:
 		p.Errorf("expected_code", "must list at least one status code")
 	case !slices.Equal(codes, httpDefaultCodes.codes):
-		hp.codes = &httpCodes{codes: codes}
+		check.codes = &httpCodes{codes: codes}
 		for _, c := range codes {
-			hp.codes.passes = append(hp.codes.passes, "http "+strconv.Itoa(c))
+			check.codes.passes = append(check.codes.passes, "http "+strconv.Itoa(c))
 		}
 	}
-	hp.body = p.Regexp("expected_body")
-	if sel := p.String("metric", ""); sel != "" {
+	check.body = p.Regexp("expected_body")
+	sel := p.String("metric", "")
+	if sel != "" {
 		var err error
-		if hp.metric, err = parseMetricSelector(sel); err != nil {
+		if check.metric, err = parseMetricSelector(sel); err != nil {
 			p.Errorf("metric", "must name a sample such as http_inflight or http_inflight{pool=\"a\"}: %v", err)
 		}
 	}
@@ -171,7 +175,7 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	}
 	slices.SortFunc(rs.headers, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 	if p.Bool("follow_redirects", false) {
-		hp.redirect = rs
+		check.redirect = rs
 	}
 
 	skipVerify := p.Bool("skip_tls_verify", false)
@@ -185,51 +189,14 @@ func newHTTPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 		if h, _, err := net.SplitHostPort(name); err == nil {
 			name = h
 		}
-		if name == "" {
-			name = t.Host
-		}
-		hp.tls = &httpTLS{serverName: strings.Trim(name, "[]"), skipVerify: skipVerify}
+		check.tls = &httpTLS{serverName: strings.Trim(name, "[]"), skipVerify: skipVerify}
 	}
-	hp.req = rs.build(rs.method, rs.uri)
+	hp.uri, check.method, check.hostHeader, check.tail = rs.uri, rs.method, hostParam, rs.tail()
+	hp.httpCheck = check
+	if check.redirect == nil { // (the requests of redirects are the check's own)
+		hp.httpCheck = share(p, check.appendKey(p.key[:0], sel), func() *httpCheck { return check })
+	}
 	return hp, nil
-}
-
-// build returns the request bytes for method and uri with the check's host and headers.
-func (rs *httpRequestSpec) build(method, uri string) []byte {
-	const (
-		requestLine = " HTTP/1.1\r\nHost: "
-		userAgent   = "User-Agent: " + httpUserAgent + "\r\n"
-	)
-	// Sized exactly: every check keeps its request.
-	n := len(method) + 1 + len(uri) + len(requestLine) + len(rs.host) + len("\r\nConnection: keep-alive\r\n\r\n")
-	ua := true
-	for _, h := range rs.headers {
-		n += len(h[0]) + len(h[1]) + 4
-		if strings.EqualFold(h[0], "User-Agent") {
-			ua = false
-		}
-	}
-	if ua {
-		n += len(userAgent)
-	}
-	b := make([]byte, 0, n)
-	b = append(b, method...)
-	b = append(b, ' ')
-	b = append(b, uri...)
-	b = append(b, requestLine...)
-	b = append(b, rs.host...)
-	b = append(b, "\r\n"...)
-	if ua {
-		b = append(b, userAgent...)
-	}
-	b = append(b, "Connection: keep-alive\r\n"...)
-	for _, h := range rs.headers {
-		b = append(b, h[0]...)
-		b = append(b, ": "...)
-		b = append(b, h[1]...)
-		b = append(b, "\r\n"...)
-	}
-	return append(b, "\r\n"...)
 }
 
 // Probe sends the request and judges the status code and, when expected_body is set, the
@@ -241,7 +208,10 @@ func (hp *httpProbe) Probe(ctx context.Context) Result {
 	if ctx.Err() != nil {
 		return Result{Reason: connTimeoutReason(budget)}
 	}
-	req, readReq := hp.req, httpReadRequest(hp.head)
+	buf := httpRequests.Get().(*[]byte)
+	*buf = hp.appendRequest((*buf)[:0])
+	defer httpRequests.Put(buf)
+	req, readReq := *buf, httpReadRequest(hp.head)
 	var cur *url.URL // the current URL once a redirect was followed
 	var method string
 	for hop := 0; ; hop++ {
@@ -478,12 +448,22 @@ func (hp *httpProbe) dial(ctx context.Context, deadline time.Time, budget time.D
 		conn.Close()
 		return nil, connReason(ctx, err, budget)
 	}
-	tc := tls.Client(conn, hp.tls.config())
+	tc := tls.Client(conn, hp.tls.config(hp.tlsHost()))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		conn.Close()
 		return nil, tlsReason(ctx, err, budget)
 	}
 	return tc, ""
+}
+
+// tlsHost returns the host of hp's target, the server name of its handshakes when the check
+// names none.
+func (hp *httpProbe) tlsHost() string {
+	host, _, err := net.SplitHostPort(hp.hostPort())
+	if err != nil {
+		return ""
+	}
+	return host
 }
 
 // tlsReason is the short reason of a failed TLS handshake: "tls: certificate signed by unknown

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 )
 
@@ -20,7 +21,9 @@ func (hp *httpProbe) startAsync(p *Poller, sources []netip.Addr, deadline time.T
 	if hp.tls != nil || hp.redirect != nil || !hp.ap.Addr().IsValid() {
 		return false
 	}
-	p.start(hp.ap, hp.takeIdleFD(), sources, hp.req, httpAsyncLimit, deadline, hp.timeout, httpExchange{hp}, done)
+	x := httpExchanges.Get().(*httpExchange)
+	x.hp, x.req = hp, hp.appendRequest(x.req[:0])
+	p.start(hp.ap, hp.takeIdleFD(), sources, x.req, httpAsyncLimit, deadline, hp.timeout, x, done)
 	return true
 }
 
@@ -49,27 +52,35 @@ func (hp *httpProbe) putIdleFD(fd int) {
 	}
 }
 
-// httpExchange judges an http probe on the poller from the bytes received so far. It is one
-// pointer, so that it is an exchangeHandler without an allocation of its own.
+// httpExchange judges an http probe on the poller from the bytes received so far, and holds
+// its request until it ended. Exchanges are reused (httpExchanges), and with them their
+// requests' buffers: thousands of probes a second would otherwise each allocate both.
 type httpExchange struct {
-	hp *httpProbe
+	hp  *httpProbe
+	req []byte
 }
 
-func (x httpExchange) written() (Result, bool) { return Result{}, false }
+// httpExchanges are the exchanges not in use.
+var httpExchanges = sync.Pool{New: func() any { return new(httpExchange) }}
+
+func (x *httpExchange) written() (Result, bool) { return Result{}, false }
 
 // expired reports the timeout: an incomplete response is no verdict.
-func (x httpExchange) expired(_ []byte, timeout string) Result { return Result{Reason: timeout} }
+func (x *httpExchange) expired(_ []byte, timeout string) Result { return Result{Reason: timeout} }
 
-// ended keeps the connection for the next probe when the response left it reusable.
-func (x httpExchange) ended(keptFD int) {
+// ended keeps the connection for the next probe when the response left it reusable, and gives
+// x back to httpExchanges: the poller calls nothing of it after.
+func (x *httpExchange) ended(keptFD int) {
 	if keptFD >= 0 {
 		x.hp.putIdleFD(keptFD)
 	}
+	x.hp = nil
+	httpExchanges.Put(x)
 }
 
 // received parses the response once its headers are in, and judges it once its body is
 // complete: by Content-Length, by chunked encoding, or by the end of the connection.
-func (x httpExchange) received(in []byte, eof bool) (Result, bool, bool) {
+func (x *httpExchange) received(in []byte, eof bool) (Result, bool, bool) {
 	headerEnd := bytes.Index(in, []byte("\r\n\r\n"))
 	if headerEnd < 0 {
 		if eof {
@@ -111,7 +122,7 @@ var errBodyLimit = errors.New("body longer than the limit")
 
 // readBody reads the body (up to httpBodyLimit) and inspects it into out when the check reads
 // the body (expected_body, metric).
-func (x httpExchange) readBody(body io.Reader, out *httpOutcome) error {
+func (x *httpExchange) readBody(body io.Reader, out *httpOutcome) error {
 	limited := io.LimitReader(body, httpBodyLimit+1)
 	if !x.hp.keepsBody() {
 		n, err := io.Copy(io.Discard, limited)

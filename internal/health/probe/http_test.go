@@ -478,10 +478,10 @@ func TestHTTPDefaultPort(t *testing.T) {
 	} {
 		hp := compileProbe(t, "http", tc.params, tc.tg).(*httpProbe)
 		if hp.hostPort() != tc.addr || !hostHeaderIs(hp, tc.host) || (hp.tls != nil) != tc.wantTLSConf {
-			t.Errorf("%v on %v: addr %q request %q tls %v", tc.params, tc.tg, hp.hostPort(), hp.req, hp.tls != nil)
+			t.Errorf("%v on %v: addr %q request %q tls %v", tc.params, tc.tg, hp.hostPort(), hp.appendRequest(nil), hp.tls != nil)
 		}
-		if hp.tls != nil && hp.tls.config().ServerName != tc.serverName {
-			t.Errorf("%v on %v: server name %q", tc.params, tc.tg, hp.tls.config().ServerName)
+		if hp.tls != nil && hp.tls.config(hp.tlsHost()).ServerName != tc.serverName {
+			t.Errorf("%v on %v: server name %q", tc.params, tc.tg, hp.tls.config(hp.tlsHost()).ServerName)
 		}
 	}
 }
@@ -560,9 +560,9 @@ func TestHTTPDefaultsAgainstRealServers(t *testing.T) {
 	}
 }
 
-// hostHeaderIs reports whether the prebuilt request of hp has the Host header host.
+// hostHeaderIs reports whether the request of hp has the Host header host.
 func hostHeaderIs(hp *httpProbe, host string) bool {
-	return bytes.Contains(hp.req, []byte("\r\nHost: "+host+"\r\n"))
+	return bytes.Contains(hp.appendRequest(nil), []byte("\r\nHost: "+host+"\r\n"))
 }
 
 // rawOK is the response of rawKeepAliveServer.
@@ -614,6 +614,56 @@ func BenchmarkHTTPProbe(b *testing.B) {
 				if res := pr.Probe(ctx); !res.OK {
 					b.Fatal(res)
 				}
+			}
+		})
+	}
+}
+
+// TestHTTPChecksShareWhatTheirTargetsDoNot checks that the http checks of one Compiler that
+// differ only in their target or uri keep one httpCheck, each with its own request (its Host
+// header the target's), and that any other difference keeps them apart.
+func TestHTTPChecksShareWhatTheirTargetsDoNot(t *testing.T) {
+	base := map[string]any{"port": 9, "uri": "/healthz"}
+	a := Target{Host: "127.0.0.1", IP: netip.MustParseAddr("127.0.0.1")}
+	b := Target{Host: "127.0.0.2", IP: netip.MustParseAddr("127.0.0.2")}
+	tests := []struct {
+		name    string
+		params  map[string]any
+		timeout time.Duration
+		shared  bool
+	}{
+		{"another target", base, time.Second, true},
+		{"another uri", map[string]any{"port": 9, "uri": "/other"}, time.Second, true},
+		{"another timeout", base, 2 * time.Second, false},
+		{"HEAD", map[string]any{"port": 9, "uri": "/healthz", "method": "HEAD"}, time.Second, false},
+		{"another code", map[string]any{"port": 9, "uri": "/healthz", "expected_code": 204}, time.Second, false},
+		{"a body", map[string]any{"port": 9, "uri": "/healthz", "expected_body": "ok"}, time.Second, false},
+		{"a metric", map[string]any{"port": 9, "uri": "/healthz", "metric": "load"}, time.Second, false},
+		{"plain", map[string]any{"port": 9, "uri": "/healthz", "enable_tls": false}, time.Second, false},
+		{"unverified", map[string]any{"port": 9, "uri": "/healthz", "skip_tls_verify": true}, time.Second, false},
+		{"a host", map[string]any{"port": 9, "uri": "/healthz", "host": "api.example.com"}, time.Second, false},
+		{"redirects", map[string]any{"port": 9, "uri": "/healthz", "follow_redirects": true}, time.Second, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCompiler()
+			first, err := c.Compile(config.HealthCheck{Type: "http", Params: base}, a, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := c.Compile(config.HealthCheck{Type: "http", Params: tt.params}, b, tt.timeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p1, p2 := first.Prober.(*httpProbe), second.Prober.(*httpProbe)
+			if got := p1.httpCheck == p2.httpCheck; got != tt.shared {
+				t.Errorf("shared = %v, want %v", got, tt.shared)
+			}
+			if !hostHeaderIs(p1, "127.0.0.1:9") || p1.tls.config(p1.tlsHost()).ServerName != "127.0.0.1" {
+				t.Errorf("first check: request %q", p1.appendRequest(nil))
+			}
+			if host, _ := tt.params["host"].(string); host == "" && !hostHeaderIs(p2, "127.0.0.2:9") {
+				t.Errorf("second check: request %q", p2.appendRequest(nil))
 			}
 		})
 	}

@@ -21,6 +21,25 @@ type params struct {
 	used    []string // the keys asked for, each once
 	errs    []error
 	regexps map[string]*regexp.Regexp // shared by the checks of one Compiler
+	// shared holds what checks of one Compiler share apart from their targets, by a key
+	// that their type's constructor spells (see share); key is its buffer.
+	shared map[string]any
+	key    []byte
+}
+
+// share returns what p's Compiler keeps under key (which starts with the check's type), made
+// by build on first use: the part of a check that does not depend on its target, one for every
+// check of a load that has it (thousands of backends of a profile keep one).
+func share[T any](p *params, key []byte, build func() *T) *T {
+	if v, ok := p.shared[string(key)]; ok {
+		return v.(*T)
+	}
+	v := build()
+	if p.shared == nil {
+		p.shared = map[string]any{}
+	}
+	p.shared[string(key)] = v
+	return v
 }
 
 // reset makes p read m (plain values as the config loader produces them), keeping its buffers and regexps: a Compiler reads the parameters of

@@ -16,12 +16,13 @@ type exchangeHandler interface {
 	written() (res Result, done bool)
 	received(in []byte, eof bool) (res Result, done, keep bool)
 	expired(in []byte, timeout string) Result
+	ended(keptFD int)
 }
 
 // NewPoller fails: there is no epoll on this system.
 func NewPoller() (*Poller, error) { return nil, errors.New("no epoll on this system") }
 
-func (p *Poller) start(netip.AddrPort, int, []netip.Addr, []byte, int, time.Time, time.Duration, exchangeHandler, func(Result, int)) {
+func (p *Poller) start(netip.AddrPort, int, []netip.Addr, []byte, int, time.Time, time.Duration, exchangeHandler, func(Result)) {
 	panic("poller: not available on this system")
 }
 

@@ -2,12 +2,14 @@ package probe
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
 	"net/netip"
 	"regexp"
 	"time"
+	"unsafe"
 )
 
 // tcpExpectLimit is how much of the peer's answer the tcp probe reads looking for expect.
@@ -17,7 +19,13 @@ const tcpExpectLimit = connReadSize
 // expect matches, then close. Connections are not reused. It is safe for concurrent use.
 type tcpProbe struct {
 	dialTarget
-	send    []byte         // written after connecting; nil for none
+	*tcpCheck // shared by the checks of a load that differ only in their target
+}
+
+// tcpCheck is what a tcp check is apart from its target.
+type tcpCheck struct {
+	send string // written after connecting; "" for none
+
 	expect  *regexp.Regexp // matched on the answer; nil for none
 	timeout time.Duration
 }
@@ -28,16 +36,23 @@ func newTCPProbe(p *params, t Target, timeout time.Duration) (Prober, error) {
 	if port == 0 {
 		p.Errorf("port", "required: the target has no port")
 	}
-	tp := &tcpProbe{
-		dialTarget: newDialTarget(t, port),
-		expect:     p.Regexp("expect"),
-		timeout:    timeout,
+	expect, send := p.Regexp("expect"), p.String("send", "")
+	// The key: the timeout, and send and the pattern each after its length.
+	p.key = binary.LittleEndian.AppendUint64(append(p.key[:0], "tcp"...), uint64(timeout))
+	pattern := ""
+	if expect != nil {
+		pattern = expect.String()
 	}
-	if s := p.String("send", ""); s != "" {
-		tp.send = []byte(s)
-	}
-	return tp, nil
+	p.key = append(binary.AppendUvarint(p.key, uint64(len(pattern))), pattern...)
+	p.key = append(binary.AppendUvarint(p.key, uint64(len(send))), send...)
+	check := share(p, p.key, func() *tcpCheck { return &tcpCheck{send: send, expect: expect, timeout: timeout} })
+	return &tcpProbe{dialTarget: newDialTarget(t, port), tcpCheck: check}, nil
 }
+
+// sendBytes returns send as the bytes of the string, without a copy (a string's 16 bytes are
+// kept rather than a slice's 24, in each of tens of thousands of checks): they must not be
+// written, and the writers of a connection only read them.
+func (c *tcpCheck) sendBytes() []byte { return unsafe.Slice(unsafe.StringData(c.send), len(c.send)) }
 
 // Probe connects to the target and, when configured, writes send and reads up to 4 KiB until
 // expect matches, the peer closes, or the deadline passes.
@@ -52,14 +67,14 @@ func (tp *tcpProbe) Probe(ctx context.Context) Result {
 		return Result{Reason: connReason(ctx, err, budget)}
 	}
 	defer conn.Close()
-	if tp.send == nil && tp.expect == nil {
+	if tp.send == "" && tp.expect == nil {
 		return Pass("connected")
 	}
 	if err := conn.SetDeadline(deadline); err != nil {
 		return Result{Reason: connReason(ctx, err, budget)}
 	}
-	if tp.send != nil {
-		if _, err := conn.Write(tp.send); err != nil {
+	if tp.send != "" {
+		if _, err := conn.Write(tp.sendBytes()); err != nil {
 			return Result{Reason: connReason(ctx, err, budget)}
 		}
 	}
@@ -109,7 +124,7 @@ func (tp *tcpProbe) startAsync(p *Poller, sources []netip.Addr, deadline time.Ti
 	if !tp.ap.Addr().IsValid() {
 		return false
 	}
-	p.start(tp.ap, -1, sources, tp.send, tcpExpectLimit, deadline, tp.timeout, tcpExchange{tp}, done)
+	p.start(tp.ap, -1, sources, tp.sendBytes(), tcpExpectLimit, deadline, tp.timeout, tcpExchange{tp}, done)
 	return true
 }
 
@@ -118,7 +133,7 @@ type tcpExchange struct{ tp *tcpProbe }
 
 func (x tcpExchange) written() (Result, bool) {
 	switch {
-	case x.tp.send == nil && x.tp.expect == nil:
+	case x.tp.send == "" && x.tp.expect == nil:
 		return Pass("connected"), true
 	case x.tp.expect == nil:
 		return Pass("connected, sent"), true

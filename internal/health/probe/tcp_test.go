@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +91,49 @@ func TestTCPParamErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got error %v, want %q", tc.params, err, tc.want)
 		}
+	}
+}
+
+// TestTCPChecksShareWhatTheirTargetsDoNot checks that the tcp checks of one Compiler that
+// differ only in their target keep one tcpCheck, and that any other difference (send, expect,
+// the timeout) keeps them apart, each with its own target.
+func TestTCPChecksShareWhatTheirTargetsDoNot(t *testing.T) {
+	base := map[string]any{"port": 9, "send": "ping", "expect": "pong"}
+	a := Target{Host: "127.0.0.1", IP: netip.MustParseAddr("127.0.0.1")}
+	b := Target{Host: "127.0.0.2", IP: netip.MustParseAddr("127.0.0.2")}
+	tests := []struct {
+		name    string
+		params  map[string]any
+		target  Target
+		timeout time.Duration
+		shared  bool
+	}{
+		{"another target", base, b, time.Second, true},
+		{"another map, the same parameters", map[string]any{"port": 9, "send": "ping", "expect": "pong"}, b, time.Second, true},
+		{"another port", map[string]any{"port": 10, "send": "ping", "expect": "pong"}, a, time.Second, true},
+		{"another send", map[string]any{"port": 9, "send": "pong", "expect": "pong"}, a, time.Second, false},
+		{"send and expect swapped", map[string]any{"port": 9, "send": "pong", "expect": "ping"}, a, time.Second, false},
+		{"no expect", map[string]any{"port": 9, "send": "ping"}, a, time.Second, false},
+		{"another timeout", base, a, 2 * time.Second, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCompiler()
+			first, err := c.Compile(config.HealthCheck{Type: "tcp", Params: base}, a, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := c.Compile(config.HealthCheck{Type: "tcp", Params: tt.params}, tt.target, tt.timeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p1, p2 := first.Prober.(*tcpProbe), second.Prober.(*tcpProbe)
+			if got := p1.tcpCheck == p2.tcpCheck; got != tt.shared {
+				t.Errorf("shared = %v, want %v", got, tt.shared)
+			}
+			if p1.ap.Addr() != a.IP || p2.ap.Addr() != tt.target.IP {
+				t.Errorf("targets %s and %s, want %s and %s", p1.ap, p2.ap, a.IP, tt.target.IP)
+			}
+		})
 	}
 }
