@@ -1,6 +1,7 @@
 package health
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -36,7 +37,8 @@ func TestReasonClass(t *testing.T) {
 }
 
 func TestObserveProbeCountsByTypeAndReason(t *testing.T) {
-	const typ = "observe-test" // a type of its own: the series start at zero
+	// A type of its own, new in every run (-count): its series start at zero.
+	typ := "observe-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	pm := probeMetricsFor(typ)
 	if probeMetricsFor(typ) != pm {
 		t.Fatal("a type's series are resolved twice")
