@@ -37,6 +37,10 @@ type parser struct {
 	// entryBuf holds the lists entries returns, one after another: records truncates it to
 	// where it was before each record once the record is parsed (see entries).
 	entryBuf []entry
+	// chunked is set for the parser of a chunk's walk (walkChunk), which notes in walked
+	// where each record it keeps was written.
+	chunked bool
+	walked  []walkedRecord
 }
 
 func newParser(file string, size int) *parser {
