@@ -29,11 +29,11 @@ func TestCheck(t *testing.T) {
 		return []*config.Zone{{Origin: "example.org.", Records: []config.Record{r}}}
 	}
 	http := func(params map[string]any) config.HealthCheck {
-		return config.HealthCheck{Type: "http", Params: params, Pos: config.At("zone.yml", 7, 0)}
+		return config.HealthCheck{Type: "http", Params: config.NewParams(params), Pos: config.At("zone.yml", 7, 0)}
 	}
 	h2 := []string{"h2"}
 	lua := func(script string) config.HealthCheck {
-		return config.HealthCheck{Type: "lua", Params: map[string]any{"script": script}, Pos: config.At("zone.yml", 9, 0)}
+		return config.HealthCheck{Type: "lua", Params: config.NewParams(map[string]any{"script": script}), Pos: config.At("zone.yml", 9, 0)}
 	}
 	tests := []struct {
 		name    string
@@ -62,7 +62,7 @@ func TestCheck(t *testing.T) {
 		{"plain http without a port", api, same, record(h2, http(map[string]any{"host": "x", "enable_tls": false})),
 			[]string{"zone.yml:7 www.example.org. backend 192.0.2.1 http check port"}},
 		{"plain http with a port", api, same, record(h2, http(map[string]any{"host": "x", "enable_tls": false, "port": 80})), nil},
-		{"a tcp check", api, same, record(h2, config.HealthCheck{Type: "tcp", Params: map[string]any{"port": 80}}), nil},
+		{"a tcp check", api, same, record(h2, config.HealthCheck{Type: "tcp", Params: config.NewParams(map[string]any{"port": 80})}), nil},
 		{"a lua script within the sandbox", api, same, record(h2, lua(`local body = http_get("http://" .. backend.address .. "/", 2) return body ~= ""`)), nil},
 		{"a lua script that runs a program", api, same, record(h2, lua(`return os.execute("true") == 0`)),
 			[]string{"zone.yml:9 www.example.org. backend 192.0.2.1 lua check"}},

@@ -120,7 +120,7 @@ func httpCheck(name string, b config.Backend, hc config.HealthCheck) []Differenc
 	where := fmt.Sprintf("%s:%d", hc.Pos.File(), hc.Pos.Line)
 	topic := fmt.Sprintf("%s backend %s http check", name, b.Address)
 	var out []Difference
-	if _, ok := hc.Params["host"]; !ok {
+	if _, ok := hc.Params.Get("host"); !ok {
 		out = append(out, Difference{
 			Where: where, Topic: topic + " host",
 			CG:       "sends Host: localhost",
@@ -128,8 +128,9 @@ func httpCheck(name string, b config.Backend, hc config.HealthCheck) []Differenc
 			Change:   "write params.host: localhost to send what CoreDNS-GSLB sends",
 		})
 	}
-	_, port := hc.Params["port"]
-	if tls, ok := hc.Params["enable_tls"].(bool); ok && !tls && !port && b.Port == 0 {
+	_, port := hc.Params.Get("port")
+	v, _ := hc.Params.Get("enable_tls")
+	if tls, ok := v.(bool); ok && !tls && !port && b.Port == 0 {
 		out = append(out, Difference{
 			Where: where, Topic: topic + " port",
 			CG:       "connects to port 443 (in plain HTTP) when enable_tls is false and no port is set",
@@ -149,7 +150,8 @@ var luaSandboxed = regexp.MustCompile(`\b(os|io|debug|package)\s*\.|\b(require|d
 func luaScripts(_ Block, zones []*config.Zone) []Difference {
 	var out []Difference
 	eachCheck(zones, func(r *config.Record, b *config.Backend, hc *config.HealthCheck) {
-		src, _ := hc.Params["script"].(string)
+		v, _ := hc.Params.Get("script")
+		src, _ := v.(string)
 		if hc.Type != "lua" || !luaSandboxed.MatchString(src) {
 			return
 		}

@@ -173,10 +173,10 @@ func (p *parser) checkKey(c *Checks, e entry, kpath string, profiles profileSet,
 // checks, else the zone's healthcheck block, else the defaults (profiles carries the last two).
 func (cs checkSettings) thresholds(c *Checks, profiles profileSet) {
 	if !cs.riseSet {
-		c.Rise = maxThreshold(c.HealthChecks, func(hc HealthCheck) int { return hc.Rise }, profiles.rise)
+		c.Rise = maxThreshold(c.HealthChecks, func(hc HealthCheck) int { return int(hc.Rise) }, profiles.rise)
 	}
 	if !cs.fallSet {
-		c.Fall = maxThreshold(c.HealthChecks, func(hc HealthCheck) int { return hc.Fall }, profiles.fall)
+		c.Fall = maxThreshold(c.HealthChecks, func(hc HealthCheck) int { return int(hc.Fall) }, profiles.fall)
 	}
 }
 

@@ -282,7 +282,7 @@ func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 				f.SetString("x")
 			case reflect.Bool:
 				f.SetBool(true)
-			case reflect.Int, reflect.Int64:
+			case reflect.Int, reflect.Int32, reflect.Int64:
 				f.SetInt(1)
 			case reflect.Uint32:
 				f.SetUint(1)
@@ -291,6 +291,8 @@ func TestLabelsAndSteeringSeeEveryField(t *testing.T) {
 			case reflect.Struct:
 				if f.Type() == reflect.TypeFor[Position]() {
 					f.Set(reflect.ValueOf(At("x", 1, 1)))
+				} else if f.Type() == reflect.TypeFor[Params]() {
+					f.Set(reflect.ValueOf(NewParams(map[string]any{"x": 1})))
 				} else if f.Field(0).Kind() == reflect.String {
 					f.Field(0).SetString("x")
 				} else {

@@ -74,7 +74,7 @@ var portChecks = []string{"tcp", "grpc"}
 // port parameter), or "" when none does: such a block cannot take a backend without a port.
 func (d *Discovery) PortCheck() string {
 	for _, hc := range d.Template.Checks().HealthChecks {
-		if _, ok := hc.Params["port"]; !ok && slices.Contains(portChecks, hc.Type) {
+		if _, ok := hc.Params.Get("port"); !ok && slices.Contains(portChecks, hc.Type) {
 			return hc.Type
 		}
 	}

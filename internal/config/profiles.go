@@ -91,9 +91,9 @@ func (p *parser) check(n *yaml.Node, path string) (HealthCheck, bool) {
 		case "params":
 			good = p.params(&hc, e.v, kpath)
 		case "rise":
-			hc.Rise, good = p.count(e.v, kpath)
+			hc.Rise, good = p.count32(e.v, kpath)
 		case "fall":
-			hc.Fall, good = p.count(e.v, kpath)
+			hc.Fall, good = p.count32(e.v, kpath)
 		default:
 			p.unknownKey(e, path, []string{"type", "params", "rise", "fall"})
 		}
@@ -124,9 +124,10 @@ func (p *parser) params(hc *HealthCheck, n *yaml.Node, path string) bool {
 		p.Errorf(YAMLResolve(n), path, "must be a mapping, not %s", YAMLKind(YAMLResolve(n)))
 		return false
 	}
-	v, ok := p.plain(n, path)
-	if m, isMap := v.(map[string]any); isMap {
-		hc.Params = m
+	var kv []Param
+	_, ok := p.plainInto(n, path, &kv)
+	if len(kv) > 0 {
+		hc.Params = Params{kv}
 	}
 	return ok
 }
@@ -135,6 +136,12 @@ func (p *parser) params(hc *HealthCheck, n *yaml.Node, path string) bool {
 func (p *parser) count(n *yaml.Node, path string) (int, bool) {
 	v, ok := p.integer(n, path, 1, math.MaxInt32)
 	return int(v), ok
+}
+
+// count32 is count for a check's own threshold, kept in 32 bits.
+func (p *parser) count32(n *yaml.Node, path string) (int32, bool) {
+	v, ok := p.count(n, path)
+	return int32(v), ok // count's bound is math.MaxInt32
 }
 
 // profileSet resolves profile names: the zone file's own profiles first, then the shared ones.

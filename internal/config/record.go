@@ -363,11 +363,15 @@ func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profil
 			p.Errorf(e.k, recordPath(e.key), "duplicate record %s (first at line %d)", name, line)
 			valid = false
 		}
+		errs := p.Len()
 		rec := p.quietRecord(name, e, defs, profiles)
 		p.entryBuf = p.entryBuf[:mark] // nothing keeps the record's entries
 		if valid {
 			first[name] = e.k.Line
 			z.Records = append(z.Records, rec)
+			if p.chunked {
+				p.walked = append(p.walked, walkedRecord{key: e.key, pos: p.Pos(e.k), errs: errs})
+			}
 		}
 	}
 }

@@ -170,19 +170,19 @@ func (c chunk) document() ([]byte, int) {
 	return append(doc, c.text...), c.firstLine - 2
 }
 
-// decodeChunks parses the chunks' documents, several at once on GOMAXPROCS goroutines, and
-// yields them in order. At most two chunks per goroutine are parsed ahead of the one yielded,
-// so that the node trees in memory stay a few chunks' worth.
-func decodeChunks(chunks []chunk) iter.Seq[decodedDoc] {
-	return func(yield func(decodedDoc) bool) {
+// eachChunk calls f on the chunks, several at once on GOMAXPROCS goroutines, and yields its
+// results in the chunks' order. At most two chunks per goroutine are done ahead of the one
+// yielded, so that what they make (node trees, walked records) stays a few chunks' worth.
+func eachChunk[T any](chunks []chunk, f func(chunk) T) iter.Seq[T] {
+	return func(yield func(T) bool) {
 		ahead := 2 * runtime.GOMAXPROCS(0)
-		results := make([]chan decodedDoc, len(chunks))
+		results := make([]chan T, len(chunks))
 		started := 0
 		for i := range chunks {
 			for ; started < len(chunks) && started <= i+ahead; started++ {
-				ch := make(chan decodedDoc, 1) // never blocks: a yield that stops leaks nothing
+				ch := make(chan T, 1) // never blocks: a yield that stops leaks nothing
 				results[started] = ch
-				go func(c chunk) { ch <- c.decode() }(chunks[started])
+				go func(c chunk) { ch <- f(c) }(chunks[started])
 			}
 			d := <-results[i]
 			results[i] = nil

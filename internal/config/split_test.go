@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,13 +15,15 @@ import (
 // and the same errors. It reports whether the chunked parse was used.
 func parseBoth(t *testing.T, data []byte) bool {
 	t.Helper()
-	whole, wholeErr := parseZone("z.yml", data, "example.org", nil, 1, false)
-	split, splitErr := parseZone("z.yml", data, "example.org", nil, 1, true)
-	if fmt.Sprint(wholeErr) != fmt.Sprint(splitErr) {
-		t.Fatalf("errors differ\nwhole: %v\nsplit: %v", wholeErr, splitErr)
-	}
-	if !reflect.DeepEqual(whole, split) {
-		t.Fatalf("zones differ\nwhole: %+v\nsplit: %+v", whole, split)
+	whole, wholeErr := parseZone("z.yml", data, "example.org", nil, 1, walkWhole)
+	for _, walk := range []int{walkInOrder, walkChunks} {
+		split, splitErr := parseZone("z.yml", data, "example.org", nil, 1, walk)
+		if fmt.Sprint(wholeErr) != fmt.Sprint(splitErr) {
+			t.Fatalf("errors differ (walk %d)\nwhole: %v\nsplit: %v", walk, wholeErr, splitErr)
+		}
+		if !reflect.DeepEqual(whole, split) {
+			t.Fatalf("zones differ (walk %d)\nwhole: %+v\nsplit: %+v", walk, whole, split)
+		}
 	}
 	_, _, _, ok := splitRecords(data)
 	return ok
@@ -71,6 +74,94 @@ func TestSplitParseMatchesWholeParse(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run(filepath.Base(file), func(t *testing.T) { parseBoth(t, data) })
+	}
+}
+
+// TestProblemsOfSeveralChunksInFileOrder walks a zone with problems and warnings in three
+// chunks, duplicates of records of other chunks among them, at once: it reports them in the
+// order of the file, each as the walk of the whole file does, and keeps the same records.
+func TestProblemsOfSeveralChunksInFileOrder(t *testing.T) {
+	data := severalChunks(true)
+	if _, chunks, _, ok := splitRecords(data); !ok || len(chunks) < 3 {
+		t.Fatalf("the zone is not split in three chunks or more")
+	}
+	parseBoth(t, data)
+	whole, wholeErr := parseZone("z.yml", data, "example.org", nil, 1, walkWhole)
+	_, err := parseZone("z.yml", data, "example.org", nil, 1, walkChunks)
+	if err == nil || whole != nil {
+		t.Fatal("a zone with problems loads")
+	}
+	got := strings.Split(err.Error(), "\n")
+	if want := strings.Split(wholeErr.Error(), "\n"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("problems\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// In the order of the file, a chunk's after the chunk's before.
+	order := []string{`records["r5.example.org."].mode`, `records["R4.example.org."]: duplicate record r4.example.org.`,
+		`records["R4.example.org."].backends[0].port`, `records["r296.example.org."]`, `records["r519.example.org."]`,
+		`records["R300.example.org."]: duplicate record r300.example.org.`, `records["R300.example.org."].backends[0].port`}
+	at := -1
+	for _, w := range order {
+		i := slices.IndexFunc(got, func(line string) bool { return strings.Contains(line, w) })
+		if i <= at {
+			t.Fatalf("%q at line %d of the problems, after %d:\n%s", w, i, at, err)
+		}
+		at = i
+	}
+	// Without the problems, the warnings of the chunks, in the order of the file.
+	data = severalChunks(false)
+	parseBoth(t, data)
+	z, err := parseZone("z.yml", data, "example.org", nil, 1, walkChunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []int32
+	for _, w := range z.Warnings {
+		warned = append(warned, w.Pos.Line)
+	}
+	if len(warned) != 2 || warned[0] >= warned[1] {
+		t.Errorf("warnings at lines %v, want two in the order of the file:\n%v", warned, z.Warnings)
+	}
+}
+
+// severalChunks returns a zone of three chunks of records, with a deprecated key in the second
+// and third; with problems, records of an unknown mode or a port out of range in each, and
+// records written again, in other letters, in the second and third.
+func severalChunks(problems bool) []byte {
+	var b strings.Builder
+	b.WriteString("records:\n")
+	for i := range 3 * recordsChunkSize {
+		fmt.Fprintf(&b, "  r%d.example.org.:\n", i)
+		switch {
+		case problems && (i == 5 || i == 2*recordsChunkSize+7):
+			b.WriteString("    mode: bogus\n")
+		case i == recordsChunkSize+2 || i == 2*recordsChunkSize+9:
+			b.WriteString("    failover_policy: {mode: fail-open}\n")
+		}
+		port := 80
+		if problems && i == recordsChunkSize+40 {
+			port = 70000
+		}
+		fmt.Fprintf(&b, "    backends:\n      - {address: 10.0.%d.%d, port: %d}\n", i/256, i%256, port)
+		if problems && (i == recordsChunkSize+3 || i == 2*recordsChunkSize+11) {
+			// R4 and R300: duplicates of records of the chunks before, with a problem of their own.
+			fmt.Fprintf(&b, "  %s.example.org.:\n    backends: [{address: 10.1.0.%d, port: -1}]\n", map[bool]string{true: "R4", false: "R300"}[i < 2*recordsChunkSize], i%256)
+		}
+	}
+	return []byte(b.String())
+}
+
+// TestChunksPastTheBudget gives up the walks of chunks at once when they went past the file's
+// budget together: only a walk of the records one after another tells where it ran out.
+func TestChunksPastTheBudget(t *testing.T) {
+	p := newParser("z.yml", 10)
+	c := p.walkChunk(chunk{text: []byte("  a.example.org.: {backends: [{address: 10.0.0.1}]}\n"), firstLine: 2}, "example.org.", recordOpts{}, profileSet{})
+	if len(c.zone.Records) != 1 || c.p.work == 0 {
+		t.Fatalf("the chunk's walk kept %d records, %d work", len(c.zone.Records), c.p.work)
+	}
+	p.work = p.budget - c.p.work + 1
+	z := &Zone{Origin: "example.org."}
+	if p.takeWalked(z, c, map[string]int{}) || len(z.Records) != 0 {
+		t.Errorf("a chunk past the budget is taken")
 	}
 }
 

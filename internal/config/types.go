@@ -5,7 +5,6 @@ package config
 
 import (
 	"net/netip"
-	"reflect"
 	"slices"
 	"time"
 	"unique"
@@ -440,7 +439,7 @@ func (c *Checks) equal(o *Checks) bool {
 	return c.Timeout == o.Timeout && c.Rise == o.Rise && c.Fall == o.Fall && c.Capacity == o.Capacity && c.LocalInterval == o.LocalInterval &&
 		slices.EqualFunc(c.HealthChecks, o.HealthChecks, func(a, b HealthCheck) bool {
 			return a.Pos == b.Pos && a.Profile == b.Profile && a.Type == b.Type && a.Rise == b.Rise &&
-				a.Fall == b.Fall && reflect.ValueOf(a.Params).UnsafePointer() == reflect.ValueOf(b.Params).UnsafePointer()
+				a.Fall == b.Fall && a.Params.Identity() == b.Params.Identity()
 		})
 }
 
@@ -524,9 +523,9 @@ type HealthCheck struct {
 	Pos     Position
 	Profile string // profile name, empty when inline
 	Type    string
-	// Params are the check's parameters: those of a profile's check are one map, shared by
-	// every backend that uses the profile.
-	Params map[string]any
-	Rise   int // 0 when the check does not set it
-	Fall   int
+	// Params are the check's parameters: those of a profile's check are shared by every
+	// backend that uses the profile.
+	Params Params
+	Rise   int32 // 0 when the check does not set it
+	Fall   int32
 }

@@ -63,13 +63,9 @@ func (f *YAMLFile) Pos(n *yaml.Node) Position {
 func (f *YAMLFile) ErrorAt(pos Position, path, format string, args ...any) {
 	f.work += errorCost
 	k := errorKey{pos, fmt.Sprintf(format, args...)}
-	if f.seen[k] {
+	if !f.see(k) {
 		return
 	}
-	if f.seen == nil {
-		f.seen = map[errorKey]bool{}
-	}
-	f.seen[k] = true
 	f.errs = append(f.errs, &Error{Pos: pos, Path: path, Msg: k.msg})
 }
 
@@ -82,13 +78,9 @@ func (f *YAMLFile) Errorf(n *yaml.Node, path, format string, args ...any) {
 // deprecated spelling, unless the same warning was recorded at pos already.
 func (f *YAMLFile) WarnAt(pos Position, path, format string, args ...any) {
 	k := errorKey{pos, "warning: " + fmt.Sprintf(format, args...)}
-	if f.seen[k] {
+	if !f.see(k) {
 		return
 	}
-	if f.seen == nil {
-		f.seen = map[errorKey]bool{}
-	}
-	f.seen[k] = true
 	f.warns = append(f.warns, &Error{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 

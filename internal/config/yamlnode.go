@@ -37,6 +37,10 @@ type parser struct {
 	// entryBuf holds the lists entries returns, one after another: records truncates it to
 	// where it was before each record once the record is parsed (see entries).
 	entryBuf []entry
+	// chunked is set for the parser of a chunk's walk (walkChunk), which notes in walked
+	// where each record it keeps was written.
+	chunked bool
+	walked  []walkedRecord
 }
 
 func newParser(file string, size int) *parser {
@@ -354,7 +358,11 @@ func (p *parser) strList(n *yaml.Node, path string) ([]string, bool) {
 
 // plain converts a YAML value into plain Go values: nil, string, int, bool, float64, []any and
 // map[string]any. Timestamps and other tags stay strings as written.
-func (p *parser) plain(n *yaml.Node, path string) (any, bool) {
+func (p *parser) plain(n *yaml.Node, path string) (any, bool) { return p.plainInto(n, path, nil) }
+
+// plainInto is plain, but a mapping's entries go to the sorted pairs *into when into is not
+// nil (a check's parameters), and its value is then nil.
+func (p *parser) plainInto(n *yaml.Node, path string, into *[]Param) (any, bool) {
 	if !p.Spend(n) {
 		return nil, false
 	}
@@ -370,11 +378,25 @@ func (p *parser) plain(n *yaml.Node, path string) (any, bool) {
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
-		m := map[string]any{}
+		entries := p.entries(n, path)
+		var m map[string]any
+		if into == nil {
+			m = make(map[string]any, len(entries))
+		} else {
+			*into = make([]Param, 0, len(entries))
+		}
 		ok := true
-		for _, e := range p.entries(n, path) {
+		for _, e := range entries {
 			v, good := p.plain(e.v, child(path, e.key))
-			m[e.key], ok = v, ok && good
+			ok = ok && good
+			if into != nil {
+				*into = setParam(*into, e.key, v)
+			} else {
+				m[e.key] = v
+			}
+		}
+		if into != nil {
+			return nil, ok
 		}
 		return m, ok
 	case yaml.SequenceNode:

@@ -25,17 +25,24 @@ var zoneKeys = []string{"healthcheck", "healthcheck_profiles", "defaults", "soa"
 // a zone file's own profile of the same name wins. serial is the SOA serial to use when the file
 // sets none. Every problem of the file is reported, as an ErrorList; the zone is nil then.
 func ParseZone(file string, data []byte, origin string, shared map[string]HealthCheck, serial uint32) (*Zone, error) {
-	return parseZone(file, data, origin, shared, serial, true)
+	return parseZone(file, data, origin, shared, serial, walkChunks)
 }
 
-// parseZone is ParseZone; with split, a file in plain block style has its records parsed in
-// chunks (see splitRecords), with the same result and errors as a whole parse.
-func parseZone(file string, data []byte, origin string, shared map[string]HealthCheck, serial uint32, split bool) (*Zone, error) {
+// How parseZone walks a file's records.
+const (
+	walkWhole   = iota // the file parsed as a whole, its records walked one after another
+	walkInOrder        // in chunks (see splitRecords), parsed at once, walked one after another
+	walkChunks         // in chunks, each parsed and walked at once (see walkChunk)
+)
+
+// parseZone is ParseZone; a file in plain block style has its records parsed in chunks (see
+// splitRecords) unless walk is walkWhole, with the same result and errors as a whole parse.
+func parseZone(file string, data []byte, origin string, shared map[string]HealthCheck, serial uint32, walk int) (*Zone, error) {
 	p := newParser(file, len(data))
 	doc := data
 	var chunks []chunk
 	records := 0 // how many records the file has, when it is split
-	if split {
+	if walk != walkWhole {
 		if head, c, n, ok := splitRecords(data); ok {
 			doc, chunks, records = head, c, n
 		}
@@ -74,11 +81,19 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 	if n := top["records"]; n != nil {
 		p.records(z, n, defs, profiles, first)
 	}
-	for d := range decodeChunks(chunks) {
-		for _, e := range p.entries(p.takeDocument(d), "") {
-			p.records(z, e.v, defs, profiles, first)
+	if walk == walkChunks {
+		for w := range eachChunk(chunks, func(c chunk) *walkedChunk { return p.walkChunk(c, z.Origin, defs, profiles) }) {
+			if !p.takeWalked(z, w, first) {
+				// The walk's budget ran out: where, and what is reported, only a walk of the
+				// records one after another tells.
+				return parseZone(file, data, origin, shared, serial, walkInOrder)
+			}
 		}
-		d.arena.release() // the records keep no node
+	}
+	if walk == walkInOrder {
+		for d := range eachChunk(chunks, chunk.decode) {
+			p.walkDocument(z, d, defs, profiles, first)
+		}
 	}
 	slices.SortFunc(z.Records, func(a, b Record) int { return strings.Compare(a.Name, b.Name) })
 	if cap(z.Records) > len(z.Records)+len(z.Records)/8 {
@@ -89,7 +104,7 @@ func parseZone(file string, data []byte, origin string, shared map[string]Health
 	if chunks != nil && p.unreadable {
 		// A syntax error in one part may be the continuation of another part: only the whole
 		// file tells what YAML makes of it.
-		return parseZone(file, data, origin, shared, serial, false)
+		return parseZone(file, data, origin, shared, serial, walkWhole)
 	}
 	if err := p.err(); err != nil {
 		return nil, err

@@ -76,7 +76,7 @@ func TestSelectionModeExamples(t *testing.T) {
 			eq(t, "coords", []any{b.Labels().HasCoords, b.Labels().Latitude, b.Labels().Longitude}, []any{true, 37.3382, -121.8863})
 			eq(t, "description", b.Labels().Description, "webapp10")
 			eq(t, "record description", r.Settings().Description, "GeoIP nearest-backend routing based on MaxMind city coordinates")
-			eq(t, "check", []any{b.Checks().HealthChecks[0].Profile, b.Checks().HealthChecks[0].Type, b.Checks().HealthChecks[0].Params["port"]},
+			eq(t, "check", []any{b.Checks().HealthChecks[0].Profile, b.Checks().HealthChecks[0].Type, b.Checks().HealthChecks[0].Params.Map()["port"]},
 				[]any{"https_default", "http", 443})
 			eq(t, "rise/fall from profile", []int{b.Checks().Rise, b.Checks().Fall}, []int{2, 4})
 		}},
@@ -177,12 +177,12 @@ func TestFullZone(t *testing.T) {
 	eq(t, "b0", []any{b0.Port, b0.Weight, b0.Priority, b0.Enable}, []any{uint16(443), int32(0), int32(0), true})
 	// The file's own https_default wins over the shared one; tcp_default comes from shared.
 	eq(t, "b0 checks", []string{b0.Checks().HealthChecks[0].Pos.File(), b0.Checks().HealthChecks[1].Pos.File()}, []string{"full.yml", "testdata/profiles.yml"})
-	eq(t, "b0 params", b0.Checks().HealthChecks[0].Params, map[string]any{"port": 8443, "uri": "/healthz",
+	eq(t, "b0 params", b0.Checks().HealthChecks[0].Params.Map(), map[string]any{"port": 8443, "uri": "/healthz",
 		"headers": map[string]any{"Host": "app.example.org"}, "codes": []any{200, 204}, "ratio": 0.5})
 	eq(t, "b0 rise/fall (max of checks, default)", []int{b0.Checks().Rise, b0.Checks().Fall}, []int{3, DefaultFall})
 	eq(t, "b1 unmapped", []any{b1.Address, b1.IP, b1.Weight, b1.Priority}, []any{"::ffff:10.0.0.2", netip.MustParseAddr("10.0.0.2"), int32(-3), int32(4)})
-	eq(t, "b1 legacy check", []any{b1.Checks().HealthChecks[0].Type, b1.Checks().HealthChecks[0].Params["script"]}, []any{"custom", "/usr/local/bin/check.sh"})
-	eq(t, "b1 inline check", []any{b1.Checks().HealthChecks[1].Profile, b1.Checks().HealthChecks[1].Type, b1.Checks().HealthChecks[1].Fall}, []any{"", "tcp", 9})
+	eq(t, "b1 legacy check", []any{b1.Checks().HealthChecks[0].Type, b1.Checks().HealthChecks[0].Params.Map()["script"]}, []any{"custom", "/usr/local/bin/check.sh"})
+	eq(t, "b1 inline check", []any{b1.Checks().HealthChecks[1].Profile, b1.Checks().HealthChecks[1].Type, b1.Checks().HealthChecks[1].Fall}, []any{"", "tcp", int32(9)})
 	eq(t, "b1 rise (own) fall (max)", []int{b1.Checks().Rise, b1.Checks().Fall}, []int{7, 9})
 	eq(t, "b2 host", []any{b2.Address, b2.IsHost(), b2.Labels().ASN}, []any{"cdn.example.net.", true, uint32(64500)})
 	eq(t, "b2 geo", []any{b2.Labels().Continent, b2.Labels().Country, b2.Labels().Subdivision, b2.Labels().City, b2.Labels().HasCoords, b2.Labels().Latitude, b2.Labels().Longitude},
@@ -253,7 +253,7 @@ records:
 	eq(t, "ttl", []uint32{a.TTL, b.TTL}, []uint32{0, 300})
 	eq(t, "null means unset: default description", b.Settings().Description, "from defaults")
 	eq(t, "a scrape", []time.Duration{a.Settings().ScrapeInterval, a.Settings().ScrapeTimeout}, []time.Duration{2 * time.Second, 2 * time.Second})
-	eq(t, "local profile wins", []any{a.Backends[0].Checks().HealthChecks[0].Type, a.Backends[0].Checks().HealthChecks[0].Params["port"]}, []any{"tcp", 8080})
+	eq(t, "local profile wins", []any{a.Backends[0].Checks().HealthChecks[0].Type, a.Backends[0].Checks().HealthChecks[0].Params.Map()["port"]}, []any{"tcp", 8080})
 	eq(t, "a rise/fall", []int{a.Backends[0].Checks().Rise, a.Backends[0].Checks().Fall}, []int{2, 6})
 	eq(t, "b rise/fall", []int{b.Backends[0].Checks().Rise, b.Backends[0].Checks().Fall}, []int{2, 1})
 }

@@ -30,7 +30,7 @@ func healthSpecs(snap *catalog.Snapshot) ([]health.Spec, error) {
 // External backend of this site, a Kubernetes Service's address, gets both); and its rise and
 // fall.
 func TestHealthSpecsOfExternalBackends(t *testing.T) {
-	tcp := config.Checks{HealthChecks: []config.HealthCheck{{Type: "tcp", Params: map[string]any{"port": 80}}}, Rise: 3, Fall: 2}
+	tcp := config.Checks{HealthChecks: []config.HealthCheck{{Type: "tcp", Params: config.NewParams(map[string]any{"port": 80})}}, Rise: 3, Fall: 2}
 	none := config.Checks{Rise: 3, Fall: 2}
 	tests := []struct {
 		name     string
@@ -82,7 +82,7 @@ func TestHealthSpecsOfExternalBackends(t *testing.T) {
 // Kubernetes Service's addresses) each get them compiled, and the shared parameters stay.
 func TestHealthSpecsOfBackendsSharingChecks(t *testing.T) {
 	first := config.Backend{Enable: true}.WithChecks(config.Checks{
-		HealthChecks: []config.HealthCheck{{Type: "tcp", Params: map[string]any{"port": 8443}}}, Rise: 1, Fall: 1})
+		HealthChecks: []config.HealthCheck{{Type: "tcp", Params: config.NewParams(map[string]any{"port": 8443})}}, Rise: 1, Fall: 1})
 	var backends []config.Backend
 	for _, addr := range []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"} {
 		b := first // its copies share its checks, as the parser's backends do
@@ -117,7 +117,7 @@ func TestHealthSpecsOfBackendsSharingChecks(t *testing.T) {
 		}
 	}
 	for _, b := range snap.Records()[0].Backends {
-		if p := b.Config.Checks().HealthChecks[0].Params["port"]; p != 8443 {
+		if p := b.Config.Checks().HealthChecks[0].Params.Map()["port"]; p != 8443 {
 			t.Errorf("%s: the check's port is %v after compiling, want 8443", b.Config.Address, p)
 		}
 	}

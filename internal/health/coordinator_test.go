@@ -85,7 +85,7 @@ func checkOf(t *testing.T, f *fakeCoordinator) Check {
 func TestCheckIDIsStableAcrossProcesses(t *testing.T) {
 	target := probe.Target{Host: "192.0.2.10", Port: 443}
 	compile := func(params map[string]any) *probe.Compiled {
-		c, err := probe.Compile(config.HealthCheck{Type: "tcp", Params: params}, target, 2*time.Second)
+		c, err := probe.Compile(config.HealthCheck{Type: "tcp", Params: config.NewParams(params)}, target, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

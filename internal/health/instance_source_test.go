@@ -14,7 +14,7 @@ import (
 // compileSourced compiles a check of type typ against 127.0.0.1.
 func compileSourced(typ string, params map[string]any) (*probe.Compiled, error) {
 	target := probe.Target{Host: "127.0.0.1", IP: netip.MustParseAddr("127.0.0.1")}
-	return probe.Compile(config.HealthCheck{Type: typ, Params: params}, target, time.Second)
+	return probe.Compile(config.HealthCheck{Type: typ, Params: config.NewParams(params)}, target, time.Second)
 }
 
 func TestInstanceProbeSource(t *testing.T) {

@@ -50,7 +50,7 @@ func manager(t *testing.T, states map[string]health.Status) *health.Manager {
 		if st == health.Down {
 			port = down
 		}
-		c, err := probe.Compile(config.HealthCheck{Type: "tcp", Params: map[string]any{"port": port}},
+		c, err := probe.Compile(config.HealthCheck{Type: "tcp", Params: config.NewParams(map[string]any{"port": port})},
 			probe.Target{Host: "127.0.0.1", IP: netip.MustParseAddr("127.0.0.1")}, time.Second)
 		if err != nil {
 			t.Fatal(err)

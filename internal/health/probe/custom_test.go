@@ -61,7 +61,7 @@ func TestCustomLoad(t *testing.T) {
 	key := func(record string, priority int) string {
 		target := cgTarget
 		target.Record, target.Priority = record, priority
-		c, err := Compile(config.HealthCheck{Type: "custom", Params: map[string]any{"script": "true"}}, target, time.Second)
+		c, err := Compile(config.HealthCheck{Type: "custom", Params: config.NewParams(map[string]any{"script": "true"})}, target, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

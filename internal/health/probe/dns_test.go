@@ -76,7 +76,7 @@ func dnsTestServer(t *testing.T, proto string) int {
 
 // dnsCompile compiles a dns check the way the loader does.
 func dnsCompile(params map[string]any, timeout time.Duration) (Prober, error) {
-	c, err := Compile(config.HealthCheck{Type: "dns", Params: params}, dnsTestTarget, timeout)
+	c, err := Compile(config.HealthCheck{Type: "dns", Params: config.NewParams(params)}, dnsTestTarget, timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 // for target, through Compile so unknown parameters are caught too.
 func extCompile(t *testing.T, typ string, params map[string]any, target Target, timeout time.Duration) (*Compiled, error) {
 	t.Helper()
-	hc := config.HealthCheck{Type: typ, Params: params}
+	hc := config.HealthCheck{Type: typ, Params: config.NewParams(params)}
 	return Compile(hc, target, timeout)
 }
 

@@ -78,7 +78,7 @@ func grpcTestTarget(port int) Target {
 
 // grpcCompile compiles a grpc check the way the loader does and closes it after the test.
 func grpcCompile(t *testing.T, params map[string]any, target Target) (*grpcProbe, error) {
-	c, err := Compile(config.HealthCheck{Type: "grpc", Params: params}, target, 2*time.Second)
+	c, err := Compile(config.HealthCheck{Type: "grpc", Params: config.NewParams(params)}, target, 2*time.Second)
 	if err != nil {
 		return nil, err
 	}

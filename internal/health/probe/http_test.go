@@ -45,7 +45,7 @@ func compileProbe(t testing.TB, typ string, params map[string]any, tg Target) Pr
 // compileProbeTimeout is compileProbe with the check's timeout given.
 func compileProbeTimeout(t testing.TB, typ string, params map[string]any, tg Target, timeout time.Duration) Prober {
 	t.Helper()
-	c, err := Compile(config.HealthCheck{Type: typ, Params: params}, tg, timeout)
+	c, err := Compile(config.HealthCheck{Type: typ, Params: config.NewParams(params)}, tg, timeout)
 	if err != nil {
 		t.Fatalf("compile %s %v: %v", typ, params, err)
 	}
@@ -439,7 +439,7 @@ func TestHTTPParamErrors(t *testing.T) {
 		{map[string]any{"skip_tls_verify": true, "enable_tls": false}, "params.skip_tls_verify: only applies with enable_tls: true"},
 	}
 	for _, tc := range tests {
-		_, err := Compile(config.HealthCheck{Type: "http", Params: tc.params}, tg, time.Second)
+		_, err := Compile(config.HealthCheck{Type: "http", Params: config.NewParams(tc.params)}, tg, time.Second)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got error %v, want %q", tc.params, err, tc.want)
 		}
@@ -451,7 +451,7 @@ func TestHTTPParamErrors(t *testing.T) {
 		"expected_code": 200, "expected_body": "x", "enable_tls": true, "skip_tls_verify": true,
 		"follow_redirects": true, "timeout": "1s",
 	}
-	if _, err := Compile(config.HealthCheck{Type: "http", Params: all}, tg, time.Second); err != nil {
+	if _, err := Compile(config.HealthCheck{Type: "http", Params: config.NewParams(all)}, tg, time.Second); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -647,11 +647,11 @@ func TestHTTPChecksShareWhatTheirTargetsDoNot(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewCompiler()
-			first, err := c.Compile(config.HealthCheck{Type: "http", Params: base}, a, time.Second)
+			first, err := c.Compile(config.HealthCheck{Type: "http", Params: config.NewParams(base)}, a, time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
-			second, err := c.Compile(config.HealthCheck{Type: "http", Params: tt.params}, b, tt.timeout)
+			second, err := c.Compile(config.HealthCheck{Type: "http", Params: config.NewParams(tt.params)}, b, tt.timeout)
 			if err != nil {
 				t.Fatal(err)
 			}

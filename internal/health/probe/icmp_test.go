@@ -19,7 +19,7 @@ import (
 
 // icmpCompile compiles an icmp check the way the loader does.
 func icmpCompile(params map[string]any, target Target, timeout time.Duration) (*icmpProbe, error) {
-	c, err := Compile(config.HealthCheck{Type: "icmp", Params: params}, target, timeout)
+	c, err := Compile(config.HealthCheck{Type: "icmp", Params: config.NewParams(params)}, target, timeout)
 	if err != nil {
 		return nil, err
 	}

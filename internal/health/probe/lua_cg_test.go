@@ -42,7 +42,7 @@ func TestLuaBackendTable(t *testing.T) {
 	key := func(priority int) string {
 		target := cgTarget
 		target.Priority = priority
-		c, err := Compile(config.HealthCheck{Type: "lua", Params: map[string]any{"script": "return backend.priority == 3"}}, target, time.Second)
+		c, err := Compile(config.HealthCheck{Type: "lua", Params: config.NewParams(map[string]any{"script": "return backend.priority == 3"})}, target, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -279,7 +279,7 @@ func TestLuaScriptFileContentIsPartOfTheIdentity(t *testing.T) {
 		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, err := Compile(config.HealthCheck{Type: "lua", Params: map[string]any{"script_file": file}}, luaTarget, time.Second)
+		c, err := Compile(config.HealthCheck{Type: "lua", Params: config.NewParams(map[string]any{"script_file": file})}, luaTarget, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -234,7 +234,7 @@ func TestHTTPMetric(t *testing.T) {
 }
 
 func TestHTTPMetricParam(t *testing.T) {
-	_, err := Compile(config.HealthCheck{Type: "http", Params: map[string]any{"metric": "up{a=1}"}}, Target{Host: "192.0.2.1"}, time.Second)
+	_, err := Compile(config.HealthCheck{Type: "http", Params: config.NewParams(map[string]any{"metric": "up{a=1}"})}, Target{Host: "192.0.2.1"}, time.Second)
 	if err == nil || !strings.Contains(err.Error(), `params.metric: must name a sample such as http_inflight or http_inflight{pool="a"}: the value of label a is not quoted`) {
 		t.Errorf("got %v", err)
 	}

@@ -3,7 +3,6 @@ package probe
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -17,7 +16,7 @@ import (
 // params reads a check's `params:` map with types and defaults, collecting every error. Keys
 // that no reader asked for are reported by Err as unknown, so typos do not pass silently.
 type params struct {
-	m       map[string]any
+	m       config.Params
 	used    []string // the keys asked for, each once
 	errs    []error
 	regexps map[string]*regexp.Regexp // shared by the checks of one Compiler
@@ -44,7 +43,7 @@ func share[T any](p *params, key []byte, build func() *T) *T {
 
 // reset makes p read m (plain values as the config loader produces them), keeping its buffers and regexps: a Compiler reads the parameters of
 // every check of a load with one params.
-func (p *params) reset(m map[string]any) {
+func (p *params) reset(m config.Params) {
 	clear(p.used)
 	p.m, p.used, p.errs = m, p.used[:0], nil
 }
@@ -53,7 +52,7 @@ func (p *params) get(key string) (any, bool) {
 	if !slices.Contains(p.used, key) {
 		p.used = append(p.used, key)
 	}
-	v, ok := p.m[key]
+	v, ok := p.m.Get(key)
 	if !ok || v == nil {
 		return nil, false
 	}
@@ -70,13 +69,13 @@ func (p *params) Errorf(key, format string, args ...any) { p.fail(key, format, a
 // Err returns every error recorded, and one for each parameter nobody read.
 func (p *params) Err() error {
 	unread := false
-	for k := range p.m {
+	for k := range p.m.All() {
 		unread = unread || !slices.Contains(p.used, k)
 	}
 	if !unread && len(p.errs) == 0 {
 		return nil // the common case, without sorting the keys
 	}
-	for _, k := range slices.Sorted(maps.Keys(p.m)) {
+	for k := range p.m.All() { // in the order of the keys
 		if !slices.Contains(p.used, k) {
 			known := slices.Sorted(slices.Values(p.used))
 			p.errs = append(p.errs, fmt.Errorf("params.%s: unknown parameter (known: %s)", k, strings.Join(known, ", ")))
@@ -257,10 +256,12 @@ func (p *params) Regexp(key string) *regexp.Regexp {
 func writeCanonical(b *strings.Builder, v any) {
 	switch x := v.(type) {
 	case map[string]any:
+		writeCanonical(b, config.NewParams(x))
+	case config.Params:
 		b.WriteByte('{')
-		for _, k := range slices.Sorted(maps.Keys(x)) {
+		for k, v := range x.All() {
 			fmt.Fprintf(b, "%q:", k)
-			writeCanonical(b, x[k])
+			writeCanonical(b, v)
 			b.WriteByte(',')
 		}
 		b.WriteByte('}')

@@ -36,12 +36,10 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 )
@@ -131,24 +129,18 @@ type Compiled struct {
 // canonical form, which their keys are made of.
 type Compiler struct {
 	params params
-	// canonical holds the canonical form (writeCanonical) of each parameters map, by the map;
-	// each entry keeps its map, so that no other map takes its address during the load.
-	canonical map[unsafe.Pointer]canonicalParams
+	// canonical holds the canonical form (writeCanonical) of the parameters of each check, by
+	// their identity (config.Params.Identity, which keeps them).
+	canonical map[*config.Param]string
 	key       []byte // checkKey's buffer
 	// compiled is where the next Compiled are made, a few hundred at a time: a load compiles
 	// hundreds of thousands, which live until the health manager has their probers.
 	compiled []Compiled
 }
 
-// canonicalParams is a parameters map and its canonical form.
-type canonicalParams struct {
-	m    map[string]any
-	form string
-}
-
 // NewCompiler returns a Compiler for one load.
 func NewCompiler() *Compiler {
-	return &Compiler{params: params{regexps: make(map[string]*regexp.Regexp)}, canonical: make(map[unsafe.Pointer]canonicalParams)}
+	return &Compiler{params: params{regexps: make(map[string]*regexp.Regexp)}, canonical: make(map[*config.Param]string)}
 }
 
 // Compile validates hc for target t with a Compiler of its own.
@@ -206,16 +198,16 @@ func (c *Compiler) checkKey(hc config.HealthCheck, t Target, timeout time.Durati
 	return c.key
 }
 
-// canonicalForm returns the canonical form of m (writeCanonical), made once per map.
-func (c *Compiler) canonicalForm(m map[string]any) string {
-	ptr := reflect.ValueOf(m).UnsafePointer()
-	if e, ok := c.canonical[ptr]; ok && ptr != nil {
-		return e.form
+// canonicalForm returns the canonical form of m (writeCanonical), made once per parameters.
+func (c *Compiler) canonicalForm(m config.Params) string {
+	id := m.Identity()
+	if form, ok := c.canonical[id]; ok && id != nil {
+		return form
 	}
 	var b strings.Builder
 	writeCanonical(&b, m)
-	if ptr != nil {
-		c.canonical[ptr] = canonicalParams{m: m, form: b.String()}
+	if id != nil {
+		c.canonical[id] = b.String()
 	}
 	return b.String()
 }

@@ -14,7 +14,7 @@ import (
 func compileSourced(t *testing.T, typ string, params map[string]any) (*Compiled, error) {
 	t.Helper()
 	target := Target{Host: "127.0.0.1", IP: netip.MustParseAddr("127.0.0.1")}
-	return Compile(config.HealthCheck{Type: typ, Params: params}, target, time.Second)
+	return Compile(config.HealthCheck{Type: typ, Params: config.NewParams(params)}, target, time.Second)
 }
 
 func TestCheckProbeSource(t *testing.T) {

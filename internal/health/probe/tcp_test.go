@@ -87,7 +87,7 @@ func TestTCPParamErrors(t *testing.T) {
 		{Target{Host: "127.0.0.1", Port: 22}, map[string]any{"sned": "x"}, "params.sned: unknown parameter"},
 	}
 	for _, tc := range tests {
-		_, err := Compile(config.HealthCheck{Type: "tcp", Params: tc.params}, tc.tg, time.Second)
+		_, err := Compile(config.HealthCheck{Type: "tcp", Params: config.NewParams(tc.params)}, tc.tg, time.Second)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got error %v, want %q", tc.params, err, tc.want)
 		}
@@ -119,11 +119,11 @@ func TestTCPChecksShareWhatTheirTargetsDoNot(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewCompiler()
-			first, err := c.Compile(config.HealthCheck{Type: "tcp", Params: base}, a, time.Second)
+			first, err := c.Compile(config.HealthCheck{Type: "tcp", Params: config.NewParams(base)}, a, time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
-			second, err := c.Compile(config.HealthCheck{Type: "tcp", Params: tt.params}, tt.target, tt.timeout)
+			second, err := c.Compile(config.HealthCheck{Type: "tcp", Params: config.NewParams(tt.params)}, tt.target, tt.timeout)
 			if err != nil {
 				t.Fatal(err)
 			}

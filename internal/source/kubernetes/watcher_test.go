@@ -391,7 +391,7 @@ func TestExpandSharesChecks(t *testing.T) {
 			t.Errorf("%s has checks of its own", b.Address)
 		}
 	}
-	if p := template.HealthChecks[0].Params["port"]; p != 443 {
+	if p := template.HealthChecks[0].Params.Map()["port"]; p != 443 {
 		t.Errorf("the check's port is %v, want 443", p)
 	}
 }
