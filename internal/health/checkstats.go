@@ -68,8 +68,9 @@ func (m *Manager) CheckStats() map[string][]CheckStats {
 	defer m.mu.Unlock()
 	out := make(map[string][]CheckStats, len(m.backends))
 	for _, b := range m.backends {
-		stats := make([]CheckStats, len(b.subs))
-		for i, s := range b.subs {
+		subs := b.subscriptions()
+		stats := make([]CheckStats, len(subs))
+		for i, s := range subs {
 			if s.stats != nil {
 				stats[i] = *s.stats
 			}

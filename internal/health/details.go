@@ -122,7 +122,7 @@ func (m *Manager) Details() map[string]Details {
 		d := Details{Record: b.record, Backend: b.name, Status: b.status, LastCheck: fromUnixNano(r.checked),
 			LastOK: r.ok(), Reason: r.reason, Latency: r.latency(), LastChange: fromUnixNano(r.changed)}
 		if b.reportExplains() {
-			r := b.report
+			r := b.report()
 			d.LastCheck, d.LastOK, d.Reason, d.Latency = r.at, r.status == Up, r.reason, 0
 		}
 		out[b.key()] = d

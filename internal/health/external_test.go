@@ -93,7 +93,7 @@ func reported(st Status, want Status, reason string) step {
 func observe(m *Manager, key string, ok bool) {
 	m.mu.Lock()
 	b := m.backendLocked(key)
-	j := b.subs[0].job
+	j := b.subscriptions()[0].job
 	m.mu.Unlock()
 	res := probe.Result{OK: ok, Reason: "probe failed"}
 	if ok {

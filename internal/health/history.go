@@ -244,10 +244,11 @@ func (m *Manager) History(now time.Time) map[string]History {
 	defer m.mu.Unlock()
 	out := make(map[string]History, len(m.backends))
 	for _, b := range m.backends {
-		if b.history == nil {
+		hist := b.history()
+		if hist == nil {
 			continue
 		}
-		h := b.history.view(now)
+		h := hist.view(now)
 		h.Record, h.Backend = b.record, b.name
 		out[b.key()] = h
 	}

@@ -288,7 +288,7 @@ func TestManagerWithoutHistory(t *testing.T) {
 		t.Fatalf("history kept without Options.History: %v", h)
 	}
 	for _, b := range m.backends {
-		if b.history != nil {
+		if b.history() != nil {
 			t.Fatalf("backend %s has a history", b.key())
 		}
 	}

@@ -110,9 +110,10 @@ type Manager struct {
 	// no second map by key is kept.
 	states map[string]*State
 	// backends are the probed backends, in the order of the specs of the last Sync; gen
-	// counts the Syncs, which mark the backends they keep.
+	// counts the Syncs, which mark the backends they keep: a backend's gen is only compared
+	// with this Sync's and the last one's, so that 8 bits, wrapping, are enough.
 	backends []*backend
-	gen      uint16
+	gen      uint8
 	// queue holds every job, by when it runs next: it is the manager's list of jobs too.
 	queue   timequeue.Queue[*job]
 	started bool
@@ -135,29 +136,27 @@ type backend struct {
 	state *State
 	// record and name are the Spec's Record and Backend.
 	record, name string
-	// subs are its checks' subscriptions, in spec order: one's storage for a backend of one
-	// check (the common case), a slice of their own for more.
-	subs []subscription
-	one  [1]subscription
-	// onChange, onMeasure and capacity are the Spec's.
+	// one is the subscription of a backend of one check (the common case; its backend is nil
+	// on the others, whose subscriptions are in rare): see subscriptions.
+	one [1]subscription
+	// onChange and onMeasure are the Spec's.
 	onChange, onMeasure func()
-	capacity            float64
 	status              Status
-	external            bool   // Spec.External
-	measureOnly         bool   // Spec.MeasureOnly
-	gen                 uint16 // the Manager.gen of the last Sync that kept it
+	external            bool  // Spec.External
+	measureOnly         bool  // Spec.MeasureOnly
+	gen                 uint8 // the Manager.gen of the last Sync that kept it
+	// wasDown is set when the backend went down, here, since it was last up: its next up is a
+	// recovery, from which slow start ramps (State.Recovered). A backend's first up, at
+	// start-up or from a status restored from the state file, is none.
+	wasDown bool
 	// details holds the last result and change.
 	details lastResult
-	// report is, on an External backend, what its source last said (Report): Unknown before
-	// the first report, or the seeded status. It is nil on the others.
-	report *report
 	// activity is whether the backend's record was queried lately (nil: always active).
 	activity *Activity
-	// measures are its RTT and load, and whether it was down (measure.go).
+	// measures are its smoothed and last announced RTT (measure.go).
 	measures measures
-	// history is its last hour of results and status changes (history.go); nil without
-	// Options.History.
-	history *history
+	// rare is what few backends have (rare.go): nil until one needs it.
+	rare *rareState
 }
 
 // subscription is one backend's view of one (possibly shared) check.
@@ -257,8 +256,9 @@ func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 			b = nil // a key given twice: the last spec wins
 		}
 		if b != nil && b.external == spec.External && b.measureOnly == spec.MeasureOnly && b.sameChecks(spec.Checks) {
-			for j := range b.subs {
-				b.subs[j].machine.setThresholds(spec.Rise, spec.Fall)
+			subs := b.subscriptions()
+			for j := range subs {
+				subs[j].machine.setThresholds(spec.Rise, spec.Fall)
 			}
 			b.update(spec)
 		} else {
@@ -266,8 +266,8 @@ func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 			b = m.newBackend(spec, st)
 			counts[b.status]++
 			if old != nil {
-				b.measures.wasDown = old.measures.wasDown // coming up after a reload is still a recovery
-				b.history = old.history.restart(now, b.status)
+				b.wasDown = old.wasDown // coming up after a reload is still a recovery
+				b.setHistory(old.history().restart(now, b.status))
 			}
 		}
 		b.gen, b.state.b = m.gen, b
@@ -307,7 +307,7 @@ func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 func (m *Manager) keepHistories(now time.Time) {
 	if !m.opts.History {
 		for _, b := range m.backends {
-			b.history = nil // none is kept (SetHistory turned it off)
+			b.setHistory(nil) // none is kept (SetHistory turned it off)
 		}
 		return
 	}
@@ -315,11 +315,11 @@ func (m *Manager) keepHistories(now time.Time) {
 	kept := 0
 	for _, b := range m.backends {
 		if kept == limit {
-			b.history = nil
+			b.setHistory(nil)
 			continue
 		}
-		if b.history == nil {
-			b.history = newHistory(now, b.status)
+		if b.history() == nil {
+			b.setHistory(newHistory(now, b.status))
 		}
 		kept++
 	}
@@ -333,16 +333,16 @@ func (m *Manager) newBackend(spec *Spec, st *State) *backend {
 	b := &backend{state: st, external: spec.External, measureOnly: spec.MeasureOnly}
 	b.update(spec)
 	if spec.External {
-		b.report = &report{}
+		b.more().report = &report{}
 		if len(spec.Checks) > 0 {
-			b.report.reason = notReported
+			b.rare.report.reason = notReported
 		}
 	}
 	if st := m.seed[spec.Key]; st != Unknown && (len(spec.Checks) > 0 || spec.External) && (st != Stale || spec.External) {
 		b.status = st
 		b.details.reason = restored
-		if b.report != nil {
-			*b.report = report{status: st, reason: restored}
+		if r := b.report(); r != nil {
+			*r = report{status: st, reason: restored}
 		}
 	}
 	b.state.Set(b.status)
@@ -351,9 +351,9 @@ func (m *Manager) newBackend(spec *Spec, st *State) *backend {
 	if checks == Stale {
 		checks = Up
 	}
-	b.subs = b.one[:0]
+	subs := b.one[:0]
 	if len(spec.Checks) > 1 {
-		b.subs = make([]subscription, 0, len(spec.Checks))
+		subs = make([]subscription, 0, len(spec.Checks))
 	}
 	for range spec.Checks {
 		sub := subscription{backend: b, machine: newMachine(spec.Rise, spec.Fall)}
@@ -361,7 +361,10 @@ func (m *Manager) newBackend(spec *Spec, st *State) *backend {
 		if m.opts.CheckStats {
 			sub.stats = new(CheckStats)
 		}
-		b.subs = append(b.subs, sub)
+		subs = append(subs, sub)
+	}
+	if len(subs) > 1 {
+		b.more().subs = subs
 	}
 	return b
 }
@@ -370,7 +373,8 @@ func (m *Manager) newBackend(spec *Spec, st *State) *backend {
 // and capacity.
 func (b *backend) update(spec *Spec) {
 	b.record, b.name = spec.Record, spec.Backend
-	b.onChange, b.onMeasure, b.capacity = spec.OnChange, spec.OnMeasure, spec.Capacity
+	b.onChange, b.onMeasure = spec.OnChange, spec.OnMeasure
+	b.setCapacity(spec.Capacity)
 }
 
 // key returns b's key, its State's.
@@ -378,7 +382,7 @@ func (b *backend) key() string { return b.state.key }
 
 // sameChecks reports whether checks are the checks b's subscriptions run, in order.
 func (b *backend) sameChecks(checks []*probe.Compiled) bool {
-	return slices.EqualFunc(b.subs, checks, func(s subscription, c *probe.Compiled) bool { return s.job.check == keyOf(c.Key) })
+	return slices.EqualFunc(b.subscriptions(), checks, func(s subscription, c *probe.Compiled) bool { return s.job.check == keyOf(c.Key) })
 }
 
 // schedule queues new jobs: at once while running, spread in batches at start-up.

@@ -74,18 +74,11 @@ func loadMoved(announced, load, capacity float64) bool {
 }
 
 // measures is what the manager keeps of one backend's measurements beyond what its State
-// holds: the smoothed RTT, what was last announced, and whether it went down since it was
-// last up.
+// holds: the smoothed RTT and the RTT last announced. The load last announced and the RTTs
+// by site are in the backend's rareState, whether it went down since it was last up in
+// backend.wasDown.
 type measures struct {
 	srtt, rttAnnounced time.Duration
-	loadAnnounced      float64 // NaN: unknown
-	// bySite are its RTTs by site, nil for none: kept out of line, since only quorum mode and
-	// other sites' published RTTs give any.
-	bySite *siteRTTs
-	// wasDown is set when the backend went down, here, since it was last up: its next up is a
-	// recovery, from which slow start ramps (State.Recovered). A backend's first up, at
-	// start-up or from a status restored from the state file, is none.
-	wasDown bool
 }
 
 // siteRTTs are a backend's RTTs by site: vantages are the smoothed RTTs of the quorum's sites
@@ -93,22 +86,6 @@ type measures struct {
 // announced of both.
 type siteRTTs struct {
 	vantages, sites, announced map[string]time.Duration
-}
-
-// vantages returns the smoothed RTTs of the quorum's sites, nil for none.
-func (ms *measures) vantages() map[string]time.Duration {
-	if ms.bySite == nil {
-		return nil
-	}
-	return ms.bySite.vantages
-}
-
-// sites returns b's RTTs by site, allocated on first use.
-func (ms *measures) sites() *siteRTTs {
-	if ms.bySite == nil {
-		ms.bySite = &siteRTTs{}
-	}
-	return ms.bySite
 }
 
 // measure feeds res, a result of one of b's checks probed here (first: its first check), to
@@ -124,8 +101,8 @@ func (b *backend) measure(first bool, res probe.Result) bool {
 	}
 	if res.HasLoad {
 		b.state.SetLoad(res.Load)
-		if loadMoved(b.measures.loadAnnounced, res.Load, b.capacity) {
-			b.measures.loadAnnounced, moved = res.Load, true
+		if loadMoved(b.loadAnnounced(), res.Load, b.capacity()) {
+			b.more().loadAnnounced, moved = res.Load, true
 		}
 	}
 	return moved
@@ -133,8 +110,10 @@ func (b *backend) measure(first bool, res probe.Result) bool {
 
 // resetMeasures forgets b's RTT and load.
 func (b *backend) resetMeasures() {
-	b.measures.srtt, b.measures.rttAnnounced, b.measures.loadAnnounced = 0, 0, math.NaN()
-	b.measures.bySite = nil
+	b.measures.srtt, b.measures.rttAnnounced = 0, 0
+	if b.rare != nil {
+		b.rare.loadAnnounced, b.rare.bySite = math.NaN(), nil
+	}
 	b.state.SetRTT(0)
 	b.state.SetLoad(math.NaN())
 	b.state.SetVantageRTTs(nil)
@@ -153,7 +132,7 @@ func (b *backend) measureVantages(votes []Vote) bool {
 			n[v.Site]++
 		}
 	}
-	old := b.measures.vantages()
+	old := b.vantages()
 	if len(sum) == 0 && len(old) == 0 {
 		return false
 	}
@@ -164,7 +143,7 @@ func (b *backend) measureVantages(votes []Vote) bool {
 	for site, total := range sum {
 		next[site] = smoothRTT(old[site], total/time.Duration(n[site]))
 	}
-	b.measures.sites().vantages = next
+	b.sites().vantages = next
 	return b.announceVantages()
 }
 
@@ -173,7 +152,7 @@ func (b *backend) measureVantages(votes []Vote) bool {
 // stores them in its State when one moved enough to announce (rttMoved), or a site came or
 // went, which it reports.
 func (b *backend) announceVantages() bool {
-	s := b.measures.sites()
+	s := b.sites()
 	next := maps.Clone(s.sites)
 	if next == nil {
 		next = make(map[string]time.Duration, len(s.vantages))
@@ -198,12 +177,12 @@ func (b *backend) noteStatus(next Status, now time.Time) {
 	switch next {
 	case Down:
 		b.resetMeasures()
-		b.measures.wasDown = true
+		b.wasDown = true
 	case Up:
-		if b.measures.wasDown {
+		if b.wasDown {
 			b.state.SetRecovered(now)
 		}
-		b.measures.wasDown = false
+		b.wasDown = false
 	}
 }
 
@@ -219,7 +198,7 @@ func (m *Manager) ReportRTTs(key string, rtts map[string]time.Duration) bool {
 		m.mu.Unlock()
 		return false
 	}
-	b.measures.sites().sites = rtts
+	b.sites().sites = rtts
 	var notify func()
 	if b.announceVantages() {
 		notify = b.onMeasure

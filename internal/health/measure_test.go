@@ -97,7 +97,7 @@ func newMeasured(t *testing.T) *measured {
 	s.OnMeasure = func() { x.measures++ }
 	x.m.Sync([]Spec{s}, keys(s))
 	for j := range x.m.queue.All() {
-		if j.subs[0] == &j.subs[0].backend.subs[0] {
+		if j.subs[0] == &j.subs[0].backend.subscriptions()[0] {
 			x.first = j
 		} else {
 			x.second = j
@@ -219,15 +219,15 @@ func TestVantageRTTs(t *testing.T) {
 	}
 	for _, s := range steps {
 		moved := b.measureVantages(s.votes)
-		if moved != s.moved || !maps.Equal(b.measures.vantages(), s.want) {
-			t.Errorf("%s: moved %v, vantages %v; want %v, %v", s.name, moved, b.measures.vantages(), s.moved, s.want)
+		if moved != s.moved || !maps.Equal(b.vantages(), s.want) {
+			t.Errorf("%s: moved %v, vantages %v; want %v, %v", s.name, moved, b.vantages(), s.moved, s.want)
 		}
 	}
 	if got := b.state.VantageRTTs(); got["us"] != 68*ms {
 		t.Errorf("the state holds %v, want what was last announced (us 68ms)", got)
 	}
 	b.noteStatus(Down, time.Now())
-	if b.state.VantageRTTs() != nil || b.measures.vantages() != nil {
+	if b.state.VantageRTTs() != nil || b.vantages() != nil {
 		t.Error("the RTTs by site outlived the backend going down")
 	}
 }

@@ -29,8 +29,9 @@ func (b *backend) checksStatus() Status {
 	if b.measureOnly {
 		return Up
 	}
-	statuses := make([]Status, len(b.subs))
-	for i, sub := range b.subs {
+	subs := b.subscriptions()
+	statuses := make([]Status, len(subs))
+	for i, sub := range subs {
 		statuses[i] = sub.machine.status
 	}
 	return combine(statuses)
@@ -43,7 +44,8 @@ func (b *backend) reportExplains() bool {
 	if !b.external {
 		return false
 	}
-	return len(b.subs) == 0 || b.measureOnly || b.report.status != Up && withReport(b.checksStatus(), b.report.status) == b.report.status
+	r := b.report()
+	return len(b.subscriptions()) == 0 || b.measureOnly || r.status != Up && withReport(b.checksStatus(), r.status) == r.status
 }
 
 // apply feeds one raw result of j to every subscriber's machine and publishes the changes.
@@ -91,12 +93,13 @@ func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *prob
 	for _, s := range j.subs {
 		b := s.backend
 		b.details.setCheck(now, res.OK, res.Reason, res.Latency)
-		b.history.observe(now, res.OK, res.Latency)
+		b.history().observe(now, res.OK, res.Latency)
 		if by == "" && s.stats != nil {
 			s.stats.observe(j.typ(), res.OK, res.Reason, res.Latency)
 		}
-		moved := measured != nil && b.measure(s == &b.subs[0], *measured)
-		if votes != nil && s == &b.subs[0] && b.measureVantages(votes) {
+		first := s == &b.subscriptions()[0]
+		moved := measured != nil && b.measure(first, *measured)
+		if votes != nil && first && b.measureVantages(votes) {
 			moved = true
 		}
 		var f func()
@@ -119,7 +122,7 @@ func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *prob
 func (m *Manager) updateLocked(b *backend, reason, by string, since time.Time) func() {
 	next := b.checksStatus()
 	if b.external {
-		next = withReport(next, b.report.status)
+		next = withReport(next, b.report().status)
 	}
 	return m.setLocked(b, next, reason, by, since)
 }
@@ -137,8 +140,9 @@ func (m *Manager) Report(key string, next Status, reason string) bool {
 		m.mu.Unlock()
 		return false
 	}
-	*b.report = report{status: next, reason: reason, at: time.Now()}
-	notify := m.updateLocked(b, reason, "", b.report.at)
+	r := b.report()
+	*r = report{status: next, reason: reason, at: time.Now()}
+	notify := m.updateLocked(b, reason, "", r.at)
 	m.mu.Unlock()
 	if notify != nil {
 		notify()
@@ -165,7 +169,7 @@ func (m *Manager) setLocked(b *backend, next Status, reason, by string, since ti
 	}
 	tr := Transition{Time: now, Since: since, Record: b.record, Backend: b.name, Key: b.key(), From: b.status, To: next, Reason: reason}
 	m.history.add(tr)
-	b.history.change(now, next, reason)
+	b.history().change(now, next, reason)
 	if m.opts.OnTransition != nil {
 		m.opts.OnTransition(tr)
 	}

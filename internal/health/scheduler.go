@@ -99,6 +99,7 @@ func (m *Manager) newJobs(n int) *jobSet {
 // add gives each check of spec, whose backend is b, its job: the one this Sync already has
 // with the same key, else the one that ran before, else a new one.
 func (js *jobSet) add(b *backend, spec *Spec) {
+	subs := b.subscriptions()
 	for i, c := range spec.Checks {
 		k := jobKey(c, spec)
 		j := js.byKey[k]
@@ -116,7 +117,7 @@ func (js *jobSet) add(b *backend, spec *Spec) {
 		if probe.WithoutInstanceSources(j.prober) != c.Prober {
 			probe.Release(c.Prober) // an identical check already runs this probe
 		}
-		sub := &b.subs[i]
+		sub := &subs[i]
 		sub.job = j
 		j.subs = append(j.subs, sub)
 	}

@@ -14,7 +14,7 @@ func TestPerBackendStructuresStaySmall(t *testing.T) {
 		name      string
 		size, max uintptr
 	}{
-		{"backend", unsafe.Sizeof(backend{}), 256},
+		{"backend", unsafe.Sizeof(backend{}), 192},
 		{"job", unsafe.Sizeof(job{}), 128},
 		{"lastResult", unsafe.Sizeof(lastResult{}), 40},
 	} {
