@@ -245,7 +245,7 @@ func (m *Manager) Votes() map[string][]Vote {
 			continue
 		}
 		for _, v := range j.shared.votes {
-			for _, sub := range j.subs {
+			for _, sub := range j.subscribers() {
 				key := sub.backend.key()
 				out[key] = mergeVote(out[key], v)
 			}
@@ -375,7 +375,7 @@ func (m *Manager) syncCluster(jobs map[jobIdentity]*job, fresh []*job, now time.
 // seedLocked starts the machines of j's backends from a shared result: at the status the
 // probing instance's machines had, or, where the result does not say, from the raw result.
 func (m *Manager) seedLocked(j *job, s Shared) {
-	for _, sub := range j.subs {
+	for _, sub := range j.subscribers() {
 		d := &sub.backend.details
 		d.checked, d.reason = unixNano(s.At), s.Reason
 		d.setOK(s.OK)
@@ -391,7 +391,7 @@ func (m *Manager) seedLocked(j *job, s Shared) {
 func newSharedJob(j *job) *sharedJob {
 	check := Check{Interval: j.interval, Timeout: j.timeout}
 	if j.typ() == passiveType {
-		check.ID, check.Passive = j.subs[0].backend.key(), true
+		check.ID, check.Passive = j.subscribers()[0].backend.key(), true
 	} else {
 		check.ID = checkID(j.key())
 	}
@@ -509,7 +509,7 @@ func (m *Manager) handOver() {
 // is stale, or a quorum verdict without usable votes.
 func (m *Manager) resetLocked(j *job, reason string) []func() {
 	var notify []func()
-	for _, s := range j.subs {
+	for _, s := range j.subscribers() {
 		s.machine = newMachine(int(s.machine.rise), int(s.machine.fall))
 		if f := m.updateLocked(s.backend, reason, "", time.Time{}); f != nil {
 			notify = append(notify, f)
@@ -536,8 +536,9 @@ func (m *Manager) finishShared(j *job, res probe.Result) {
 	}
 	publish := sh.publish && !j.removed
 	if publish {
-		s.Status = make(map[string]Status, len(j.subs))
-		for _, sub := range j.subs {
+		subs := j.subscribers()
+		s.Status = make(map[string]Status, len(subs))
+		for _, sub := range subs {
 			s.Status[sub.backend.key()] = sub.machine.status
 		}
 	}

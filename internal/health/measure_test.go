@@ -97,7 +97,7 @@ func newMeasured(t *testing.T) *measured {
 	s.OnMeasure = func() { x.measures++ }
 	x.m.Sync([]Spec{s}, keys(s))
 	for j := range x.m.queue.All() {
-		if j.subs[0] == &j.subs[0].backend.subscriptions()[0] {
+		if j.subscribers()[0] == &j.subscribers()[0].backend.subscriptions()[0] {
 			x.first = j
 		} else {
 			x.second = j

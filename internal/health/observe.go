@@ -90,7 +90,7 @@ func (m *Manager) observeLocked(j *job, res probe.Result, by string) []func() {
 func (m *Manager) observeMeasuredLocked(j *job, res probe.Result, measured *probe.Result, votes []Vote, by string) []func() {
 	var notify []func()
 	now := time.Now()
-	for _, s := range j.subs {
+	for _, s := range j.subscribers() {
 		b := s.backend
 		b.details.setCheck(now, res.OK, res.Reason, res.Latency)
 		b.history().observe(now, res.OK, res.Latency)

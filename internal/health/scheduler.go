@@ -21,8 +21,10 @@ type job struct {
 	index    int32 // position in the queue, -1 when not queued
 	running  bool  // a probe of this job is in flight
 	removed  bool  // no backend uses the job any more
-	subs     []*subscription
-	one      [1]*subscription // subs' storage while one backend has the check (the common case)
+	// one is the subscription of the one backend that has the check (the common case), more
+	// those of the backends that share it when there are several: see subscribers.
+	one  [1]*subscription
+	more *[]*subscription
 
 	// next is when the job runs next: 8 bytes where a time.Time takes 24, and most checks
 	// have a job of their own.
@@ -34,8 +36,39 @@ type job struct {
 
 func newJob(c *probe.Compiled, spec *Spec) *job {
 	j := &job{check: keyOf(c.Key), prober: c.Prober, timeout: c.Timeout, interval: spec.Interval, retries: int32(spec.Retries), index: -1, metrics: probeMetricsFor(c.Type)}
-	j.subs = j.one[:0]
 	return j
+}
+
+// subscribers returns the subscriptions of the backends that have j's check.
+func (j *job) subscribers() []*subscription {
+	if j.more != nil {
+		return *j.more
+	}
+	if j.one[0] != nil {
+		return j.one[:]
+	}
+	return nil
+}
+
+// subscribe adds sub to j's subscribers.
+func (j *job) subscribe(sub *subscription) {
+	switch {
+	case j.more != nil:
+		*j.more = append(*j.more, sub)
+	case j.one[0] == nil:
+		j.one[0] = sub
+	default:
+		j.more = &[]*subscription{j.one[0], sub}
+		j.one[0] = nil
+	}
+}
+
+// unsubscribeAll empties j's subscribers, for a Sync to subscribe those that have it now.
+func (j *job) unsubscribeAll() {
+	j.one[0] = nil
+	if j.more != nil {
+		*j.more = (*j.more)[:0]
+	}
 }
 
 // typ returns the type of j's check.
@@ -105,7 +138,7 @@ func (js *jobSet) add(b *backend, spec *Spec) {
 		j := js.byKey[k]
 		if j == nil {
 			if j = js.old[k]; j != nil {
-				j.subs = j.subs[:0]
+				j.unsubscribeAll()
 			} else {
 				j = newJob(c, spec)
 				j.prober = probe.WithInstanceSources(j.prober, c.Type, js.sources)
@@ -119,7 +152,7 @@ func (js *jobSet) add(b *backend, spec *Spec) {
 		}
 		sub := &subs[i]
 		sub.job = j
-		j.subs = append(j.subs, sub)
+		j.subscribe(sub)
 	}
 }
 
@@ -216,7 +249,7 @@ func (m *Manager) nextRun(j *job, now time.Time) time.Time {
 // idle reports whether none of the records behind j was queried within the idle timeout.
 // Activity is tracked per configured record: a query marks the record, taken here.
 func (m *Manager) idle(j *job, now time.Time) bool {
-	for _, sub := range j.subs {
+	for _, sub := range j.subscribers() {
 		a := sub.backend.activity
 		if a == nil || a.idleFor(now) < m.opts.IdleTimeout { // no write while nobody queries
 			return false

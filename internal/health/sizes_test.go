@@ -15,7 +15,7 @@ func TestPerBackendStructuresStaySmall(t *testing.T) {
 		size, max uintptr
 	}{
 		{"backend", unsafe.Sizeof(backend{}), 192},
-		{"job", unsafe.Sizeof(job{}), 128},
+		{"job", unsafe.Sizeof(job{}), 112},
 		{"lastResult", unsafe.Sizeof(lastResult{}), 40},
 	} {
 		if tt.size > tt.max {
@@ -42,6 +42,34 @@ func TestLastResultKeepsLatencyAndOK(t *testing.T) {
 		r.setOK(!tt.ok) // a result shared by another instance: no latency of its own
 		if r.ok() == tt.ok || r.latency() != tt.latency {
 			t.Errorf("setOK(%v) after (%v, %s): ok %v, latency %s", !tt.ok, tt.ok, tt.latency, r.ok(), r.latency())
+		}
+	}
+}
+
+// TestJobSubscribersKeepOrder checks a job's subscribers, kept in the job while there is one
+// and out of line for more: in the order they subscribed, and none after unsubscribeAll, also
+// once the job had several.
+func TestJobSubscribersKeepOrder(t *testing.T) {
+	subs := make([]subscription, 4)
+	for _, n := range []int{0, 1, 2, 4} {
+		var j job
+		for round := range 2 { // the second round reuses the job, as a Sync does
+			for i := range n {
+				j.subscribe(&subs[i])
+			}
+			got := j.subscribers()
+			if len(got) != n {
+				t.Fatalf("%d subscribed (round %d): %d subscribers", n, round, len(got))
+			}
+			for i, s := range got {
+				if s != &subs[i] {
+					t.Errorf("%d subscribed (round %d): subscriber %d is not the %dth subscribed", n, round, i, i)
+				}
+			}
+			j.unsubscribeAll()
+			if got := j.subscribers(); len(got) != 0 {
+				t.Errorf("%d subscribed (round %d): %d subscribers after unsubscribeAll", n, round, len(got))
+			}
 		}
 	}
 }
