@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/meridian-gslb/meridian/internal/health/probe"
 )
 
 // TestPerBackendStructuresStaySmall fails when a field makes what the manager keeps for every
@@ -72,4 +74,44 @@ func TestJobSubscribersKeepOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRareStateOnlyWhenNeeded checks that a backend keeps its rare state out of line only for
+// what needs it: none for one check, no history, a capacity of 0 or 1 and no load, and that
+// what it keeps there reads back (a capacity set again to 1 reads 1).
+func TestRareStateOnlyWhenNeeded(t *testing.T) {
+	two := spec("b", &scriptedProber{}, "b1", time.Hour)
+	two.Checks = append(two.Checks, &probe.Compiled{Prober: &scriptedProber{}, Type: "test", Timeout: time.Second, Key: "b2"})
+	tests := []struct {
+		name     string
+		opts     Options
+		spec     Spec
+		capacity float64 // capacity() after the Sync
+		rare     bool
+	}{
+		{"one check", Options{}, spec("a", &scriptedProber{}, "a", time.Hour), 1, false},
+		{"capacity 1", Options{}, withCapacity(spec("a", &scriptedProber{}, "a", time.Hour), 1), 1, false},
+		{"capacity 0", Options{}, withCapacity(spec("a", &scriptedProber{}, "a", time.Hour), 0), 1, false},
+		{"capacity 3", Options{}, withCapacity(spec("a", &scriptedProber{}, "a", time.Hour), 3), 3, true},
+		{"two checks", Options{}, two, 1, true},
+		{"history", Options{History: true}, spec("a", &scriptedProber{}, "a", time.Hour), 1, true},
+	}
+	for _, tt := range tests {
+		m := NewManager(tt.opts)
+		m.Sync([]Spec{tt.spec}, nil)
+		b := m.backendLocked(tt.spec.Key)
+		if (b.rare != nil) != tt.rare || b.capacity() != tt.capacity || len(b.subscriptions()) != len(tt.spec.Checks) {
+			t.Errorf("%s: rare state %v, capacity %v, %d subscriptions; want %v, %v, %d", tt.name, b.rare != nil, b.capacity(), len(b.subscriptions()), tt.rare, tt.capacity, len(tt.spec.Checks))
+		}
+		b.setCapacity(1)
+		if b.capacity() != 1 {
+			t.Errorf("%s: capacity %v after setting 1", tt.name, b.capacity())
+		}
+		m.Stop()
+	}
+}
+
+func withCapacity(s Spec, capacity float64) Spec {
+	s.Capacity = capacity
+	return s
 }
