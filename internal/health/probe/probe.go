@@ -140,7 +140,24 @@ type Compiler struct {
 
 // NewCompiler returns a Compiler for one load.
 func NewCompiler() *Compiler {
-	return &Compiler{params: params{regexps: make(map[string]*regexp.Regexp)}, canonical: make(map[*config.Param]string)}
+	return newCompiler(nil)
+}
+
+// NewCompilers returns n Compilers for the parts of one load, which may compile at the same
+// time, each on one goroutine: they share what equal parameters need as one Compiler would, so
+// that the checks compiled are the same however the load is split.
+func NewCompilers(n int) []*Compiler {
+	pl := &pool{regexps: make(map[string]*regexp.Regexp), shared: make(map[string]any)}
+	cs := make([]*Compiler, n)
+	for i := range cs {
+		cs[i] = newCompiler(pl)
+	}
+	return cs
+}
+
+// newCompiler returns a Compiler that shares with the others of pl (nil: none).
+func newCompiler(pl *pool) *Compiler {
+	return &Compiler{params: params{regexps: make(map[string]*regexp.Regexp), shared: make(map[string]any), pool: pl}, canonical: make(map[*config.Param]string)}
 }
 
 // Compile validates hc for target t with a Compiler of its own.
