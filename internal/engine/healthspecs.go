@@ -37,21 +37,26 @@ type probeSet struct {
 	snap   *catalog.Snapshot
 	checks []*probe.Compiled // the checks of the backends checked here, in order
 	n      int               // how many backends get a spec
-	keep   map[string]bool   // the keys whose health words the manager keeps (backendKeys)
+	keep   map[string]bool   // the keys whose health words the manager keeps (backendKeys); nil until sync, unless probesToSync
 }
 
 // compileProbes compiles the health checks of snap's probed backends. Errors name the check's
 // file position, each once, in the order of the backends.
 //
-// The records are compiled in parts on every core (compileParts), while another goroutine
-// makes the keys the health manager's Sync keeps (backendKeys); all have finished when it
-// returns.
+// The records are compiled in parts on every core (compileParts); all have finished when it
+// returns. For a set that sync gives the manager, probesToSync makes the keys it needs sooner.
 func compileProbes(snap *catalog.Snapshot) (*probeSet, error) {
-	return compileProbesOn(snap, runtime.GOMAXPROCS(0))
+	return compileProbesOn(snap, runtime.GOMAXPROCS(0), false)
 }
 
-// compileProbesOn is compileProbes in at most cores parts.
-func compileProbesOn(snap *catalog.Snapshot, cores int) (*probeSet, error) {
+// probesToSync is compileProbes for a set that sync gives the health manager: another
+// goroutine makes the keys its Sync keeps (backendKeys) while the checks compile.
+func probesToSync(snap *catalog.Snapshot) (*probeSet, error) {
+	return compileProbesOn(snap, runtime.GOMAXPROCS(0), true)
+}
+
+// compileProbesOn is compileProbes in at most cores parts, with the keys Sync keeps when keys.
+func compileProbesOn(snap *catalog.Snapshot, cores int, keys bool) (*probeSet, error) {
 	ps := &probeSet{snap: snap}
 	recs := snap.Records()
 	ends := make([]int, len(recs)) // ends[i]: how many checks the records up to i have
@@ -69,7 +74,9 @@ func compileProbesOn(snap *catalog.Snapshot, cores int) (*probeSet, error) {
 	}
 	ps.checks = make([]*probe.Compiled, nc)
 	var wg sync.WaitGroup
-	wg.Go(func() { ps.keep = backendKeys(snap) })
+	if keys {
+		wg.Go(func() { ps.keep = backendKeys(snap) })
+	}
 	errs := compileParts(recs, ends, ps.checks, max(1, min(cores, nc/minPart)))
 	wg.Wait()
 	if len(errs) > 0 {
@@ -167,6 +174,9 @@ func (ps *probeSet) release() {
 // sync gives the health manager m the backends of ps: their specs, and the keys of the
 // snapshot's backends whose health words m keeps.
 func (ps *probeSet) sync(m *health.Manager) {
+	if ps.keep == nil { // a set of compileProbes
+		ps.keep = backendKeys(ps.snap)
+	}
 	m.SyncSeq(ps.n, ps.specs(), ps.keep)
 }
 

@@ -138,8 +138,8 @@ func TestCompilingInPartsCompilesTheSame(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			one, err1 := compileProbesOn(snap, 1)
-			three, err3 := compileProbesOn(snap, 3)
+			one, err1 := compileProbesOn(snap, 1, true)
+			three, err3 := compileProbesOn(snap, 3, true)
 			if bad {
 				if err1 == nil || err3 == nil || err1.Error() != err3.Error() {
 					t.Fatalf("errors differ: in one part\n%v\nin three\n%v", err1, err3)
