@@ -235,14 +235,12 @@ func (e *Engine) Resync() error {
 	// The specs are compiled again: the manager keeps none, and neither does the engine (tens
 	// of megabytes of a big zone's, for a rare failure). Probers equal to running ones are
 	// released at once.
-	ps, err := compileProbes(e.Snapshot())
+	ps, err := probesToSync(e.Snapshot())
 	if err != nil {
 		return fmt.Errorf("resync: %w", err)
 	}
 	ps.sync(e.health)
-	for _, r := range e.Snapshot().Records() {
-		r.Refresh()
-	}
+	refreshAll(e.Snapshot().Records())
 	return nil
 }
 
@@ -291,9 +289,7 @@ func (e *Engine) load() error {
 	if err := e.syncVerdicts(snap); err != nil {
 		return err
 	}
-	for _, r := range snap.Records() {
-		r.Refresh() // the first view: the overrides build set, the health words Sync left
-	}
+	refreshAll(snap.Records()) // the first views: the overrides build set, the health words Sync left
 	e.publish(snap)
 	return nil
 }
@@ -346,7 +342,7 @@ func (e *Engine) build(zones []*config.Zone) (*catalog.Snapshot, error) {
 // syncVerdicts gives the health manager the backends of snap, and has every input that
 // judges backends report again: the new ones start unknown.
 func (e *Engine) syncVerdicts(snap *catalog.Snapshot) error {
-	ps, err := compileProbes(snap)
+	ps, err := probesToSync(snap)
 	if err != nil {
 		return err
 	}

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"iter"
 	"net"
+	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
@@ -34,14 +37,31 @@ type probeSet struct {
 	snap   *catalog.Snapshot
 	checks []*probe.Compiled // the checks of the backends checked here, in order
 	n      int               // how many backends get a spec
+	keep   map[string]bool   // the keys whose health words the manager keeps (backendKeys); nil until sync, unless probesToSync
 }
 
 // compileProbes compiles the health checks of snap's probed backends. Errors name the check's
-// file position.
+// file position, each once, in the order of the backends.
+//
+// The records are compiled in parts on every core (compileParts); all have finished when it
+// returns. For a set that sync gives the manager, probesToSync makes the keys it needs sooner.
 func compileProbes(snap *catalog.Snapshot) (*probeSet, error) {
+	return compileProbesOn(snap, runtime.GOMAXPROCS(0), false)
+}
+
+// probesToSync is compileProbes for a set that sync gives the health manager: another
+// goroutine makes the keys its Sync keeps (backendKeys) while the checks compile.
+func probesToSync(snap *catalog.Snapshot) (*probeSet, error) {
+	return compileProbesOn(snap, runtime.GOMAXPROCS(0), true)
+}
+
+// compileProbesOn is compileProbes in at most cores parts, with the keys Sync keeps when keys.
+func compileProbesOn(snap *catalog.Snapshot, cores int, keys bool) (*probeSet, error) {
 	ps := &probeSet{snap: snap}
+	recs := snap.Records()
+	ends := make([]int, len(recs)) // ends[i]: how many checks the records up to i have
 	nc := 0
-	for _, rec := range snap.Records() {
+	for i, rec := range recs {
 		for _, b := range rec.Backends {
 			if specified(b) {
 				ps.n++
@@ -50,31 +70,15 @@ func compileProbes(snap *catalog.Snapshot) (*probeSet, error) {
 				}
 			}
 		}
+		ends[i] = nc
 	}
-	ps.checks = make([]*probe.Compiled, 0, nc)
-	var errs []error
-	compiler := probe.NewCompiler()
-	for _, rec := range snap.Records() {
-		rc := rec.Config
-		for _, b := range rec.Backends {
-			bc := b.Config
-			if !specified(b) || !checkedHere(bc) {
-				continue
-			}
-			checks := bc.Checks()
-			target := probe.Target{Host: hostOf(bc), IP: bc.IP, Port: bc.Port, Record: rec.Name(), Priority: int(bc.Priority)}
-			for _, hc := range checks.HealthChecks {
-				c, err := compiler.Compile(hc, target, cmp.Or(checks.Timeout, rc.Settings().ScrapeTimeout))
-				if err != nil {
-					if !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == err.Error() }) {
-						errs = append(errs, err) // once, for the addresses of one Kubernetes object
-					}
-					continue
-				}
-				ps.checks = append(ps.checks, c)
-			}
-		}
+	ps.checks = make([]*probe.Compiled, nc)
+	var wg sync.WaitGroup
+	if keys {
+		wg.Go(func() { ps.keep = backendKeys(snap) })
 	}
+	errs := compileParts(recs, ends, ps.checks, max(1, min(cores, nc/minPart)))
+	wg.Wait()
 	if len(errs) > 0 {
 		ps.release()
 		return nil, errors.Join(errs...)
@@ -82,17 +86,98 @@ func compileProbes(snap *catalog.Snapshot) (*probeSet, error) {
 	return ps, nil
 }
 
+// minPart is the fewest checks that a part of a load's compiling (compileParts) has: fewer
+// are compiled sooner than a goroutine starts.
+const minPart = 4096
+
+// compileParts compiles the checks of recs into checks, in order (ends: how many checks the
+// records up to each have), in parts of about as many checks each, each with a Compiler of
+// NewCompilers and the last on this goroutine. It returns the errors, each once, in the order
+// of the backends.
+func compileParts(recs []*catalog.Record, ends []int, checks []*probe.Compiled, parts int) []error {
+	compilers := probe.NewCompilers(parts)
+	errs := make([][]error, parts)
+	var wg sync.WaitGroup
+	from := 0 // the first record of the next part
+	for i := range parts {
+		to := len(recs)
+		if i < parts-1 { // the part ends with the record whose checks reach its share
+			to = from + sort.SearchInts(ends[from:], (i+1)*len(checks)/parts) + 1
+		}
+		start := 0 // the part's first check
+		if from > 0 {
+			start = ends[from-1]
+		}
+		part, out := recs[from:to], checks[start:]
+		compile := func() { errs[i] = compileRecords(compilers[i], part, out) }
+		if i < parts-1 {
+			wg.Go(compile)
+		} else {
+			compile()
+		}
+		from = to
+	}
+	wg.Wait()
+	var all []error
+	for _, part := range errs {
+		all = appendNew(all, part...)
+	}
+	return all
+}
+
+// compileRecords compiles the checks of recs' probed backends with compiler into checks, in
+// order. It returns the errors, each once.
+func compileRecords(compiler *probe.Compiler, recs []*catalog.Record, checks []*probe.Compiled) []error {
+	var errs []error
+	k := 0
+	for _, rec := range recs {
+		rc := rec.Config
+		for _, b := range rec.Backends {
+			bc := b.Config
+			if !specified(b) || !checkedHere(bc) {
+				continue
+			}
+			hcs := bc.Checks()
+			target := probe.Target{Host: hostOf(bc), IP: bc.IP, Port: bc.Port, Record: rec.Name(), Priority: int(bc.Priority)}
+			for _, hc := range hcs.HealthChecks {
+				c, err := compiler.Compile(hc, target, cmp.Or(hcs.Timeout, rc.Settings().ScrapeTimeout))
+				if err != nil {
+					errs = appendNew(errs, err) // once, for the addresses of one Kubernetes object
+				}
+				checks[k] = c // nil for a check that failed
+				k++
+			}
+		}
+	}
+	return errs
+}
+
+// appendNew appends to errs those of more whose text errs does not have yet.
+func appendNew(errs []error, more ...error) []error {
+	for _, err := range more {
+		if !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == err.Error() }) {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
 // release frees what the compiled checks hold, for a set that is not given to a manager.
 func (ps *probeSet) release() {
 	for _, c := range ps.checks {
-		probe.Release(c.Prober)
+		if c != nil { // a check that failed to compile
+			probe.Release(c.Prober)
+		}
 	}
 }
 
 // sync gives the health manager m the backends of ps: their specs, and the keys of the
 // snapshot's backends whose health words m keeps.
 func (ps *probeSet) sync(m *health.Manager) {
-	m.SyncSeq(ps.n, ps.specs(), backendKeys(ps.snap))
+	if ps.keep == nil { // a set of compileProbes
+		ps.keep = backendKeys(ps.snap)
+	}
+	m.SyncSeq(ps.n, ps.specs(), ps.keep)
 }
 
 // specs yields the spec of each backend of ps, in order. The spec is reused for the next one:

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"fmt"
+	"maps"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/health/probe"
+	"github.com/meridian-gslb/meridian/internal/testutil"
 )
 
 // healthSpecs returns the specs the health manager is given for snap's backends, each a copy
@@ -120,5 +124,102 @@ func TestHealthSpecsOfBackendsSharingChecks(t *testing.T) {
 		if p := b.Config.Checks().HealthChecks[0].Params.Map()["port"]; p != 8443 {
 			t.Errorf("%s: the check's port is %v after compiling, want 8443", b.Config.Address, p)
 		}
+	}
+}
+
+// TestCompilingInPartsCompilesTheSame compiles the checks of one zone in one part and in
+// three at the same time: the same checks (keys, types, timeouts) in the same order, the same
+// backends kept, and the same errors, each once, in the order of the backends, whether they
+// are a profile's (one text however many backends use it) or a backend's own.
+func TestCompilingInPartsCompilesTheSame(t *testing.T) {
+	for _, bad := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bad checks %v", bad), func(t *testing.T) {
+			snap, err := catalog.Build([]*config.Zone{testutil.ParseBenchZone(t, partsZone(8000, bad))}, health.NewManager(health.Options{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			one, err1 := compileProbesOn(snap, 1, true)
+			three, err3 := compileProbesOn(snap, 3, true)
+			if bad {
+				if err1 == nil || err3 == nil || err1.Error() != err3.Error() {
+					t.Fatalf("errors differ: in one part\n%v\nin three\n%v", err1, err3)
+				}
+				if n := strings.Count(err1.Error(), "\n") + 1; n != 1+8000/1009 {
+					t.Errorf("%d errors, want %d:\n%v", n, 1+8000/1009, err1)
+				}
+				return
+			}
+			if err1 != nil || err3 != nil {
+				t.Fatal(err1, err3)
+			}
+			defer one.release()
+			defer three.release()
+			if len(one.checks) < 3*minPart || len(one.checks) != len(three.checks) || one.n != three.n {
+				t.Fatalf("%d checks of %d backends in one part, %d of %d in three; want the same, at least %d", len(one.checks), one.n, len(three.checks), three.n, 3*minPart)
+			}
+			for i, c := range one.checks {
+				if o := three.checks[i]; o.Key != c.Key || o.Type != c.Type || o.Timeout != c.Timeout {
+					t.Fatalf("check %d: %s %v in one part, %s %v in three", i, c.Type, c.Timeout, o.Type, o.Timeout)
+				}
+			}
+			if !maps.Equal(one.keep, three.keep) || len(one.keep) != one.n {
+				t.Errorf("%d and %d backends kept, want %d", len(one.keep), len(three.keep), one.n)
+			}
+		})
+	}
+}
+
+// partsZone returns a zone of n records whose backends have checks of profiles (tcp and http,
+// with regular expressions) and of their own; with bad, a profile with an unknown parameter
+// for every 997th record and a check of its own with another for every 1009th.
+func partsZone(n int, bad bool) []byte {
+	var zone strings.Builder
+	zone.WriteString("healthcheck_profiles:\n  tcp9: {type: tcp, params: {port: 9, send: ping, expect: po+ng}}\n")
+	zone.WriteString("  web: {type: http, params: {port: 9, uri: /healthz, expected_body: ok}}\n  bad: {type: tcp, params: {port: 9, nosuch: 1}}\nrecords:\n")
+	for i := 1; i <= n; i++ {
+		checks := "[tcp9, web]"
+		switch {
+		case bad && i%997 == 0:
+			checks = "[tcp9, bad]"
+		case bad && i%1009 == 0:
+			checks = "[{type: tcp, params: {port: 9, either: 1}}]"
+		case i%3 == 0:
+			checks = fmt.Sprintf("[{type: tcp, params: {port: %d, timeout: 2s}}]", 9+i%5)
+		}
+		fmt.Fprintf(&zone, "  n%06d.bench.test.:\n    backends:\n", i)
+		fmt.Fprintf(&zone, "      - {address: 127.1.%d.%d, healthchecks: %s}\n", i/250%250, i%250+1, checks)
+	}
+	return []byte(zone.String())
+}
+
+// TestRefreshAllViewsEveryRecord refreshes the records of a snapshot built without views, in
+// one part and in several at the same time (more records than minRefreshPart): every record
+// has its view, with its own backend healthy.
+func TestRefreshAllViewsEveryRecord(t *testing.T) {
+	for _, n := range []int{10, 3*minRefreshPart + 7} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var zone strings.Builder
+			zone.WriteString("records:\n")
+			for i := range n {
+				fmt.Fprintf(&zone, "  n%06d.bench.test.: {mode: failover, backends: [{address: 192.0.%d.%d, priority: 1}]}\n", i, i/250%250, i%250+1)
+			}
+			snap, err := catalog.BuildUnviewed([]*config.Zone{testutil.ParseBenchZone(t, []byte(zone.String()))}, health.NewManager(health.Options{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			refreshAll(snap.Records())
+			if len(snap.Records()) != n {
+				t.Fatalf("%d records, want %d", len(snap.Records()), n)
+			}
+			for _, r := range snap.Records() {
+				v := r.View()
+				if v == nil {
+					t.Fatalf("%s has no view", r.Name())
+				}
+				if h := v.Healthy[catalog.IPv4]; len(h) != 1 || h[0] != r.Backends[0] {
+					t.Fatalf("%s: healthy %v, want its backend", r.Name(), h)
+				}
+			}
+		})
 	}
 }

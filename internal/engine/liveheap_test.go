@@ -135,7 +135,7 @@ func liveHeapOfLoad(b *testing.B, data []byte, n, probed int) {
 
 // mustProbes returns the compiled checks of snap.
 func mustProbes(b *testing.B, snap *catalog.Snapshot) *probeSet {
-	ps, err := compileProbes(snap)
+	ps, err := probesToSync(snap)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -157,9 +157,7 @@ func BenchmarkLoadMixedZone(b *testing.B) {
 			b.Fatal(err)
 		}
 		mustProbes(b, snap).sync(m)
-		for _, r := range snap.Records() {
-			r.Refresh()
-		}
+		refreshAll(snap.Records())
 		m.Stop()
 	}
 }

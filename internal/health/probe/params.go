@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
@@ -24,6 +25,16 @@ type params struct {
 	// that their type's constructor spells (see share); key is its buffer.
 	shared map[string]any
 	key    []byte
+	pool   *pool // the load's, when its Compilers run at the same time (NewCompilers); else nil
+}
+
+// pool is what the Compilers of one load (NewCompilers) share while they compile its parts at
+// the same time: the regular expressions and the shared parts of checks, each made by the first
+// Compiler that needs it and used by all, so that a load keeps one of each however it is split.
+type pool struct {
+	mu      sync.Mutex
+	regexps map[string]*regexp.Regexp
+	shared  map[string]any
 }
 
 // share returns what p's Compiler keeps under key (which starts with the check's type), made
@@ -33,12 +44,31 @@ func share[T any](p *params, key []byte, build func() *T) *T {
 	if v, ok := p.shared[string(key)]; ok {
 		return v.(*T)
 	}
-	v := build()
-	if p.shared == nil {
-		p.shared = map[string]any{}
+	v, _ := pooled(p.shared, p.pool, func(pl *pool) map[string]any { return pl.shared }, string(key), func() (any, bool) { return build(), true })
+	return v.(*T)
+}
+
+// pooled returns, for a key that local (a Compiler's own map) lacks, what pl (nil for a
+// Compiler of its own) keeps in its map inPool, or else what build makes, kept in both; build
+// reports false when it fails, and then nothing is kept.
+func pooled[V any](local map[string]V, pl *pool, inPool func(*pool) map[string]V, key string, build func() (V, bool)) (V, bool) {
+	if pl != nil {
+		pl.mu.Lock()
+		defer pl.mu.Unlock()
+		if v, ok := inPool(pl)[key]; ok {
+			local[key] = v
+			return v, true
+		}
 	}
-	p.shared[string(key)] = v
-	return v
+	v, ok := build()
+	if !ok {
+		return v, false
+	}
+	local[key] = v
+	if pl != nil {
+		inPool(pl)[key] = v
+	}
+	return v, true
 }
 
 // reset makes p read m (plain values as the config loader produces them), keeping its buffers and regexps: a Compiler reads the parameters of
@@ -243,12 +273,13 @@ func (p *params) Regexp(key string) *regexp.Regexp {
 	if re, ok := p.regexps[s]; ok {
 		return re // a compiled Regexp is safe for concurrent use, so checks share it
 	}
-	re, err := regexp.Compile(s)
-	if err != nil {
-		p.fail(key, "invalid regular expression: %v", err)
-		return nil
-	}
-	p.regexps[s] = re
+	re, _ := pooled(p.regexps, p.pool, func(pl *pool) map[string]*regexp.Regexp { return pl.regexps }, s, func() (*regexp.Regexp, bool) {
+		re, err := regexp.Compile(s)
+		if err != nil {
+			p.fail(key, "invalid regular expression: %v", err)
+		}
+		return re, err == nil
+	})
 	return re
 }
 

@@ -133,6 +133,9 @@ type Compiler struct {
 	// their identity (config.Params.Identity, which keeps them).
 	canonical map[*config.Param]string
 	key       []byte // checkKey's buffer
+	// timeout and timeoutText are the last timeout checkKey wrote, and its text.
+	timeout     time.Duration
+	timeoutText string
 	// compiled is where the next Compiled are made, a few hundred at a time: a load compiles
 	// hundreds of thousands, which live until the health manager has their probers.
 	compiled []Compiled
@@ -140,7 +143,24 @@ type Compiler struct {
 
 // NewCompiler returns a Compiler for one load.
 func NewCompiler() *Compiler {
-	return &Compiler{params: params{regexps: make(map[string]*regexp.Regexp)}, canonical: make(map[*config.Param]string)}
+	return newCompiler(nil)
+}
+
+// NewCompilers returns n Compilers for the parts of one load, which may compile at the same
+// time, each on one goroutine: they share what equal parameters need as one Compiler would, so
+// that the checks compiled are the same however the load is split.
+func NewCompilers(n int) []*Compiler {
+	pl := &pool{regexps: make(map[string]*regexp.Regexp), shared: make(map[string]any)}
+	cs := make([]*Compiler, n)
+	for i := range cs {
+		cs[i] = newCompiler(pl)
+	}
+	return cs
+}
+
+// newCompiler returns a Compiler that shares with the others of pl (nil: none).
+func newCompiler(pl *pool) *Compiler {
+	return &Compiler{params: params{regexps: make(map[string]*regexp.Regexp), shared: make(map[string]any), pool: pl}, canonical: make(map[*config.Param]string)}
 }
 
 // Compile validates hc for target t with a Compiler of its own.
@@ -194,7 +214,15 @@ func (c *Compiler) Compile(hc config.HealthCheck, t Target, defaultTimeout time.
 // checkKey returns the identity of a check, in c's buffer (valid until the next call): two
 // backends of different records with the same address and the same check share one probe.
 func (c *Compiler) checkKey(hc config.HealthCheck, t Target, timeout time.Duration) []byte {
-	c.key = fmt.Appendf(c.key[:0], "%s|%s|%d|%s|%s", hc.Type, t.Host, t.Port, timeout, c.canonicalForm(hc.Params))
+	// Type|host|port|timeout|parameters, appended without fmt's reflection: a load makes
+	// hundreds of thousands of keys.
+	k := append(append(append(c.key[:0], hc.Type...), '|'), t.Host...)
+	k = strconv.AppendUint(append(k, '|'), uint64(t.Port), 10)
+	if timeout != c.timeout || c.timeoutText == "" {
+		c.timeout, c.timeoutText = timeout, timeout.String() // most checks of a load have one
+	}
+	k = append(append(append(k, '|'), c.timeoutText...), '|')
+	c.key = append(k, c.canonicalForm(hc.Params)...)
 	return c.key
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 )
@@ -44,4 +45,32 @@ func typeSetDiff(registry, configured []string) string {
 		}
 	}
 	return strings.Join(diff, "; ")
+}
+
+// TestCheckKeysKeepTheirForm: a check's key is its type, target, timeout and canonical
+// parameters in one form (type|host|port|timeout|parameters), which the keys of probes
+// running before a reload were made of too, whatever timeouts the Compiler's checks alternate.
+func TestCheckKeysKeepTheirForm(t *testing.T) {
+	params := config.NewParams(map[string]any{"port": 9, "send": "ping"})
+	tests := []struct {
+		typ     string
+		target  Target
+		timeout time.Duration
+	}{
+		{"tcp", Target{Host: "127.0.0.1"}, time.Second},
+		{"tcp", Target{Host: "127.0.0.1", Port: 8443}, time.Second},
+		{"tcp", Target{Host: "2001:db8::1", Port: 65535}, 1500 * time.Millisecond},
+		{"http", Target{Host: "www.example.org"}, 0},
+		{"http", Target{Host: "www.example.org"}, time.Second},
+	}
+	c := NewCompiler()
+	for range 2 {
+		for _, tt := range tests {
+			hc := config.HealthCheck{Type: tt.typ, Params: params}
+			want := fmt.Sprintf("%s|%s|%d|%s|%s", tt.typ, tt.target.Host, tt.target.Port, tt.timeout, c.canonicalForm(params))
+			if got := string(c.checkKey(hc, tt.target, tt.timeout)); got != want {
+				t.Errorf("key %q, want %q", got, want)
+			}
+		}
+	}
 }

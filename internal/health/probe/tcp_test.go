@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,9 +95,10 @@ func TestTCPParamErrors(t *testing.T) {
 	}
 }
 
-// TestTCPChecksShareWhatTheirTargetsDoNot checks that the tcp checks of one Compiler that
-// differ only in their target keep one tcpCheck, and that any other difference (send, expect,
-// the timeout) keeps them apart, each with its own target.
+// TestTCPChecksShareWhatTheirTargetsDoNot checks that the tcp checks of one Compiler (or of
+// two Compilers of one load, NewCompilers) that differ only in their target keep one tcpCheck,
+// and that any other difference (send, expect, the timeout) keeps them apart, each with its
+// own target.
 func TestTCPChecksShareWhatTheirTargetsDoNot(t *testing.T) {
 	base := map[string]any{"port": 9, "send": "ping", "expect": "pong"}
 	a := Target{Host: "127.0.0.1", IP: netip.MustParseAddr("127.0.0.1")}
@@ -116,24 +118,66 @@ func TestTCPChecksShareWhatTheirTargetsDoNot(t *testing.T) {
 		{"no expect", map[string]any{"port": 9, "send": "ping"}, a, time.Second, false},
 		{"another timeout", base, a, 2 * time.Second, false},
 	}
+	compilers := map[string]func() (*Compiler, *Compiler){
+		"one Compiler":  func() (*Compiler, *Compiler) { c := NewCompiler(); return c, c },
+		"two of a load": func() (*Compiler, *Compiler) { cs := NewCompilers(2); return cs[0], cs[1] },
+	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := NewCompiler()
-			first, err := c.Compile(config.HealthCheck{Type: "tcp", Params: config.NewParams(base)}, a, time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			second, err := c.Compile(config.HealthCheck{Type: "tcp", Params: config.NewParams(tt.params)}, tt.target, tt.timeout)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p1, p2 := first.Prober.(*tcpProbe), second.Prober.(*tcpProbe)
-			if got := p1.tcpCheck == p2.tcpCheck; got != tt.shared {
-				t.Errorf("shared = %v, want %v", got, tt.shared)
-			}
-			if p1.ap.Addr() != a.IP || p2.ap.Addr() != tt.target.IP {
-				t.Errorf("targets %s and %s, want %s and %s", p1.ap, p2.ap, a.IP, tt.target.IP)
+		for name, newCompilers := range compilers {
+			t.Run(tt.name+"/"+name, func(t *testing.T) {
+				c1, c2 := newCompilers()
+				first, err := c1.Compile(config.HealthCheck{Type: "tcp", Params: config.NewParams(base)}, a, time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				second, err := c2.Compile(config.HealthCheck{Type: "tcp", Params: config.NewParams(tt.params)}, tt.target, tt.timeout)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p1, p2 := first.Prober.(*tcpProbe), second.Prober.(*tcpProbe)
+				if got := p1.tcpCheck == p2.tcpCheck; got != tt.shared {
+					t.Errorf("shared = %v, want %v", got, tt.shared)
+				}
+				if p1.ap.Addr() != a.IP || p2.ap.Addr() != tt.target.IP {
+					t.Errorf("targets %s and %s, want %s and %s", p1.ap, p2.ap, a.IP, tt.target.IP)
+				}
+				if p1.expect != nil && p2.expect != nil && p1.expect.String() == p2.expect.String() && p1.expect != p2.expect {
+					t.Errorf("the expect %q is compiled twice", p1.expect)
+				}
+			})
+		}
+	}
+}
+
+// TestCompilersOfALoadShareAtTheSameTime compiles the same checks on two Compilers of one load
+// at the same time: every check gets the one tcpCheck (and regular expression) of the load,
+// which the race detector watches being made.
+func TestCompilersOfALoadShareAtTheSameTime(t *testing.T) {
+	params := config.NewParams(map[string]any{"port": 9, "send": "ping", "expect": "po+ng"})
+	cs := NewCompilers(2)
+	probes := make([][]*tcpProbe, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() {
+			for j := range 200 {
+				ip := netip.AddrFrom4([4]byte{127, 0, byte(i), byte(j)})
+				compiled, err := c.Compile(config.HealthCheck{Type: "tcp", Params: params}, Target{Host: ip.String(), IP: ip}, time.Second)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				probes[i] = append(probes[i], compiled.Prober.(*tcpProbe))
 			}
 		})
+	}
+	wg.Wait()
+	first := probes[0][0].tcpCheck
+	for i, ps := range probes {
+		for j, p := range ps {
+			if p.tcpCheck != first || p.expect != first.expect {
+				t.Fatalf("check %d of Compiler %d has a tcpCheck of its own", j, i)
+			}
+			Release(p)
+		}
 	}
 }
