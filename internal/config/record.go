@@ -347,9 +347,7 @@ func (p *parser) defaults(n *yaml.Node) recordOpts {
 // records parses the records of n into z. first holds the line of every record name seen so
 // far, across the chunks of a file parsed in parts.
 func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profileSet, first map[string]int) {
-	defer func(start int) { p.entryBuf = p.entryBuf[:start] }(len(p.entryBuf))
 	list := p.entries(n, "records")
-	mark := len(p.entryBuf) // the entries of each record are made after list's
 	for _, e := range list {
 		name := CanonicalName(e.key)
 		valid := true
@@ -365,7 +363,6 @@ func (p *parser) records(z *Zone, n *yaml.Node, defs recordOpts, profiles profil
 		}
 		errs := p.Len()
 		rec := p.quietRecord(name, e, defs, profiles)
-		p.entryBuf = p.entryBuf[:mark] // nothing keeps the record's entries
 		if valid {
 			first[name] = e.k.Line
 			z.Records = append(z.Records, rec)

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,9 +33,6 @@ type parser struct {
 	// addresses are the backends' addresses seen last, so that backends with the same address
 	// (a pool that serves many names) keep one string.
 	addresses stringCache
-	// entryBuf holds the lists entries returns, one after another: records truncates it to
-	// where it was before each record once the record is parsed (see entries).
-	entryBuf []entry
 	// chunked is set for the parser of a chunk's walk (walkChunk), which notes in walked
 	// where each record it keeps was written.
 	chunked bool
@@ -80,8 +76,6 @@ func isMerge(k *yaml.Node) bool {
 
 // entries returns the pairs of a mapping in file order, expanding merge keys (<<); explicit keys
 // win over merged ones. It reports duplicate and non-scalar keys. A null node has no entries.
-// Unless the mapping has a merge key, the list is made in p.entryBuf after the lists made
-// before, and stays valid until records truncates the buffer below it.
 func (p *parser) entries(n *yaml.Node, path string) []entry {
 	n = YAMLResolve(n)
 	if YAMLIsNull(n) {
@@ -92,15 +86,7 @@ func (p *parser) entries(n *yaml.Node, path string) []entry {
 		return nil
 	}
 	var merged []entry
-	seen := entrySet{size: len(n.Content) / 2}
-	start := len(p.entryBuf)
-	if hasMergeKey(n) {
-		seen.list = make([]entry, 0, len(n.Content)/2) // the merged mappings' entries are made meanwhile
-	} else {
-		p.entryBuf = slices.Grow(p.entryBuf, len(n.Content)/2)
-		seen.list = p.entryBuf[start:start]
-		defer func() { p.entryBuf = p.entryBuf[:start+len(seen.list)] }()
-	}
+	seen := entrySet{list: make([]entry, 0, len(n.Content)/2), size: len(n.Content) / 2}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := YAMLResolve(n.Content[i]), n.Content[i+1]
 		if !p.Spend(k) {
@@ -122,17 +108,7 @@ func (p *parser) entries(n *yaml.Node, path string) []entry {
 			seen.add(e)
 		}
 	}
-	return seen.list[:len(seen.list):len(seen.list)]
-}
-
-// hasMergeKey reports whether the mapping n has a merge key (<<).
-func hasMergeKey(n *yaml.Node) bool {
-	for i := 0; i < len(n.Content); i += 2 {
-		if isMerge(YAMLResolve(n.Content[i])) {
-			return true
-		}
-	}
-	return false
+	return seen.list
 }
 
 // entrySet is the entries of a mapping so far, found by key: by a scan while they are as few
