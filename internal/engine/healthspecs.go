@@ -96,28 +96,19 @@ const minPart = 4096
 // of the backends.
 func compileParts(recs []*catalog.Record, ends []int, checks []*probe.Compiled, parts int) []error {
 	compilers := probe.NewCompilers(parts)
+	bounds := make([]int, parts+1) // part i compiles recs[bounds[i]:bounds[i+1]]
+	for i := 1; i < parts; i++ {   // a part ends with the record whose checks reach its share
+		bounds[i] = bounds[i-1] + sort.SearchInts(ends[bounds[i-1]:], i*len(checks)/parts) + 1
+	}
+	bounds[parts] = len(recs)
 	errs := make([][]error, parts)
-	var wg sync.WaitGroup
-	from := 0 // the first record of the next part
-	for i := range parts {
-		to := len(recs)
-		if i < parts-1 { // the part ends with the record whose checks reach its share
-			to = from + sort.SearchInts(ends[from:], (i+1)*len(checks)/parts) + 1
-		}
-		start := 0 // the part's first check
+	inParts(parts, func(i int) {
+		from, start := bounds[i], 0 // the part's first record and first check
 		if from > 0 {
 			start = ends[from-1]
 		}
-		part, out := recs[from:to], checks[start:]
-		compile := func() { errs[i] = compileRecords(compilers[i], part, out) }
-		if i < parts-1 {
-			wg.Go(compile)
-		} else {
-			compile()
-		}
-		from = to
-	}
-	wg.Wait()
+		errs[i] = compileRecords(compilers[i], recs[from:bounds[i+1]], checks[start:])
+	})
 	var all []error
 	for _, part := range errs {
 		all = appendNew(all, part...)
