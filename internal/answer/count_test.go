@@ -114,7 +114,7 @@ func TestTrafficCounts(t *testing.T) {
 			q := new(dns.Msg)
 			q.SetQuestion("single.example.org.", dns.TypeA)
 			Respond(snap, opts, Query{Msg: q, Source: netip.MustParseAddr("198.51.100.7"), Geo: src})
-			if _, ok := AppendFast(nil, snap, opts, pack(t, q), netip.MustParseAddr("203.0.113.9"), false, src, time.Time{}); !ok {
+			if _, ok := AppendFast(nil, snap, &opts, pack(t, q), netip.MustParseAddr("203.0.113.9"), false, src, time.Time{}); !ok {
 				t.Fatal("the fast path did not answer")
 			}
 			if got := rec.Selected(rec.Backends[0]); got != 2 {

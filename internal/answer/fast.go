@@ -61,7 +61,7 @@ import (
 // It allocates nothing when dst has room for the response, except where Respond's selection
 // does too: more than 16 backends chosen, and a GeoIP database record decoded for the first
 // time (the sources cache it).
-func AppendFast(dst []byte, snap *catalog.Snapshot, opts Options, pkt []byte, src netip.Addr, tcp bool, sources *geo.Sources, now time.Time) ([]byte, bool) {
+func AppendFast(dst []byte, snap *catalog.Snapshot, opts *Options, pkt []byte, src netip.Addr, tcp bool, sources *geo.Sources, now time.Time) ([]byte, bool) {
 	var a fastAnswer
 	q := &a.q
 	if snap == nil || !q.parse(pkt, opts.UseECS) {

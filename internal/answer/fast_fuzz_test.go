@@ -81,7 +81,7 @@ func FuzzAppendFast(f *testing.F) {
 		}
 		opts := Options{UseECS: useECS}
 		in := bytes.Clone(pkt)
-		out, handled := AppendFast(nil, snap, opts, pkt, src, tcp, sources, time.Time{})
+		out, handled := AppendFast(nil, snap, &opts, pkt, src, tcp, sources, time.Time{})
 		if !bytes.Equal(in, pkt) {
 			t.Fatal("the query changed")
 		}

@@ -395,7 +395,7 @@ func TestAppendFastMatchesRespond(t *testing.T) {
 			prefix := []byte("prefix")
 			fast, slow := map[string]bool{}, map[string]bool{}
 			for range trials {
-				out, handled := AppendFast(slices.Clone(prefix), snap, opts, pkt, tt.c.client(), tt.c.tcp, sources, time.Time{})
+				out, handled := AppendFast(slices.Clone(prefix), snap, &opts, pkt, tt.c.client(), tt.c.tcp, sources, time.Time{})
 				if handled != tt.want {
 					t.Fatalf("handled %v, want %v", handled, tt.want)
 				}
@@ -567,7 +567,7 @@ func TestAppendFastLeavesQueriesToRespond(t *testing.T) {
 			}
 			pkt := tt.pkt(t)
 			dst := make([]byte, 3, 64)
-			if out, handled := AppendFast(dst, snap, opts, pkt, testClient, false, sources, time.Time{}); handled || len(out) != 3 {
+			if out, handled := AppendFast(dst, snap, &opts, pkt, testClient, false, sources, time.Time{}); handled || len(out) != 3 {
 				t.Fatalf("handled %v, %d bytes appended", handled, len(out)-3)
 			}
 			for _, rec := range snap.Records() {
@@ -590,7 +590,7 @@ func TestAppendFastKeepsTheRotation(t *testing.T) {
 	snap, sources := fastSnapshot(t, true)
 	first, _ := ask(snap, Options{}, "bigrr.example.org.", dns.TypeA)
 	pkt := fastCase{qname: "bigrr.example.org.", qtype: dns.TypeA}.packet(t)
-	if _, handled := AppendFast(nil, snap, Options{}, pkt, testClient, false, sources, time.Time{}); handled {
+	if _, handled := AppendFast(nil, snap, &Options{}, pkt, testClient, false, sources, time.Time{}); handled {
 		t.Fatal("handled a query whose answer may not fit")
 	}
 	second, _ := ask(snap, Options{}, "bigrr.example.org.", dns.TypeA)
@@ -619,7 +619,7 @@ func TestAppendFastCounts(t *testing.T) {
 	for _, c := range cases {
 		pkt := c.packet(t)
 		for range 3 {
-			if _, handled := AppendFast(nil, fastSnap, opts, pkt, testClient, false, sources, time.Time{}); !handled {
+			if _, handled := AppendFast(nil, fastSnap, &opts, pkt, testClient, false, sources, time.Time{}); !handled {
 				t.Fatalf("%s: not handled", c)
 			}
 			if _, ok := slowWire(t, slowSnap, opts, pkt, testClient, false, sources); !ok {
@@ -710,7 +710,7 @@ func fastAllocatesNothing(t *testing.T, snap *catalog.Snapshot, sources *geo.Sou
 		for _, count := range []bool{false, true} {
 			opts := Options{UseECS: true, Count: count}
 			allocs := testing.AllocsPerRun(100, func() {
-				if _, handled := AppendFast(dst, snap, opts, pkt, c.client(), c.tcp, sources, time.Time{}); handled == declined {
+				if _, handled := AppendFast(dst, snap, &opts, pkt, c.client(), c.tcp, sources, time.Time{}); handled == declined {
 					t.Fatalf("%s: handled %v", c, handled)
 				}
 			})
@@ -753,7 +753,7 @@ func BenchmarkAppendFast(b *testing.B) {
 			dst := make([]byte, 0, advertisedUDPSize)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, handled := AppendFast(dst, snap, opts, pkt, c.q.client(), c.q.tcp, sources, time.Time{}); !handled {
+				if _, handled := AppendFast(dst, snap, &opts, pkt, c.q.client(), c.q.tcp, sources, time.Time{}); !handled {
 					b.Fatal("not handled")
 				}
 			}
@@ -826,7 +826,7 @@ func TestAppendFastUnmapsTheClient(t *testing.T) {
 	snap, sources := fastSnapshot(t, false)
 	for _, name := range []string{"hashed.example.org.", "consistent.example.org.", "geo.example.org."} {
 		pkt := fastCase{qname: name, qtype: dns.TypeA}.packet(t)
-		fast, handled := AppendFast(nil, snap, Options{}, pkt, netip.AddrFrom16(sanJose.As16()), false, sources, time.Time{})
+		fast, handled := AppendFast(nil, snap, &Options{}, pkt, netip.AddrFrom16(sanJose.As16()), false, sources, time.Time{})
 		slow, _ := slowWire(t, snap, Options{}, pkt, sanJose, false, sources)
 		if !handled || !bytes.Equal(fast, slow) {
 			t.Errorf("%s: handled %v,\n%s\nwant\n%s", name, handled, unpacked(string(fast)), unpacked(string(slow)))

@@ -98,7 +98,7 @@ func TestAppendFastCookiesMatchRespond(t *testing.T) {
 						for _, tcp := range []bool{false, true} {
 							opts := Options{Cookies: jar, RequireCookie: require, UseECS: ecs}
 							pkt := guardPacket(t, q.name, q.qtype, c.data, ecs)
-							fast, handled := AppendFast(nil, snap, opts, pkt, testClient, tcp, sources, now)
+							fast, handled := AppendFast(nil, snap, &opts, pkt, testClient, tcp, sources, now)
 							slow := respondAt(t, snap, opts, pkt, tcp, sources, now)
 							if !handled && snap == signed {
 								continue // the DO queries the fast path leaves to Respond in a signed zone
@@ -125,7 +125,7 @@ func TestAppendFastCookiesMatchRespond(t *testing.T) {
 	// A malformed cookie, and two, are the slow path's FORMERR.
 	for _, pkt := range [][]byte{guardPacket(t, "www.example.org.", dns.TypeA, []byte{1, 2, 3}, false),
 		guardPacket(t, "www.example.org.", dns.TypeA, make([]byte, 41), false)} {
-		if _, handled := AppendFast(nil, plain, Options{Cookies: jar}, pkt, testClient, false, sources, now); handled {
+		if _, handled := AppendFast(nil, plain, &Options{Cookies: jar}, pkt, testClient, false, sources, now); handled {
 			t.Error("a malformed cookie is answered by the fast path")
 		}
 	}
@@ -149,7 +149,7 @@ func TestAppendFastRateLimitingMatchesRespond(t *testing.T) {
 				slowOpts := Options{Limit: rrl.New(cfg, nil), Cookies: jar}
 				for i := range 4 {
 					pkt := guardPacket(t, q.name, q.qtype, c.data, false)
-					fast, handled := AppendFast(nil, snap, fastOpts, pkt, testClient, false, sources, now)
+					fast, handled := AppendFast(nil, snap, &fastOpts, pkt, testClient, false, sources, now)
 					slow := respondAt(t, snap, slowOpts, pkt, false, sources, now)
 					if !handled || string(fast) != string(slow) {
 						t.Errorf("slip %d, %s %s, %s, query %d: handled %t\nfast\n%s\nslow\n%s", slip, q.name, dns.TypeToString[q.qtype], c.name, i, handled, unpacked(string(fast)), unpacked(string(slow)))
@@ -166,7 +166,7 @@ func TestAppendFastRateLimitingMatchesRespond(t *testing.T) {
 	opts := Options{Limit: rrl.New(rrl.Config{RRLAccounts: config.RRLAccounts{Window: time.Second}, Rates: [5]int{1, 1, 1, 1, 1}}, nil)}
 	for i := range 5 {
 		pkt := guardPacket(t, "www.example.org.", dns.TypeA, nil, false)
-		if out, handled := AppendFast(nil, snap, opts, pkt, testClient, true, sources, now); !handled || len(out) == 0 {
+		if out, handled := AppendFast(nil, snap, &opts, pkt, testClient, true, sources, now); !handled || len(out) == 0 {
 			t.Fatalf("TCP query %d limited", i)
 		}
 	}
@@ -192,7 +192,7 @@ func TestAppendFastGuardsAllocateNothing(t *testing.T) {
 	pkt := guardPacket(t, "www.example.org.", dns.TypeA, []byte{1, 2, 3, 4, 5, 6, 7, 8}, false)
 	dst, client := make([]byte, 0, 1232), netip.MustParseAddr("192.0.2.9")
 	if n := testing.AllocsPerRun(1000, func() {
-		if _, ok := AppendFast(dst, snap, opts, pkt, client, false, sources, now); !ok {
+		if _, ok := AppendFast(dst, snap, &opts, pkt, client, false, sources, now); !ok {
 			t.Fatal("not handled")
 		}
 	}); n != 0 {
@@ -222,7 +222,7 @@ func BenchmarkAppendFastGuards(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				AppendFast(dst, snap, c.opts, pkt, testClient, false, sources, now)
+				AppendFast(dst, snap, &c.opts, pkt, testClient, false, sources, now)
 			}
 		})
 	}

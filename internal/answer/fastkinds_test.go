@@ -139,7 +139,7 @@ func compareEveryKind(t *testing.T, snap *catalog.Snapshot, sources *geo.Sources
 				}
 				fast, slowWires := map[string]bool{}, map[string]bool{}
 				for range trials {
-					out, handled := AppendFast(nil, snap, opts, pkt, c.client(), c.tcp, sources, time.Time{})
+					out, handled := AppendFast(nil, snap, &opts, pkt, c.client(), c.tcp, sources, time.Time{})
 					wire, answered := slowWire(t, snap, opts, pkt, c.client(), c.tcp, sources)
 					if handled && (!answered || slow(c)) || !handled && !slow(c) && !may(c) && mustHandle(c, wire, answered) {
 						t.Errorf("%s (%s): handled %v, answered by Respond %v:\n%s", c, v.name, handled, answered, unpacked(string(wire)))
@@ -224,7 +224,7 @@ func TestAppendFastDoesNotCompress(t *testing.T) {
 	snap, sources := fastSnapshot(t, false)
 	for _, name := range fastKindNames {
 		pkt := fastCase{qname: name, qtype: dns.TypeA, edns: 1232}.packet(t)
-		out, handled := AppendFast(nil, snap, Options{}, pkt, testClient, false, sources, time.Time{})
+		out, handled := AppendFast(nil, snap, &Options{}, pkt, testClient, false, sources, time.Time{})
 		if !handled {
 			continue
 		}

@@ -60,7 +60,7 @@ func TestAppendFastSignsPrepared(t *testing.T) {
 		if c.co {
 			pkt[len(pkt)-4] |= ednsCO >> 8 // the OPT record's flags, the last of the packet
 		}
-		out, handled := AppendFast(nil, snap, Options{UseECS: c.q.useECS}, pkt, c.q.client(), false, sources, time.Time{})
+		out, handled := AppendFast(nil, snap, &Options{UseECS: c.q.useECS}, pkt, c.q.client(), false, sources, time.Time{})
 		if handled != c.handled {
 			t.Errorf("%s: handled %v, want %v", c.q, handled, c.handled)
 			continue

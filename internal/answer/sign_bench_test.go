@@ -129,7 +129,7 @@ func BenchmarkSignedAnswers(b *testing.B) {
 				dst := make([]byte, 0, advertisedUDPSize)
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, handled := AppendFast(dst, snap, opts, pkt, c.q.client(), false, sources, time.Time{}); !handled {
+					if _, handled := AppendFast(dst, snap, &opts, pkt, c.q.client(), false, sources, time.Time{}); !handled {
 						b.Fatal("not handled")
 					}
 				}

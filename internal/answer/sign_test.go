@@ -382,7 +382,7 @@ func TestFastPathLeavesDOToSlowPath(t *testing.T) {
 		{"unsigned, DO", fastCase{qname: "www.example.org.", qtype: dns.TypeA, edns: 1232, do: true}, Options{}, true},
 		{"unsigned, DNSKEY", fastCase{qname: "example.org.", qtype: dns.TypeDNSKEY}, Options{}, true},
 	} {
-		if _, ok := AppendFast(nil, plain, tt.opts, tt.c.packet(t), testClient, tt.c.tcp, nil, time.Time{}); ok != tt.fast {
+		if _, ok := AppendFast(nil, plain, &tt.opts, tt.c.packet(t), testClient, tt.c.tcp, nil, time.Time{}); ok != tt.fast {
 			t.Errorf("%s: answered by the fast path: %v, want %v", tt.what, ok, tt.fast)
 		}
 	}

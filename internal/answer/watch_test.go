@@ -34,7 +34,7 @@ func TestAnswerWatch(t *testing.T) {
 		t.Fatal("an explanation or an answer of the other family counted as the first answer")
 	}
 	pkt := pack(t, q)
-	if _, ok := AppendFast(nil, snap, Options{}, pkt, testClient, false, nil, time.Time{}); !ok {
+	if _, ok := AppendFast(nil, snap, &Options{}, pkt, testClient, false, nil, time.Time{}); !ok {
 		t.Fatal("the fast path did not answer")
 	}
 	first := w.Answered()
@@ -46,7 +46,7 @@ func TestAnswerWatch(t *testing.T) {
 		t.Error("a later answer moved the first")
 	}
 	buf := make([]byte, 0, 512)
-	if n := testing.AllocsPerRun(100, func() { AppendFast(buf[:0], snap, Options{}, pkt, testClient, false, nil, time.Time{}) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { AppendFast(buf[:0], snap, &Options{}, pkt, testClient, false, nil, time.Time{}) }); n != 0 {
 		t.Errorf("the fast path allocates %v times with a watch", n)
 	}
 	rec.Unwatch(w)

@@ -27,7 +27,10 @@ type HealthSource interface {
 
 // Snapshot is one immutable compilation of every zone of a gslb block.
 type Snapshot struct {
-	zones     map[string]*Zone
+	zones map[string]*Zone
+	// fewZones are the zones by origin, longest first, when there are at most maxFewZones of
+	// them: Zone compares the query name's end with each instead of hashing every suffix.
+	fewZones  []*Zone
 	records   []*Record
 	heartbeat *published.Served // nil unless sites are on
 }
@@ -142,7 +145,24 @@ func BuildUnviewed(zones []*config.Zone, hs HealthSource) (*Snapshot, error) {
 			return nil, err
 		}
 	}
+	s.indexZones()
 	return s, nil
+}
+
+// maxFewZones is the most zones Zone finds by comparing names' ends: up to it, a few string
+// comparisons cost less than hashing the query name's suffixes.
+const maxFewZones = 4
+
+// indexZones sets fewZones from zones.
+func (s *Snapshot) indexZones() {
+	s.fewZones = nil
+	if len(s.zones) > maxFewZones {
+		return
+	}
+	for _, z := range s.zones {
+		s.fewZones = append(s.fewZones, z)
+	}
+	slices.SortFunc(s.fewZones, func(a, b *Zone) int { return len(b.Origin) - len(a.Origin) })
 }
 
 func newZone(zc *config.Zone) *Zone {
@@ -203,6 +223,14 @@ func (z *Zone) nodeFor(name string) *node {
 // Zone returns the zone that qname belongs to (the longest origin that is a label-boundary
 // suffix of qname), or nil. qname must be lower case and fully qualified.
 func (s *Snapshot) Zone(qname string) *Zone {
+	if s.fewZones != nil {
+		for _, z := range s.fewZones {
+			if endsInZone(qname, z.Origin) {
+				return z
+			}
+		}
+		return nil
+	}
 	for off, end := 0, false; !end; off, end = dns.NextLabel(qname, off) {
 		if z, ok := s.zones[qname[off:]]; ok {
 			return z
@@ -212,6 +240,27 @@ func (s *Snapshot) Zone(qname string) *Zone {
 		return z
 	}
 	return nil
+}
+
+// endsInZone reports whether qname (lower case, in presentation form) is origin or below it, on
+// a label boundary: the dot before origin is not escaped, as dns.NextLabel splits names.
+func endsInZone(qname, origin string) bool {
+	n := len(qname) - len(origin)
+	switch {
+	case origin == ".":
+		return true
+	case n < 0 || qname[n:] != origin:
+		return false
+	case n == 0:
+		return true
+	case qname[n-1] != '.':
+		return false
+	}
+	escapes := 0
+	for i := n - 2; i >= 0 && qname[i] == '\\'; i-- {
+		escapes++
+	}
+	return escapes%2 == 0
 }
 
 // ZoneOf returns the zone whose origin is origin (lower case, fully qualified), nil when the

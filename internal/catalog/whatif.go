@@ -68,6 +68,7 @@ func (s *Snapshot) WhatIf(h Hypothesis) (*Snapshot, []string) {
 		c.refreshMu.Unlock()
 		out.records[i] = c
 	}
+	out.indexZones()
 	return out, matched
 }
 

@@ -46,7 +46,7 @@ type FastTCP = fastpath.TCPConfig
 // ListenFast starts the fast path of the engine's zones on addr (host:port) with o.
 func (e *Engine) ListenFast(addr string, o FastOptions) (*FastPath, error) {
 	srv, err := fastpath.Listen(addr, fastpath.Config{Loops: o.Loops, Others: o.Others, Steer: o.Steer, Counts: &fastpath.Counts{}, TCP: o.TCP},
-		fastHandler{e: e, opts: o.Answer, observe: o.Observe})
+		&fastHandler{e: e, opts: o.Answer, observe: o.Observe})
 	if err != nil {
 		return nil, err
 	}
@@ -88,9 +88,9 @@ type fastHandler struct {
 }
 
 // Fast implements fastpath.Handler: a response that rate limiting dropped is no bytes.
-func (h fastHandler) Fast(dst, pkt []byte, src netip.Addr, tcp bool, now time.Time) ([]byte, bool) {
+func (h *fastHandler) Fast(dst, pkt []byte, src netip.Addr, tcp bool, now time.Time) ([]byte, bool) {
 	e := h.e
-	resp, ok := answer.AppendFast(dst, e.Snapshot(), h.opts, pkt, src, tcp, e.Geo(), now)
+	resp, ok := answer.AppendFast(dst, e.Snapshot(), &h.opts, pkt, src, tcp, e.Geo(), now)
 	if ok && h.observe != nil && len(resp) > len(dst) {
 		h.observe(pkt, resp[len(dst):], src, tcp, now)
 	}

@@ -103,7 +103,7 @@ func BenchmarkFastAnswerLog(b *testing.B) {
 				if observe != nil {
 					start = time.Now()
 				}
-				resp, ok := answer.AppendFast(dst, g.Engine.Snapshot(), g.Answer, pkt, src, false, g.Engine.Geo(), time.Time{})
+				resp, ok := answer.AppendFast(dst, g.Engine.Snapshot(), &g.Answer, pkt, src, false, g.Engine.Geo(), time.Time{})
 				if !ok {
 					b.Fatal("the fast path did not answer")
 				}
