@@ -191,7 +191,7 @@ func (ps *probeSet) specs() iter.Seq[*health.Spec] {
 				}
 				checks := bc.Checks()
 				spec = health.Spec{
-					Key: b.Key(), Record: rec.Name(), Backend: name,
+					Key: b.Key(), State: b.State, Record: rec.Name(), Backend: name,
 					Rise: checks.Rise, Fall: checks.Fall,
 					Interval: rc.Settings().ScrapeInterval, Retries: rc.Settings().ScrapeRetries,
 					Activity:    &rec.Activity,

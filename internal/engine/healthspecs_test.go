@@ -223,3 +223,29 @@ func TestRefreshAllViewsEveryRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecsCarryTheCatalogsWords builds a zone with a health manager and makes the specs of its
+// checked backends: each spec carries the word the catalog's backend has, the manager's for the
+// spec's key (so that Sync need not look it up).
+func TestSpecsCarryTheCatalogsWords(t *testing.T) {
+	m := health.NewManager(health.Options{})
+	snap, err := catalog.BuildUnviewed([]*config.Zone{testutil.ParseBenchZone(t, partsZone(50, false))}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := compileProbes(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.release()
+	specs := 0
+	for spec := range ps.specs() {
+		specs++
+		if spec.State == nil || spec.State != m.State(spec.Key) {
+			t.Fatalf("spec of %s: word %p, the manager's %p", spec.Key, spec.State, m.State(spec.Key))
+		}
+	}
+	if specs != ps.n {
+		t.Errorf("%d specs, want %d", specs, ps.n)
+	}
+}
