@@ -235,7 +235,7 @@ func (e *Engine) Resync() error {
 	// The specs are compiled again: the manager keeps none, and neither does the engine (tens
 	// of megabytes of a big zone's, for a rare failure). Probers equal to running ones are
 	// released at once.
-	ps, err := probesToSync(e.Snapshot())
+	ps, err := compileProbes(e.Snapshot())
 	if err != nil {
 		return fmt.Errorf("resync: %w", err)
 	}
@@ -342,7 +342,7 @@ func (e *Engine) build(zones []*config.Zone) (*catalog.Snapshot, error) {
 // syncVerdicts gives the health manager the backends of snap, and has every input that
 // judges backends report again: the new ones start unknown.
 func (e *Engine) syncVerdicts(snap *catalog.Snapshot) error {
-	ps, err := probesToSync(snap)
+	ps, err := compileProbes(snap)
 	if err != nil {
 		return err
 	}

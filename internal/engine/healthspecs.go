@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/meridian-gslb/meridian/internal/catalog"
 	"github.com/meridian-gslb/meridian/internal/config"
@@ -37,26 +36,19 @@ type probeSet struct {
 	snap   *catalog.Snapshot
 	checks []*probe.Compiled // the checks of the backends checked here, in order
 	n      int               // how many backends get a spec
-	keep   map[string]bool   // the keys whose health words the manager keeps (backendKeys); nil until sync, unless probesToSync
 }
 
 // compileProbes compiles the health checks of snap's probed backends. Errors name the check's
 // file position, each once, in the order of the backends.
 //
 // The records are compiled in parts on every core (compileParts); all have finished when it
-// returns. For a set that sync gives the manager, probesToSync makes the keys it needs sooner.
+// returns.
 func compileProbes(snap *catalog.Snapshot) (*probeSet, error) {
-	return compileProbesOn(snap, runtime.GOMAXPROCS(0), false)
+	return compileProbesOn(snap, runtime.GOMAXPROCS(0))
 }
 
-// probesToSync is compileProbes for a set that sync gives the health manager: another
-// goroutine makes the keys its Sync keeps (backendKeys) while the checks compile.
-func probesToSync(snap *catalog.Snapshot) (*probeSet, error) {
-	return compileProbesOn(snap, runtime.GOMAXPROCS(0), true)
-}
-
-// compileProbesOn is compileProbes in at most cores parts, with the keys Sync keeps when keys.
-func compileProbesOn(snap *catalog.Snapshot, cores int, keys bool) (*probeSet, error) {
+// compileProbesOn is compileProbes in at most cores parts.
+func compileProbesOn(snap *catalog.Snapshot, cores int) (*probeSet, error) {
 	ps := &probeSet{snap: snap}
 	recs := snap.Records()
 	ends := make([]int, len(recs)) // ends[i]: how many checks the records up to i have
@@ -73,12 +65,7 @@ func compileProbesOn(snap *catalog.Snapshot, cores int, keys bool) (*probeSet, e
 		ends[i] = nc
 	}
 	ps.checks = make([]*probe.Compiled, nc)
-	var wg sync.WaitGroup
-	if keys {
-		wg.Go(func() { ps.keep = backendKeys(snap) })
-	}
 	errs := compileParts(recs, ends, ps.checks, max(1, min(cores, nc/minPart)))
-	wg.Wait()
 	if len(errs) > 0 {
 		ps.release()
 		return nil, errors.Join(errs...)
@@ -163,12 +150,9 @@ func (ps *probeSet) release() {
 }
 
 // sync gives the health manager m the backends of ps: their specs, and the keys of the
-// snapshot's backends whose health words m keeps.
+// snapshot's other backends whose health words m keeps (keptKeys).
 func (ps *probeSet) sync(m *health.Manager) {
-	if ps.keep == nil { // a set of compileProbes
-		ps.keep = backendKeys(ps.snap)
-	}
-	m.SyncSeq(ps.n, ps.specs(), ps.keep)
+	m.SyncSeq(ps.n, ps.specs(), keptKeys(ps.snap))
 }
 
 // specs yields the spec of each backend of ps, in order. The spec is reused for the next one:
@@ -191,7 +175,7 @@ func (ps *probeSet) specs() iter.Seq[*health.Spec] {
 				}
 				checks := bc.Checks()
 				spec = health.Spec{
-					Key: b.Key(), Record: rec.Name(), Backend: name,
+					Key: b.Key(), State: b.State, Record: rec.Name(), Backend: name,
 					Rise: checks.Rise, Fall: checks.Fall,
 					Interval: rc.Settings().ScrapeInterval, Retries: rc.Settings().ScrapeRetries,
 					Activity:    &rec.Activity,
@@ -230,22 +214,20 @@ func hostOf(bc *config.Backend) string {
 	return bc.IP.String()
 }
 
-// backendKeys returns the keys of the backends of snap whose health words the manager keeps:
-// the probed ones (the others share one that the catalog holds). It is built for each Sync
-// and dropped: 30,000 backends make a map of a few megabytes.
-func backendKeys(snap *catalog.Snapshot) map[string]bool {
-	n := 0
+// keptKeys returns the keys of the backends of snap whose health words the manager must keep
+// although Sync may give them no backend: the probed ones that get no spec (disabled ones,
+// whose words the catalog holds) and the passive ones (a manager without a fleet ignores
+// them). The words of the backends Sync is given stay without being named (see
+// health.Manager.SyncSeq), so that a load of hundreds of thousands of probed backends makes no
+// map of their keys: the map is nil when no backend needs it.
+func keptKeys(snap *catalog.Snapshot) map[string]bool {
+	var keep map[string]bool
 	for _, rec := range snap.Records() {
 		for _, b := range rec.Backends {
-			if b.Config.Probed() {
-				n++
-			}
-		}
-	}
-	keep := make(map[string]bool, n) // sized: growing it rehashed every key several times
-	for _, rec := range snap.Records() {
-		for _, b := range rec.Backends {
-			if b.Config.Probed() {
+			if b.Config.Probed() && (b.Config.Passive || !specified(b)) {
+				if keep == nil {
+					keep = make(map[string]bool)
+				}
 				keep[b.Key()] = true
 			}
 		}

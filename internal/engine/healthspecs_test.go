@@ -128,8 +128,8 @@ func TestHealthSpecsOfBackendsSharingChecks(t *testing.T) {
 }
 
 // TestCompilingInPartsCompilesTheSame compiles the checks of one zone in one part and in
-// three at the same time: the same checks (keys, types, timeouts) in the same order, the same
-// backends kept, and the same errors, each once, in the order of the backends, whether they
+// three at the same time: the same checks (keys, types, timeouts) in the same order, as many
+// backends, and the same errors, each once, in the order of the backends, whether they
 // are a profile's (one text however many backends use it) or a backend's own.
 func TestCompilingInPartsCompilesTheSame(t *testing.T) {
 	for _, bad := range []bool{false, true} {
@@ -138,8 +138,8 @@ func TestCompilingInPartsCompilesTheSame(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			one, err1 := compileProbesOn(snap, 1, true)
-			three, err3 := compileProbesOn(snap, 3, true)
+			one, err1 := compileProbesOn(snap, 1)
+			three, err3 := compileProbesOn(snap, 3)
 			if bad {
 				if err1 == nil || err3 == nil || err1.Error() != err3.Error() {
 					t.Fatalf("errors differ: in one part\n%v\nin three\n%v", err1, err3)
@@ -161,9 +161,6 @@ func TestCompilingInPartsCompilesTheSame(t *testing.T) {
 				if o := three.checks[i]; o.Key != c.Key || o.Type != c.Type || o.Timeout != c.Timeout {
 					t.Fatalf("check %d: %s %v in one part, %s %v in three", i, c.Type, c.Timeout, o.Type, o.Timeout)
 				}
-			}
-			if !maps.Equal(one.keep, three.keep) || len(one.keep) != one.n {
-				t.Errorf("%d and %d backends kept, want %d", len(one.keep), len(three.keep), one.n)
 			}
 		})
 	}
@@ -221,5 +218,76 @@ func TestRefreshAllViewsEveryRecord(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSpecsCarryTheCatalogsWords builds a zone with a health manager and makes the specs of its
+// checked backends: each spec carries the word the catalog's backend has, the manager's for the
+// spec's key (so that Sync need not look it up).
+func TestSpecsCarryTheCatalogsWords(t *testing.T) {
+	m := health.NewManager(health.Options{})
+	snap, err := catalog.BuildUnviewed([]*config.Zone{testutil.ParseBenchZone(t, partsZone(50, false))}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := compileProbes(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.release()
+	specs := 0
+	for spec := range ps.specs() {
+		specs++
+		if spec.State == nil || spec.State != m.State(spec.Key) {
+			t.Fatalf("spec of %s: word %p, the manager's %p", spec.Key, spec.State, m.State(spec.Key))
+		}
+	}
+	if specs != ps.n {
+		t.Errorf("%d specs, want %d", specs, ps.n)
+	}
+}
+
+// TestSyncKeepsTheWordsOfEveryProbedBackend syncs a zone whose probed backends are checked,
+// disabled or passive (which a manager without a fleet ignores) with a health manager: the
+// manager still holds every one's word, the one the catalog's backend reads, while only the
+// disabled and passive ones are named in the keys kept.
+func TestSyncKeepsTheWordsOfEveryProbedBackend(t *testing.T) {
+	zone := `records:
+  www.bench.test.:
+    backends:
+      - {address: 127.0.0.1, healthchecks: [{type: tcp, params: {port: 9}}]}
+      - {address: 127.0.0.2, enable: false, healthchecks: [{type: tcp, params: {port: 9}}]}
+      - {address: 127.0.0.3, passive: true}
+      - {address: 127.0.0.4}
+`
+	m := health.NewManager(health.Options{Log: &testutil.Log{}})
+	snap, err := catalog.BuildUnviewed([]*config.Zone{testutil.ParseBenchZone(t, []byte(zone))}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := keptKeys(snap)
+	ps, err := compileProbes(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps.sync(m)
+	probed, wantKept := 0, map[string]bool{}
+	for _, b := range snap.Records()[0].Backends {
+		if !b.Config.Probed() {
+			continue
+		}
+		probed++
+		if m.State(b.Key()) != b.State {
+			t.Errorf("%s: the manager's word is not the catalog's after Sync", b.Config.Address)
+		}
+		if a := b.Config.Address; a == "127.0.0.2" || a == "127.0.0.3" {
+			wantKept[b.Key()] = true
+		}
+	}
+	if probed != 3 {
+		t.Fatalf("%d backends probed, want 3", probed)
+	}
+	if !maps.Equal(keep, wantKept) {
+		t.Errorf("keys kept %v, want %v", keep, wantKept)
 	}
 }

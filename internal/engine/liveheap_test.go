@@ -135,7 +135,7 @@ func liveHeapOfLoad(b *testing.B, data []byte, n, probed int) {
 
 // mustProbes returns the compiled checks of snap.
 func mustProbes(b *testing.B, snap *catalog.Snapshot) *probeSet {
-	ps, err := probesToSync(snap)
+	ps, err := compileProbes(snap)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,6 +23,10 @@ type Logger interface {
 type Spec struct {
 	// Key is the backend's identity across reloads (record, address, port).
 	Key string
+	// State is the backend's health word as the manager's State(Key) returned it, when the
+	// caller kept it (the catalog does): Sync then takes it without looking Key up. Nil, or a
+	// word the manager no longer holds, is looked up by Key.
+	State *State
 	// Record and Backend name the backend in logs and metrics.
 	Record, Backend string
 	// Checks must all pass for the backend to be up (and, on an External backend, its
@@ -104,6 +108,8 @@ const DefaultMaxInFlight = 20000
 // long as the engine and keeps state across reloads.
 type Manager struct {
 	opts Options
+	// id tells the manager's states from others' (State.owner).
+	id uint32
 
 	mu sync.Mutex
 	// states are the health words by key; a probed backend is its state's (State.b), so that
@@ -178,6 +184,7 @@ func NewManager(opts Options) *Manager {
 	}
 	m := &Manager{
 		opts:     opts,
+		id:       managerIDs.Add(1),
 		states:   make(map[string]*State),
 		inFlight: make(chan struct{}, opts.MaxInFlight),
 		wake:     make(chan struct{}, 1),
@@ -191,6 +198,9 @@ func NewManager(opts Options) *Manager {
 	}
 	return m
 }
+
+// managerIDs numbers the managers, from 1 (State.owner).
+var managerIDs atomic.Uint32
 
 // State returns the health word of the backend with key, creating it on first use. It
 // implements catalog.HealthSource.
@@ -211,7 +221,7 @@ func (m *Manager) backendLocked(key string) *backend {
 func (m *Manager) stateLocked(key string) *State {
 	s, ok := m.states[key]
 	if !ok {
-		s = &State{key: key}
+		s = &State{key: key, owner: m.id}
 		m.states[key] = s
 	}
 	return s
@@ -250,7 +260,10 @@ func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 				continue
 			}
 		}
-		st := m.stateLocked(spec.Key)
+		st := spec.State
+		if st == nil || st.owner != m.id || st.key != spec.Key {
+			st = m.stateLocked(spec.Key)
+		}
 		b := st.b
 		if b != nil && b.gen == m.gen {
 			b = nil // a key given twice: the last spec wins
@@ -295,6 +308,7 @@ func (m *Manager) SyncSeq(n int, specs iter.Seq[*Spec], keep map[string]bool) {
 		// left lost theirs above) stay, without a look-up: whatever keep says, State(key)
 		// must return the word their backend writes.
 		if st.b == nil && !keep[key] {
+			st.owner = 0
 			delete(m.states, key)
 		}
 	}

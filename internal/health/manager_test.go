@@ -278,3 +278,47 @@ func TestManagerSeed(t *testing.T) {
 		t.Errorf("the seeded up backend went down after %d failures, want fall = 3", n)
 	}
 }
+
+// TestSyncTakesTheSpecsState gives Sync an external backend's spec with a health word
+// (Spec.State) and reports the backend up: the word is the backend's when the manager holds it
+// under the spec's key; any other word (another manager's, another key's, one this manager
+// forgot) is not written, and the backend gets the manager's word for its key.
+func TestSyncTakesTheSpecsState(t *testing.T) {
+	const key = "www.example.org./192.0.2.1"
+	for _, tc := range []struct {
+		name string
+		word func(m *Manager) *State // the spec's State, made before the Sync
+		own  bool                    // whether the backend must write that word
+	}{
+		{"none", func(*Manager) *State { return nil }, false},
+		{"this manager's", func(m *Manager) *State { return m.State(key) }, true},
+		{"another manager's", func(*Manager) *State { return NewManager(Options{}).State(key) }, false},
+		{"another key's", func(m *Manager) *State { return m.State("www.example.org./192.0.2.2") }, false},
+		{"forgotten", func(m *Manager) *State {
+			st := m.State(key)
+			m.Sync(nil, nil) // nothing probed or kept: the manager forgets it
+			return st
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewManager(Options{Log: testLog{}})
+			word := tc.word(m)
+			m.Sync([]Spec{{Key: key, State: word, Record: "www.example.org.", Backend: "192.0.2.1", External: true}}, nil)
+			if !m.Report(key, Up, "test") {
+				t.Fatal("no external backend with the key after Sync")
+			}
+			if got := m.State(key).Status(); got != Up {
+				t.Errorf("the manager's word for the key is %s, want up", got)
+			}
+			if word == nil {
+				return
+			}
+			if own := m.State(key) == word; own != tc.own {
+				t.Errorf("the spec's word is the backend's: %v, want %v", own, tc.own)
+			}
+			if want := map[bool]Status{true: Up, false: Unknown}[tc.own]; word.Status() != want {
+				t.Errorf("the spec's word is %s, want %s", word.Status(), want)
+			}
+		})
+	}
+}

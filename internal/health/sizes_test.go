@@ -9,8 +9,9 @@ import (
 )
 
 // TestPerBackendStructuresStaySmall fails when a field makes what the manager keeps for every
-// probed backend bigger: a backend, the job of its check, and the last result it keeps (sizes
-// of Go's allocation classes, so that one more word does not cost the next class).
+// probed backend bigger: a backend, the job of its check, the last result it keeps and its
+// health word (sizes of Go's allocation classes, so that one more word does not cost the next
+// class).
 func TestPerBackendStructuresStaySmall(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
@@ -19,6 +20,7 @@ func TestPerBackendStructuresStaySmall(t *testing.T) {
 		{"backend", unsafe.Sizeof(backend{}), 192},
 		{"job", unsafe.Sizeof(job{}), 112},
 		{"lastResult", unsafe.Sizeof(lastResult{}), 40},
+		{"State", unsafe.Sizeof(State{}), 64},
 	} {
 		if tt.size > tt.max {
 			t.Errorf("%s is %d bytes, over %d", tt.name, tt.size, tt.max)

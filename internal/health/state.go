@@ -44,8 +44,12 @@ func (s Status) String() string {
 // the modes' candidates. The query path only loads the status; the manager writes them all.
 type State struct {
 	status atomic.Uint32
-	rtt    atomic.Int64  // nanoseconds, 0 when not measured
-	load   atomic.Uint64 // the load's bits XOR unknownLoad's: the zero value is unknown
+	// owner is the id of the Manager whose map holds the state (Manager.State), 0 once it
+	// forgot it or for a state made otherwise: its lock guards it. (It fills the 4 bytes the
+	// alignment of rtt leaves after status.)
+	owner uint32
+	rtt   atomic.Int64  // nanoseconds, 0 when not measured
+	load  atomic.Uint64 // the load's bits XOR unknownLoad's: the zero value is unknown
 	// recovered is when the backend last came back up from down (Unix nanoseconds), 0 when
 	// it never did: slow start ramps from it.
 	recovered atomic.Int64
