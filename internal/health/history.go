@@ -25,6 +25,15 @@ const (
 // of HistoryBucket, a probe every 118 ms.
 const maxCount = math.MaxUint8
 
+// measuredCounts are the measured results of a history by bucket: the sum of their latencies
+// in microseconds (saturating), and how many there are (saturating at maxCount: the sum then
+// stops, so that the mean stays that of the results counted). A history allocates them at its
+// first result, after the load that made the backend.
+type measuredCounts struct {
+	sums  [HistoryBuckets]uint32
+	count [HistoryBuckets]uint8
+}
+
 // oddCounts are the counts of the results that are not measured passes, by bucket: the results
 // without a latency (those another instance probed) and the failures. A history allocates them
 // at the first such result and drops them once none is left in the hour: a backend that passes
@@ -44,22 +53,17 @@ type change struct {
 }
 
 // history is one backend's last hour: its results by bucket and its latest status changes. It
-// is allocated with the backend: 704 bytes (for each of the HistoryBuckets buckets, the sum of
-// its measured latencies and how many results measured one; the fields below), 240 more while
-// the hour holds results without a latency or failures (oddCounts), and 48 bytes a change kept,
-// allocated as they come up to historyChanges (most backends change once or twice an hour,
-// from unknown to their state; the reasons are shared with the manager's transitions). The
-// manager's lock guards it.
+// is allocated with the backend (80 bytes: the fields below); its results take 640 bytes from
+// its first (measuredCounts), 240 more while the hour holds results without a latency or
+// failures (oddCounts), and 48 bytes a change kept, allocated as they come up to
+// historyChanges (most backends change once or twice an hour, from unknown to their state; the
+// reasons are shared with the manager's transitions). The manager's lock guards it.
 type history struct {
-	// sums are, by bucket, the sum of the measured latencies in microseconds (saturating), and
-	// measured how many results carried a latency (saturating at maxCount: the sum then stops,
-	// so that the mean stays that of the results counted).
-	sums     [HistoryBuckets]uint32
-	measured [HistoryBuckets]uint8
-	// odd are the counts of the other results, nil while the hour holds none; oddBuckets is
-	// how many buckets hold some.
-	odd     *oddCounts
-	changes []change // the ring of changes, grown to historyChanges
+	// measured are the counts of the measured results, nil before the first result; odd those
+	// of the others, nil while the hour holds none, and oddBuckets how many buckets hold some.
+	measured *measuredCounts
+	odd      *oddCounts
+	changes  []change // the ring of changes, grown to historyChanges
 	// from is when the kept timeline starts, at status: when the history began (the backend
 	// was created) or, once changes were dropped, the oldest change still known.
 	from   time.Time
@@ -98,7 +102,11 @@ func (h *history) observe(now time.Time, ok bool, latency time.Duration) {
 	switch {
 	case h.newest == 0 || slot <= h.newest-HistoryBuckets || slot-h.newest >= HistoryBuckets:
 		// The first result, or a clock that moved an hour or more away: nothing kept stands.
-		h.sums, h.measured = [HistoryBuckets]uint32{}, [HistoryBuckets]uint8{}
+		if h.measured == nil {
+			h.measured = &measuredCounts{}
+		} else {
+			*h.measured = measuredCounts{}
+		}
 		h.odd, h.oddBuckets = nil, 0
 		h.newest = slot
 	case slot > h.newest:
@@ -109,9 +117,9 @@ func (h *history) observe(now time.Time, ok bool, latency time.Duration) {
 	}
 	i := int(slot) % HistoryBuckets
 	if latency > 0 {
-		if h.measured[i] < maxCount {
-			h.measured[i]++
-			h.sums[i] = uint32(min(uint64(h.sums[i])+uint64(max(latency.Microseconds(), 1)), math.MaxUint32))
+		if m := h.measured; m.count[i] < maxCount {
+			m.count[i]++
+			m.sums[i] = uint32(min(uint64(m.sums[i])+uint64(max(latency.Microseconds(), 1)), math.MaxUint32))
 		}
 	} else {
 		h.count(i, false)
@@ -123,7 +131,7 @@ func (h *history) observe(now time.Time, ok bool, latency time.Duration) {
 
 // clear empties bucket i, and drops the odd counts when it held the last of them.
 func (h *history) clear(i int) {
-	h.sums[i], h.measured[i] = 0, 0
+	h.measured.sums[i], h.measured.count[i] = 0, 0
 	if h.odd == nil || !h.odd.odd(i) {
 		return
 	}
@@ -240,9 +248,10 @@ func (h *history) view(now time.Time) History {
 			continue
 		}
 		j := int(slot) % HistoryBuckets
-		s := Sample{Results: int(h.measured[j])}
-		if h.measured[j] > 0 {
-			s.Latency = time.Duration(h.sums[j]/uint32(h.measured[j])) * time.Microsecond
+		m := h.measured // not nil: the ring holds the slot
+		s := Sample{Results: int(m.count[j])}
+		if m.count[j] > 0 {
+			s.Latency = time.Duration(m.sums[j]/uint32(m.count[j])) * time.Microsecond
 		}
 		if h.odd != nil {
 			s.Results += int(h.odd.unmeasured[j])
