@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
 )
 
 // hour0 is a time on a bucket boundary.
@@ -247,23 +246,9 @@ func TestHistoryTimeline(t *testing.T) {
 	}
 }
 
-func TestHistorySize(t *testing.T) {
-	// The documented sizes (history.go, docs/operations.md, docs/api.md): 80 bytes a probed
-	// backend, 640 more from its first result (Go's size class of the 600 of the counts), 240
-	// more while its hour holds failures or results without a latency, and 48 a change kept.
-	for _, tt := range []struct {
-		name      string
-		size, max uintptr
-	}{
-		{"history", unsafe.Sizeof(history{}), 80},
-		{"measuredCounts", unsafe.Sizeof(measuredCounts{}), 640},
-		{"oddCounts", unsafe.Sizeof(oddCounts{}), 240},
-		{"change", unsafe.Sizeof(change{}), 48},
-	} {
-		if tt.size > tt.max {
-			t.Errorf("%s takes %d bytes, over %d", tt.name, tt.size, tt.max)
-		}
-	}
+// TestHistoryCountsAllocatedWithResults checks that a history allocates its counts with its
+// first result, not before (the sizes are in TestPerBackendStructuresStaySmall).
+func TestHistoryCountsAllocatedWithResults(t *testing.T) {
 	h := newHistory(hour0, Unknown)
 	if h.measured != nil || h.odd != nil {
 		t.Error("a history without results holds counts")
