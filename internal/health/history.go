@@ -15,29 +15,35 @@ const (
 	// timeline starts at the oldest kept (History.From).
 	historyChanges = 16
 	// DefaultMaxHistories is how many backends keep a history unless Options.MaxHistories
-	// says otherwise: about 25 MB. A dashboard draws a few hundred; a configuration of
+	// says otherwise: about 15 MB. A dashboard draws a few hundred; a configuration of
 	// hundreds of thousands of checks would otherwise spend hundreds of megabytes on hours
 	// nobody looks at.
 	DefaultMaxHistories = 20000
 )
 
-// bucket is what the results of one interval of HistoryBucket said (10 bytes: the history of
-// each of tens of thousands of backends holds HistoryBuckets of them).
-type bucket struct {
-	sumUS    [2]uint16 // the sum of the measured latencies, in microseconds (saturating): high, low
-	measured uint16    // how many results carried a latency (saturating, as the counts below)
-	results  uint16
-	failures uint16
+// maxCount is where the counts of a bucket saturate: 255 results of each kind in an interval
+// of HistoryBucket, a probe every 118 ms.
+const maxCount = math.MaxUint8
+
+// measuredCounts are the measured results of a history by bucket: the sum of their latencies
+// in microseconds (saturating), and how many there are (saturating at maxCount: the sum then
+// stops, so that the mean stays that of the results counted). A history allocates them at its
+// first result, after the load that made the backend.
+type measuredCounts struct {
+	sums  [HistoryBuckets]uint32
+	count [HistoryBuckets]uint8
 }
 
-// sum returns the bucket's sum of latencies, in microseconds.
-func (b *bucket) sum() uint32 { return uint32(b.sumUS[0])<<16 | uint32(b.sumUS[1]) }
-
-// add adds us microseconds to the bucket's sum, saturating.
-func (b *bucket) add(us uint64) {
-	v := uint32(min(uint64(b.sum())+us, math.MaxUint32))
-	b.sumUS = [2]uint16{uint16(v >> 16), uint16(v)}
+// oddCounts are the counts of the results that are not measured passes, by bucket: the results
+// without a latency (those another instance probed) and the failures. A history allocates them
+// at the first such result and drops them once none is left in the hour: a backend that passes
+// every probe it makes has none.
+type oddCounts struct {
+	unmeasured, failures [HistoryBuckets]uint8
 }
+
+// odd reports whether bucket i holds odd counts.
+func (o *oddCounts) odd(i int) bool { return o.unmeasured[i]|o.failures[i] != 0 }
 
 // change is one status change a backend keeps: when, to what, and why.
 type change struct {
@@ -47,13 +53,17 @@ type change struct {
 }
 
 // history is one backend's last hour: its results by bucket and its latest status changes. It
-// is allocated with the backend: 1264 bytes (120 buckets of 10 bytes and the fields below),
-// and 48 bytes a change kept, allocated as they come up to historyChanges (most backends change
-// once or twice an hour, from unknown to their state; the reasons are shared with the
-// manager's transitions). The manager's lock guards it.
+// is allocated with the backend (80 bytes: the fields below); its results take 640 bytes from
+// its first (measuredCounts), 240 more while the hour holds results without a latency or
+// failures (oddCounts), and 48 bytes a change kept, allocated as they come up to
+// historyChanges (most backends change once or twice an hour, from unknown to their state; the
+// reasons are shared with the manager's transitions). The manager's lock guards it.
 type history struct {
-	buckets [HistoryBuckets]bucket
-	changes []change // the ring of changes, grown to historyChanges
+	// measured are the counts of the measured results, nil before the first result; odd those
+	// of the others, nil while the hour holds none, and oddBuckets how many buckets hold some.
+	measured *measuredCounts
+	odd      *oddCounts
+	changes  []change // the ring of changes, grown to historyChanges
 	// from is when the kept timeline starts, at status: when the history began (the backend
 	// was created) or, once changes were dropped, the oldest change still known.
 	from   time.Time
@@ -61,8 +71,9 @@ type history struct {
 	// newest is the bucket interval of the newest result (Unix time / HistoryBucket), 0 before
 	// the first: the ring holds the HistoryBuckets intervals up to it, each at its interval
 	// modulo HistoryBuckets, and the older ones are cleared as the newest moves on.
-	newest  int32
-	next, n uint8 // the ring of changes: index of the next write, how many are kept
+	newest     int32
+	next, n    uint8 // the ring of changes: index of the next write, how many are kept
+	oddBuckets uint8
 }
 
 // newHistory returns the history of a backend that is at status from now.
@@ -91,30 +102,60 @@ func (h *history) observe(now time.Time, ok bool, latency time.Duration) {
 	switch {
 	case h.newest == 0 || slot <= h.newest-HistoryBuckets || slot-h.newest >= HistoryBuckets:
 		// The first result, or a clock that moved an hour or more away: nothing kept stands.
-		h.buckets = [HistoryBuckets]bucket{}
+		if h.measured == nil {
+			h.measured = &measuredCounts{}
+		} else {
+			*h.measured = measuredCounts{}
+		}
+		h.odd, h.oddBuckets = nil, 0
 		h.newest = slot
 	case slot > h.newest:
 		for s := h.newest + 1; s <= slot; s++ {
-			h.buckets[int(s)%HistoryBuckets] = bucket{} // the intervals without results since
+			h.clear(int(s) % HistoryBuckets) // the intervals without results since
 		}
 		h.newest = slot
 	}
-	b := &h.buckets[int(slot)%HistoryBuckets]
-	b.results = addSat16(b.results, 1)
-	if !ok {
-		b.failures = addSat16(b.failures, 1)
-	}
+	i := int(slot) % HistoryBuckets
 	if latency > 0 {
-		b.measured = addSat16(b.measured, 1)
-		b.add(uint64(max(latency.Microseconds(), 1)))
+		if m := h.measured; m.count[i] < maxCount {
+			m.count[i]++
+			m.sums[i] = uint32(min(uint64(m.sums[i])+uint64(max(latency.Microseconds(), 1)), math.MaxUint32))
+		}
+	} else {
+		h.count(i, false)
+	}
+	if !ok {
+		h.count(i, true)
 	}
 }
 
-func addSat16(v, d uint16) uint16 {
-	if v > math.MaxUint16-d {
-		return math.MaxUint16
+// clear empties bucket i, and drops the odd counts when it held the last of them.
+func (h *history) clear(i int) {
+	h.measured.sums[i], h.measured.count[i] = 0, 0
+	if h.odd == nil || !h.odd.odd(i) {
+		return
 	}
-	return v + d
+	h.odd.unmeasured[i], h.odd.failures[i] = 0, 0
+	if h.oddBuckets--; h.oddBuckets == 0 {
+		h.odd = nil
+	}
+}
+
+// count adds one to bucket i's failures, or else to its results without a latency, saturating.
+func (h *history) count(i int, failure bool) {
+	if h.odd == nil {
+		h.odd = &oddCounts{}
+	}
+	if !h.odd.odd(i) {
+		h.oddBuckets++
+	}
+	c := &h.odd.unmeasured[i]
+	if failure {
+		c = &h.odd.failures[i]
+	}
+	if *c < maxCount {
+		*c++
+	}
 }
 
 // change records a change of the backend's status to next at now, for reason. When the ring
@@ -206,10 +247,15 @@ func (h *history) view(now time.Time) History {
 		if !h.holds(slot) {
 			continue
 		}
-		b := h.buckets[int(slot)%HistoryBuckets]
-		s := Sample{Results: int(b.results), Failures: int(b.failures)}
-		if b.measured > 0 {
-			s.Latency = time.Duration(b.sum()/uint32(b.measured)) * time.Microsecond
+		j := int(slot) % HistoryBuckets
+		m := h.measured // not nil: the ring holds the slot
+		s := Sample{Results: int(m.count[j])}
+		if m.count[j] > 0 {
+			s.Latency = time.Duration(m.sums[j]/uint32(m.count[j])) * time.Microsecond
+		}
+		if h.odd != nil {
+			s.Results += int(h.odd.unmeasured[j])
+			s.Failures = int(h.odd.failures[j])
 		}
 		out.Samples[i] = s
 	}

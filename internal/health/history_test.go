@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
 )
 
 // hour0 is a time on a bucket boundary.
@@ -96,14 +95,80 @@ func TestHistoryBuckets(t *testing.T) {
 	}
 }
 
+// TestHistoryCountsSaturate checks that a bucket's counts stop at maxCount, each kind on its
+// own, and that its mean latency stays the mean of the measured results it counted.
 func TestHistoryCountsSaturate(t *testing.T) {
-	h := newHistory(hour0, Unknown)
-	for range math.MaxUint16 + 10 {
-		h.observe(hour0, false, time.Hour)
+	type result struct {
+		ok      bool
+		latency time.Duration
+		times   int
 	}
-	s := h.view(hour0).Samples[HistoryBuckets-1]
-	if s.Results != math.MaxUint16 || s.Failures != math.MaxUint16 || s.Latency <= 0 {
-		t.Fatalf("sample %+v, want saturated counts and a positive mean", s)
+	tests := []struct {
+		name    string
+		results []result
+		want    Sample
+	}{
+		{
+			name:    "failures with a latency: every count saturates, and the sum too",
+			results: []result{{false, time.Hour, math.MaxUint16 + 10}},
+			want:    Sample{Results: maxCount, Failures: maxCount, Latency: time.Duration(math.MaxUint32/maxCount) * time.Microsecond},
+		},
+		{
+			name:    "measured passes past the count keep their mean",
+			results: []result{{true, time.Millisecond, 300}, {true, time.Second, 10}},
+			want:    Sample{Results: maxCount, Latency: time.Millisecond},
+		},
+		{
+			name:    "results without a latency count apart from the measured ones",
+			results: []result{{true, 2 * time.Millisecond, 300}, {true, 0, 300}, {false, 0, 3}},
+			want:    Sample{Results: 2 * maxCount, Failures: 3, Latency: 2 * time.Millisecond},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHistory(hour0, Unknown)
+			for _, r := range tt.results {
+				for range r.times {
+					h.observe(hour0, r.ok, r.latency)
+				}
+			}
+			if s := h.view(hour0).Samples[HistoryBuckets-1]; s != tt.want {
+				t.Fatalf("sample %+v, want %+v", s, tt.want)
+			}
+		})
+	}
+}
+
+// TestHistoryOddCountsDropped checks that a history keeps the counts of failures and of results
+// without a latency only while its hour holds some: a backend that passes every probe it makes
+// keeps none, and one that failed keeps them for the hour after.
+func TestHistoryOddCountsDropped(t *testing.T) {
+	h := newHistory(hour0, Unknown)
+	probe := func(at time.Duration, ok bool) {
+		t.Helper()
+		h.observe(hour0.Add(at), ok, time.Millisecond)
+	}
+	for at := time.Duration(0); at < 10*time.Minute; at += 10 * time.Second {
+		probe(at, true)
+	}
+	if h.odd != nil {
+		t.Fatal("odd counts kept for a backend that passed every probe")
+	}
+	probe(10*time.Minute, false)
+	probe(10*time.Minute+40*time.Second, false)
+	if h.odd == nil || h.oddBuckets != 2 {
+		t.Fatalf("after failures in two buckets: odd counts %v in %d buckets", h.odd != nil, h.oddBuckets)
+	}
+	probe(time.Hour+10*time.Minute, true) // the first failure's bucket is an hour old
+	if h.odd == nil || h.oddBuckets != 1 {
+		t.Fatalf("an hour after the first failure: odd counts %v in %d buckets", h.odd != nil, h.oddBuckets)
+	}
+	if s := h.view(hour0.Add(time.Hour + 10*time.Minute)).Samples[0]; s != (Sample{Results: 1, Failures: 1, Latency: time.Millisecond}) {
+		t.Fatalf("the second failure's bucket, the oldest: %+v", s)
+	}
+	probe(time.Hour+10*time.Minute+30*time.Second, true)
+	if h.odd != nil || h.oddBuckets != 0 {
+		t.Fatalf("an hour after the last failure: odd counts %v in %d buckets", h.odd != nil, h.oddBuckets)
 	}
 }
 
@@ -181,17 +246,16 @@ func TestHistoryTimeline(t *testing.T) {
 	}
 }
 
-func TestHistorySize(t *testing.T) {
-	// The documented sizes (history.go, docs/operations.md, docs/api.md): 1264 bytes a probed
-	// backend, and 48 a change kept.
-	if size := unsafe.Sizeof(history{}); size != 1264 {
-		t.Fatalf("a backend's history takes %d bytes", size)
+// TestHistoryCountsAllocatedWithResults checks that a history allocates its counts with its
+// first result, not before (the sizes are in TestPerBackendStructuresStaySmall).
+func TestHistoryCountsAllocatedWithResults(t *testing.T) {
+	h := newHistory(hour0, Unknown)
+	if h.measured != nil || h.odd != nil {
+		t.Error("a history without results holds counts")
 	}
-	if size := unsafe.Sizeof(bucket{}); size != 10 {
-		t.Fatalf("a bucket takes %d bytes", size)
-	}
-	if size := unsafe.Sizeof(change{}); size != 48 {
-		t.Fatalf("a change takes %d bytes", size)
+	h.observe(hour0, true, time.Millisecond)
+	if h.measured == nil || h.odd != nil {
+		t.Errorf("after a measured pass: measured counts %v, odd counts %v", h.measured != nil, h.odd != nil)
 	}
 }
 
