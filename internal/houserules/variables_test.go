@@ -33,6 +33,7 @@ var processState = map[string]string{
 	"internal/health/probe.luaHTTPClientInsecure": "the Lua checks' shared HTTP client without TLS verification",
 	"internal/health/probe.lastTimeoutReason":     "a test seam: the reason a timed-out probe reports",
 	"internal/health.probeMetricsByType":          "the probe metrics of each check type, made on its first use",
+	"internal/health.managerIDs":                  "numbers the health managers of the process, so that a state tells the manager holding it from every other alive (State.owner)",
 }
 
 // mutators are the methods whose call on a package variable changes it.
