@@ -61,3 +61,23 @@ func origin(z *Zone) string {
 	}
 	return z.Origin
 }
+
+// FuzzZoneOf checks Snapshot.Zone's comparison of names' ends against the lookup of every
+// suffix, for any query name and up to maxFewZones origins made of its labels and others.
+func FuzzZoneOf(f *testing.F) {
+	f.Add(`a\.example.test.`, "example.test.", "test.")
+	f.Add(`a\\.example.test.`, "example.test.", ".")
+	f.Add("www.sub.example.test.", "sub.example.test.", "example.test.")
+	f.Fuzz(func(t *testing.T, qname, o1, o2 string) {
+		s := &Snapshot{zones: map[string]*Zone{}}
+		for _, o := range []string{o1, o2} {
+			if o != "" && o[len(o)-1] == '.' {
+				s.zones[o] = &Zone{Origin: o}
+			}
+		}
+		s.indexZones()
+		if got, want := s.Zone(qname), zoneBySuffixes(s.zones, qname); got != want {
+			t.Errorf("Zone(%q) with %q, %q = %v, want %v", qname, o1, o2, origin(got), origin(want))
+		}
+	})
+}
