@@ -18,15 +18,7 @@ func TestSpecsAheadYieldsTheSpecsInOrder(t *testing.T) {
 	for _, records := range []int{10, 3*specBatch + 17} {
 		for _, stopAt := range []int{-1, 0, specBatch - 1, specBatch, 2*specBatch + 5} {
 			t.Run(fmt.Sprintf("%d records, stop at %d", records, stopAt), func(t *testing.T) {
-				snap, err := catalog.Build([]*config.Zone{testutil.ParseBenchZone(t, partsZone(records, false))}, health.NewManager(health.Options{}))
-				if err != nil {
-					t.Fatal(err)
-				}
-				ps, err := compileProbes(snap)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer ps.release()
+				_, ps := compiledZone(t, records)
 				var want []health.Spec
 				for spec := range ps.specs() {
 					want = append(want, *spec)
@@ -54,4 +46,21 @@ func TestSpecsAheadYieldsTheSpecsInOrder(t *testing.T) {
 			})
 		}
 	}
+}
+
+// compiledZone builds partsZone(records) with a health manager and compiles its checks, which
+// are released when the test ends.
+func compiledZone(t *testing.T, records int) (*health.Manager, *probeSet) {
+	t.Helper()
+	m := health.NewManager(health.Options{})
+	snap, err := catalog.BuildUnviewed([]*config.Zone{testutil.ParseBenchZone(t, partsZone(records, false))}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := compileProbes(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ps.release)
+	return m, ps
 }
