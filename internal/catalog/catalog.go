@@ -20,7 +20,10 @@ import (
 )
 
 // HealthSource hands out the shared health word of a backend. It returns the same word for the
-// same key across snapshots, so that a reload keeps the state of unchanged backends.
+// same key across snapshots, so that a reload keeps the state of unchanged backends. One that
+// also has States(keys []string, states []*health.State), which sets states[i] to the word of
+// keys[i], and is safe for concurrent use (health.Manager) is asked for many words at a time,
+// from every core.
 type HealthSource interface {
 	State(key string) *health.State
 }
@@ -136,11 +139,7 @@ func BuildUnviewed(zones []*config.Zone, hs HealthSource) (*Snapshot, error) {
 		}
 		z := newZone(zc)
 		s.zones[zc.Origin] = z
-		for i := range zc.Records {
-			r := newRecord(z, &zc.Records[i], hs)
-			z.add(r)
-			s.records = append(s.records, r)
-		}
+		s.addRecords(z, zc.Records, hs)
 		if err := z.addStatic(zc); err != nil {
 			return nil, err
 		}

@@ -102,7 +102,9 @@ func (r *Record) FallbackCNAME() *dns.CNAME {
 	return r.extra.cname
 }
 
-func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
+// newRecord builds the record of rc in zone z. Its probed backends' health words come from
+// words: they may be set only at its next flush.
+func newRecord(z *Zone, rc *config.Record, words *stateWords) *Record {
 	r := &Record{Config: rc, Zone: z, Backends: make([]*Backend, 0, len(rc.Backends))}
 	backends := make([]Backend, len(rc.Backends)) // one allocation for the record's backends
 	for i := range rc.Backends {
@@ -110,7 +112,7 @@ func newRecord(z *Zone, rc *config.Record, hs HealthSource) *Record {
 		b := &backends[i]
 		*b = Backend{Config: bc, record: r, index: int32(i), State: unprobedState}
 		if bc.Probed() {
-			b.State = hs.State(config.BackendKey(rc.Name, bc)) // the health source keeps the key
+			words.set(config.BackendKey(rc.Name, bc), &b.State) // the health source keeps the key
 		}
 		if rc.Publish && !bc.Remote && bc.IP.IsValid() {
 			if r.extra == nil {

@@ -152,7 +152,7 @@ func (ps *probeSet) release() {
 // sync gives the health manager m the backends of ps: their specs, and the keys of the
 // snapshot's other backends whose health words m keeps (keptKeys).
 func (ps *probeSet) sync(m *health.Manager) {
-	m.SyncSeq(ps.n, ps.specs(), keptKeys(ps.snap))
+	m.SyncSeq(ps.n, specsAhead(ps.n, ps.specs()), keptKeys(ps.snap))
 }
 
 // specs yields the spec of each backend of ps, in order. The spec is reused for the next one:

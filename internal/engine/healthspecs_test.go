@@ -225,16 +225,7 @@ func TestRefreshAllViewsEveryRecord(t *testing.T) {
 // checked backends: each spec carries the word the catalog's backend has, the manager's for the
 // spec's key (so that Sync need not look it up).
 func TestSpecsCarryTheCatalogsWords(t *testing.T) {
-	m := health.NewManager(health.Options{})
-	snap, err := catalog.BuildUnviewed([]*config.Zone{testutil.ParseBenchZone(t, partsZone(50, false))}, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := compileProbes(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.release()
+	m, ps := compiledZone(t, 50)
 	specs := 0
 	for spec := range ps.specs() {
 		specs++

@@ -210,6 +210,17 @@ func (m *Manager) State(key string) *State {
 	return m.stateLocked(key)
 }
 
+// States sets states[i] to State(keys[i]) for each key, taking the manager's lock once: a
+// catalog build of hundreds of thousands of backends asks for their words a batch at a time,
+// from every core. It implements catalog's batched HealthSource.
+func (m *Manager) States(keys []string, states []*State) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, key := range keys {
+		states[i] = m.stateLocked(key)
+	}
+}
+
 // backendLocked returns the probed backend with key, nil when there is none.
 func (m *Manager) backendLocked(key string) *backend {
 	if s := m.states[key]; s != nil {

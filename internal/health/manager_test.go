@@ -322,3 +322,29 @@ func TestSyncTakesTheSpecsState(t *testing.T) {
 		})
 	}
 }
+
+// TestStatesAreTheWordsOfState asks for words a batch at a time, from two goroutines at once,
+// keys old and new, one of them twice in a batch: each is the word State returns for its key,
+// one word a key.
+func TestStatesAreTheWordsOfState(t *testing.T) {
+	m := NewManager(Options{})
+	old := m.State("old")
+	batches := [][]string{{"old", "a", "b", "a"}, {"b", "c", "old"}}
+	got := make([][]*State, len(batches))
+	var wg sync.WaitGroup
+	for i, keys := range batches {
+		got[i] = make([]*State, len(keys))
+		wg.Go(func() { m.States(keys, got[i]) })
+	}
+	wg.Wait()
+	for i, keys := range batches {
+		for j, key := range keys {
+			if w := got[i][j]; w == nil || w != m.State(key) || w.Key() != key {
+				t.Errorf("States gave %s the word %p, not State's %p", key, w, m.State(key))
+			}
+		}
+	}
+	if got[0][0] != old || got[0][1] != got[0][3] || got[0][2] != got[1][0] {
+		t.Error("States gave one key two words")
+	}
+}
