@@ -67,8 +67,8 @@ type Options struct {
 	// CheckStats keeps the per-backend counts that CheckStats returns (CoreDNS-GSLB's
 	// health-check metrics); off, they take no memory.
 	CheckStats bool
-	// History keeps each probed backend's last hour (history.go: about 0.7 KB a backend once it has results) for
-	// History, which the admin API's dashboard draws; off, none is kept.
+	// History keeps each probed backend's last hour (history.go: about 0.7 KB a backend once it
+	// has results) for History, which the admin API's dashboard draws; off, none is kept.
 	History bool
 	// MaxHistories bounds how many backends keep a history: the first ones in the order of
 	// the specs Sync is given; 0 means DefaultMaxHistories.
