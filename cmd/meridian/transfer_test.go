@@ -95,7 +95,10 @@ records:
 
 	healthy[1].Store(false)
 	testutil.Eventually(t, 15*time.Second, func() bool { return slices.Equal(ask("www.example.org.", dns.TypeA), []string{"127.0.9.1"}) },
-		"after a backend died, Knot serves %s, want 127.0.9.1 alone\nknot:\n%s\nmeridian:\n%s", knotServes, knot.Logs, srv.Logs)
+		"after a backend died, Knot serves %s, want 127.0.9.1 alone; meridian serves %s at serial %s\nknot:\n%s\nmeridian:\n%s",
+		knotServes, func() string { return fmt.Sprint(addresses(exchange(t, srv.Addr, "www.example.org.", dns.TypeA))) },
+		func() string { return fmt.Sprint(serialOf(t, exchange(t, srv.Addr, "example.org.", dns.TypeSOA))) },
+		knot.Logs, srv.LogsWithStacks)
 	if soaP, soaS := serialOf(t, exchange(t, srv.Addr, "example.org.", dns.TypeSOA)), serialOf(t, knot.Query(t, "example.org.", dns.TypeSOA)); soaP != soaS {
 		t.Errorf("serials: meridian %d, Knot %d", soaP, soaS)
 	}

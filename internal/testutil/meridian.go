@@ -290,6 +290,19 @@ func (s *Server) Signal(sig os.Signal) error { return s.cmd.Process.Signal(sig) 
 // Logs returns everything the process printed so far.
 func (s *Server) Logs() string { return s.logs.String() }
 
+// LogsWithStacks ends the process with SIGABRT, whose Go runtime prints every goroutine's
+// stack as it exits (SIGQUIT would not: CoreDNS takes it for a graceful stop), and returns
+// everything it printed: a failing test's last word on a server that stopped doing something,
+// such as a loop that no longer runs.
+func (s *Server) LogsWithStacks() string {
+	_ = s.cmd.Process.Signal(syscall.SIGABRT)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+	}
+	return s.logs.String()
+}
+
 // Exchange sends m over net ("udp" or "tcp") and returns the reply.
 func (s *Server) Exchange(t testing.TB, network string, m *dns.Msg) *dns.Msg {
 	t.Helper()
