@@ -150,9 +150,15 @@ func (ps *probeSet) release() {
 }
 
 // sync gives the health manager m the backends of ps: their specs, and the keys of the
-// snapshot's other backends whose health words m keeps (keptKeys).
+// snapshot's other backends whose health words m keeps (keptKeys). When m probes nothing yet
+// (a server's start), every spec gets a new backend, which the goroutine that makes the specs
+// prepares too (health.Manager.Prepare); a reload keeps most backends, and prepares none.
 func (ps *probeSet) sync(m *health.Manager) {
-	m.SyncSeq(ps.n, specsAhead(ps.n, ps.specs()), keptKeys(ps.snap))
+	var prepare func(*health.Spec)
+	if m.Backends() == 0 {
+		prepare = m.Prepare
+	}
+	m.SyncSeq(ps.n, specsAhead(ps.n, ps.specs(), prepare), keptKeys(ps.snap))
 }
 
 // specs yields the spec of each backend of ps, in order. The spec is reused for the next one:

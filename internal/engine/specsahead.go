@@ -15,9 +15,10 @@ const specBatch = 1024
 // specsAhead yields the specs of seq (at most n), in order, made on another goroutine a batch
 // ahead of the caller: a load's Sync takes the specs of hundreds of thousands of backends on
 // one core, and making them (their names, their keys) is a part of its work that the other
-// cores can do meanwhile. With one core, or fewer specs than two batches, it is seq. Each
-// spec is valid until the next is asked for, as seq's.
-func specsAhead(n int, seq iter.Seq[*health.Spec]) iter.Seq[*health.Spec] {
+// cores can do meanwhile; so is prepare (health.Manager.Prepare, nil for none), called with
+// each spec there. With one core, or fewer specs than two batches, it is seq, and prepare is
+// not called. Each spec is valid until the next is asked for, as seq's.
+func specsAhead(n int, seq iter.Seq[*health.Spec], prepare func(*health.Spec)) iter.Seq[*health.Spec] {
 	if n < 2*specBatch || runtime.GOMAXPROCS(0) < 2 {
 		return seq
 	}
@@ -34,7 +35,11 @@ func specsAhead(n int, seq iter.Seq[*health.Spec]) iter.Seq[*health.Spec] {
 			defer close(full)
 			batch := <-free
 			for spec := range seq {
-				if batch = append(batch, *spec); len(batch) < specBatch {
+				batch = append(batch, *spec)
+				if prepare != nil {
+					prepare(&batch[len(batch)-1])
+				}
+				if len(batch) < specBatch {
 					continue
 				}
 				select {

@@ -13,7 +13,8 @@ import (
 // TestSpecsAheadYieldsTheSpecsInOrder takes the specs of zones of a few backends (fewer than
 // two batches: made on the caller's goroutine) and of several batches and a part of one (made
 // ahead on another goroutine) through specsAhead: the same specs as the probe set's own, in
-// the same order, whether the caller takes them all or stops early.
+// the same order, whether the caller takes them all or stops early; those made ahead are
+// prepared there, at most two batches beyond those taken.
 func TestSpecsAheadYieldsTheSpecsInOrder(t *testing.T) {
 	for _, records := range []int{10, 3*specBatch + 17} {
 		for _, stopAt := range []int{-1, 0, specBatch - 1, specBatch, 2*specBatch + 5} {
@@ -29,8 +30,9 @@ func TestSpecsAheadYieldsTheSpecsInOrder(t *testing.T) {
 				if stopAt < 0 || stopAt >= len(want) {
 					stopAt = len(want)
 				}
-				got := 0
-				for spec := range specsAhead(ps.n, ps.specs()) {
+				got, prepared := 0, 0
+				prepare := func(*health.Spec) { prepared++ } // on the goroutine that makes the specs
+				for spec := range specsAhead(ps.n, ps.specs(), prepare) {
 					if got == stopAt {
 						break
 					}
@@ -42,6 +44,13 @@ func TestSpecsAheadYieldsTheSpecsInOrder(t *testing.T) {
 				}
 				if got != stopAt {
 					t.Errorf("%d specs, want %d", got, stopAt)
+				}
+				// specsAhead has returned: its goroutine has ended.
+				switch ahead := ps.n >= 2*specBatch; {
+				case ahead && (prepared < got || prepared > got+2*specBatch):
+					t.Errorf("%d specs prepared of %d taken, want every one taken and at most two batches more", prepared, got)
+				case !ahead && prepared != 0:
+					t.Errorf("%d specs prepared on the caller's goroutine, want none", prepared)
 				}
 			})
 		}
@@ -63,4 +72,25 @@ func compiledZone(t *testing.T, records int) (*health.Manager, *probeSet) {
 	}
 	t.Cleanup(ps.release)
 	return m, ps
+}
+
+// TestFirstSyncPreparesTheBackendsAhead syncs a probe set of several batches into a manager
+// that probes nothing yet, whose backends are then prepared on the goroutine that makes the
+// specs while Sync takes them (the race detector watches both), and again, as a reload does:
+// every backend is the manager's, unknown, once.
+func TestFirstSyncPreparesTheBackendsAhead(t *testing.T) {
+	m, ps := compiledZone(t, 3*specBatch+17)
+	defer m.Stop()
+	for round := range 2 {
+		ps.sync(m)
+		if n := m.Backends(); n != ps.n {
+			t.Fatalf("sync %d: the manager probes %d backends, want %d", round, n, ps.n)
+		}
+		details := m.Details()
+		for spec := range ps.specs() {
+			if d, ok := details[spec.Key]; !ok || d.Status != health.Unknown || m.State(spec.Key) != spec.State {
+				t.Fatalf("sync %d: %s is %+v (found %v), want unknown with the catalog's word", round, spec.Key, d, ok)
+			}
+		}
+	}
 }

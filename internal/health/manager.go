@@ -60,7 +60,24 @@ type Spec struct {
 	// see config.Backend.MeasureOnly) are probed with their checks for their RTT and load
 	// alone: their status is their source's report, whatever the checks find.
 	MeasureOnly bool
+	// prepared is the backend Prepare made ahead for the spec; nil for none.
+	prepared *backend
 }
+
+// Backends returns how many backends the manager probes: those its last Sync was given (none
+// before the first).
+func (m *Manager) Backends() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.backends)
+}
+
+// Prepare makes ahead, for spec, the backend that Sync makes for a key it has no backend to
+// keep for, such as every key at the first Sync: a load of hundreds of thousands of backends
+// makes them on another core while Sync, which holds the manager's lock, takes them one by one.
+// It reads spec and the manager's options only, and may run while a Sync runs. Sync drops a
+// prepared backend that it does not need.
+func (m *Manager) Prepare(spec *Spec) { spec.prepared = makeBackend(spec, m.opts.CheckStats) }
 
 // Options tune the manager.
 type Options struct {
@@ -355,14 +372,12 @@ func (m *Manager) keepHistories(now time.Time) {
 // machines too, except that a stale one (a stale report over up checks, see withReport) starts
 // its machines up.
 func (m *Manager) newBackend(spec *Spec, st *State) *backend {
-	b := &backend{state: st, external: spec.External, measureOnly: spec.MeasureOnly}
-	b.update(spec)
-	if spec.External {
-		b.more().report = &report{}
-		if len(spec.Checks) > 0 {
-			b.rare.report.reason = notReported
-		}
+	b := spec.prepared
+	if b == nil || !b.madeFor(spec) {
+		b = makeBackend(spec, m.opts.CheckStats)
 	}
+	spec.prepared = nil
+	b.state = st
 	if st := m.seed[spec.Key]; st != Unknown && (len(spec.Checks) > 0 || spec.External) && (st != Stale || spec.External) {
 		b.status = st
 		b.details.reason = restored
@@ -376,14 +391,31 @@ func (m *Manager) newBackend(spec *Spec, st *State) *backend {
 	if checks == Stale {
 		checks = Up
 	}
+	subs := b.subscriptions()
+	for i := range subs {
+		subs[i].machine.status = checks
+	}
+	return b
+}
+
+// makeBackend returns a new backend of spec, unknown, without its State: the part of
+// newBackend that depends on spec alone (Prepare runs it ahead of Sync).
+func makeBackend(spec *Spec, checkStats bool) *backend {
+	b := &backend{external: spec.External, measureOnly: spec.MeasureOnly}
+	b.update(spec)
+	if spec.External {
+		b.more().report = &report{}
+		if len(spec.Checks) > 0 {
+			b.rare.report.reason = notReported
+		}
+	}
 	subs := b.one[:0]
 	if len(spec.Checks) > 1 {
 		subs = make([]subscription, 0, len(spec.Checks))
 	}
 	for range spec.Checks {
 		sub := subscription{backend: b, machine: newMachine(spec.Rise, spec.Fall)}
-		sub.machine.status = checks
-		if m.opts.CheckStats {
+		if checkStats {
 			sub.stats = new(CheckStats)
 		}
 		subs = append(subs, sub)
@@ -392,6 +424,13 @@ func (m *Manager) newBackend(spec *Spec, st *State) *backend {
 		b.more().subs = subs
 	}
 	return b
+}
+
+// madeFor reports whether b, a backend that makeBackend made and nothing used yet, is what it
+// makes of spec: a passive spec that Sync accepts gets a check that the spec Prepare saw did not
+// have.
+func (b *backend) madeFor(spec *Spec) bool {
+	return b.external == spec.External && b.measureOnly == spec.MeasureOnly && len(b.subscriptions()) == len(spec.Checks)
 }
 
 // update takes what may change of b's spec without starting it over: its names, callbacks
