@@ -127,10 +127,10 @@ func TestControllerWithPrometheus(t *testing.T) {
 	defer c.Stop()
 
 	above := 0.1
-	start := func(id string) {
+	start := func(id string, every time.Duration) {
 		t.Helper()
 		s := &Shift{ID: id, Record: "www.example.org.", From: []string{"site:a"}, To: []string{"site:b"}, Steps: []float64{0.5, 1},
-			Every: Duration(time.Second), Signal: &Signal{Kind: SignalPrometheus, Query: "max(test_error_ratio)", Above: &above},
+			Every: Duration(every), Signal: &Signal{Kind: SignalPrometheus, Query: "max(test_error_ratio)", Above: &above},
 			State: Running, StepStarted: time.Now()}
 		if err := s.Check(Record(snap, s.Record), true); err != nil {
 			t.Fatal(err)
@@ -152,7 +152,7 @@ func TestControllerWithPrometheus(t *testing.T) {
 		return nil
 	}
 	ratio.Set(0.01)
-	start("good")
+	start("good", time.Second)
 	testutil.Eventually(t, 20*time.Second, func() bool { return get("good").State == Completed },
 		"shift good is %+v\nnotes %v\n%s\n%s", get("good"), c.Notes(), log, prom.Logs())
 	if g := get("good"); g.Step != 1 || len(g.History) != 2 || g.History[0].What != "step" || g.History[1].What != "completed" {
@@ -162,7 +162,9 @@ func TestControllerWithPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	start("bad")
+	// The bad shift holds its first step (50%) until its signal rises: with a step of a second
+	// it could take its next one before Prometheus scraped the risen ratio on a loaded machine.
+	start("bad", time.Hour)
 	testutil.Eventually(t, 10*time.Second, func() bool { return strings.Contains(c.Notes()["bad"], "= 0.01") },
 		"no reading of the signal: %v", c.Notes())
 	ratio.Set(0.5)
