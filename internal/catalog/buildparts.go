@@ -3,10 +3,10 @@ package catalog
 import (
 	"runtime"
 	"slices"
-	"sync"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/parts"
 )
 
 // batchHealthSource is a HealthSource that hands out many words at once and is safe for
@@ -26,30 +26,27 @@ const minBuildPart = 8192
 const stateBatch = 256
 
 // addRecords builds the records of rcs, in zone z, and adds them to s and z in order: in as
-// many parts as there are cores when hs is a batchHealthSource, on this goroutine otherwise.
+// many parts as there are cores (parts.Run) when hs is a batchHealthSource, on this goroutine
+// otherwise.
 func (s *Snapshot) addRecords(z *Zone, rcs []config.Record, hs HealthSource) {
 	start := len(s.records)
 	s.records = slices.Grow(s.records, len(rcs))[:start+len(rcs)]
 	recs := s.records[start:]
 	bs, batched := hs.(batchHealthSource)
-	parts := 1
+	n := 1
 	if batched {
-		parts = max(1, min(runtime.GOMAXPROCS(0), len(rcs)/minBuildPart))
+		n = max(1, min(runtime.GOMAXPROCS(0), len(rcs)/minBuildPart))
 	}
-	var wg sync.WaitGroup
-	for i := range parts {
-		wg.Go(func() {
-			words := stateWords{hs: hs}
-			if batched {
-				words.batch = bs
-			}
-			for j := i * len(rcs) / parts; j < (i+1)*len(rcs)/parts; j++ {
-				recs[j] = newRecord(z, &rcs[j], &words)
-			}
-			words.flush()
-		})
-	}
-	wg.Wait()
+	parts.Run(n, func(i int) {
+		words := stateWords{hs: hs}
+		if batched {
+			words.batch = bs
+		}
+		for j := i * len(rcs) / n; j < (i+1)*len(rcs)/n; j++ {
+			recs[j] = newRecord(z, &rcs[j], &words)
+		}
+		words.flush()
+	})
 	for _, r := range recs {
 		z.add(r)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/health/probe"
+	"github.com/meridian-gslb/meridian/internal/parts"
 )
 
 // probeSet is the compiled health checks of the probed backends of a snapshot: backends with
@@ -78,18 +79,17 @@ func compileProbesOn(snap *catalog.Snapshot, cores int) (*probeSet, error) {
 const minPart = 4096
 
 // compileParts compiles the checks of recs into checks, in order (ends: how many checks the
-// records up to each have), in parts of about as many checks each, each with a Compiler of
-// NewCompilers and the last on this goroutine. It returns the errors, each once, in the order
-// of the backends.
-func compileParts(recs []*catalog.Record, ends []int, checks []*probe.Compiled, parts int) []error {
-	compilers := probe.NewCompilers(parts)
-	bounds := make([]int, parts+1) // part i compiles recs[bounds[i]:bounds[i+1]]
-	for i := 1; i < parts; i++ {   // a part ends with the record whose checks reach its share
-		bounds[i] = bounds[i-1] + sort.SearchInts(ends[bounds[i-1]:], i*len(checks)/parts) + 1
+// records up to each have), in n parts of about as many checks each (parts.Run), each with a
+// Compiler of NewCompilers. It returns the errors, each once, in the order of the backends.
+func compileParts(recs []*catalog.Record, ends []int, checks []*probe.Compiled, n int) []error {
+	compilers := probe.NewCompilers(n)
+	bounds := make([]int, n+1) // part i compiles recs[bounds[i]:bounds[i+1]]
+	for i := 1; i < n; i++ {   // a part ends with the record whose checks reach its share
+		bounds[i] = bounds[i-1] + sort.SearchInts(ends[bounds[i-1]:], i*len(checks)/n) + 1
 	}
-	bounds[parts] = len(recs)
-	errs := make([][]error, parts)
-	inParts(parts, func(i int) {
+	bounds[n] = len(recs)
+	errs := make([][]error, n)
+	parts.Run(n, func(i int) {
 		from, start := bounds[i], 0 // the part's first record and first check
 		if from > 0 {
 			start = ends[from-1]
