@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 )
 
 func main() {
@@ -53,12 +54,19 @@ func main() {
 
 // serve accepts connections and hands each to handle.
 func serve(l net.Listener, handle func(net.Conn)) {
+	var wait time.Duration
 	for {
 		c, err := l.Accept()
 		if err != nil {
-			log.Printf("blackhole: %v", err)
+			// Out of descriptors (a checker that opens more connections at once than the
+			// limit allows, as gdnsd's first round of checks does): wait for some to close
+			// rather than spin, as net/http's server does.
+			wait = min(max(2*wait, 5*time.Millisecond), time.Second)
+			log.Printf("blackhole: %v; retrying in %v", err, wait)
+			time.Sleep(wait)
 			continue
 		}
+		wait = 0
 		handle(c)
 	}
 }
