@@ -116,7 +116,7 @@ func (b *Browser) Count(sel string) int {
 }
 
 // WaitText waits until the text of the element that sel matches contains want, and fails the test
-// after timeout.
+// after timeout (at least MinWait).
 func (b *Browser) WaitText(sel, want string, timeout time.Duration) {
 	b.t.Helper()
 	var got string
@@ -126,9 +126,19 @@ func (b *Browser) WaitText(sel, want string, timeout time.Duration) {
 	}, func() string { return fmt.Sprintf("%s shows %q, want %q", sel, got, want) })
 }
 
-// WaitFor polls cond every 100 ms until it holds, and fails the test with what() after timeout.
+// MinWait is the shortest wait of WaitFor and WaitText, whatever timeout they are given. What
+// the tests wait for is what the page shows after a poll or two, which takes a second on a
+// quiet machine. On a loaded one (Chromium, its pages' servers and the tests of other
+// packages on two cores, at a load average of 15) a dashboard test that passes on a quiet
+// machine has failed, and the 10 s the tests ask for are then too little for a first poll to
+// be sure. A wait that ends early costs nothing; only a failing one waits this long.
+const MinWait = 30 * time.Second
+
+// WaitFor polls cond every 100 ms until it holds, and fails the test with what() after timeout
+// (at least MinWait).
 func (b *Browser) WaitFor(timeout time.Duration, cond func() bool, what func() string) {
 	b.t.Helper()
+	timeout = max(timeout, MinWait)
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
